@@ -1,0 +1,1 @@
+"""Definitions shared by every component: CRD manifests, gRPC protocols, quantities, NRT helpers."""

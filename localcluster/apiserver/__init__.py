@@ -1,0 +1,1 @@
+"""A single-process Kubernetes API server that unmodified kubectl, kopf and client-python use."""
