@@ -212,6 +212,11 @@ class InternalError(StatusError):
     reason = "InternalError"
 
 
+class ServiceUnavailable(StatusError):
+    code = 503
+    reason = "ServiceUnavailable"
+
+
 class ServerTimeout(StatusError):
     code = 504
     reason = "Timeout"

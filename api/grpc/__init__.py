@@ -1,0 +1,9 @@
+"""Generated gRPC stubs for the kubelet protocols (do not edit the ``*_pb2*.py`` files).
+
+* :mod:`nrop.api.grpc.podresources.v1` — ``v1.PodResourcesLister`` (kubelet podresources)
+* :mod:`nrop.api.grpc.deviceplugin.v1beta1` — ``v1beta1.Registration`` and
+  ``v1beta1.DevicePlugin`` (kubelet device plugins)
+
+Import as ``from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc``. The
+stubs are regenerated from :mod:`nrop.api.proto` by ``regenerate.py`` in this package.
+"""

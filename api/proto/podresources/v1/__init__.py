@@ -1,0 +1,1 @@
+"""Package-data folder for a kubelet ``.proto`` file."""

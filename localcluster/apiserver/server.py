@@ -1,0 +1,669 @@
+"""The HTTP front of the API server: authentication, authorization, content negotiation, dispatch.
+
+One aiohttp catch-all handler parses the path, authenticates the bearer token
+(and ``Impersonate-*`` headers), authorizes service accounts through RBAC,
+decodes the body, and calls the REST verbs, the subresource handlers, the
+watch streamer or discovery.  Every failure leaves as a ``kind: Status`` body
+with the code and reason its ``StatusError`` carries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from . import discovery, errors, openapi, patching, rbac, routing, subresources, tables, watching
+from .authn import Authenticator, impersonated
+from .clock import Clock, SystemClock
+from .definitions import load as load_definitions
+from .podlogs import PodLogs
+from .registry import Kind, Registry
+from .rest import MAX_BODY, DeleteOptions, Rest, WriteOptions
+from .selectors import parse_field_selector, parse_label_selector
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+JSON = "application/json"
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+_WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=dumps(obj), status=status, content_type=JSON, headers=headers)
+
+
+def status_response(err: errors.StatusError) -> web.Response:
+    headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
+    return json_response(err.status(), err.code, headers)
+
+
+def _accept_params(accept: str) -> list[dict[str, str]]:
+    out = []
+    for media in accept.split(","):
+        pieces = [p.strip() for p in media.split(";")]
+        params = {"type": pieces[0]}
+        for piece in pieces[1:]:
+            if "=" in piece:
+                key, value = piece.split("=", 1)
+                params[key.strip()] = value.strip()
+        out.append(params)
+    return out
+
+
+def wanted_form(accept: str) -> str:
+    """``table``, ``metadata`` or ``object``: what representation the client asks for."""
+    for params in _accept_params(accept):
+        if params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
+            if params.get("as") == "Table":
+                return "table"
+            if params.get("as") in ("PartialObjectMetadata", "PartialObjectMetadataList"):
+                return "metadata"
+        if params["type"] in (JSON, "*/*", "application/*", "application/yaml"):
+            return "object"
+    return "object"
+
+
+def _query_bool(query: Any, name: str) -> bool | None:
+    value = query.get(name)
+    if value is None:
+        return None
+    return value.lower() in ("true", "1")
+
+
+class APIServer:
+    """The embedded API server: state, verbs, and the aiohttp application serving them."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        history_size: int = 50_000,
+        bookmark_interval: float = 60.0,
+        admin_token: str | None = None,
+    ) -> None:
+        self.clock = clock or SystemClock()
+        self.store = Store(history_size=history_size)
+        self.registry = Registry.with_builtins()
+        self.defs = load_definitions()
+        self.rest = Rest(self.store, self.registry, self.defs, self.clock)
+        self.authn = Authenticator(self._service_account_uid, admin_token)
+        self.logs = PodLogs()
+        self.bookmark_interval = bookmark_interval
+        self.address = ""
+        self.proxies: dict[str, Callable[..., Any]] = {}
+        self._openapi_cache: dict[tuple[str, str, int], tuple[Obj, str]] = {}
+        self._rbac_cache: tuple[tuple[int, ...], rbac.Policy] | None = None
+
+    # -- identity and policy ----------------------------------------------------------------
+
+    def _service_account_uid(self, namespace: str, name: str) -> str | None:
+        sa = self.store.get(("", "serviceaccounts"), namespace, name)
+        return sa["metadata"]["uid"] if sa else None
+
+    def policy(self) -> rbac.Policy:
+        resources = [
+            ("rbac.authorization.k8s.io", p)
+            for p in ("roles", "clusterroles", "rolebindings", "clusterrolebindings")
+        ]
+        stamp = tuple(self.store.last_write(r) for r in resources)
+        if self._rbac_cache is None or self._rbac_cache[0] != stamp:
+            lists = [self.store.list(r) for r in resources]
+            self._rbac_cache = (stamp, rbac.Policy(*lists))
+        return self._rbac_cache[1]
+
+    def authorize(self, user: rbac.UserInfo, attrs: rbac.Attributes) -> None:
+        decision = rbac.authorize(user, attrs, self.policy())
+        if not decision.allowed:
+            raise rbac.forbidden_error(user, attrs)
+
+    # -- application -------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY + 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        except errors.StatusError as err:
+            return status_response(err)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return status_response(errors.InternalError(f"Internal error occurred: {exc}"))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path in PUBLIC_PATHS or path.startswith(tuple(p + "/" for p in PUBLIC_PATHS)):
+            return web.Response(text="ok", content_type="text/plain")
+        user = self.authn.authenticate(request.headers.get("Authorization"))
+        as_user = request.headers.get("Impersonate-User")
+        if as_user:
+            for target in ("users", "groups", "serviceaccounts"):
+                if target == "users" or request.headers.getall("Impersonate-Group", []):
+                    self.authorize(
+                        user,
+                        rbac.Attributes(
+                            verb="impersonate",
+                            api_group="",
+                            resource=target,
+                            name=as_user,
+                            resource_request=True,
+                        ),
+                    )
+                    break
+            user = impersonated(
+                user,
+                as_user,
+                request.headers.getall("Impersonate-Group", []),
+                request.headers.get("Impersonate-Uid", ""),
+            )
+        attrs = rbac.request_attributes(request.method, path, request.query)
+        self.authorize(user, attrs)
+        if path.startswith("/debug/nrop/"):
+            return await self._debug(request, path)
+        parsed = routing.parse(path)
+        if parsed is None:
+            return self._non_resource(request, path)
+        if isinstance(parsed, routing.DiscoveryPath):
+            return self._discovery(request, parsed)
+        kind = self.registry.lookup(parsed.group, parsed.version, parsed.plural)
+        if kind is None:
+            raise errors.NotFound.unknown_path()
+        return await self._resource(request, user, kind, parsed)
+
+    # -- non-resource paths ----------------------------------------------------------------
+
+    def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
+        if request.method != "GET":
+            raise errors.MethodNotAllowed(f"{request.method} is not supported on {path}")
+        if path == "/version":
+            return json_response(discovery.version_info())
+        if path == "/openapi/v3":
+            return json_response(self._openapi_root())
+        if path.startswith("/openapi/v3/"):
+            prefix = path[len("/openapi/v3/") :]
+            parts = prefix.split("/")
+            if parts[0] == "api" and len(parts) == 2:
+                group, version = "", parts[1]
+            elif parts[0] == "apis" and len(parts) == 3:
+                group, version = parts[1], parts[2]
+            else:
+                raise errors.NotFound.unknown_path()
+            doc, _ = self._openapi_doc(group, version)
+            return json_response(doc)
+        raise errors.NotFound.unknown_path()
+
+    def _openapi_doc(self, group: str, version: str) -> tuple[Obj, str]:
+        key = (group, version, self.registry.generation)
+        cached = self._openapi_cache.get(key)
+        if cached is None:
+            kinds = [self._served_kind(k) for k in self.registry.in_group_version(group, version)]
+            if not kinds:
+                raise errors.NotFound.unknown_path()
+            doc = openapi.openapi_document(group, version, kinds, self.defs)
+            cached = (doc, openapi.document_hash(doc))
+            self._openapi_cache[key] = cached
+        return cached
+
+    def _openapi_root(self) -> Obj:
+        paths = {}
+        for group, versions in sorted(self.registry.groups().items()):
+            for version in versions:
+                _, digest = self._openapi_doc(group, version)
+                prefix = f"apis/{group}/{version}" if group else f"api/{version}"
+                paths[prefix] = {"serverRelativeURL": f"/openapi/v3/{prefix}?hash={digest}"}
+        return {"paths": paths}
+
+    @staticmethod
+    def _served_kind(kind: Kind) -> openapi.ServedKind:
+        schema = (kind.crd_version.get("schema") or {}).get("openAPIV3Schema") if kind.custom else None
+        return openapi.ServedKind(
+            group=kind.group,
+            version=kind.version,
+            kind=kind.kind,
+            plural=kind.plural,
+            namespaced=kind.namespaced,
+            subresources=kind.subresources,
+            schema=schema,
+        )
+
+    def _discovery(self, request: web.Request, parsed: routing.DiscoveryPath) -> web.StreamResponse:
+        if request.method != "GET":
+            raise errors.MethodNotAllowed(f"{request.method} is not supported on discovery")
+        aggregated = discovery.wants_aggregated(request.headers.get("Accept", ""))
+        if parsed.kind == "api":
+            if aggregated:
+                return self._aggregated(discovery.aggregated(self.registry, core=True))
+            return json_response(discovery.api_versions(self.address))
+        if parsed.kind == "apis":
+            if aggregated:
+                return self._aggregated(discovery.aggregated(self.registry, core=False))
+            return json_response(discovery.api_group_list(self.registry))
+        if parsed.kind == "group":
+            doc = discovery.api_group(self.registry, parsed.group)
+        else:
+            doc = discovery.api_resource_list(self.registry, parsed.group, parsed.version)
+        if doc is None:
+            raise errors.NotFound.unknown_path()
+        return json_response(doc)
+
+    @staticmethod
+    def _aggregated(doc: Obj) -> web.Response:
+        response = web.Response(body=dumps(doc))
+        response.headers["Content-Type"] = discovery.AGGREGATED_CONTENT_TYPE
+        return response
+
+    # -- resources -----------------------------------------------------------------------------
+
+    async def _body(self, request: web.Request, *, patch: bool = False) -> tuple[Any, str]:
+        """Decode a request body: (value, media type)."""
+        content_type = (request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
+        raw = await request.content.read(MAX_BODY + 1)
+        if len(raw) > MAX_BODY:
+            raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
+        if patch:
+            if content_type == "application/apply-patch+yaml":
+                return _decode_yaml(raw), content_type
+            return _decode_json(raw), content_type
+        if content_type in (JSON, ""):
+            return _decode_json(raw), content_type
+        if content_type in ("application/yaml", "application/x-yaml"):
+            return _decode_yaml(raw), content_type
+        raise errors.UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml"
+        )
+
+    def _write_options(self, request: web.Request) -> WriteOptions:
+        query = request.query
+        dry = query.getall("dryRun", [])
+        for value in dry:
+            if value != "All":
+                raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+        validation_mode = query.get("fieldValidation", "Warn")
+        if validation_mode not in ("Strict", "Warn", "Ignore"):
+            raise errors.BadRequest(
+                f'fieldValidation: Unsupported value: "{validation_mode}": '
+                'supported values: "Ignore", "Strict", "Warn"'
+            )
+        return WriteOptions(
+            dry_run=bool(dry), field_manager=query.get("fieldManager", ""), field_validation=validation_mode
+        )
+
+    async def _resource(
+        self, request: web.Request, user: rbac.UserInfo, kind: Kind, parsed: routing.ResourcePath
+    ) -> web.StreamResponse:
+        method = request.method
+        if parsed.namespaced_url and not kind.namespaced:
+            raise errors.NotFound.unknown_path()
+        if kind.namespaced and not parsed.namespaced_url and parsed.name and kind.plural != "namespaces":
+            raise errors.NotFound.unknown_path()
+        namespace = parsed.namespace if kind.namespaced else ""
+        if kind.plural == "namespaces" and not kind.group:
+            namespace = ""
+        name = parsed.name if kind.plural != "namespaces" or kind.group else parsed.namespace or parsed.name
+        if parsed.subresource:
+            return await subresources.handle(self, request, user, kind, namespace, name, parsed)
+        verb = _WRITE_VERBS.get(method, "get")
+        if verb not in kind.verbs and not (verb == "get" and "list" in kind.verbs and not name):
+            raise errors.MethodNotAllowed(
+                f'{verb} is not supported on resources of kind "{kind.group_resource}"'
+            )
+        if (
+            kind.storage == ("authorization.k8s.io", "selfsubjectaccessreviews")
+            or kind.plural == "subjectaccessreviews"
+        ):
+            body, _ = await self._body(request)
+            return json_response(subresources.access_review(self, user, kind, body), 201)
+        if kind.plural == "bindings":
+            body, _ = await self._body(request)
+            return await subresources.bind(
+                self, namespace, (body.get("metadata") or {}).get("name", ""), body
+            )
+        if method == "GET":
+            if not name:
+                if _query_bool(request.query, "watch"):
+                    return await self._watch(request, kind, namespace if parsed.namespaced_url else None)
+                return self._list(request, kind, namespace if parsed.namespaced_url else None)
+            obj = self.rest.get(kind, namespace, name)
+            return self.render(request, kind, obj)
+        if method == "POST":
+            if name:
+                raise errors.MethodNotAllowed(
+                    f'create is not supported on a named resource of kind "{kind.group_resource}"'
+                )
+            body, _ = await self._body(request)
+            opts = self._write_options(request)
+            obj = self.rest.create(kind, namespace, body, opts)
+            return self.render(request, kind, obj, 201, opts)
+        if method == "PUT":
+            body, _ = await self._body(request)
+            opts = self._write_options(request)
+            obj, created = self.rest.update(kind, namespace, name, body, opts)
+            return self.render(request, kind, obj, 201 if created else 200, opts)
+        if method == "PATCH":
+            return await self.patch(request, kind, namespace, name)
+        if method == "DELETE":
+            if not name:
+                return await self._delete_collection(
+                    request, kind, namespace if parsed.namespaced_url else None
+                )
+            return await self._delete(request, kind, namespace, name)
+        raise errors.MethodNotAllowed(f"{method} is not supported")
+
+    async def patch(
+        self, request: web.Request, kind: Kind, namespace: str, name: str, *, subresource: str = ""
+    ) -> web.StreamResponse:
+        patch, content_type = await self._body(request, patch=True)
+        patch_type = patching.patch_type_for(content_type, builtin=not kind.custom)
+        opts = self._write_options(request)
+        if patch_type == "apply" and not opts.field_manager:
+            raise errors.Invalid(
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+                causes=[errors.required("fieldManager", "is required for apply patch")],
+            )
+        obj, created = self.rest.patch(
+            kind,
+            namespace,
+            name,
+            patch_type,
+            patch,
+            opts,
+            subresource=subresource,
+            force=_query_bool(request.query, "force") or False,
+        )
+        return self.render(request, kind, obj, 201 if created else 200, opts)
+
+    def render(
+        self, request: web.Request, kind: Kind, obj: Obj, status: int = 200, opts: WriteOptions | None = None
+    ) -> web.Response:
+        headers = {"Warning": ", ".join(opts.warnings)} if opts and opts.warnings else None
+        form = wanted_form(request.headers.get("Accept", ""))
+        if form == "table" and request.method == "GET":
+            return json_response(self._table(request, kind, [obj]), status, headers)
+        if form == "metadata":
+            return json_response(_partial(obj), status, headers)
+        return json_response(obj, status, headers)
+
+    def _table(
+        self,
+        request: web.Request,
+        kind: Kind,
+        objs: list[Obj],
+        *,
+        rv: str = "",
+        cont: str = "",
+        defs: bool = True,
+    ) -> Obj:
+        columns = None
+        if kind.custom:
+            from .crdschema import printer_columns
+
+            columns = printer_columns(kind.crd, kind.version)
+        return tables.render_table(
+            kind.group,
+            kind.plural,
+            objs,
+            now=self.clock.now(),
+            columns=columns,
+            include_object=request.query.get("includeObject", "Metadata"),
+            resource_version=rv,
+            continue_token=cont,
+            include_column_definitions=defs,
+        )
+
+    def _selectors(self, request: web.Request) -> tuple[Any, Any]:
+        labels = request.query.get("labelSelector")
+        fields = request.query.get("fieldSelector")
+        return (
+            parse_label_selector(labels) if labels else None,
+            parse_field_selector(fields) if fields else None,
+        )
+
+    def _list(self, request: web.Request, kind: Kind, namespace: str | None) -> web.Response:
+        labels, fields = self._selectors(request)
+        try:
+            limit = int(request.query.get("limit", "0") or 0)
+        except ValueError:
+            raise errors.BadRequest(
+                f'limit: Invalid value: "{request.query["limit"]}": must be an integer'
+            ) from None
+        result = self.rest.list(
+            kind,
+            namespace,
+            labels=labels,
+            fields=fields,
+            limit=max(0, limit),
+            continue_token=request.query.get("continue", ""),
+            resource_version=request.query.get("resourceVersion", ""),
+            resource_version_match=request.query.get("resourceVersionMatch", ""),
+        )
+        form = wanted_form(request.headers.get("Accept", ""))
+        if form == "table":
+            return json_response(
+                self._table(
+                    request, kind, result.items, rv=result.resource_version, cont=result.continue_token
+                )
+            )
+        meta: Obj = {"resourceVersion": result.resource_version}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+            meta["remainingItemCount"] = result.remaining
+        if form == "metadata":
+            return json_response(
+                {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": [_partial(o) for o in result.items],
+                }
+            )
+        items = result.items
+        if not kind.custom:
+            items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
+        return json_response(
+            {"kind": kind.list_kind, "apiVersion": kind.group_version, "metadata": meta, "items": items}
+        )
+
+    async def _watch(self, request: web.Request, kind: Kind, namespace: str | None) -> web.StreamResponse:
+        labels, fields = self._selectors(request)
+        if fields is not None:
+            from .selectors import check_field_selector
+
+            check_field_selector(fields, self.rest.selectable(kind), kind.plural)
+        timeout_text = request.query.get("timeoutSeconds")
+        try:
+            timeout = float(timeout_text) if timeout_text else None
+        except ValueError:
+            raise errors.BadRequest(f'timeoutSeconds: Invalid value: "{timeout_text}"') from None
+        req = watching.WatchRequest(
+            resource=kind.storage,
+            namespace=namespace,
+            matches=lambda obj: self.rest.matches(kind, obj, labels, fields),
+            resource_version=request.query.get("resourceVersion", ""),
+            send_initial_events=_query_bool(request.query, "sendInitialEvents"),
+            allow_bookmarks=bool(_query_bool(request.query, "allowWatchBookmarks")),
+            timeout=timeout,
+            bookmark_interval=self.bookmark_interval,
+        )
+        watching.validate(req, request.query.get("resourceVersionMatch", ""))
+        form = wanted_form(request.headers.get("Accept", ""))
+        response = web.StreamResponse(status=200)
+        response.content_type = JSON
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        first_table = True
+
+        def bookmark(rv: int, initial_end: bool) -> Obj:
+            meta: Obj = {"resourceVersion": str(rv)}
+            if initial_end:
+                meta["annotations"] = {watching.INITIAL_EVENTS_END: "true"}
+            return {"kind": kind.kind, "apiVersion": kind.group_version, "metadata": meta}
+
+        try:
+            async for frame in watching.stream(self.store, req, bookmark):
+                if frame.type in ("ERROR", "BOOKMARK"):
+                    line = dumps({"type": frame.type, "object": frame.obj})
+                elif form == "table":
+                    table = self._table(request, kind, [frame.obj], defs=first_table)
+                    first_table = False
+                    line = dumps({"type": frame.type, "object": table})
+                elif form == "metadata":
+                    line = dumps({"type": frame.type, "object": _partial(frame.obj)})
+                else:
+                    obj = self.rest._output(kind, frame.obj)
+                    cache_key = (frame.type, kind.version)
+                    line = frame.source.rendered.get(cache_key) if frame.source is not None else None
+                    if line is None:
+                        line = dumps({"type": frame.type, "object": obj})
+                        if frame.source is not None:
+                            frame.source.rendered[cache_key] = line
+                await response.write(line + b"\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            return response
+        await response.write_eof()
+        return response
+
+    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+        body: Obj = {}
+        if request.can_read_body:
+            raw = await request.read()
+            if raw.strip():
+                decoded = _decode_json(raw)
+                if not isinstance(decoded, dict):
+                    raise errors.BadRequest("DeleteOptions must be an object")
+                body = decoded
+        query = request.query
+        grace = body.get("gracePeriodSeconds")
+        if "gracePeriodSeconds" in query:
+            try:
+                grace = int(query["gracePeriodSeconds"])
+            except ValueError:
+                raise errors.BadRequest("gracePeriodSeconds must be an integer") from None
+        propagation = query.get("propagationPolicy") or body.get("propagationPolicy")
+        orphan = query.get("orphanDependents")
+        orphan_value = (orphan.lower() == "true") if orphan is not None else body.get("orphanDependents")
+        if orphan_value is not None and propagation:
+            raise errors.Invalid(
+                'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
+                f'"{propagation}": orphanDependents and deletionPropagation cannot be both set'
+            )
+        if orphan_value is True:
+            propagation = "Orphan"
+        elif orphan_value is False:
+            propagation = "Background"
+        if propagation not in (None, "Orphan", "Background", "Foreground"):
+            raise errors.Invalid(
+                'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+                f'"{propagation}": supported values: "Background", "Foreground", "Orphan"'
+            )
+        dry = query.getall("dryRun", []) or body.get("dryRun") or []
+        for value in dry:
+            if value != "All":
+                raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+        return DeleteOptions(
+            grace_period=grace,
+            propagation=propagation,
+            preconditions=dict(body.get("preconditions") or {}),
+            dry_run=bool(dry),
+        )
+
+    async def _delete(self, request: web.Request, kind: Kind, namespace: str, name: str) -> web.Response:
+        opts = await self._delete_options(request)
+        obj, gone = self.rest.delete(kind, namespace, name, opts)
+        if not gone or kind.return_deleted_object:
+            return json_response(obj)
+        details = {"name": name, "kind": kind.plural, "uid": obj["metadata"].get("uid", "")}
+        if kind.group:
+            details["group"] = kind.group
+        return json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+        )
+
+    async def _delete_collection(
+        self, request: web.Request, kind: Kind, namespace: str | None
+    ) -> web.Response:
+        if "deletecollection" not in kind.verbs:
+            raise errors.MethodNotAllowed(
+                f'deletecollection is not supported on resources of kind "{kind.group_resource}"'
+            )
+        opts = await self._delete_options(request)
+        labels, fields = self._selectors(request)
+        result = self.rest.list(kind, namespace, labels=labels, fields=fields)
+        deleted = []
+        for obj in result.items:
+            meta = obj["metadata"]
+            try:
+                done, _ = self.rest.delete(kind, meta.get("namespace", ""), meta["name"], opts)
+            except errors.NotFound:
+                continue
+            deleted.append(done)
+        return json_response(
+            {
+                "kind": kind.list_kind,
+                "apiVersion": kind.group_version,
+                "metadata": {"resourceVersion": str(self.store.rv)},
+                "items": deleted,
+            }
+        )
+
+    # -- debug hooks (admin only: RBAC grants nothing under /debug to service accounts) ----------
+
+    async def _debug(self, request: web.Request, path: str) -> web.Response:
+        if request.method == "POST" and path == "/debug/nrop/compact":
+            return json_response({"compactedResourceVersion": str(self.store.compact())})
+        if request.method == "POST" and path.startswith("/debug/nrop/logs/"):
+            parts = path[len("/debug/nrop/logs/") :].split("/")
+            if len(parts) != 3:
+                raise errors.NotFound.unknown_path()
+            namespace, pod, container = parts
+            text = (await request.read()).decode()
+            self.logs.append(namespace, pod, container, text)
+            return json_response({"appended": len(text)})
+        raise errors.NotFound.unknown_path()
+
+
+def _partial(obj: Obj) -> Obj:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata", {}),
+    }
+
+
+def _decode_json(raw: bytes) -> Any:
+    if not raw.strip():
+        raise errors.BadRequest("the request body is empty; expected a JSON object")
+    if raw[:4] == b"k8s\x00":
+        raise errors.UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml"
+        )
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
+
+
+def _decode_yaml(raw: bytes) -> Any:
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise errors.BadRequest(f"error converting YAML to JSON: {exc}") from None

@@ -1,0 +1,429 @@
+"""Subresources: status, scale, pods/binding, pods/eviction, pods/log, namespaces/finalize,
+serviceaccounts/token, and the access reviews.
+
+Each follows its upstream REST storage: binding sets ``spec.nodeName`` and the
+``PodScheduled`` condition and answers a ``Status`` 201; eviction honours
+PodDisruptionBudgets with 429; log streams text; finalize edits
+``spec.finalizers`` only; token mints a bound service-account token.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from . import errors, rbac
+from .podlogs import LogQuery
+from .registry import Kind
+from .rest import DeleteOptions
+from .selectors import label_selector_from_dict
+
+if TYPE_CHECKING:
+    from .routing import ResourcePath
+    from .server import APIServer
+
+Obj = dict[str, Any]
+_SUB_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
+
+
+async def handle(
+    server: APIServer,
+    request: web.Request,
+    user: rbac.UserInfo,
+    kind: Kind,
+    namespace: str,
+    name: str,
+    parsed: ResourcePath,
+) -> web.StreamResponse:
+    from .server import json_response
+
+    sub = parsed.subresource
+    if not kind.has(sub):
+        raise errors.NotFound.unknown_path()
+    method = request.method
+    if sub == "status":
+        if method == "GET":
+            return server.render(request, kind, server.rest.get(kind, namespace, name))
+        if method == "PUT":
+            body, _ = await server._body(request)
+            opts = server._write_options(request)
+            obj, _ = server.rest.update(kind, namespace, name, body, opts, subresource="status")
+            return server.render(request, kind, obj, 200, opts)
+        if method == "PATCH":
+            return await server.patch(request, kind, namespace, name, subresource="status")
+    elif sub == "scale":
+        return await _scale(server, request, kind, namespace, name)
+    elif sub == "binding" and method == "POST":
+        body, _ = await server._body(request)
+        return await bind(server, namespace, name, body)
+    elif sub == "eviction" and method == "POST":
+        body, _ = await server._body(request)
+        return json_response(evict(server, namespace, name, body), 201)
+    elif sub == "log" and method == "GET":
+        return await _log(server, request, namespace, name)
+    elif sub == "finalize" and method == "PUT":
+        body, _ = await server._body(request)
+        return json_response(finalize(server, kind, name, body))
+    elif sub == "token" and method == "POST":
+        body, _ = await server._body(request)
+        return json_response(token(server, namespace, name, body), 201)
+    elif sub == "proxy":
+        handler = server.proxies.get(kind.plural)
+        if handler is None:
+            raise errors.ServiceUnavailable(f'no endpoints available for {kind.plural[:-1]} "{name}"')
+        return await handler(request, namespace, name, parsed.rest)
+    verb = _SUB_VERBS.get(method, method.lower())
+    raise errors.MethodNotAllowed(f'{verb} is not supported on resources of kind "{kind.plural}/{sub}"')
+
+
+# -- scale ------------------------------------------------------------------------------------
+
+
+def _get_path(obj: Obj, path: str) -> Any:
+    current: Any = obj
+    for part in path.strip(".").split("."):
+        if not isinstance(current, dict):
+            return None
+        current = current.get(part)
+    return current
+
+
+def _set_path(obj: Obj, path: str, value: Any) -> None:
+    parts = path.strip(".").split(".")
+    current = obj
+    for part in parts[:-1]:
+        current = current.setdefault(part, {})
+    current[parts[-1]] = value
+
+
+def _scale_paths(kind: Kind) -> tuple[str, str, str | None]:
+    if kind.custom:
+        scale = (kind.crd_version.get("subresources") or {}).get("scale") or {}
+        return scale["specReplicasPath"], scale["statusReplicasPath"], scale.get("labelSelectorPath")
+    return ".spec.replicas", ".status.replicas", None
+
+
+def _scale_of(kind: Kind, obj: Obj) -> Obj:
+    spec_path, status_path, selector_path = _scale_paths(kind)
+    selector = ""
+    if selector_path:
+        selector = _get_path(obj, selector_path) or ""
+    elif isinstance(obj.get("spec", {}).get("selector"), dict):
+        selector = str(label_selector_from_dict(obj["spec"]["selector"]))
+    meta = obj["metadata"]
+    status: Obj = {"replicas": _get_path(obj, status_path) or 0}
+    if selector:
+        status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": _get_path(obj, spec_path) or 0},
+        "status": status,
+    }
+
+
+async def _scale(
+    server: APIServer, request: web.Request, kind: Kind, namespace: str, name: str
+) -> web.Response:
+    from . import patching
+    from .server import json_response
+
+    current = server.rest.get(kind, namespace, name)
+    if request.method == "GET":
+        return json_response(_scale_of(kind, current))
+    if request.method == "PUT":
+        scale, _ = await server._body(request)
+    elif request.method == "PATCH":
+        patch, content_type = await server._body(request, patch=True)
+        patch_type = patching.patch_type_for(content_type, builtin=not kind.custom)
+        base = _scale_of(kind, current)
+        if patch_type == "json":
+            scale = patching.apply_json_patch(base, patch)
+        else:
+            scale = patching.apply_merge_patch(base, patch)
+    else:
+        raise errors.MethodNotAllowed(f'{request.method} is not supported on "{kind.plural}/scale"')
+    if not isinstance(scale, dict):
+        raise errors.BadRequest("the body must be a Scale object")
+    replicas = (scale.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.Invalid.for_fields(
+            "Scale",
+            "autoscaling",
+            name,
+            [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
+        )
+    rv = (scale.get("metadata") or {}).get("resourceVersion")
+    updated = copy.deepcopy(current)
+    spec_path, _, _ = _scale_paths(kind)
+    _set_path(updated, spec_path, replicas)
+    updated["metadata"]["resourceVersion"] = rv or current["metadata"]["resourceVersion"]
+    opts = server._write_options(request)
+    stored = server.rest.commit_update(
+        kind, updated, server.store.get(kind.storage, namespace, name) or current, opts
+    )
+    return json_response(_scale_of(kind, stored))
+
+
+# -- pods -------------------------------------------------------------------------------------
+
+
+async def bind(server: APIServer, namespace: str, name: str, body: Any) -> web.Response:
+    from .server import json_response
+
+    if not isinstance(body, dict):
+        raise errors.BadRequest("the body must be a Binding object")
+    target = body.get("target") or {}
+    node = target.get("name", "")
+    pods = server.registry.lookup("", "v1", "pods")
+    assert pods is not None
+    if not node:
+        raise errors.Invalid.for_fields("Binding", "", name, [errors.required("target.name")])
+    pod = server.store.get(("", "pods"), namespace, name)
+    if pod is None:
+        raise errors.NotFound.for_object("pods", "", name)
+    if pod["metadata"].get("deletionTimestamp"):
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is being deleted, '
+            "cannot be assigned to a host",
+            name=name,
+            kind="pods/binding",
+        )
+    if pod["spec"].get("nodeName"):
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already assigned '
+            f'to node "{pod["spec"]["nodeName"]}"',
+            name=name,
+            kind="pods/binding",
+        )
+    updated = copy.deepcopy(pod)
+    updated["spec"]["nodeName"] = node
+    annotations = (body.get("metadata") or {}).get("annotations")
+    if annotations:
+        meta = updated["metadata"]
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+    status = updated.setdefault("status", {})
+    conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+    conditions.append(
+        {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": server.rest.now(),
+        }
+    )
+    status["conditions"] = conditions
+    server.store.update(("", "pods"), updated, pod)
+    return json_response(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+    )
+
+
+def evict(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+    pods = server.registry.lookup("", "v1", "pods")
+    assert pods is not None
+    pod = server.store.get(("", "pods"), namespace, name)
+    if pod is None:
+        raise errors.NotFound.for_object("pods", "", name)
+    options = (body or {}).get("deleteOptions") or {}
+    terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    if not terminal:
+        labels = pod["metadata"].get("labels") or {}
+        for pdb in server.store.list(("policy", "poddisruptionbudgets"), namespace):
+            selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
+            if selector.matches(labels) and (pdb.get("status") or {}).get("disruptionsAllowed", 0) <= 0:
+                raise errors.TooManyRequests(
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    causes=[
+                        errors.Cause(
+                            "DisruptionBudget",
+                            f"The disruption budget {pdb['metadata']['name']} needs "
+                            f"{(pdb.get('status') or {}).get('desiredHealthy', 0)} healthy pods and has "
+                            f"{(pdb.get('status') or {}).get('currentHealthy', 0)} currently",
+                        )
+                    ],
+                    retry_after=10,
+                )
+    server.rest.delete(
+        pods,
+        namespace,
+        name,
+        DeleteOptions(
+            grace_period=options.get("gracePeriodSeconds"),
+            preconditions=dict(options.get("preconditions") or {}),
+        ),
+    )
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+async def _log(server: APIServer, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+    pod = server.store.get(("", "pods"), namespace, name)
+    if pod is None:
+        raise errors.NotFound.for_object("pods", "", name)
+    query = request.query
+    names = [c["name"] for c in pod["spec"].get("containers") or ()]
+    all_names = [c["name"] for c in pod["spec"].get("initContainers") or ()] + names
+    container = query.get("container", "")
+    if not container:
+        if len(names) != 1:
+            raise errors.BadRequest(
+                f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]"
+            )
+        container = names[0]
+    if container not in all_names:
+        raise errors.BadRequest(f"container {container} is not valid for pod {name}")
+
+    def number(key: str) -> int | None:
+        if key not in query:
+            return None
+        try:
+            return int(query[key])
+        except ValueError:
+            raise errors.BadRequest(f'{key}: Invalid value: "{query[key]}": must be an integer') from None
+
+    previous = query.get("previous", "").lower() == "true"
+    if previous and not server.logs.has_previous(namespace, name, container):
+        raise errors.BadRequest(f'previous terminated container "{container}" in pod "{name}" not found')
+    spec = LogQuery(
+        container=container,
+        previous=previous,
+        tail_lines=number("tailLines"),
+        limit_bytes=number("limitBytes"),
+        timestamps=query.get("timestamps", "").lower() == "true",
+        since_seconds=number("sinceSeconds"),
+    )
+    if query.get("follow", "").lower() != "true":
+        return web.Response(body=server.logs.read(namespace, name, spec), content_type="text/plain")
+    response = web.StreamResponse()
+    response.content_type = "text/plain"
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    async for chunk in server.logs.follow(namespace, name, spec):
+        await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+# -- namespaces, service accounts, reviews -------------------------------------------------------
+
+
+def finalize(server: APIServer, kind: Kind, name: str, body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise errors.BadRequest("the body must be a Namespace object")
+    current = server.store.get(("", "namespaces"), "", name)
+    if current is None:
+        raise errors.NotFound.for_object("namespaces", "", name)
+    finalizers = list((body.get("spec") or {}).get("finalizers") or [])
+    updated = copy.deepcopy(current)
+    updated["spec"] = {**(updated.get("spec") or {}), "finalizers": finalizers}
+    if updated == current:
+        return current
+    stored = server.store.update(("", "namespaces"), updated, current)
+    from .lifecycle import maybe_remove_namespace
+
+    return maybe_remove_namespace(server, stored) or stored
+
+
+def token(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+    from .clock import rfc3339
+
+    sa = server.store.get(("", "serviceaccounts"), namespace, name)
+    if sa is None:
+        raise errors.NotFound.for_object("serviceaccounts", "", name)
+    spec = (body or {}).get("spec") or {}
+    seconds = int(spec.get("expirationSeconds") or 3600)
+    if seconds < 600:
+        raise errors.Invalid.for_fields(
+            "TokenRequest",
+            "authentication.k8s.io",
+            name,
+            [
+                errors.invalid(
+                    "spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes"
+                )
+            ],
+        )
+    bound = spec.get("boundObjectRef")
+    issued = server.authn.issue(
+        namespace,
+        name,
+        sa["metadata"]["uid"],
+        audiences=spec.get("audiences") or None,
+        expiration_seconds=seconds,
+        bound=bound,
+        now=server.clock.now().timestamp(),
+    )
+    from datetime import UTC, datetime
+
+    return {
+        "kind": "TokenRequest",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+        "spec": {
+            "audiences": spec.get("audiences") or ["https://kubernetes.default.svc.cluster.local"],
+            "expirationSeconds": seconds,
+            "boundObjectRef": bound,
+        },
+        "status": {
+            "token": issued.token,
+            "expirationTimestamp": rfc3339(datetime.fromtimestamp(issued.expires_at, UTC)),
+        },
+    }
+
+
+def access_review(server: APIServer, user: rbac.UserInfo, kind: Kind, body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise errors.BadRequest(f"the body must be a {kind.kind} object")
+    spec = body.get("spec") or {}
+    subject = user
+    if kind.plural == "subjectaccessreviews":
+        subject = rbac.UserInfo(
+            name=spec.get("user", ""), groups=tuple(spec.get("groups") or ()), uid=spec.get("uid", "")
+        )
+    resource_attrs = spec.get("resourceAttributes")
+    non_resource = spec.get("nonResourceAttributes")
+    if resource_attrs:
+        attrs = rbac.Attributes(
+            verb=resource_attrs.get("verb", ""),
+            namespace=resource_attrs.get("namespace", ""),
+            api_group=resource_attrs.get("group", ""),
+            resource=resource_attrs.get("resource", ""),
+            subresource=resource_attrs.get("subresource", ""),
+            name=resource_attrs.get("name", ""),
+            resource_request=True,
+        )
+    elif non_resource:
+        attrs = rbac.Attributes(
+            verb=non_resource.get("verb", ""), path=non_resource.get("path", ""), resource_request=False
+        )
+    else:
+        raise errors.Invalid.for_fields(
+            kind.kind,
+            kind.group,
+            "",
+            [
+                errors.invalid(
+                    "spec.resourceAttributes",
+                    None,
+                    "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                )
+            ],
+        )
+    decision = rbac.authorize(subject, attrs, server.policy())
+    status: Obj = {"allowed": decision.allowed}
+    if decision.reason:
+        status["reason"] = decision.reason
+    return {
+        "kind": kind.kind,
+        "apiVersion": kind.group_version,
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": status,
+    }

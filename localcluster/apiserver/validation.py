@@ -1,0 +1,450 @@
+"""Validation of built-in kinds' bodies against their definitions, and of object names and metadata.
+
+Upstream decodes a built-in body into its Go struct: unknown fields are dropped
+(and reported according to ``fieldValidation``), mistyped fields fail the
+decode, and the kind's validation then reports missing required fields.  Here
+one walk over the body and its kubernetes-validate definition does all three:
+:func:`validate_builtin` returns the type/required/enum errors, the unknown
+field paths and the body with unknown fields pruned.  :func:`validate_name` and
+:func:`validate_object_meta` reproduce apimachinery's ``ValidateObjectMeta``
+messages, which clients and tests match on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from nrop.localcluster.apiserver.definitions import Definitions, schema_types
+from nrop.localcluster.apiserver.errors import (
+    BadRequest,
+    Cause,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+    type_invalid,
+)
+
+__all__ = [
+    "FIELD_VALIDATION_DIRECTIVES",
+    "TOTAL_ANNOTATION_SIZE_LIMIT",
+    "NameRule",
+    "ValidationResult",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "is_qualified_name",
+    "is_valid_label_value",
+    "split_path",
+    "strict_decoding_error",
+    "validate_builtin",
+    "validate_name",
+    "validate_object_meta",
+    "warning_headers",
+]
+
+NameRule = Literal["subdomain", "label", "path-segment"]
+FIELD_VALIDATION_DIRECTIVES = ("Ignore", "Warn", "Strict")
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+_QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+_PRESERVE = "x-kubernetes-preserve-unknown-fields"
+
+
+# --------------------------------------------------------------------------- body validation
+
+
+@dataclass
+class ValidationResult:
+    """What one walk over a body found.
+
+    ``errors`` are field causes for a 422 (or a 400 decode error, the caller's choice);
+    ``unknown_fields`` are paths such as ``spec.containers[0].imagee`` (empty under
+    ``fieldValidation=Ignore``); ``pruned`` is the body without its unknown fields,
+    which is what upstream stores whatever the directive.
+    """
+
+    errors: list[Cause] = field(default_factory=list)
+    unknown_fields: list[str] = field(default_factory=list)
+    pruned: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def validate_builtin(
+    defs: Definitions,
+    def_name: str,
+    obj: Any,
+    *,
+    field_validation: str = "Strict",
+    path: str = "",
+) -> ValidationResult:
+    """Check ``obj`` against definition ``def_name`` (e.g. ``io.k8s.api.core.v1.Pod``).
+
+    ``path`` prefixes every reported path (``metadata`` when checking a custom
+    resource's metadata against ``ObjectMeta``).  Missing required fields under a
+    top-level ``status`` are not reported: upstream status writes are not held to
+    the definitions' ``required`` lists (those only mirror Go's ``omitempty``).
+    """
+    walker = _Walker(defs, report_unknown=field_validation != "Ignore")
+    result = ValidationResult()
+    result.pruned = walker.walk({"$ref": "#/$defs/" + def_name}, obj, path, top=not path)
+    result.errors = walker.errors
+    result.unknown_fields = walker.unknown
+    return result
+
+
+_JSON_TYPE_NAMES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _JSON_TYPE_NAMES.get(type(value), "object")
+
+
+def _admits(types: set[str], value: Any) -> bool:
+    actual = _json_type(value)
+    if actual in types:
+        return True
+    if actual == "integer" and "number" in types:
+        return True
+    # YAML-to-JSON converters may render 3 as 3.0; the Go decoder accepts integral floats for ints.
+    return actual == "number" and "integer" in types and float(value).is_integer()
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _is_empty(value: Any) -> bool:
+    # Go's zero values that upstream validation reports as "Required value"; {} is a present struct.
+    return value is None or (isinstance(value, str | list) and not value)
+
+
+class _Walker:
+    def __init__(self, defs: Definitions, *, report_unknown: bool) -> None:
+        self.defs = defs
+        self.report_unknown = report_unknown
+        self.errors: list[Cause] = []
+        self.unknown: list[str] = []
+
+    def _resolve(self, schema: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The resolved schema and the definition name it came from ('' if inline)."""
+        name = ""
+        seen = 0
+        while True:
+            ref = schema.get("$ref")
+            if ref is None and len(schema.get("allOf", ())) == 1:
+                ref = schema["allOf"][0].get("$ref")
+            if not isinstance(ref, str) or not ref.startswith("#/"):
+                return schema, name
+            name = ref.rsplit("/", 1)[-1]
+            target = self.defs.defs.get(name)
+            if target is None:
+                return {}, name
+            schema = target
+            seen += 1
+            if seen > 64:
+                raise ValueError(f"reference cycle at {ref}")
+
+    def walk(
+        self, schema: dict[str, Any], value: Any, path: str, *, top: bool = False, in_status: bool = False
+    ) -> Any:
+        schema, def_name = self._resolve(schema)
+        if value is None:
+            return None  # Go decodes null as the zero value; `required` is checked by the parent
+        if "oneOf" in schema or "anyOf" in schema:
+            return self._alternatives(schema, value, path, def_name)
+        types = schema_types(schema) - {"null"}
+        if schema.get("x-kubernetes-int-or-string") or schema.get("format") == "int-or-string":
+            types = {"integer", "string"}
+        if types and not _admits(types, value):
+            expected = " or ".join(sorted(types))
+            self.errors.append(type_invalid(path, _json_type(value), expected))
+            return value
+        if "enum" in schema and value not in schema["enum"]:
+            self.errors.append(not_supported(path, value, list(schema["enum"])))
+        if isinstance(value, dict):
+            return self._object(schema, value, path, top=top, in_status=in_status)
+        if isinstance(value, list):
+            items = schema.get("items")
+            if not isinstance(items, dict):
+                return value
+            return [self.walk(items, v, f"{path}[{i}]", in_status=in_status) for i, v in enumerate(value)]
+        if isinstance(value, str):
+            self._string_format(schema, value, path, def_name)
+        return value
+
+    def _alternatives(self, schema: dict[str, Any], value: Any, path: str, def_name: str) -> Any:
+        branches = [self._resolve(b)[0] for b in schema.get("oneOf", schema.get("anyOf", []))]
+        admitted: set[str] = set()
+        for branch in branches:
+            admitted |= schema_types(branch) - {"null"}
+        if admitted and not _admits(admitted, value):
+            self.errors.append(type_invalid(path, _json_type(value), " or ".join(sorted(admitted))))
+        elif isinstance(value, str):
+            self._string_format(schema, value, path, def_name)
+        return value
+
+    def _string_format(self, schema: dict[str, Any], value: str, path: str, def_name: str) -> None:
+        if def_name == _QUANTITY_DEF:
+            if not _QUANTITY_RE.match(value.strip()):
+                self.errors.append(
+                    invalid(
+                        path,
+                        value,
+                        "quantities must match the regular expression " + f"'{_QUANTITY_RE.pattern}'",
+                    )
+                )
+        elif schema.get("format") == "byte":
+            try:
+                base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                self.errors.append(invalid(path, value, "illegal base64 data"))
+
+    def _object(
+        self, schema: dict[str, Any], value: dict[str, Any], path: str, *, top: bool, in_status: bool
+    ) -> dict[str, Any]:
+        props: dict[str, Any] = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        map_values = extra if isinstance(extra, dict) else None
+        preserve = bool(schema.get(_PRESERVE)) or extra is True
+        if not props and map_values is None:
+            return value  # free-form (RawExtension, FieldsV1, JSON, preserved): anything goes
+        out: dict[str, Any] = {}
+        for key, sub in value.items():
+            if key in props:
+                sub_path, sub_schema = _child(path, key), props[key]
+            elif map_values is not None:
+                sub_path, sub_schema = f"{path}[{key}]", map_values
+            else:
+                if preserve:
+                    out[key] = sub
+                elif self.report_unknown:
+                    self.unknown.append(_child(path, key))
+                continue
+            out[key] = self.walk(sub_schema, sub, sub_path, in_status=in_status or (top and key == "status"))
+        if not in_status:
+            for name in schema.get("required", ()):
+                if _is_empty(value.get(name)):
+                    self.errors.append(required(_child(path, name)))
+        return out
+
+
+def split_path(path: str) -> list[str | int]:
+    """The parts of a reported path: ``spec.containers[0].resources.limits[a.b/c]`` →
+    ``["spec", "containers", 0, "resources", "limits", "a.b/c"]`` (bracketed digits are list indices)."""
+    parts: list[str | int] = []
+    for match in _PATH_PART_RE.finditer(path):
+        name, bracketed = match.group(1), match.group(2)
+        if name is not None:
+            parts.append(name)
+        elif bracketed.isdigit():
+            parts.append(int(bracketed))
+        else:
+            parts.append(bracketed)
+    return parts
+
+
+_PATH_PART_RE = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def strict_decoding_error(paths: list[str]) -> BadRequest:
+    """The 400 a ``fieldValidation=Strict`` request with unknown fields gets."""
+    listed = ", ".join(f'unknown field "{p}"' for p in paths)
+    return BadRequest(f"strict decoding error: {listed}")
+
+
+def warning_headers(paths: list[str]) -> list[str]:
+    """``Warning`` header values (one per field) for ``fieldValidation=Warn``."""
+    return ["299 - " + _quote(f'unknown field "{p}"') for p in paths]
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# --------------------------------------------------------------------------- names
+
+
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_QNAME_CHAR = "[A-Za-z0-9]"
+_QNAME_EXT_CHAR = "[-A-Za-z0-9_.]"
+_QUALIFIED_NAME_FMT = f"({_QNAME_CHAR}{_QNAME_EXT_CHAR}*)?{_QNAME_CHAR}"
+_QUALIFIED_NAME_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
+_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
+_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's ``RegexError``, including its double space before ``or``."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    quoted = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {quoted}regex used for validation is '{fmt}')"
+
+
+def _max_len_error(limit: int) -> str:
+    return f"must be no more than {limit} characters"
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _DNS1123_LABEL_RE.match(value):
+        errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    errs = []
+    if len(value) > 253:
+        errs.append(_max_len_error(253))
+    if not _DNS1123_SUBDOMAIN_RE.match(value):
+        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """Label keys, annotation keys and finalizers: ``[prefix/]name``."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part " + _max_len_error(63))
+    if not _QUALIFIED_NAME_RE.match(name):
+        errs.append(
+            "name part "
+            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _LABEL_VALUE_RE.match(value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def validate_name(name: str, kind_rule: NameRule = "subdomain", *, prefix: bool = False) -> list[str]:
+    """Messages for an invalid object name (empty list: valid).
+
+    ``prefix`` validates a ``generateName``: a trailing ``-`` is allowed there.
+    """
+    if kind_rule == "path-segment":
+        if not prefix and name in (".", ".."):
+            return [f"may not be '{name}'"]
+        return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+    if prefix and name.endswith("-"):
+        name = name[:-1] + "a"  # upstream's maskTrailingDash
+    if kind_rule == "label":
+        return is_dns1123_label(name)
+    if kind_rule == "subdomain":
+        return is_dns1123_subdomain(name)
+    raise ValueError(f"unknown name rule {kind_rule!r}")
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+def validate_object_meta(
+    meta: dict[str, Any] | None, namespaced: bool, name_rule: NameRule = "subdomain"
+) -> list[Cause]:
+    """apimachinery's ``ValidateObjectMeta`` for a create: name, namespace, labels, annotations, finalizers."""
+    meta = meta or {}
+    causes: list[Cause] = []
+    name = meta.get("name") or ""
+    generate_name = meta.get("generateName") or ""
+    if generate_name:
+        causes.extend(
+            invalid("metadata.generateName", generate_name, m)
+            for m in validate_name(generate_name, name_rule, prefix=True)
+        )
+    if name:
+        causes.extend(invalid("metadata.name", name, m) for m in validate_name(name, name_rule))
+    elif not generate_name:
+        causes.append(required("metadata.name", "name or generateName is required"))
+    namespace = meta.get("namespace") or ""
+    if namespaced:
+        if not namespace:
+            causes.append(required("metadata.namespace"))
+        else:
+            causes.extend(invalid("metadata.namespace", namespace, m) for m in is_dns1123_label(namespace))
+    elif namespace:
+        causes.append(forbidden("metadata.namespace", "not allowed on this type"))
+    causes.extend(validate_labels(meta.get("labels") or {}, "metadata.labels"))
+    causes.extend(validate_annotations(meta.get("annotations") or {}, "metadata.annotations"))
+    for finalizer in meta.get("finalizers") or ():
+        causes.extend(invalid("metadata.finalizers", finalizer, m) for m in is_qualified_name(str(finalizer)))
+    return causes
+
+
+def validate_labels(labels: dict[str, Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    for key, value in labels.items():
+        causes.extend(invalid(path, key, m) for m in is_qualified_name(key))
+        if isinstance(value, str):
+            causes.extend(invalid(path, value, m) for m in is_valid_label_value(value))
+    return causes
+
+
+def validate_annotations(annotations: dict[str, Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    total = 0
+    for key, value in annotations.items():
+        # Annotation keys are qualified names, case-insensitively.
+        causes.extend(invalid(path, key, m) for m in is_qualified_name(key.lower()))
+        total += len(key.encode()) + len(str(value or "").encode())
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT:
+        causes.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return causes

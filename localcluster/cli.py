@@ -1,0 +1,114 @@
+"""``nrop-cluster``: run the embedded cluster in the foreground, or list the shipped profiles.
+
+``up`` starts the cluster, writes the kubeconfig, prints ``ready: kubeconfig=<path>``
+on stdout and runs until SIGINT or SIGTERM, then shuts down cleanly (exit 0)
+and removes a temporary state directory.  Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from .cluster import ClusterConfig, LocalCluster
+from .profiles import ProfileError, shipped
+
+log = logging.getLogger("nrop-cluster")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nrop-cluster", description="The embedded Kubernetes cluster of numaresources-operator-tests."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="run a cluster in the foreground until SIGINT/SIGTERM")
+    up.add_argument(
+        "--profile",
+        default=os.environ.get("NROP_CLUSTER_PROFILE", "default"),
+        help="profile name (see `nrop-cluster profiles`) or path to a profile YAML [env NROP_CLUSTER_PROFILE; default: default]",
+    )
+    up.add_argument(
+        "--state-dir",
+        type=Path,
+        default=os.environ.get("NROP_CLUSTER_STATE_DIR"),
+        help="directory for the cluster's files (PKI, node roots); a temporary one, removed on exit, if unset [env NROP_CLUSTER_STATE_DIR]",
+    )
+    up.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=os.environ.get("NROP_CLUSTER_KUBECONFIG"),
+        help="where to write the admin kubeconfig [env NROP_CLUSTER_KUBECONFIG; default: <state-dir>/kubeconfig]",
+    )
+    up.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("NROP_CLUSTER_PORT", "0")),
+        help="HTTPS port on 127.0.0.1 [default: a free port]",
+    )
+    up.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=60.0,
+        help="seconds between watch BOOKMARK events for clients that allow them [default: 60]",
+    )
+    sub.add_parser("profiles", help="list the shipped profiles with a one-line summary")
+    return parser
+
+
+async def _run_up(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(
+        ClusterConfig(
+            profile=args.profile,
+            state_dir=args.state_dir,
+            kubeconfig=args.kubeconfig,
+            port=args.port,
+            bookmark_interval=args.bookmark_interval,
+        )
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await cluster.start()
+        sys.stdout.write(f"ready: kubeconfig={cluster.kubeconfig_path}\n")
+        sys.stdout.flush()
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        await cluster.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command == "profiles":
+        for name, summary in shipped().items():
+            sys.stdout.write(f"{name:<24} {summary}\n")
+        return 0
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            return asyncio.run(_run_up(args))
+    except ProfileError as exc:
+        sys.stderr.write(f"nrop-cluster: {exc}\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(f"nrop-cluster: {exc}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

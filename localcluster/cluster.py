@@ -1,0 +1,116 @@
+"""Running the embedded cluster: state directory, TLS, the API server, lifecycle loops, kubeconfig.
+
+``LocalCluster`` is what ``nrop-cluster up`` runs in the foreground and what
+tests start in a background thread.  It binds 127.0.0.1 only, generates a CA
+per cluster, and writes the admin kubeconfig atomically once the server
+answers, so whoever waits for the file can use it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from .apiserver import kubeconfig, tls
+from .apiserver.lifecycle import Lifecycle, bootstrap
+from .apiserver.server import APIServer
+from .profiles import Profile, load_profile
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ClusterConfig:
+    profile: str = "default"
+    state_dir: Path | None = None
+    kubeconfig: Path | None = None
+    port: int = 0
+    host: str = "127.0.0.1"
+    bookmark_interval: float = 60.0
+    history_size: int = 50_000
+
+
+class LocalCluster:
+    """One embedded cluster; ``start``/``stop`` inside an event loop, or ``run_in_thread``."""
+
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        self.profile: Profile = load_profile(config.profile)
+        self._temporary_state = config.state_dir is None
+        self.state_dir = Path(config.state_dir or tempfile.mkdtemp(prefix="nrop-cluster-"))
+        self.kubeconfig_path = Path(config.kubeconfig or self.state_dir / "kubeconfig")
+        self.server = APIServer(bookmark_interval=config.bookmark_interval, history_size=config.history_size)
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._lifecycle: Lifecycle | None = None
+        self.ca_pem = b""
+
+    async def start(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        log.info("starting API server (state in %s)", self.state_dir)
+        ca = tls.generate_ca("nrop-local-ca")
+        server_pair = tls.issue_server_cert(ca)
+        ca.write_pair(self.state_dir / "pki", "ca")
+        self.ca_pem = ca.cert_pem
+        bootstrap(self.server)
+        self._runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(
+            self._runner, self.config.host, self.config.port, ssl_context=tls.ssl_context(server_pair)
+        )
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.server.address = f"{self.config.host}:{port}"
+        self.url = f"https://{self.config.host}:{port}"
+        self._lifecycle = Lifecycle(self.server)
+        self._lifecycle.start()
+        config = kubeconfig.render_kubeconfig(self.url, self.ca_pem, self.server.authn.admin_token)
+        kubeconfig.write_kubeconfig(self.kubeconfig_path, config)
+        log.info("API server ready at %s", self.url)
+
+    async def stop(self) -> None:
+        if self._lifecycle is not None:
+            await self._lifecycle.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._temporary_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        log.info("cluster stopped")
+
+
+class ClusterThread:
+    """A cluster running in a background thread with its own event loop (for tests and benches)."""
+
+    def __init__(self, config: ClusterConfig) -> None:
+        self.cluster = LocalCluster(config)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="nrop-cluster", daemon=True)
+        self._started = False
+
+    def __enter__(self) -> LocalCluster:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.cluster.start(), self._loop).result(timeout=60)
+        self._started = True
+        return self.cluster
+
+    def call(self, fn, *args):  # type: ignore[no-untyped-def]
+        """Run ``fn(*args)`` on the cluster's loop (the store is not thread-safe) and return its result."""
+
+        async def runner():  # type: ignore[no-untyped-def]
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(runner(), self._loop).result(timeout=30)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            asyncio.run_coroutine_threadsafe(self.cluster.stop(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
