@@ -278,9 +278,6 @@ class PodCPURequest:
     def all_containers(self) -> tuple[ContainerCPURequest, ...]:
         return self.init_containers + self.containers
 
-    def is_init_container(self, name: str) -> bool:
-        return any(c.name == name for c in self.init_containers)
-
 
 def guaranteed_cpus(pod: PodCPURequest, container: ContainerCPURequest) -> int:
     """Exclusive CPUs for a container: its integer cpu request in a Guaranteed pod, else 0 (shared)."""
