@@ -26,7 +26,9 @@ KUBECTL = shutil.which("kubectl")
 @pytest.fixture(scope="module")
 def cluster_thread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
     state = tmp_path_factory.mktemp("cluster")
-    runner = ClusterThread(ClusterConfig(profile="empty", state_dir=state, bookmark_interval=1.0, history_size=2000))
+    runner = ClusterThread(
+        ClusterConfig(profile="empty", state_dir=state, bookmark_interval=1.0, history_size=2000)
+    )
     with runner:
         yield runner
 
@@ -100,7 +102,9 @@ def namespace(api_client) -> Iterator[str]:  # type: ignore[no-untyped-def]
 
     name = f"t-{uuid.uuid4().hex[:8]}"
     core = client.CoreV1Api(api_client)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"nrop.test": "true"})))
+    core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"nrop.test": "true"}))
+    )
     yield name
     try:
         core.delete_namespace(name)

@@ -110,7 +110,9 @@ def crd_defaults(crd: dict[str, Any]) -> dict[str, Any]:
     """
     out = copy.deepcopy(crd)
     spec = out.setdefault("spec", {})
-    names = spec.setdefault("names", {})
+    if not isinstance(spec, dict) or not isinstance(spec.setdefault("names", {}), dict):
+        return out
+    names = spec["names"]
     kind = names.get("kind") or ""
     if kind and not names.get("singular"):
         names["singular"] = kind.lower()
@@ -118,7 +120,9 @@ def crd_defaults(crd: dict[str, Any]) -> dict[str, Any]:
         names["listKind"] = kind + "List"
     if not spec.get("conversion"):
         spec["conversion"] = {"strategy": "None"}
-    service = ((spec["conversion"].get("webhook") or {}).get("clientConfig") or {}).get("service")
+    service = _as_dict(_as_dict(_as_dict(spec["conversion"]).get("webhook")).get("clientConfig")).get(
+        "service"
+    )
     if isinstance(service, dict):
         service.setdefault("port", 443)
     return out
@@ -143,9 +147,9 @@ def validate_crd(crd: dict[str, Any]) -> list[Cause]:
     A CRD whose versions are all unserved is accepted, as upstream accepts it.
     """
     crd = crd_defaults(crd)
-    meta = crd.get("metadata") or {}
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
+    meta = _as_dict(crd.get("metadata"))
+    spec = _as_dict(crd.get("spec"))
+    names = _as_dict(spec.get("names"))
     group = spec.get("group") or ""
     errs: list[Cause] = []
 
@@ -170,7 +174,8 @@ def validate_crd(crd: dict[str, Any]) -> list[Cause]:
     elif scope not in SCOPES:
         errs.append(not_supported("spec.scope", scope, list(SCOPES)))
 
-    versions = spec.get("versions") or []
+    versions = spec.get("versions") if isinstance(spec.get("versions"), list) else []
+    versions = [_as_dict(v) for v in versions]
     seen: set[str] = set()
     unique = True
     for i, version in enumerate(versions):
@@ -201,8 +206,13 @@ def validate_crd(crd: dict[str, Any]) -> list[Cause]:
                 "spec.versions[*].schema instead",
             )
         )
-    errs.extend(_validate_conversion(spec.get("conversion") or {}, "spec.conversion"))
+    errs.extend(_validate_conversion(_as_dict(spec.get("conversion")), "spec.conversion"))
     return errs
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    """Malformed bodies (a list where an object belongs) validate as empty objects instead of crashing."""
+    return value if isinstance(value, dict) else {}
 
 
 def _validate_names(names: dict[str, Any], path: str) -> list[Cause]:
@@ -232,19 +242,19 @@ def _validate_names(names: dict[str, Any], path: str) -> list[Cause]:
 
 def _validate_version(version: dict[str, Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
-    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    schema = _as_dict(version.get("schema")).get("openAPIV3Schema")
     if schema is None:
         errs.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
     else:
         errs.extend(schema_violations(schema, f"{path}.schema.openAPIV3Schema"))
-    scale = (version.get("subresources") or {}).get("scale")
+    scale = _as_dict(version.get("subresources")).get("scale")
     if scale is not None:
-        errs.extend(_validate_scale(scale, f"{path}.subresources.scale"))
+        errs.extend(_validate_scale(_as_dict(scale), f"{path}.subresources.scale"))
     for i, column in enumerate(version.get("additionalPrinterColumns") or []):
-        errs.extend(_validate_column(column, f"{path}.additionalPrinterColumns[{i}]"))
-    fields = version.get("selectableFields") or []
+        errs.extend(_validate_column(_as_dict(column), f"{path}.additionalPrinterColumns[{i}]"))
+    fields = [_as_dict(f) for f in version.get("selectableFields") or []]
     if fields:
-        errs.extend(_validate_selectable_fields(fields, schema or {}, f"{path}.selectableFields"))
+        errs.extend(_validate_selectable_fields(fields, _as_dict(schema), f"{path}.selectableFields"))
     return errs
 
 

@@ -98,6 +98,10 @@ class Lifecycle:
         if event.type == "DELETED" or meta.get("deletionTimestamp") or meta.get("ownerReferences"):
             if meta.get("ownerReferences") and event.type != "DELETED":
                 self._orphan_checks.add(meta.get("uid", ""))
+            if event.type == "DELETED":
+                # The dependents of a vanished owner must be re-examined: they may be orphans now.
+                for _, dependent in self.server.store.dependents(meta.get("uid", "")):
+                    self._orphan_checks.add(dependent["metadata"].get("uid", ""))
             self._wake.set()
 
     def start(self) -> None:

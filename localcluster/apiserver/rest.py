@@ -415,7 +415,14 @@ class Rest:
                 kind.kind,
                 kind.group,
                 name,
-                [errors.invalid("metadata.resourceVersion", 0, "must be specified for an update")],
+                # Upstream prints the unset uint64 with %#v, hence "0x0" rather than "0".
+                [
+                    errors.Cause(
+                        "FieldValueInvalid",
+                        "Invalid value: 0x0: must be specified for an update",
+                        "metadata.resourceVersion",
+                    )
+                ],
             )
         return self.commit_update(kind, obj, old, opts, subresource=subresource), False
 
@@ -486,6 +493,7 @@ class Rest:
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
             and not meta.get("deletionGracePeriodSeconds")
+            and not _spec_finalizers(kind, obj)
         ):
             stored = self.store.delete(kind.storage, obj, old)
             self._after_write(kind, None, stored)
@@ -589,7 +597,8 @@ class Rest:
         elif opts.propagation == "Orphan" and ORPHAN not in finalizers:
             finalizers.append(ORPHAN)
         grace = self._grace(kind, old, opts)
-        if not finalizers and grace == 0:
+        held = _spec_finalizers(kind, old)
+        if not finalizers and grace == 0 and not held:
             if opts.dry_run:
                 return self._output(kind, old), True
             stored = self.store.delete(kind.storage, obj, old)
@@ -609,7 +618,7 @@ class Rest:
             obj.setdefault("status", {})["phase"] = "Terminating"
         if opts.dry_run:
             return self._output(kind, obj), False
-        if not finalizers and grace == 0:
+        if not finalizers and grace == 0 and not held:
             stored = self.store.delete(kind.storage, obj, old)
             self._after_write(kind, None, stored)
             return self._output(kind, stored), True
@@ -638,6 +647,11 @@ def _same(a: Obj, b: Obj) -> bool:
         return {**o, "metadata": meta}
 
     return strip(a) == strip(b)
+
+
+def _spec_finalizers(kind: Kind, obj: Obj) -> bool:
+    """Namespaces are also held by ``spec.finalizers`` (``kubernetes``, removed by the namespace controller)."""
+    return kind.storage == ("", "namespaces") and bool((obj.get("spec") or {}).get("finalizers"))
 
 
 def _patch_sets_rv(patch: Any) -> bool:

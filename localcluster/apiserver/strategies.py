@@ -28,6 +28,8 @@ def _default_container(container: Obj) -> None:
     _default(container, "terminationMessagePath", "/dev/termination-log")
     _default(container, "terminationMessagePolicy", "File")
     image = container.get("image", "")
+    if not isinstance(image, str):
+        return  # mistyped (YAML's `image: y` is a boolean): validation reports it, defaulting must not crash
     tag = image.rsplit("/", 1)[-1]
     pull = "Always" if ":" not in tag or tag.endswith(":latest") else "IfNotPresent"
     if "@" in image:

@@ -626,7 +626,36 @@ def _subschemas(s: dict[str, Any], path: str) -> list[tuple[dict[str, Any], str]
     return out
 
 
+def _shape_errors(s: dict[str, Any], path: str) -> list[Cause]:
+    """Keywords whose value is not a schema where a schema belongs (a real server fails to decode them)."""
+    errs = []
+    props = s.get("properties")
+    if props is not None and not isinstance(props, dict):
+        errs.append(invalid(_child(path, "properties"), props, "must be an object of schemas"))
+    for k, v in _props(s).items():
+        if not isinstance(v, dict):
+            errs.append(invalid(f"{path}.properties[{k}]", v, "must be a schema object"))
+    if s.get("additionalProperties") is not None and not isinstance(s["additionalProperties"], bool | dict):
+        errs.append(
+            invalid(
+                _child(path, "additionalProperties"),
+                s["additionalProperties"],
+                "must be a schema or a boolean",
+            )
+        )
+    if s.get("items") is not None and not isinstance(s["items"], dict | list):
+        errs.append(invalid(_child(path, "items"), s["items"], "must be a schema object"))
+    for junctor in _JUNCTORS:
+        value = s.get(junctor)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+            errs.append(invalid(_child(path, junctor), value, "must be a list of schema objects"))
+    if s.get("not") is not None and not isinstance(s["not"], dict):
+        errs.append(invalid(_child(path, "not"), s["not"], "must be a schema object"))
+    return errs
+
+
 def _openapi_checks(s: dict[str, Any], path: str, errs: list[Cause]) -> None:
+    errs.extend(_shape_errors(s, path))
     for keyword, why in _NOT_SUPPORTED_KEYWORDS.items():
         if keyword in s:
             errs.append(forbidden(_child(path, keyword), why))
@@ -733,7 +762,7 @@ def _invariants(s: dict[str, Any], level: str, path: str, errs: list[Cause]) -> 
     embedded = s.get(EMBEDDED) is True
     int_or_string = s.get(INT_OR_STRING) is True
     preserve = s.get(PRESERVE) is True
-    if t == "array" and items is None:
+    if t == "array" and "items" not in s:
         errs.append(required(_child(path, "items"), "must be specified"))
     if items is not None:
         _invariants(items, _ITEM, f"{path}.items", errs)

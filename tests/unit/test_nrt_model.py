@@ -108,7 +108,9 @@ def test_to_dict_omits_empty_optional_fields_and_prints_canonically() -> None:
             {
                 "name": "node-0",
                 "type": "Node",
-                "resources": [{"name": "memory", "capacity": "2k", "allocatable": "1500", "available": "524288k"}],
+                "resources": [
+                    {"name": "memory", "capacity": "2k", "allocatable": "1500", "available": "524288k"}
+                ],
             }
         ],
     }
@@ -131,7 +133,12 @@ def test_attribute_helpers_follow_the_api_semantics() -> None:
     assert nrt.get_attribute(attrs, "a") == "1"
     nrt.set_attribute(attrs, "a", "9")
     nrt.set_attribute(attrs, "c", "4")
-    assert attrs == [AttributeInfo("a", "9"), AttributeInfo("b", "2"), AttributeInfo("a", "3"), AttributeInfo("c", "4")]
+    assert attrs == [
+        AttributeInfo("a", "9"),
+        AttributeInfo("b", "2"),
+        AttributeInfo("a", "3"),
+        AttributeInfo("c", "4"),
+    ]
     merged = merge_attributes([AttributeInfo("x", "1")], [AttributeInfo("y", "2"), AttributeInfo("x", "3")])
     assert merged == [AttributeInfo("x", "3"), AttributeInfo("y", "2")]
 
@@ -157,7 +164,9 @@ def test_negative_numa_id_has_no_zone_name() -> None:
     ("policies", "attributes", "expected"),
     [
         pytest.param([], {}, TopologyManagerConfig("none", "container", 8), id="defaults"),
-        pytest.param(["SingleNUMANodePodLevel"], {}, TopologyManagerConfig("single-numa-node", "pod", 8), id="legacy"),
+        pytest.param(
+            ["SingleNUMANodePodLevel"], {}, TopologyManagerConfig("single-numa-node", "pod", 8), id="legacy"
+        ),
         pytest.param(["Restricted"], {}, TopologyManagerConfig(), id="legacy-without-scope-ignored"),
         pytest.param(
             ["SingleNUMANodePodLevel"],
@@ -167,12 +176,19 @@ def test_negative_numa_id_has_no_zone_name() -> None:
         ),
         pytest.param(
             [],
-            {"topologyManagerPolicy": "bogus", "topologyManagerScope": "node", "topologyManagerMaxNUMANodes": "1"},
+            {
+                "topologyManagerPolicy": "bogus",
+                "topologyManagerScope": "node",
+                "topologyManagerMaxNUMANodes": "1",
+            },
             TopologyManagerConfig(),
             id="invalid-values-ignored",
         ),
         pytest.param(
-            [], {"topologyManagerMaxNUMANodes": "4096"}, TopologyManagerConfig(max_numa_nodes=1024), id="max-capped"
+            [],
+            {"topologyManagerMaxNUMANodes": "4096"},
+            TopologyManagerConfig(max_numa_nodes=1024),
+            id="max-capped",
         ),
     ],
 )
@@ -242,7 +258,14 @@ def test_crd_v1alpha2_schema() -> None:
     versions = {v["name"]: v for v in crds.load("noderesourcetopologies")["spec"]["versions"]}
     root = versions["v1alpha2"]["schema"]["openAPIV3Schema"]
     assert root["required"] == ["zones"]
-    assert set(root["properties"]) == {"apiVersion", "kind", "metadata", "topologyPolicies", "zones", "attributes"}
+    assert set(root["properties"]) == {
+        "apiVersion",
+        "kind",
+        "metadata",
+        "topologyPolicies",
+        "zones",
+        "attributes",
+    }
     zone = root["properties"]["zones"]["items"]
     assert zone["required"] == ["name", "type"]
     resource = zone["properties"]["resources"]["items"]

@@ -138,6 +138,11 @@ PARSE_CASES = [
     pytest.param("-", 0, DSI, id="bare-minus"),
     pytest.param("Ki", 0, BSI, id="bare-Ki"),
     pytest.param("E3", 0, DEX, id="bare-E3"),
+    pytest.param("-9223372036854775806e-19", Fraction(-922337204, 10**9), DEX, id="corpus-e-19"),
+    pytest.param("-18446744073709551615e-10", Fraction(-1844674407370955162, 10**9), DEX, id="corpus-e-10"),
+    pytest.param("-18446744073709551615Ki", -(2**63 - 1), BSI, id="corpus-binary-cap"),
+    pytest.param("-9223372036854775808e4294967297", -92233720368547758080, DEX, id="corpus-wrapped-e1"),
+    pytest.param("-18446744073709551615E", -18446744073709551615 * 10**18, DSI, id="corpus-huge-exa"),
 ]
 
 
