@@ -60,7 +60,16 @@ class LocalCluster:
         ca.write_pair(self.state_dir / "pki", "ca")
         self.ca_pem = ca.cert_pem
         bootstrap(self.server)
-        self._runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False)
+        # handler_cancellation: a watch whose client went away must end (and unsubscribe) at once,
+        # not linger until an event it would send; store writes never await, so none is cut in half.
+        self._runner = web.AppRunner(
+            self.server.app(),
+            access_log=None,
+            handle_signals=False,
+            handler_cancellation=True,
+            # Open watches and log follows never finish on their own: give them a moment, then cut.
+            shutdown_timeout=2.0,
+        )
         await self._runner.setup()
         site = web.TCPSite(
             self._runner, self.config.host, self.config.port, ssl_context=tls.ssl_context(server_pair)

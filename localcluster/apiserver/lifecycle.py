@@ -92,9 +92,16 @@ class Lifecycle:
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe = server.store.subscribe(None, self._on_event)
         self._orphan_checks: set[str] = set()
+        # Objects being deleted (resource, namespace, name): the only ones a sweep visits.
+        self._deleting: set[tuple[tuple[str, str], str, str]] = set()
 
     def _on_event(self, event: WatchEvent) -> None:
         meta = event.obj.get("metadata", {})
+        where = (event.resource, meta.get("namespace", ""), meta.get("name", ""))
+        if event.type == "DELETED":
+            self._deleting.discard(where)
+        elif meta.get("deletionTimestamp"):
+            self._deleting.add(where)
         if event.type == "DELETED" or meta.get("deletionTimestamp") or meta.get("ownerReferences"):
             if meta.get("ownerReferences") and event.type != "DELETED":
                 self._orphan_checks.add(meta.get("uid", ""))
@@ -136,20 +143,22 @@ class Lifecycle:
             found = self.server.store.by_uid(uid)
             if found is not None:
                 self._collect_if_orphaned(found[0], found[1])
-        for kind in self.server.registry.storage_kinds():
-            for obj in self.server.store.list(kind.storage):
-                meta = obj["metadata"]
-                if not meta.get("deletionTimestamp"):
-                    continue
-                finalizers = meta.get("finalizers") or ()
-                if FOREGROUND in finalizers:
-                    self._foreground(kind, obj)
-                elif ORPHAN in finalizers:
-                    self._orphan(kind, obj)
-                elif kind.storage == _CRDS and CRD_CLEANUP_FINALIZER in finalizers:
-                    self._cleanup_crd(kind, obj)
-                elif kind.storage == _NAMESPACES:
-                    self._finish_namespace(obj)
+        for where in sorted(self._deleting):
+            resource, namespace, name = where
+            obj = self.server.store.get(resource, namespace, name)
+            kind = self._kind_of(resource)
+            if obj is None or kind is None or not obj["metadata"].get("deletionTimestamp"):
+                self._deleting.discard(where)
+                continue
+            finalizers = obj["metadata"].get("finalizers") or ()
+            if FOREGROUND in finalizers:
+                self._foreground(kind, obj)
+            elif ORPHAN in finalizers:
+                self._orphan(kind, obj)
+            elif kind.storage == _CRDS and CRD_CLEANUP_FINALIZER in finalizers:
+                self._cleanup_crd(kind, obj)
+            elif kind.storage == _NAMESPACES:
+                self._finish_namespace(obj)
 
     # -- garbage collection ------------------------------------------------------------------
 
