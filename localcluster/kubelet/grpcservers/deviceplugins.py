@@ -1,0 +1,447 @@
+"""The kubelet side of the device plugin API v1beta1: registration server and plugin clients.
+
+Owns the I/O of upstream ``pkg/kubelet/cm/devicemanager/plugin/v1beta1``:
+
+* :class:`RegistrationServer` serves ``Registration.Register`` on
+  ``<root>/var/lib/kubelet/device-plugins/kubelet.sock``.  It checks the version
+  (``v1beta1``) and that the resource is an extended resource name with upstream's
+  error texts, dials the plugin at ``<device-plugins dir>/<endpoint>`` and hands the
+  connected :class:`PluginClient` to the :class:`DevicePluginHandler`.  A second
+  registration of a resource replaces (and closes) the previous client.
+* :class:`PluginClient` asks ``GetDevicePluginOptions`` once, keeps ``ListAndWatch`` open in
+  a background thread and reports every device list, and offers the per-admission RPCs
+  (``GetPreferredAllocation``, ``Allocate``, ``PreStartContainer``).
+
+When a plugin's stream ends (the plugin died or stopped) the handler first receives the
+last device list with every device unhealthy (``markResourceUnhealthy``: capacity stays,
+allocatable drops to zero), then ``plugin_disconnected``; the kubelet forgets the resource
+after :data:`ENDPOINT_STOP_GRACE_PERIOD` unless the plugin registers again.
+
+What to allocate is decided by the pure :mod:`nrop.localcluster.kubelet.devicemanager`;
+devices are reported as its :class:`~nrop.localcluster.kubelet.devicemanager.Device`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import grpc
+
+from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
+from nrop.localcluster.apiserver.validation import is_qualified_name
+from nrop.localcluster.kubelet.devicemanager import Device
+from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
+
+__all__ = [
+    "DEVICE_PLUGIN_DIR",
+    "DIAL_TIMEOUT",
+    "ENDPOINT_STOP_GRACE_PERIOD",
+    "HEALTHY",
+    "KUBELET_SOCKET_NAME",
+    "PRE_START_CONTAINER_TIMEOUT",
+    "SUPPORTED_VERSIONS",
+    "UNHEALTHY",
+    "VERSION",
+    "DevicePluginError",
+    "DevicePluginHandler",
+    "PluginClient",
+    "RegistrationServer",
+    "device_from_pb",
+    "device_plugin_dir",
+    "device_to_pb",
+    "is_extended_resource_name",
+    "kubelet_socket",
+]
+
+log = logging.getLogger(__name__)
+
+VERSION = "v1beta1"
+SUPPORTED_VERSIONS = ("v1beta1",)
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+#: Relative to a node's root directory (``pluginapi.DevicePluginPath``).
+DEVICE_PLUGIN_DIR = Path("var/lib/kubelet/device-plugins")
+KUBELET_SOCKET_NAME = "kubelet.sock"
+CHECKPOINT_FILE = "kubelet_internal_checkpoint"
+#: ``KubeletPreStartContainerRPCTimeoutInSecs``.
+PRE_START_CONTAINER_TIMEOUT = 30.0
+#: ``dial`` in ``client.go`` blocks at most this long.
+DIAL_TIMEOUT = 10.0
+#: ``endpointStopGracePeriod``: a dead plugin's resource is dropped after this.
+ENDPOINT_STOP_GRACE_PERIOD = 5 * 60.0
+
+_ERR_UNSUPPORTED_VERSION = 'requested API version "{}" is not supported by kubelet. Supported version is [{}]'
+_ERR_INVALID_RESOURCE_NAME = 'the ResourceName "{}" is invalid'
+_ERR_FAILED_TO_DIAL = "failed to dial device plugin:"
+
+
+def device_plugin_dir(root: Path) -> Path:
+    """``<root>/var/lib/kubelet/device-plugins``."""
+    return Path(root) / DEVICE_PLUGIN_DIR
+
+
+def kubelet_socket(root: Path) -> Path:
+    """``<root>/var/lib/kubelet/device-plugins/kubelet.sock``."""
+    return device_plugin_dir(root) / KUBELET_SOCKET_NAME
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """``v1helper.IsExtendedResourceName``: ``domain/name``, not native, valid as a quota name."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not is_qualified_name("requests." + name)
+
+
+class DevicePluginError(Exception):
+    """A failed call to a device plugin, worded as the kubelet logs and reports it."""
+
+
+def device_from_pb(device: api_pb2.Device) -> Device:
+    """``Topology`` unset -> ``numa_nodes=None``; health other than ``Healthy`` is unhealthy."""
+    nodes = tuple(n.ID for n in device.topology.nodes) if device.HasField("topology") else None
+    return Device(id=device.ID, healthy=device.health == HEALTHY, numa_nodes=nodes)
+
+
+def device_to_pb(device: Device) -> api_pb2.Device:
+    topology = None
+    if device.numa_nodes is not None:
+        topology = api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=n) for n in device.numa_nodes])
+    return api_pb2.Device(ID=device.id, health=HEALTHY if device.healthy else UNHEALTHY, topology=topology)
+
+
+class DevicePluginHandler(Protocol):
+    """The kubelet's device manager as the registration server sees it (``ClientHandler``).
+
+    Called from gRPC and stream threads, one call at a time per server: implementations
+    must lock whatever the kubelet's other loops also touch.
+    """
+
+    def plugin_connected(self, resource: str, client: PluginClient) -> None:
+        """A plugin registered and answered ``GetDevicePluginOptions`` (replaces any earlier one)."""
+        ...
+
+    def plugin_devices(self, resource: str, devices: list[Device]) -> None:
+        """The full device list of ``resource`` (each ``ListAndWatch`` message)."""
+        ...
+
+    def plugin_disconnected(self, resource: str) -> None:
+        """The plugin's stream ended; its devices were just reported unhealthy."""
+        ...
+
+
+class PluginClient:
+    """The kubelet's connection to one device plugin (``client.go`` + ``endpoint.go``).
+
+    ``on_devices(resource, devices)`` receives each ``ListAndWatch`` list from the stream
+    thread; ``on_stream_end(client)`` runs once when the stream is over, unless
+    :meth:`close` ended it.
+    """
+
+    def __init__(
+        self,
+        resource: str,
+        socket_path: Path,
+        on_devices: Callable[[str, list[Device]], None],
+        on_stream_end: Callable[[PluginClient], None] | None = None,
+    ) -> None:
+        self.resource = resource
+        self.socket_path = Path(socket_path)
+        self.options = api_pb2.DevicePluginOptions()
+        self._on_devices = on_devices
+        self._on_stream_end = on_stream_end
+        self._channel: grpc.Channel | None = None
+        self._stub: api_pb2_grpc.DevicePluginStub | None = None
+        self._stream: grpc.Future | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._lock = threading.Lock()
+        self._devices: list[Device] = []
+
+    def __repr__(self) -> str:
+        return f"PluginClient({self.resource!r}, {str(self.socket_path)!r})"
+
+    # lifecycle
+
+    def connect(self, timeout: float = DIAL_TIMEOUT) -> None:
+        """Dial the plugin and read its options; raises :class:`DevicePluginError`."""
+        if not self.socket_path.exists():
+            raise DevicePluginError(
+                f"{_ERR_FAILED_TO_DIAL} dial unix {self.socket_path}: connect: no such file or directory"
+            )
+        channel = grpc.insecure_channel(
+            unix_address(self.socket_path), options=[("grpc.default_authority", "localhost")]
+        )
+        try:
+            grpc.channel_ready_future(channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            channel.close()
+            raise DevicePluginError(f"{_ERR_FAILED_TO_DIAL} context deadline exceeded") from None
+        stub = api_pb2_grpc.DevicePluginStub(channel)
+        try:
+            self.options = stub.GetDevicePluginOptions(api_pb2.Empty(), timeout=timeout)
+        except grpc.RpcError as err:
+            channel.close()
+            raise DevicePluginError(f"failed to get device plugin options: {go_rpc_error(err)}") from err
+        self._channel, self._stub = channel, stub
+
+    def run(self) -> None:
+        """Open ``ListAndWatch`` and follow it in a background thread."""
+        if self._stub is None:
+            raise RuntimeError(f"{self!r} is not connected")
+        self._thread = threading.Thread(
+            target=self._follow, name=f"listandwatch-{self.resource}", daemon=True
+        )
+        self._thread.start()
+
+    def _follow(self) -> None:
+        assert self._stub is not None
+        try:
+            stream = self._stub.ListAndWatch(api_pb2.Empty())
+            with self._lock:
+                self._stream = stream
+            if self._closing.is_set():
+                stream.cancel()
+            for response in stream:
+                devices = [device_from_pb(d) for d in response.devices]
+                with self._lock:
+                    self._devices = devices
+                log.debug("state pushed for device plugin %s: %d devices", self.resource, len(devices))
+                try:
+                    self._on_devices(self.resource, list(devices))
+                except Exception:
+                    log.exception("device plugin %s: handling a ListAndWatch update failed", self.resource)
+            if not self._closing.is_set():
+                log.error(
+                    "ListAndWatch ended unexpectedly for device plugin %s: stream closed", self.resource
+                )
+        except grpc.RpcError as err:
+            if not self._closing.is_set():
+                log.error(
+                    "ListAndWatch ended unexpectedly for device plugin %s: %s",
+                    self.resource,
+                    go_rpc_error(err),
+                )
+        finally:
+            if not self._closing.is_set() and self._on_stream_end is not None:
+                self._on_stream_end(self)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Cancel the stream, close the channel and join the thread (idempotent)."""
+        self._closing.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            stream.cancel()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
+    @property
+    def devices(self) -> list[Device]:
+        """The last list received."""
+        with self._lock:
+            return list(self._devices)
+
+    @property
+    def stream_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait_stream_end(self, timeout: float) -> bool:
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    # per-admission RPCs
+
+    def _api(self) -> api_pb2_grpc.DevicePluginStub:
+        if self._stub is None or self._closing.is_set():
+            raise DevicePluginError(f"device plugin {self.resource} is not connected")
+        return self._stub
+
+    @property
+    def preferred_allocation(self) -> Callable[[frozenset[str], frozenset[str], int], list[str]] | None:
+        """:meth:`get_preferred_allocation` if the plugin offers it (for ``devices_to_allocate``)."""
+        return self.get_preferred_allocation if self.options.get_preferred_allocation_available else None
+
+    def get_preferred_allocation(
+        self, available: Iterable[str], must_include: Iterable[str], size: int
+    ) -> list[str]:
+        """One container's ``GetPreferredAllocation``; ``[]`` when the plugin does not offer it."""
+        if not self.options.get_preferred_allocation_available:
+            return []
+        request = api_pb2.PreferredAllocationRequest(
+            container_requests=[
+                api_pb2.ContainerPreferredAllocationRequest(
+                    available_deviceIDs=sorted(available),
+                    must_include_deviceIDs=sorted(must_include),
+                    allocation_size=size,
+                )
+            ]
+        )
+        try:
+            response = self._api().GetPreferredAllocation(request)
+        except grpc.RpcError as err:
+            raise DevicePluginError(go_rpc_error(err)) from err
+        if len(response.container_responses) != 1:
+            raise DevicePluginError(
+                f"device plugin {self.resource} returned {len(response.container_responses)} preferred allocations for 1 request"
+            )
+        return list(response.container_responses[0].deviceIDs)
+
+    def allocate(self, container_requests: Sequence[Iterable[str]]) -> api_pb2.AllocateResponse:
+        """``Allocate`` with one ``ContainerAllocateRequest`` per element (device ids)."""
+        request = api_pb2.AllocateRequest(
+            container_requests=[
+                api_pb2.ContainerAllocateRequest(devices_ids=list(ids)) for ids in container_requests
+            ]
+        )
+        try:
+            return self._api().Allocate(request)
+        except grpc.RpcError as err:
+            raise DevicePluginError(go_rpc_error(err)) from err
+
+    def pre_start_container(
+        self, device_ids: Iterable[str], timeout: float = PRE_START_CONTAINER_TIMEOUT
+    ) -> None:
+        """``PreStartContainer`` if the plugin asked for it (``pre_start_required``), else nothing."""
+        if not self.options.pre_start_required:
+            return
+        request = api_pb2.PreStartContainerRequest(devices_ids=list(device_ids))
+        try:
+            self._api().PreStartContainer(request, timeout=timeout)
+        except grpc.RpcError as err:
+            raise DevicePluginError(go_rpc_error(err)) from err
+
+
+class _RegistrationServicer(api_pb2_grpc.RegistrationServicer):
+    def __init__(self, owner: RegistrationServer) -> None:
+        self._owner = owner
+
+    def Register(self, request, context):
+        error = self._owner._register(request)
+        if error is not None:
+            # A plain Go error upstream, which grpc-go sends as code Unknown.
+            context.abort(grpc.StatusCode.UNKNOWN, error)
+        return api_pb2.Empty()
+
+
+class RegistrationServer(UnixGrpcServer):
+    """``Registration`` v1beta1 on the kubelet socket, and the plugin clients it connected.
+
+    ``start`` removes leftover sockets from the directory first (``CleanupPluginDirectory``),
+    which is how plugins notice a kubelet restart; pass ``cleanup_sockets=False`` to keep them.
+    """
+
+    def __init__(
+        self,
+        socket_path: Path,
+        handler: DevicePluginHandler,
+        *,
+        cleanup_sockets: bool = True,
+        dial_timeout: float = DIAL_TIMEOUT,
+    ) -> None:
+        super().__init__(socket_path, thread_name="deviceplugin-registration")
+        self.socket_dir = self.socket_path.parent
+        self.handler = handler
+        self.cleanup_sockets = cleanup_sockets
+        self.dial_timeout = dial_timeout
+        self._clients: dict[str, PluginClient] = {}
+        self._clients_lock = threading.Lock()
+        # Serialises handler calls and the "is this client still current" checks before them.
+        self._deliver_lock = threading.RLock()
+
+    @property
+    def clients(self) -> dict[str, PluginClient]:
+        with self._clients_lock:
+            return dict(self._clients)
+
+    def _add_servicers(self, server: grpc.Server) -> None:
+        api_pb2_grpc.add_RegistrationServicer_to_server(_RegistrationServicer(self), server)
+
+    def start(self) -> None:
+        if self.cleanup_sockets and self.socket_dir.is_dir():
+            for entry in self.socket_dir.iterdir():
+                if entry.name != CHECKPOINT_FILE and entry.is_socket():
+                    log.info("removing leftover device plugin socket %s", entry)
+                    entry.unlink(missing_ok=True)
+        super().start()
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        super().stop(grace)
+        with self._clients_lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+            self._report_gone(client)
+
+    def _register(self, request: api_pb2.RegisterRequest) -> str | None:
+        resource = request.resource_name
+        log.info("got registration request from device plugin with resource %s", resource)
+        if request.version not in SUPPORTED_VERSIONS:
+            error = _ERR_UNSUPPORTED_VERSION.format(
+                request.version, " ".join(f'"{v}"' for v in SUPPORTED_VERSIONS)
+            )
+            log.error("bad registration request from device plugin with resource %s: %s", resource, error)
+            return error
+        if not is_extended_resource_name(resource):
+            error = _ERR_INVALID_RESOURCE_NAME.format(resource)
+            log.error("bad registration request from device plugin: %s", error)
+            return error
+        client = PluginClient(
+            resource,
+            self.socket_dir / request.endpoint,
+            lambda _resource, devices: self._deliver_devices(client, devices),
+            self._stream_ended,
+        )
+        try:
+            client.connect(self.dial_timeout)
+        except DevicePluginError as err:
+            log.error("error connecting to device plugin client %s: %s", resource, err)
+            return str(err)
+        with self._deliver_lock:
+            with self._clients_lock:
+                previous = self._clients.get(resource)
+                self._clients[resource] = client
+            self.handler.plugin_connected(resource, client)
+        log.info("connected to new client for resource %s at %s", resource, client.socket_path)
+        client.run()
+        if previous is not None:
+            log.info("device plugin %s registered again; closing the previous connection", resource)
+            previous.close()
+        return None
+
+    def _deliver_devices(self, client: PluginClient, devices: list[Device]) -> None:
+        with self._deliver_lock:
+            with self._clients_lock:
+                current = self._clients.get(client.resource) is client
+            if current:
+                self.handler.plugin_devices(client.resource, devices)
+
+    def _stream_ended(self, client: PluginClient) -> None:
+        with self._deliver_lock:
+            with self._clients_lock:
+                if self._clients.get(client.resource) is not client:
+                    return
+                del self._clients[client.resource]
+            log.warning(
+                "device plugin %s disconnected (%s); marking its devices unhealthy",
+                client.resource,
+                client.socket_path,
+            )
+            self._report_gone(client)
+        client.close()
+
+    def _report_gone(self, client: PluginClient) -> None:
+        with self._deliver_lock:
+            unhealthy = [Device(d.id, False, d.numa_nodes) for d in client.devices]
+            self.handler.plugin_devices(client.resource, unhealthy)
+            self.handler.plugin_disconnected(client.resource)
