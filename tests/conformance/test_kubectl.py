@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import subprocess
 import threading
 import time
@@ -28,6 +29,8 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+
+from nrop.localcluster.cluster import ClusterThread
 
 pytestmark = pytest.mark.kubectl
 
@@ -124,8 +127,6 @@ def jsonpath(kubectl: Kubectl, namespace: str, ref: str, path: str) -> str:
 
 def table(text: str) -> list[list[str]]:
     """kubectl's aligned columns as lists of cells (split on runs of 2+ spaces)."""
-    import re
-
     return [re.split(r"\s{2,}", line.strip()) for line in text.splitlines() if line.strip()]
 
 
@@ -261,6 +262,25 @@ def widgets(kubectl: Kubectl) -> str:
     waited = kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=10s").stdout
     assert waited == f"customresourcedefinition.apiextensions.k8s.io/{CRD_NAME} condition met\n"
     return CRD_NAME
+
+
+@pytest.fixture(scope="module")
+def readonly(kubectl: Kubectl, api_client) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """One namespace of objects that tests only read (saves a namespace per selector and format case)."""
+    name = f"t-ro-{uuid.uuid4().hex[:8]}"
+    core = client.CoreV1Api(api_client)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    apply(
+        kubectl,
+        name,
+        configmap("a", labels={"app": "web", "tier": "front"}),
+        configmap("b", labels={"app": "web"}),
+        configmap("c", labels={"app": "db", "tier": "back"}),
+        configmap("d", labels={}),
+        {**configmap("web", labels={"app": "web", "role": "format"}), "data": {"k": "v"}},
+    )
+    yield name
+    core.delete_namespace(name)
 
 
 @pytest.fixture
@@ -455,6 +475,50 @@ def test_apply_reports_mistyped_builtin_field_without_internal_error(
     assert "string" in result.stderr
 
 
+def test_server_side_apply_dry_run_and_diff(kubectl: Kubectl, namespace: str, widgets: str) -> None:
+    body = {**configmap("ssa"), "data": {"a": "1"}}
+    ssa = ("apply", "--server-side", "-n", namespace, "-f", "-")
+    assert kubectl(*ssa, input=dump(body)).stdout == "configmap/ssa serverside-applied\n"
+    body["data"] = {"a": "2", "b": "3"}
+    assert kubectl(*ssa, input=dump(body)).stdout == "configmap/ssa serverside-applied\n"
+    live = get(kubectl, namespace, "configmap/ssa", "--show-managed-fields")
+    assert live["data"] == {"a": "2", "b": "3"}
+    assert "kubectl" in [entry["manager"] for entry in live["metadata"]["managedFields"]]
+
+    dry = kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", input=dump(widget("dry")))
+    assert dry.stdout == f"widget.{GROUP}/dry created (server dry run)\n"
+    assert kubectl("get", "-n", namespace, "widget/dry", check=False).stderr == (
+        f'Error from server (NotFound): widgets.{GROUP} "dry" not found\n'
+    )
+
+    apply(kubectl, namespace, widget("w", size=1))
+    diff = kubectl("diff", "-n", namespace, "-f", "-", input=dump(widget("w", size=9)), check=False)
+    assert diff.returncode == 1  # differences found
+    assert "-  size: 1\n" in diff.stdout
+    assert "+  size: 9\n" in diff.stdout
+    assert jsonpath(kubectl, namespace, "widget/w", "{.spec.size}") == "1"
+
+
+def test_run_create_and_edit(kubectl: Kubectl, namespace: str) -> None:
+    assert (
+        kubectl("run", "r", "-n", namespace, "--image=nginx:1", "--labels=app=r").stdout == "pod/r created\n"
+    )
+    created = get(kubectl, namespace, "pod/r")
+    assert [(c["name"], c["image"]) for c in created["spec"]["containers"]] == [("r", "nginx:1")]
+    assert created["metadata"]["labels"] == {"app": "r"}
+
+    body = dump({**configmap("c"), "data": {"k": "before"}})
+    assert kubectl("create", "-n", namespace, "-f", "-", input=body).stdout == "configmap/c created\n"
+    duplicate = kubectl("create", "-n", namespace, "-f", "-", input=body, check=False)
+    assert duplicate.stderr == (
+        'Error from server (AlreadyExists): error when creating "STDIN": configmaps "c" already exists\n'
+    )
+
+    edited = kubectl("edit", "-n", namespace, "configmap/c", env={"EDITOR": "sed -i s/before/after/"})
+    assert edited.stdout == "configmap/c edited\n"
+    assert jsonpath(kubectl, namespace, "configmap/c", "{.data.k}") == "after"
+
+
 # -- get -----------------------------------------------------------------------------------------
 
 
@@ -518,7 +582,11 @@ def test_get_builtin_table_columns(
 
 
 OUTPUTS: dict[str, tuple[list[str], Callable[[str], Any], Any]] = {
-    "json": (["-o", "json"], lambda out: json.loads(out)["metadata"]["labels"], {"app": "web"}),
+    "json": (
+        ["-o", "json"],
+        lambda out: json.loads(out)["metadata"]["labels"],
+        {"app": "web", "role": "format"},
+    ),
     "yaml": (["-o", "yaml"], lambda out: yaml.safe_load(out)["metadata"]["name"], "web"),
     "name": (["-o", "name"], str, "configmap/web\n"),
     "jsonpath": (["-o", "jsonpath={.kind}/{.metadata.labels.app}/{.data.k}"], str, "ConfigMap/web/v"),
@@ -533,10 +601,9 @@ OUTPUTS: dict[str, tuple[list[str], Callable[[str], Any], Any]] = {
 
 @pytest.mark.parametrize(("args", "parse", "expected"), OUTPUTS.values(), ids=OUTPUTS.keys())
 def test_get_output_formats(
-    kubectl: Kubectl, namespace: str, args: list[str], parse: Callable[[str], Any], expected: Any
+    kubectl: Kubectl, readonly: str, args: list[str], parse: Callable[[str], Any], expected: Any
 ) -> None:
-    apply(kubectl, namespace, {**configmap("web", labels={"app": "web"}), "data": {"k": "v"}})
-    assert parse(kubectl("get", "-n", namespace, "configmap", "web", *args).stdout) == expected
+    assert parse(kubectl("get", "-n", readonly, "configmap", "web", *args).stdout) == expected
 
 
 def test_get_list_as_json_and_all_namespaces(kubectl: Kubectl, namespace: str) -> None:
@@ -575,29 +642,14 @@ SELECTORS = {
 }
 
 
-@pytest.fixture
-def labelled_configmaps(kubectl: Kubectl, namespace: str) -> str:
-    apply(
-        kubectl,
-        namespace,
-        configmap("a", labels={"app": "web", "tier": "front"}),
-        configmap("b", labels={"app": "web"}),
-        configmap("c", labels={"app": "db", "tier": "back"}),
-        configmap("d", labels={}),
-    )
-    return namespace
-
-
 @pytest.mark.parametrize(("selector", "names"), SELECTORS.values(), ids=SELECTORS.keys())
-def test_get_label_selectors(
-    kubectl: Kubectl, labelled_configmaps: str, selector: str, names: list[str]
-) -> None:
-    out = kubectl("get", "-n", labelled_configmaps, "configmaps", "-l", selector, "-o", "name").stdout
+def test_get_label_selectors(kubectl: Kubectl, readonly: str, selector: str, names: list[str]) -> None:
+    out = kubectl("get", "-n", readonly, "configmaps", "-l", f"{selector},role!=format", "-o", "name").stdout
     assert out.split() == [f"configmap/{n}" for n in names]
 
 
-def test_get_label_selector_parse_error(kubectl: Kubectl, namespace: str) -> None:
-    result = kubectl("get", "-n", namespace, "configmaps", "-l", "app in web", check=False)
+def test_get_label_selector_parse_error(kubectl: Kubectl, readonly: str) -> None:
+    result = kubectl("get", "-n", readonly, "configmaps", "-l", "app in web", check=False)
     assert result.returncode == 1
     assert "unable to parse requirement" in result.stderr
 
@@ -671,6 +723,40 @@ def test_get_watch_prints_events(
     rows = table("\n".join(table_watch.expect(lambda seen: len(seen) >= 5, "the table rows")))
     assert rows[0] == ["EVENT", "NAME", "DATA", "AGE"]
     assert [r[:2] for r in rows[1:]] == [w.split() for w in wanted]
+
+
+def test_get_watch_follows_label_selector_transitions(
+    kubectl: Kubectl, namespace: str, background: Callable[..., Background]
+) -> None:
+    """An object entering the selector arrives as ADDED, one leaving it as DELETED."""
+    apply(kubectl, namespace, configmap("anchor", labels={"sel": "yes"}), configmap("c"))
+    events = background(
+        "get", "-n", namespace, "configmaps", "-l", "sel=yes", "-w", "--output-watch-events",
+        "-o", "jsonpath={.type} {.object.metadata.name} {.object.metadata.labels.sel}{\"\\n\"}",
+    )  # fmt: skip
+    # Once the listed anchor is printed, the watch resumes from that list's resourceVersion.
+    events.expect(lambda seen: seen == ["ADDED anchor yes"], "the listed anchor")
+    kubectl("label", "-n", namespace, "configmap/c", "sel=yes")
+    kubectl("label", "-n", namespace, "configmap/c", "other=1")
+    kubectl("label", "-n", namespace, "configmap/c", "sel=no", "--overwrite")
+    seen = events.expect(lambda seen: len(seen) >= 4, "three more events")
+    assert seen[1:] == ["ADDED c yes", "MODIFIED c yes", "DELETED c yes"]
+
+
+def test_watch_ends_when_kubectl_goes_away(
+    cluster_thread: ClusterThread, kubectl: Kubectl, namespace: str, background: Callable[..., Background]
+) -> None:
+    """A killed ``get -w`` must not leave its watch subscribed (nor hold up the server's shutdown)."""
+    store = cluster_thread.cluster.server.store
+
+    def watchers() -> int:  # the store's subscriber list is private: read it on the cluster's loop
+        return cluster_thread.call(lambda: len(store._subscribers.get(("", "configmaps"), [])))
+
+    before = watchers()
+    watch = background("get", "-n", namespace, "configmaps", "-w")
+    eventually(lambda: watchers() == before + 1, "the watch to subscribe")
+    watch.stop()
+    eventually(lambda: watchers() == before, "the watch to unsubscribe once kubectl is gone")
 
 
 def test_get_watch_ends_with_request_timeout(kubectl: Kubectl, namespace: str) -> None:
@@ -923,6 +1009,7 @@ def test_delete_waits_for_removal(kubectl: Kubectl, namespace: str) -> None:
     assert kubectl("delete", "-n", namespace, "configmap/c", "--ignore-not-found").returncode == 0
 
 
+@pytest.mark.slow  # waits out a kubectl --timeout
 def test_delete_with_finalizer_times_out_until_finalizer_removed(kubectl: Kubectl, namespace: str) -> None:
     apply(kubectl, namespace, configmap("held", finalizers=["example.com/hold"]))
     started = time.monotonic()
@@ -1019,6 +1106,7 @@ def test_delete_cascade_orphan_keeps_dependents(kubectl: Kubectl, namespace: str
     assert "deletionTimestamp" not in dependent["metadata"]
 
 
+@pytest.mark.slow  # waits out a kubectl --timeout
 def test_delete_cascade_foreground_waits_for_blocking_dependents(kubectl: Kubectl, namespace: str) -> None:
     _owner_and_dependent(kubectl, namespace, block=True, finalizers=["example.com/hold"])
     result = kubectl(
@@ -1049,6 +1137,7 @@ def test_delete_cascade_foreground_waits_for_blocking_dependents(kubectl: Kubect
 WAIT_MODES = {"list-then-watch": {}, "watch-list": WATCH_LIST}
 
 
+@pytest.mark.slow  # waits out a kubectl --timeout
 @pytest.mark.parametrize("env", WAIT_MODES.values(), ids=WAIT_MODES.keys())
 def test_wait_for_condition_set_later(
     kubectl: Kubectl, namespace: str, core: client.CoreV1Api, env: dict[str, str]
