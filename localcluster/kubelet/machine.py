@@ -61,6 +61,9 @@ class KubeletConfig:
     topology_manager_scope: str = "container"
     topology_manager_policy_options: dict[str, str] = field(default_factory=dict)
     max_pods: int = 110
+    # feature gate name -> enabled, as in KubeletConfiguration.featureGates (only the
+    # CPU manager option maturity gates are consulted)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,3 +81,8 @@ class NodeSpec:
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     control_plane: bool = False
+
+
+#: Hugepage sizes (bytes) the emulated x86_64 machines support: sysfs lists a
+#: ``hugepages-<kB>kB`` directory for each and node capacity reports each, 0 when none are reserved.
+HUGEPAGE_SIZES: tuple[int, ...] = (2 * 1024**2, 1024**3)

@@ -1,8 +1,10 @@
 """Cluster profiles: named YAML files describing the nodes an embedded cluster starts with.
 
 A profile is given by name (a file shipped in this package) or by path.  This
-module finds and parses it; node pools are validated and instantiated by the
-kubelet emulation.
+module finds and reads it; ``schema`` turns its pools into validated
+``NodeSpec``s, so loading an invalid profile fails with a ``ProfileError`` that
+names the file, the field path and the problem.  The format is documented in
+``README.md`` next to this file.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 
 import yaml
 
+from nrop.localcluster.kubelet.machine import NodeSpec
 
-class ProfileError(ValueError):
-    """A profile that cannot be used: names the file and what is wrong."""
+from .schema import ProfileError, build_nodes
+
+__all__ = ["Profile", "ProfileError", "build_nodes", "load_profile", "parse_profile", "shipped"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,11 @@ class Profile:
     summary: str
     pools: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
+    node_specs: tuple[NodeSpec, ...] = ()
+
+    def nodes(self) -> list[NodeSpec]:
+        """Every node of every pool, in pool order (validated when the profile was loaded)."""
+        return list(self.node_specs)
 
 
 def shipped() -> dict[str, str]:
@@ -39,6 +48,7 @@ def shipped() -> dict[str, str]:
 
 
 def load_profile(name_or_path: str) -> Profile:
+    """Read, parse and validate a profile given by shipped name or by path."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or "/" in name_or_path:
         if not path.is_file():
@@ -50,13 +60,24 @@ def load_profile(name_or_path: str) -> Profile:
             known = ", ".join(shipped())
             raise ProfileError(f"unknown profile {name_or_path!r} (shipped profiles: {known})")
         text, source = entry.read_text(), f"{name_or_path}.yaml"
+    return parse_profile(text, source, name=path.stem)
+
+
+def parse_profile(text: str, source: str, *, name: str | None = None) -> Profile:
+    """A profile from YAML text; ``source`` is the file name errors start with."""
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ProfileError(f"{source}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ProfileError(f"{source}: a profile must be a mapping")
-    pools = data.get("pools", [])
-    if not isinstance(pools, list):
-        raise ProfileError(f"{source}: pools: must be a list")
-    return Profile(name=path.stem, source=source, summary=str(data.get("summary", "")), pools=pools, raw=data)
+    nodes = build_nodes(data, source)
+    pools = data.get("pools") or []
+    return Profile(
+        name=name if name is not None else Path(source).stem,
+        source=source,
+        summary=str(data.get("summary", "")),
+        pools=pools,
+        raw=data,
+        node_specs=tuple(nodes),
+    )

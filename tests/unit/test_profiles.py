@@ -1,0 +1,428 @@
+"""Node profiles: the shipped ones load and say what they are; invalid ones are refused with file, path and problem."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nrop.localcluster import cli
+from nrop.localcluster.kubelet.cputopology import CPUInfo, CPUTopology
+from nrop.localcluster.kubelet.machine import DeviceGroup, Taint
+from nrop.localcluster.profiles import ProfileError, load_profile, parse_profile, shipped
+
+GiB = 1024**3
+MiB = 1024**2
+SHIPPED = ["best-effort", "container-scope", "default", "devices", "empty", "four-numa", "none", "restricted"]
+
+
+def test_shipped_profiles_are_listed_with_a_summary() -> None:
+    listed = shipped()
+    assert sorted(listed) == SHIPPED
+    assert all(summary for summary in listed.values())
+
+
+def test_cli_lists_profiles(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["profiles"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == SHIPPED
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_profile_loads(name: str) -> None:
+    profile = load_profile(name)
+    assert profile.name == name
+    assert profile.source == f"{name}.yaml"
+    nodes = profile.nodes()
+    assert len({n.name for n in nodes}) == len(nodes)
+    assert len(nodes) == (0 if name == "empty" else 3)
+
+
+def test_default_profile_shape() -> None:
+    control, *workers = load_profile("default").nodes()
+    assert control.name == "control-plane" and control.control_plane
+    assert control.taints == (Taint("node-role.kubernetes.io/control-plane", "NoSchedule"),)
+    assert [w.name for w in workers] == ["worker-0", "worker-1"]
+    for worker in workers:
+        topo = worker.machine.topology
+        assert (topo.num_cpus, topo.num_cores, topo.num_sockets, topo.num_numa_nodes) == (32, 16, 2, 2)
+        assert topo.details.cpus_in_numa_nodes(0).to_list() == [*range(8), *range(16, 24)]
+        assert [n.memory_bytes for n in worker.machine.numa_nodes] == [16 * GiB, 16 * GiB]
+        assert all(n.hugepages == {2 * MiB: 512, GiB: 2} for n in worker.machine.numa_nodes)
+        assert [n.distances for n in worker.machine.numa_nodes] == [(10, 21), (21, 10)]
+        k = worker.kubelet
+        assert (k.cpu_manager_policy, k.memory_manager_policy) == ("static", "Static")
+        assert (k.topology_manager_policy, k.topology_manager_scope) == ("single-numa-node", "pod")
+        assert k.reserved_system_cpus == "0,16"
+        assert not worker.taints and not worker.control_plane
+
+
+@pytest.mark.parametrize(
+    ("name", "policy", "scope", "numa"),
+    [
+        ("container-scope", "single-numa-node", "container", 2),
+        ("four-numa", "single-numa-node", "pod", 4),
+        ("restricted", "restricted", "pod", 2),
+        ("best-effort", "best-effort", "pod", 2),
+        ("none", "none", "pod", 2),
+        ("devices", "single-numa-node", "pod", 2),
+    ],
+)
+def test_variants(name: str, policy: str, scope: str, numa: int) -> None:
+    worker = load_profile(name).nodes()[1]
+    assert (worker.kubelet.topology_manager_policy, worker.kubelet.topology_manager_scope) == (policy, scope)
+    assert worker.machine.topology.num_numa_nodes == numa
+
+
+def test_devices_profile() -> None:
+    worker = load_profile("devices").nodes()[1]
+    assert worker.machine.devices == (
+        DeviceGroup("example.com/deviceA", {0: 2, 1: 2}),
+        DeviceGroup("example.com/deviceC", {None: 2}),
+    )
+
+
+def test_profile_by_path_and_unknown_name(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "summary: x\npools:\n  - {name: n1, machine: {cpus: {coresPerNumaNode: 1}, numaNodes: [{memory: 1Gi}]}}\n"
+    )
+    profile = load_profile(str(path))
+    assert (profile.name, [n.name for n in profile.nodes()]) == ("mine", ["n1"])
+    with pytest.raises(ProfileError, match=r"unknown profile 'nope' \(shipped profiles: best-effort, "):
+        load_profile("nope")
+    path.write_text("pools: [{name: n1}]\n")
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(path))
+    assert str(info.value) == f"{path}: pools[0].machine: required"
+
+
+# Upstream cpumanager policy_test.go ``topoDualSocketHT``, verbatim.
+UPSTREAM_DUAL_SOCKET_HT = CPUTopology.from_details(
+    {
+        0: CPUInfo(numa_node=0, socket=0, core=0),
+        1: CPUInfo(numa_node=1, socket=1, core=1),
+        2: CPUInfo(numa_node=0, socket=0, core=2),
+        3: CPUInfo(numa_node=1, socket=1, core=3),
+        4: CPUInfo(numa_node=0, socket=0, core=4),
+        5: CPUInfo(numa_node=1, socket=1, core=5),
+        6: CPUInfo(numa_node=0, socket=0, core=0),
+        7: CPUInfo(numa_node=1, socket=1, core=1),
+        8: CPUInfo(numa_node=0, socket=0, core=2),
+        9: CPUInfo(numa_node=1, socket=1, core=3),
+        10: CPUInfo(numa_node=0, socket=0, core=4),
+        11: CPUInfo(numa_node=1, socket=1, core=5),
+    }
+)
+
+TABLE_PROFILE = """
+summary: upstream topoDualSocketHT
+pools:
+  - name: dual-socket-ht
+    machine:
+      cpus:
+        table:   # cpu: [core, socket, numaNode]
+          0: [0, 0, 0]
+          1: [1, 1, 1]
+          2: [2, 0, 0]
+          3: [3, 1, 1]
+          4: [4, 0, 0]
+          5: [5, 1, 1]
+          6: {core: 0, socket: 0, numaNode: 0}
+          7: {core: 1, socket: 1, numaNode: 1}
+          8: [2, 0, 0]
+          9: [3, 1, 1]
+          10: [4, 0, 0]
+          11: [5, 1, 1]
+      numaNodes: [{memory: 8Gi}, {memory: 8Gi}]
+"""
+
+
+def test_cpu_table_reproduces_an_upstream_topology() -> None:
+    (spec,) = parse_profile(TABLE_PROFILE, "table.yaml").nodes()
+    topo = spec.machine.topology
+    assert topo == UPSTREAM_DUAL_SOCKET_HT
+    assert (topo.num_cpus, topo.num_cores, topo.num_sockets, topo.num_numa_nodes) == (12, 6, 2, 2)
+
+
+# -- invalid profiles ----------------------------------------------------------------------------
+
+
+def _default() -> dict[str, Any]:
+    return json.loads(json.dumps(load_profile("default").raw))  # no shared anchors: every edit is local
+
+
+def _worker(data: dict[str, Any]) -> dict[str, Any]:
+    return data["pools"][1]
+
+
+def _set(path: list[Any], value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(data: dict[str, Any]) -> None:
+        target: Any = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return edit
+
+
+def _drop(path: list[Any]) -> Callable[[dict[str, Any]], None]:
+    def edit(data: dict[str, Any]) -> None:
+        target: Any = data
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+
+    return edit
+
+
+W = ["pools", 1]
+WM = [*W, "machine"]
+WK = [*W, "kubelet"]
+KUBELET = "the kubelet of pool 'worker' would not start: "
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        pytest.param(
+            _set([*WM, "numaNodes", 0, "hugepages", "1Gi"], -1),
+            "pools[1].machine.numaNodes[0].hugepages.1Gi: must be a non-negative integer",
+            id="negative-hugepages",
+        ),
+        pytest.param(
+            _set([*WM, "numaNodes", 0, "hugepages", "4Mi"], 2),
+            "pools[1].machine.numaNodes[0].hugepages.4Mi: unsupported hugepage size (supported: 2Mi, 1Gi)",
+            id="hugepage-size",
+        ),
+        pytest.param(
+            _set([*WM, "numaNodes", 1, "memory"], "2Gi"),
+            "pools[1].machine.numaNodes[1].memory: 2Gi is less than the 3Gi of hugepages on this NUMA node",
+            id="hugepages-exceed-memory",
+        ),
+        pytest.param(
+            _set([*WM, "numaNodes", 1, "memory"], "16GB"),
+            "pools[1].machine.numaNodes[1].memory: not a quantity: quantities must match the regular expression",
+            id="memory-not-a-quantity",
+        ),
+        pytest.param(
+            _set([*WM, "numaNodes", 1, "memory"], "1000"),
+            "pools[1].machine.numaNodes[1].memory: must be a multiple of 1Ki (meminfo counts kB)",
+            id="memory-not-kib",
+        ),
+        pytest.param(
+            _drop([*WM, "numaNodes", 1]),
+            "pools[1].machine.numaNodes: 1 entries, but the CPUs are on NUMA nodes [0, 1]: "
+            "list one entry per NUMA node, in id order from 0",
+            id="numa-count",
+        ),
+        pytest.param(
+            _set([*WM, "numaNodes", 0, "distances"], [10, 21, 21]),
+            "pools[1].machine.numaNodes[0].distances: must list 2 distances, one per NUMA node",
+            id="distances-length",
+        ),
+        pytest.param(
+            _set([*WM, "numaNodes", 1, "distances"], [21, 12]),
+            "pools[1].machine.numaNodes[1].distances[1]: the distance of a NUMA node to itself must be 10",
+            id="distances-self",
+        ),
+        pytest.param(
+            _set([*WM, "cpus", "cores"], 8),
+            "pools[1].machine.cpus.cores: unknown field (known: numbering, sockets, numaNodesPerSocket, "
+            "coresPerNumaNode, threadsPerCore, table)",
+            id="unknown-cpu-field",
+        ),
+        pytest.param(
+            _set([*WM, "cpus", "numbering"], "linux-random"),
+            "pools[1].machine.cpus.numbering: must be one of linux-interleaved, linux-contiguous, not 'linux-random'",
+            id="numbering",
+        ),
+        pytest.param(
+            _set([*WM, "cpus", "threadsPerCore"], 0),
+            "pools[1].machine.cpus.threadsPerCore: must be a positive integer",
+            id="zero-threads",
+        ),
+        pytest.param(
+            _set([*WM, "cpus", "table"], {0: [0, 0, 0]}),
+            "pools[1].machine.cpus: table excludes the scheme fields (coresPerNumaNode, numaNodesPerSocket, "
+            "numbering, sockets, threadsPerCore given)",
+            id="table-and-scheme",
+        ),
+        pytest.param(
+            _set([*WM, "cpus"], {"table": {0: [0, 0, 0], 1: [0, 1, 0]}}),
+            "pools[1].machine.cpus.table: NUMA node 0 spans sockets [0, 1]; a NUMA node lies in one socket",
+            id="table-numa-across-sockets",
+        ),
+        pytest.param(
+            _set([*WM, "cpus"], {"table": {0: [0, 0]}}),
+            "pools[1].machine.cpus.table.0: must be [core, socket, numaNode] or {core, socket, numaNode}",
+            id="table-row",
+        ),
+        pytest.param(
+            _set([*WM, "devices"], [{"resource": "example.com/deviceA", "perNumaNode": {2: 1}}]),
+            "pools[1].machine.devices[0].perNumaNode.2: no such NUMA node (the machine has 2)",
+            id="device-numa",
+        ),
+        pytest.param(
+            _set([*WM, "devices"], [{"resource": "deviceA", "perNumaNode": 1}]),
+            "pools[1].machine.devices[0].resource: 'deviceA' is not an extended resource name (domain/name)",
+            id="device-name",
+        ),
+        pytest.param(
+            _set([*WM, "devices"], [{"resource": "example.com/d", "perNumaNode": 1, "unhealthy": 3}]),
+            "pools[1].machine.devices[0].unhealthy: 3 unhealthy of only 2 devices",
+            id="device-unhealthy",
+        ),
+        pytest.param(
+            _set([*W, "name"], "worker"),
+            "pools[1]: give exactly one of name (a single node) or namePrefix (nodes <prefix>-0, -1, ...)",
+            id="name-and-prefix",
+        ),
+        pytest.param(
+            _set([*W, "namePrefix"], "Worker"),
+            "pools[1].namePrefix: 'Worker-0' is not a valid node name (a lowercase DNS-1123 subdomain)",
+            id="node-name",
+        ),
+        pytest.param(
+            _set(["pools", 0, "name"], "worker-1"),
+            "pools[1]: node name 'worker-1' is already used by pools[0]",
+            id="duplicate-node",
+        ),
+        pytest.param(
+            _set(["pools", 0, "taints", 0, "effect"], "NoWay"),
+            "pools[0].taints[0].effect: must be one of NoSchedule, PreferNoSchedule, NoExecute, not 'NoWay'",
+            id="taint-effect",
+        ),
+        pytest.param(
+            _set([*W, "labels"], {"zone": "a b"}),
+            "pools[1].labels.zone: 'a b' is not a valid label value",
+            id="label-value",
+        ),
+        pytest.param(
+            _set([*W, "count"], -1),
+            "pools[1].count: must be a non-negative integer",
+            id="negative-count",
+        ),
+        pytest.param(
+            _set(["pool"], []),
+            "pool: unknown field (known: summary, pools)",
+            id="unknown-top-field",
+        ),
+        pytest.param(
+            _set(["pools"], {"worker": {}}),
+            "pools: must be a list",
+            id="pools-not-a-list",
+        ),
+        pytest.param(
+            _set([*WK, "cpuManagerPolicyOption"], {}),
+            "pools[1].kubelet.cpuManagerPolicyOption: unknown field (known: cpuManagerPolicy, ",
+            id="unknown-kubelet-field",
+        ),
+        pytest.param(
+            _set([*WK, "reservedMemory", 0, "limits", "memory"], "1000Mi"),
+            "pools[1].kubelet.reservedMemory: "
+            + KUBELET
+            + 'the total amount "1000Mi" of type "memory" is not '
+            'equal to the value "1100Mi" determined by Node Allocatable feature',
+            id="reserved-memory-sum",
+        ),
+        pytest.param(
+            _set([*WK, "reservedMemory", 0, "limits", "hugepages-1Gi"], "1Gi"),
+            "pools[1].kubelet.reservedMemory: "
+            + KUBELET
+            + 'the total amount "1Gi" of type "hugepages-1Gi" is not '
+            'equal to the value "0" determined by Node Allocatable feature',
+            id="reserved-hugepages",
+        ),
+        pytest.param(
+            _set([*WK, "reservedSystemCPUs"], "0,64"),
+            "pools[1].kubelet.reservedSystemCPUs: "
+            + KUBELET
+            + "reserved-cpus: 0,64 is not a subset of online-cpus: 0-31",
+            id="reserved-cpus-outside-machine",
+        ),
+        pytest.param(
+            _set([*WK, "systemReserved", "hugepages-2Mi"], "1Gi"),
+            "pools[1].kubelet.systemReserved: " + KUBELET + 'cannot reserve "hugepages-2Mi" resource',
+            id="reserve-hugepages",
+        ),
+        pytest.param(
+            _set([*WK, "cpuManagerPolicyOptions", "distribute-cpus-across-cores"], True),
+            "pools[1].kubelet.cpuManagerPolicyOptions: "
+            + KUBELET
+            + "CPU Manager Policy Alpha-level Options not "
+            'enabled, but option "distribute-cpus-across-cores" provided',
+            id="alpha-option",
+        ),
+        pytest.param(
+            _set([*WK, "featureGates"], {"CPUManagerPolicyAlphaOptions": True}),
+            None,
+            id="gate-alone-is-fine",
+        ),
+        pytest.param(
+            _set([*WK, "topologyManagerScope"], "node"),
+            "pools[1].kubelet.topologyManagerScope: " + KUBELET + 'unknown scope: "node"',
+            id="tm-scope",
+        ),
+        pytest.param(
+            _set([*WK, "topologyManagerPolicyOptions"], {"max-allowable-numa-nodes": "4"}),
+            "pools[1].kubelet.topologyManagerPolicyOptions: "
+            + KUBELET
+            + 'the minimum value of "max-allowable-numa-nodes" '
+            "should not be less than 8",
+            id="tm-option",
+        ),
+        pytest.param(
+            _set(["pools", 0, "kubelet"], {"systemReserved": {"memory": "40Gi"}}),
+            "pools[0].kubelet: the kubelet of pool 'control-plane' would not start: invalid Node Allocatable "
+            'configuration. Resource "memory" has a reservation of 41060Mi but capacity of 8Gi. '
+            "Expected capacity >= reservation.",
+            id="reservation-over-capacity",
+        ),
+    ],
+)
+def test_invalid_profiles(edit: Callable[[dict[str, Any]], None], message: str | None) -> None:
+    data = _default()
+    edit(data)
+    text = yaml.safe_dump(data)
+    if message is None:
+        parse_profile(text, "bad.yaml")
+        return
+    with pytest.raises(ProfileError) as info:
+        parse_profile(text, "bad.yaml")
+    assert str(info.value).startswith(f"bad.yaml: {message}")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("pools: [", "bad.yaml: not valid YAML: ", id="yaml"),
+        pytest.param("- a\n- b\n", "bad.yaml: a profile must be a mapping", id="not-a-mapping"),
+        pytest.param(
+            "pools: [{namePrefix: w, count: 0}]",
+            "bad.yaml: pools[0].machine: required",
+            id="machine-required",
+        ),
+    ],
+)
+def test_unparsable_profiles(text: str, message: str) -> None:
+    with pytest.raises(ProfileError) as info:
+        parse_profile(text, "bad.yaml")
+    assert str(info.value).startswith(message)
+
+
+def test_extension_fields_are_ignored() -> None:
+    profile = parse_profile("x-anything: {a: 1}\nsummary: s\npools: []\n", "ok.yaml")
+    assert (profile.summary, profile.nodes()) == ("s", [])
+
+
+def test_readme_example_is_a_valid_profile() -> None:
+    readme = (Path(__file__).parents[2] / "localcluster/profiles/README.md").read_text()
+    example = readme.split("## Example", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    nodes = parse_profile(example, "example.yaml").nodes()
+    assert [n.name for n in nodes] == ["control-plane", "worker-0"]
+    assert nodes[1].labels == {"example.com/pool": "numa"}
