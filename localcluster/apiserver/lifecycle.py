@@ -117,11 +117,11 @@ class Lifecycle:
     async def stop(self) -> None:
         self._unsubscribe()
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            # Python 3.11's wait_for swallows a cancel that races with the wake-up event, and
+            # the loop would then run forever: cancel until the task has really ended.
+            while not self._task.done():
+                self._task.cancel()
+                await asyncio.wait({self._task}, timeout=0.1)
 
     async def _run(self) -> None:
         while True:

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from . import crdschema, errors, patching, strategies, structural, validation
+from . import conversion, crdschema, errors, patching, strategies, structural, validation
 from .clock import Clock, rfc3339
 from .definitions import Definitions
 from .registry import Kind, Registry, kinds_from_crd
@@ -91,7 +91,14 @@ class Rest:
         """The stored object as served in ``kind``'s version (custom resources may differ)."""
         if kind.custom and obj.get("apiVersion") != kind.group_version:
             obj = {**obj, "apiVersion": kind.group_version}
+        elif kind.storage_plural:
+            obj = conversion.to_view(kind.group, obj)
         return obj
+
+    @staticmethod
+    def stored_form(kind: Kind, obj: Obj) -> Obj:
+        """An object written through ``kind`` in its stored shape (views such as events.k8s.io)."""
+        return conversion.to_storage(kind.group, obj) if kind.storage_plural else obj
 
     def _not_found(self, kind: Kind, name: str) -> errors.NotFound:
         return errors.NotFound.for_object(kind.plural, kind.group, name)
@@ -192,7 +199,7 @@ class Rest:
 
     def selectable(self, kind: Kind) -> frozenset[str]:
         extra = crdschema.selectable_fields(kind.crd, kind.version) if kind.custom else {}
-        return supported_fields(kind.group, kind.plural) | frozenset(extra)
+        return supported_fields(*kind.storage) | frozenset(extra)
 
     def matches(
         self, kind: Kind, obj: Obj, labels: LabelSelector | None, fields: FieldSelector | None
@@ -201,7 +208,7 @@ class Rest:
             return False
         if fields is not None:
             extra = crdschema.selectable_fields(kind.crd, kind.version) if kind.custom else None
-            if not fields.matches(object_fields(kind.group, kind.plural, obj, extra)):
+            if not fields.matches(object_fields(*kind.storage, obj, extra)):
                 return False
         return True
 
@@ -239,7 +246,7 @@ class Rest:
         if opts.dry_run:
             meta["resourceVersion"] = ""
             return self._output(kind, obj)
-        stored = self.store.create(kind.storage, obj)
+        stored = self.store.create(kind.storage, self.stored_form(kind, obj))
         self._after_write(kind, stored, None)
         return self._output(kind, stored)
 
@@ -485,7 +492,7 @@ class Rest:
             self._establish(obj)
         meta["resourceVersion"] = old_meta["resourceVersion"]
         self._track_manager(obj, opts, "Update", kind)
-        if _same(obj, old):
+        if _same(obj, self._output(kind, old)):
             return self._output(kind, old)
         if opts.dry_run:
             return self._output(kind, obj)
@@ -495,10 +502,10 @@ class Rest:
             and not meta.get("deletionGracePeriodSeconds")
             and not _spec_finalizers(kind, obj)
         ):
-            stored = self.store.delete(kind.storage, obj, old)
+            stored = self.store.delete(kind.storage, self.stored_form(kind, obj), old)
             self._after_write(kind, None, stored)
             return self._output(kind, stored)
-        stored = self.store.update(kind.storage, obj, old)
+        stored = self.store.update(kind.storage, self.stored_form(kind, obj), old)
         self._after_write(kind, stored, old)
         return self._output(kind, stored)
 

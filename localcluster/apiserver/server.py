@@ -371,8 +371,10 @@ class APIServer:
     async def patch(
         self, request: web.Request, kind: Kind, namespace: str, name: str, *, subresource: str = ""
     ) -> web.StreamResponse:
-        patch, content_type = await self._body(request, patch=True)
-        patch_type = patching.patch_type_for(content_type, builtin=not kind.custom)
+        # The media type is checked before the body is decoded: upstream answers 415, not 400.
+        content_type = request.headers.get("Content-Type") or JSON
+        patch_type = patching.patch_type_for(content_type.lower(), builtin=not kind.custom)
+        patch, _ = await self._body(request, patch=True)
         opts = self._write_options(request)
         if patch_type == "apply" and not opts.field_manager:
             raise errors.Invalid(
@@ -417,9 +419,14 @@ class APIServer:
             from .crdschema import printer_columns
 
             columns = printer_columns(kind.crd, kind.version)
+        group, plural = kind.group, kind.plural
+        if kind.storage_plural:
+            # A view (events.k8s.io) prints like the objects it shares storage with.
+            group, plural = kind.storage
+            objs = [self.rest.stored_form(kind, o) for o in objs]
         return tables.render_table(
-            kind.group,
-            kind.plural,
+            group,
+            plural,
             objs,
             now=self.clock.now(),
             columns=columns,
@@ -529,7 +536,7 @@ class APIServer:
                     line = dumps({"type": frame.type, "object": _partial(frame.obj)})
                 else:
                     obj = self.rest._output(kind, frame.obj)
-                    cache_key = (frame.type, kind.version)
+                    cache_key = (frame.type, kind.group, kind.version)
                     line = frame.source.rendered.get(cache_key) if frame.source is not None else None
                     if line is None:
                         line = dumps({"type": frame.type, "object": obj})

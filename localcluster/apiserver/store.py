@@ -72,6 +72,8 @@ class Store:
         # Oldest revision a watch may still resume from.
         self._compacted_rv = 1
         self._subscribers: dict[Resource | None, list[Subscriber]] = {}
+        # Called with the new floor on compaction (open watch streams end with 410).
+        self._compaction_listeners: list[Callable[[int], None]] = []
         self._last_write: dict[Resource, int] = {}
         # uid -> (resource, key) of objects naming it in ownerReferences
         self._dependents: dict[str, set[tuple[Resource, Key]]] = {}
@@ -157,10 +159,27 @@ class Store:
         return (e for e in list(self._history) if e.rv > rv and e.resource == resource)
 
     def compact(self) -> int:
-        """Forget all history (a test hook to exercise clients' 410 handling); returns the new floor."""
+        """Forget all history (a test hook to exercise clients' 410 handling); returns the new floor.
+
+        Open watches are told too: clients that send bookmarks always resume from a
+        revision at or above the floor, so only ending their streams with 410 (as when
+        the watch cache is re-initialised from a compacted etcd) makes them re-list.
+        """
         self._history.clear()
         self._compacted_rv = self.rv
+        for callback in list(self._compaction_listeners):
+            callback(self._compacted_rv)
         return self._compacted_rv
+
+    def on_compact(self, callback: Callable[[int], None]) -> Callable[[], None]:
+        """Call ``callback(floor)`` on each compaction; returns the unsubscribe function."""
+        self._compaction_listeners.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._compaction_listeners:
+                self._compaction_listeners.remove(callback)
+
+        return unsubscribe
 
     # -- subscriptions ------------------------------------------------------------
 

@@ -141,8 +141,10 @@ async def _scale(
     if request.method == "PUT":
         scale, _ = await server._body(request)
     elif request.method == "PATCH":
-        patch, content_type = await server._body(request, patch=True)
-        patch_type = patching.patch_type_for(content_type, builtin=not kind.custom)
+        # 415 for an unknown media type comes before any decoding error, as upstream.
+        content_type = request.headers.get("Content-Type") or "application/json"
+        patch_type = patching.patch_type_for(content_type.lower(), builtin=not kind.custom)
+        patch, _ = await server._body(request, patch=True)
         base = _scale_of(kind, current)
         if patch_type == "json":
             scale = patching.apply_json_patch(base, patch)

@@ -89,8 +89,10 @@ async def stream(
     store: Store, req: WatchRequest, bookmark: Callable[[int, bool], Obj]
 ) -> AsyncIterator[Frame]:
     """The frames of one watch, until its timeout (or forever); 410 arrives as an ERROR frame."""
-    queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+    # ``None`` marks a compaction: the stream ends with 410 after the events queued before it.
+    queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
     unsubscribe = store.subscribe(req.resource, queue.put_nowait)
+    unsubscribe_compaction = store.on_compact(lambda _floor: queue.put_nowait(None))
     try:
         start_rv = store.rv
         initial: list[Frame] = []
@@ -147,6 +149,10 @@ async def stream(
                     next_bookmark = time.monotonic() + req.bookmark_interval
                     yield Frame("BOOKMARK", bookmark(max(last_rv, store.rv), False))
                 continue
+            if event is None:
+                gone = errors.Gone(f"too old resource version: {last_rv} ({store.compacted_rv})")
+                yield Frame("ERROR", gone.status())
+                return
             if event.rv <= last_rv:
                 continue
             last_rv = event.rv
@@ -155,3 +161,4 @@ async def stream(
                 yield frame
     finally:
         unsubscribe()
+        unsubscribe_compaction()
