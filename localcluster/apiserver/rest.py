@@ -304,8 +304,10 @@ class Rest:
             if def_name is not None:
                 result = validation.validate_builtin(self.defs, def_name, obj)
                 causes, unknown = result.errors, result.unknown_fields
-                if unknown and opts.field_validation != "Strict":
-                    _drop_paths(obj, unknown)
+                # Keep what upstream's decoder keeps: no unknown fields (Strict fails below),
+                # timestamps re-encoded as RFC 3339 UTC.
+                obj.clear()
+                obj.update(result.pruned)
         if kind.storage == ("apiextensions.k8s.io", "customresourcedefinitions"):
             causes = causes + crdschema.validate_crd(obj)
         if unknown:
@@ -663,21 +665,6 @@ def _spec_finalizers(kind: Kind, obj: Obj) -> bool:
 
 def _patch_sets_rv(patch: Any) -> bool:
     return isinstance(patch, dict) and bool((patch.get("metadata") or {}).get("resourceVersion"))
-
-
-def _drop_paths(obj: Obj, paths: list[str]) -> None:
-    """Remove unknown built-in fields (fieldValidation Warn/Ignore: the decoder drops them)."""
-    for path in paths:
-        parts = validation.split_path(path)
-        target: Any = obj
-        for part in parts[:-1]:
-            try:
-                target = target[part]
-            except (KeyError, IndexError, TypeError):
-                target = None
-                break
-        if isinstance(target, dict):
-            target.pop(parts[-1], None)
 
 
 def _parse_rv(text: str) -> int:

@@ -105,6 +105,8 @@ class APIServer:
         self.proxies: dict[str, Callable[..., Any]] = {}
         self._openapi_cache: dict[tuple[str, str, int], tuple[Obj, str]] = {}
         self._rbac_cache: tuple[tuple[int, ...], rbac.Policy] | None = None
+        # Requests being served; at shutdown only never-ending ones (watches, log follows) remain.
+        self._in_flight: set[asyncio.Task[Any]] = set()
 
     # -- identity and policy ----------------------------------------------------------------
 
@@ -133,9 +135,21 @@ class APIServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY + 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_shutdown.append(self._end_streams)
         return app
 
+    async def _end_streams(self, app: web.Application) -> None:
+        """End open watches and log follows at once, as kube-apiserver does when it stops.
+
+        Without this, aiohttp waits its whole shutdown timeout for them, twice.
+        """
+        for task in list(self._in_flight):
+            task.cancel()
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        if task is not None:
+            self._in_flight.add(task)
         try:
             return await self._handle(request)
         except errors.StatusError as err:
@@ -145,6 +159,9 @@ class APIServer:
         except Exception as exc:
             log.exception("internal error serving %s %s", request.method, request.path)
             return status_response(errors.InternalError(f"Internal error occurred: {exc}"))
+        finally:
+            if task is not None:
+                self._in_flight.discard(task)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path

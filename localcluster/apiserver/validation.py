@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nrop.localcluster.apiserver.clock import parse_time, rfc3339, rfc3339_micro
 from nrop.localcluster.apiserver.definitions import Definitions, schema_types
 from nrop.localcluster.apiserver.errors import (
     BadRequest,
@@ -54,6 +55,12 @@ TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 _QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
+# Go decodes these into time.Time and encodes them back: any RFC 3339 input (kopf sends
+# isoformat() with an offset) is stored as UTC "Z", whole seconds for Time.
+_TIME_FORMATS = {
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Time": rfc3339,
+    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": rfc3339_micro,
+}
 
 
 # --------------------------------------------------------------------------- body validation
@@ -188,7 +195,16 @@ class _Walker:
             return [self.walk(items, v, f"{path}[{i}]", in_status=in_status) for i, v in enumerate(value)]
         if isinstance(value, str):
             self._string_format(schema, value, path, def_name)
+            if def_name in _TIME_FORMATS and value:
+                return self._time(value, path, def_name)
         return value
+
+    def _time(self, value: str, path: str, def_name: str) -> str:
+        try:
+            return _TIME_FORMATS[def_name](parse_time(value))
+        except ValueError:
+            self.errors.append(invalid(path, value, "must be an RFC 3339 timestamp"))
+            return value
 
     def _alternatives(self, schema: dict[str, Any], value: Any, path: str, def_name: str) -> Any:
         branches = [self._resolve(b)[0] for b in schema.get("oneOf", schema.get("anyOf", []))]

@@ -558,6 +558,22 @@ def test_list_resource_version_is_the_global_revision(core: client.CoreV1Api, na
     assert listed.kind == "ConfigMapList" and listed.api_version == "v1"
 
 
+def test_continue_token_expires_with_compaction(
+    api_client: ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    for i in range(3):
+        core.create_namespaced_config_map(namespace, cm(f"x{i}"))
+    first = core.list_namespaced_config_map(namespace, limit=1)
+    # A later write, then compaction past the token's snapshot revision: the snapshot is gone.
+    core.create_namespaced_config_map(namespace, cm("x9"))
+    compact(api_client)
+    with pytest.raises(ApiException) as err:
+        core.list_namespaced_config_map(namespace, limit=1, _continue=first.metadata._continue)
+    body = status_body(err.value)
+    assert (err.value.status, body["reason"]) == (410, "Expired")
+    assert body["message"].startswith("The provided continue parameter is too old")
+
+
 # -- watch ----------------------------------------------------------------------------------------
 
 
@@ -667,6 +683,7 @@ def test_watch_list_ends_initial_events_with_annotated_bookmark(
         ("ADDED", "i2"),
         ("BOOKMARK", None),
     ]
+    assert {(e["object"]["kind"], e["object"]["apiVersion"]) for e in lines} == {("ConfigMap", "v1")}
     marker = lines[2]["object"]
     assert marker["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
     assert int(marker["metadata"]["resourceVersion"]) >= max(
@@ -880,6 +897,62 @@ def test_pod_eviction(core: client.CoreV1Api, namespace: str, api_client: ApiCli
     assert (err.value.status, body["reason"]) == (429, "TooManyRequests")
     assert body["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
     assert core.read_namespaced_pod("protected", namespace).metadata.deletion_timestamp is None
+
+
+def test_bound_pod_deletion_is_graceful(core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_pod(namespace, pod("graceful"))
+    binding = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="graceful"),
+        target=client.V1ObjectReference(api_version="v1", kind="Node", name="node-a"),
+    )
+    core.create_namespaced_pod_binding("graceful", namespace, binding, _preload_content=False)
+    returned = core.delete_namespaced_pod("graceful", namespace)
+    assert returned.metadata.deletion_grace_period_seconds == 30  # spec.terminationGracePeriodSeconds
+    held = core.read_namespaced_pod("graceful", namespace)
+    assert held.metadata.deletion_timestamp is not None
+    # The kubelet's final word: grace 0 removes it.
+    core.delete_namespaced_pod("graceful", namespace, grace_period_seconds=0)
+    assert gone(lambda: core.read_namespaced_pod("graceful", namespace))()
+    # An unbound pod goes at once.
+    core.create_namespaced_pod(namespace, pod("unbound"))
+    core.delete_namespaced_pod("unbound", namespace)
+    assert gone(lambda: core.read_namespaced_pod("unbound", namespace))()
+
+
+def test_deployment_scale_subresource(apps: client.AppsV1Api, namespace: str) -> None:
+    body = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="scaled"),
+        spec=client.V1DeploymentSpec(
+            replicas=1,
+            selector=client.V1LabelSelector(match_labels={"app": "scaled"}),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels={"app": "scaled"}),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="pause:3.9")]),
+            ),
+        ),
+    )
+    apps.create_namespaced_deployment(namespace, body)
+    scale = apps.read_namespaced_deployment_scale("scaled", namespace)
+    assert (scale.kind, scale.api_version, scale.spec.replicas) == ("Scale", "autoscaling/v1", 1)
+    assert scale.status.selector == "app=scaled"
+    patched = apps.patch_namespaced_deployment_scale("scaled", namespace, {"spec": {"replicas": 4}})
+    assert patched.spec.replicas == 4
+    after = apps.read_namespaced_deployment("scaled", namespace)
+    assert (after.spec.replicas, after.metadata.generation) == (4, 2)
+
+
+def test_dynamic_client_watch_by_name(
+    api_client: ApiClient, core: client.CoreV1Api, namespace: str, tmp_path: Any
+) -> None:
+    dyn = dynamic.DynamicClient(api_client, cache_file=str(tmp_path / "discovery.json"))
+    configmaps = dyn.resources.get(api_version="v1", kind="ConfigMap")
+    for name in ("one", "two"):
+        core.create_namespaced_config_map(namespace, cm(name))
+    seen = [
+        (e["type"], e["object"].metadata.name)
+        for e in configmaps.watch(namespace=namespace, name="two", timeout=1)
+    ]
+    assert seen == [("ADDED", "two")]
 
 
 # -- identity -------------------------------------------------------------------------------------
