@@ -22,12 +22,12 @@ import re
 from typing import Any
 
 from nrop.localcluster.apiserver.errors import Cause, duplicate, forbidden, not_supported, required
+from nrop.localcluster.apiserver.schemaviolations import schema_violations
 from nrop.localcluster.apiserver.structural import (
     INT_OR_STRING,
     PRESERVE,
     CustomResourceSchema,
     invalid,
-    schema_violations,
     too_many,
 )
 

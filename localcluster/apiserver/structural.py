@@ -1,17 +1,14 @@
-"""Structural schemas: what a CRD's ``openAPIV3Schema`` may say, and what it does to custom resources.
+"""Structural schemas applied to custom resources: what a CRD's ``openAPIV3Schema`` does to a CR.
 
-Owns the schema walks of apiextensions-apiserver, over plain JSON dicts:
-
-* ``schema_violations`` — is a version's ``openAPIV3Schema`` acceptable, and is it
-  *structural* (every node typed, value validations only under ``anyOf``/``allOf``/
-  ``oneOf``/``not``, root ``metadata`` restricted to ``name``/``generateName``, …)?
-  Causes carry upstream-like paths such as
-  ``spec.versions[0].schema.openAPIV3Schema.properties[spec].type``.
-* ``CustomResourceSchema`` — one version's schema applied to a custom resource:
-  ``prune`` (drop unknown fields, report their paths for ``fieldValidation``),
-  ``default`` (``default:`` values, null handling) and ``validate`` (the OpenAPI
-  value validations plus ``x-kubernetes-list-type`` uniqueness), with messages
-  shaped like kube-openapi's as apiextensions turns them into field causes.
+Owns ``CustomResourceSchema`` — one version's schema applied to a custom resource,
+over plain JSON dicts, as apiextensions-apiserver does it: ``prune`` (drop
+unknown fields, report their paths for ``fieldValidation``), ``default``
+(``default:`` values, null handling) and ``validate`` (the OpenAPI value
+validations plus ``x-kubernetes-list-type`` uniqueness), with messages shaped
+like kube-openapi's as apiextensions turns them into field causes.  Also owns
+the vocabulary shared with ``schemaviolations`` (which decides whether a schema
+is acceptable and structural in the first place): the ``x-kubernetes-*``
+extension names, schema accessors, and the field-cause constructors.
 
 Pure: no I/O, no clients; dicts in, dicts and ``Cause`` lists out.  CEL rules
 (``x-kubernetes-validations``) are not evaluated: they are accepted in schemas
@@ -34,7 +31,6 @@ from typing import Any
 
 from nrop.localcluster.apiserver.errors import (
     Cause,
-    forbidden,
     not_supported,
     required,
     too_long,
@@ -44,13 +40,21 @@ from nrop.localcluster.apiserver.errors import (
 __all__ = [
     "EMBEDDED",
     "INT_OR_STRING",
+    "LIST_MAP_KEYS",
+    "LIST_TYPE",
+    "MAP_TYPE",
     "PRESERVE",
+    "SCHEMA_TYPES",
     "CustomResourceSchema",
+    "additional_of",
     "cause_text",
+    "child_path",
+    "compiled_regex",
     "duplicate",
     "invalid",
+    "items_of",
+    "props_of",
     "render",
-    "schema_violations",
     "too_many",
 ]
 
@@ -61,7 +65,7 @@ LIST_TYPE = "x-kubernetes-list-type"
 LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
 MAP_TYPE = "x-kubernetes-map-type"
 
-_TYPES = ("array", "boolean", "integer", "number", "object", "string")
+SCHEMA_TYPES = ("array", "boolean", "integer", "number", "object", "string")
 _META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 # ObjectMeta's JSON fields: what survives pruning inside an embedded resource's metadata.
 _OBJECT_META_FIELDS = frozenset(
@@ -88,7 +92,7 @@ _OBJECT_META_FIELDS = frozenset(
 # --- paths and messages ----------------------------------------------------------------------------
 
 
-def _child(path: str, name: str) -> str:
+def child_path(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
@@ -135,17 +139,17 @@ def cause_text(cause: Cause) -> str:
 # --- schema accessors ------------------------------------------------------------------------------
 
 
-def _props(s: dict[str, Any]) -> dict[str, Any]:
+def props_of(s: dict[str, Any]) -> dict[str, Any]:
     p = s.get("properties")
     return p if isinstance(p, dict) else {}
 
 
-def _items(s: dict[str, Any] | None) -> dict[str, Any] | None:
+def items_of(s: dict[str, Any] | None) -> dict[str, Any] | None:
     i = s.get("items") if s else None
     return i if isinstance(i, dict) else None
 
 
-def _additional(s: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+def additional_of(s: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
     """(declared, schema): ``additionalProperties`` may be a schema or a bare boolean."""
     a = s.get("additionalProperties")
     if a is None:
@@ -188,7 +192,7 @@ def _canonical(x: Any) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _regex(pattern: str) -> re.Pattern[str] | None:
+def compiled_regex(pattern: str) -> re.Pattern[str] | None:
     try:
         return re.compile(pattern)
     except re.error:
@@ -284,26 +288,26 @@ def _prune(x: Any, s: dict[str, Any] | None, path: str, out: list[str], *, root:
     if isinstance(x, dict):
         if s is None:
             for k in list(x):
-                out.append(_child(path, k))
+                out.append(child_path(path, k))
                 del x[k]
             return
         embedded = root or s.get(EMBEDDED) is True
-        props = _props(s)
-        has_additional, additional = _additional(s)
+        props = props_of(s)
+        has_additional, additional = additional_of(s)
         for k in list(x):
             if embedded and k in _META_FIELDS:
                 if k == "metadata" and not root:
-                    _prune_object_meta(x[k], _child(path, k), out)
+                    _prune_object_meta(x[k], child_path(path, k), out)
                 continue
             if k in props:
-                _prune(x[k], props[k], _child(path, k), out)
+                _prune(x[k], props[k], child_path(path, k), out)
             elif has_additional:
-                _prune(x[k], additional, _child(path, k), out)
+                _prune(x[k], additional, child_path(path, k), out)
             else:
-                out.append(_child(path, k))
+                out.append(child_path(path, k))
                 del x[k]
     elif isinstance(x, list):
-        items = _items(s)
+        items = items_of(s)
         for i, v in enumerate(x):
             _prune(v, items, _index(path, i), out)
 
@@ -314,36 +318,36 @@ def _skip_prune(x: Any, s: dict[str, Any] | None, path: str, out: list[str], *, 
         return
     if isinstance(x, dict):
         embedded = root or s.get(EMBEDDED) is True
-        props = _props(s)
-        has_additional, additional = _additional(s)
+        props = props_of(s)
+        has_additional, additional = additional_of(s)
         for k, v in x.items():
             if embedded and k in _META_FIELDS:
                 if k == "metadata" and not root:
-                    _prune_object_meta(v, _child(path, k), out)
+                    _prune_object_meta(v, child_path(path, k), out)
                 continue
             if k in props:
-                _prune(v, props[k], _child(path, k), out)
+                _prune(v, props[k], child_path(path, k), out)
             elif has_additional:
-                _prune(v, additional, _child(path, k), out)
+                _prune(v, additional, child_path(path, k), out)
     elif isinstance(x, list):
         for i, v in enumerate(x):
-            _skip_prune(v, _items(s), _index(path, i), out)
+            _skip_prune(v, items_of(s), _index(path, i), out)
 
 
 def _prune_object_meta(meta: Any, path: str, out: list[str]) -> None:
     if isinstance(meta, dict):
         for k in [k for k in meta if k not in _OBJECT_META_FIELDS]:
-            out.append(_child(path, k))
+            out.append(child_path(path, k))
             del meta[k]
 
 
 def _schema_for_field(s: dict[str, Any] | None, k: str) -> dict[str, Any] | None:
     if s is None:
         return None
-    props = _props(s)
+    props = props_of(s)
     if k in props:
         return props[k]
-    return _additional(s)[1]
+    return additional_of(s)[1]
 
 
 def _prune_nulls(x: Any, s: dict[str, Any] | None) -> None:
@@ -356,7 +360,7 @@ def _prune_nulls(x: Any, s: dict[str, Any] | None) -> None:
                 _prune_nulls(x[k], sub)
     elif isinstance(x, list):
         for v in x:
-            _prune_nulls(v, _items(s))
+            _prune_nulls(v, items_of(s))
 
 
 def _non_nullable_null(x: Any, s: dict[str, Any] | None) -> bool:
@@ -367,11 +371,11 @@ def _default(x: Any, s: dict[str, Any] | None) -> None:
     if s is None:
         return
     if isinstance(x, dict):
-        props = _props(s)
+        props = props_of(s)
         for k, prop in props.items():
             if "default" in prop and (k not in x or _non_nullable_null(x[k], prop)):
                 x[k] = copy.deepcopy(prop["default"])
-        additional = _additional(s)[1]
+        additional = additional_of(s)[1]
         for k in list(x):
             if k in props:
                 _default(x[k], props[k])
@@ -380,7 +384,7 @@ def _default(x: Any, s: dict[str, Any] | None) -> None:
                     x[k] = copy.deepcopy(additional["default"])
                 _default(x[k], additional)
     elif isinstance(x, list):
-        items = _items(s)
+        items = items_of(s)
         for i in range(len(x)):
             if items is not None and _non_nullable_null(x[i], items) and "default" in items:
                 x[i] = copy.deepcopy(items["default"])
@@ -433,7 +437,7 @@ def _validate_string(x: str, s: dict[str, Any], path: str, name: str, errs: list
         errs.append(invalid(path, x, f"{name} in body should be at least {s['minLength']} chars long"))
     pattern = s.get("pattern")
     if isinstance(pattern, str):
-        rx = _regex(pattern)
+        rx = compiled_regex(pattern)
         if rx is not None and not rx.search(x):
             errs.append(invalid(path, x, f"{name} in body should match '{pattern}'"))
     fmt = s.get("format")
@@ -473,7 +477,7 @@ def _validate_array(x: list[Any], s: dict[str, Any], path: str, name: str, found
         errs.append(invalid(path, len(x), f"{name} in body should have at least {s['minItems']} items"))
     if s.get("uniqueItems") is True and len({_canonical(v) for v in x}) != len(x):
         errs.append(invalid(path, "", f"{name} in body shouldn't contain duplicates"))
-    items = _items(s)
+    items = items_of(s)
     if items is not None:
         for i, v in enumerate(x):
             _validate(v, items, _index(path, i), found)
@@ -508,25 +512,25 @@ def _validate_object(x: dict[str, Any], s: dict[str, Any], path: str, name: str,
     errs = found.errs
     for r in s.get("required") or []:
         if r not in x:
-            errs.append(required(_child(path, r)))
+            errs.append(required(child_path(path, r)))
     if isinstance(s.get("maxProperties"), int) and len(x) > s["maxProperties"]:
         errs.append(too_many(path, len(x), s["maxProperties"]))
     if isinstance(s.get("minProperties"), int) and len(x) < s["minProperties"]:
         n = s["minProperties"]
         errs.append(invalid(path, n, f"{name} in body should have at least {n} properties"))
-    props = _props(s)
-    has_additional, additional = _additional(s)
+    props = props_of(s)
+    has_additional, additional = additional_of(s)
     for k, v in x.items():
         if k in props:
-            _validate(v, props[k], _child(path, k), found)
+            _validate(v, props[k], child_path(path, k), found)
         elif additional is not None:
-            _validate(v, additional, _child(path, k), found)
+            _validate(v, additional, child_path(path, k), found)
         elif has_additional and s.get("additionalProperties") is False:
             errs.append(invalid(path, k, f"{name}.{k} in body is a forbidden property"))
     if s.get(EMBEDDED) is True:
         for type_field in ("apiVersion", "kind"):
             if type_field not in x:
-                found.later.append(required(_child(path, type_field), "must not be empty"))
+                found.later.append(required(child_path(path, type_field), "must not be empty"))
 
 
 def _validate_junctors(x: Any, s: dict[str, Any], path: str, name: str, errs: list[Cause]) -> None:
@@ -564,407 +568,3 @@ def _validate_junctors(x: Any, s: dict[str, Any], path: str, name: str, errs: li
     not_ = s.get("not")
     if isinstance(not_, dict) and passes(not_)[0]:
         errs.append(invalid(path, "", f'"{name}" must not validate the schema (not)'))
-
-
-# --- the schema side: is an openAPIV3Schema acceptable and structural? -----------------------------
-
-_ROOT, _ITEM, _FIELD = "root", "item", "field"
-_NOT_SUPPORTED_KEYWORDS = {
-    "id": "id is not supported",
-    "additionalItems": "additionalItems is not supported",
-    "patternProperties": "patternProperties is not supported",
-    "definitions": "definitions is not supported",
-    "dependencies": "dependencies is not supported",
-    "$ref": "$ref is not supported",
-}
-_JUNCTORS = ("allOf", "anyOf", "oneOf")
-
-
-def schema_violations(schema: dict[str, Any], path: str) -> list[Cause]:
-    """Everything wrong with one ``openAPIV3Schema`` (at ``path``), as apiextensions reports it.
-
-    OpenAPI keyword checks first, then the structural-schema violations (sorted by
-    message, as upstream does), then invalid ``default:`` values — the last only
-    when the schema is structural, since defaults are only defined for those.
-    """
-    if not isinstance(schema, dict):
-        return [invalid(path, schema, "must be an object")]
-    errs: list[Cause] = []
-    _openapi_checks(schema, path, errs)
-    structural: list[Cause] = []
-    _invariants(schema, _ROOT, path, structural)
-    _completeness_everywhere(schema, path, structural)
-    structural.sort(key=cause_text)
-    errs.extend(structural)
-    if not structural:
-        _default_checks(schema, path, errs)
-    return errs
-
-
-def _structural_children(s: dict[str, Any], path: str) -> list[tuple[dict[str, Any], str]]:
-    out: list[tuple[dict[str, Any], str]] = []
-    for k, v in _props(s).items():
-        if isinstance(v, dict):
-            out.append((v, f"{path}.properties[{k}]"))
-    additional = _additional(s)[1]
-    if additional is not None:
-        out.append((additional, f"{path}.additionalProperties"))
-    items = _items(s)
-    if items is not None:
-        out.append((items, f"{path}.items"))
-    return out
-
-
-def _subschemas(s: dict[str, Any], path: str) -> list[tuple[dict[str, Any], str]]:
-    out = _structural_children(s, path)
-    for junctor in _JUNCTORS:
-        for i, v in enumerate(s.get(junctor) or []):
-            if isinstance(v, dict):
-                out.append((v, f"{path}.{junctor}[{i}]"))
-    if isinstance(s.get("not"), dict):
-        out.append((s["not"], f"{path}.not"))
-    return out
-
-
-def _shape_errors(s: dict[str, Any], path: str) -> list[Cause]:
-    """Keywords whose value is not a schema where a schema belongs (a real server fails to decode them)."""
-    errs = []
-    props = s.get("properties")
-    if props is not None and not isinstance(props, dict):
-        errs.append(invalid(_child(path, "properties"), props, "must be an object of schemas"))
-    for k, v in _props(s).items():
-        if not isinstance(v, dict):
-            errs.append(invalid(f"{path}.properties[{k}]", v, "must be a schema object"))
-    if s.get("additionalProperties") is not None and not isinstance(s["additionalProperties"], bool | dict):
-        errs.append(
-            invalid(
-                _child(path, "additionalProperties"),
-                s["additionalProperties"],
-                "must be a schema or a boolean",
-            )
-        )
-    if s.get("items") is not None and not isinstance(s["items"], dict | list):
-        errs.append(invalid(_child(path, "items"), s["items"], "must be a schema object"))
-    for junctor in _JUNCTORS:
-        value = s.get(junctor)
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
-            errs.append(invalid(_child(path, junctor), value, "must be a list of schema objects"))
-    if s.get("not") is not None and not isinstance(s["not"], dict):
-        errs.append(invalid(_child(path, "not"), s["not"], "must be a schema object"))
-    return errs
-
-
-def _openapi_checks(s: dict[str, Any], path: str, errs: list[Cause]) -> None:
-    errs.extend(_shape_errors(s, path))
-    for keyword, why in _NOT_SUPPORTED_KEYWORDS.items():
-        if keyword in s:
-            errs.append(forbidden(_child(path, keyword), why))
-    t = s.get("type")
-    if t == "null":
-        errs.append(forbidden(_child(path, "type"), "type cannot be set to null"))
-    elif t and t not in _TYPES:
-        errs.append(not_supported(_child(path, "type"), t, list(_TYPES)))
-    if isinstance(s.get("items"), list):
-        errs.append(forbidden(_child(path, "items"), "items must be a schema object and not an array"))
-    if s.get("uniqueItems") is True:
-        errs.append(
-            forbidden(
-                _child(path, "uniqueItems"),
-                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
-            )
-        )
-    additional = s.get("additionalProperties")
-    if _props(s) and (additional is False or isinstance(additional, dict)):
-        errs.append(
-            forbidden(
-                _child(path, "additionalProperties"),
-                "additionalProperties and properties are mutual exclusive",
-            )
-        )
-    if s.get(PRESERVE) is False:
-        errs.append(invalid(_child(path, PRESERVE), False, "must be true or undefined"))
-    _list_type_checks(s, path, errs)
-    map_type = s.get(MAP_TYPE)
-    if map_type is not None:
-        if map_type not in ("granular", "atomic"):
-            errs.append(not_supported(_child(path, MAP_TYPE), map_type, ["atomic", "granular"]))
-        elif t != "object":
-            errs.append(invalid(_child(path, MAP_TYPE), map_type, "must only be used if type is object"))
-    for sub, sub_path in _subschemas(s, path):
-        _openapi_checks(sub, sub_path, errs)
-
-
-def _list_type_checks(s: dict[str, Any], path: str, errs: list[Cause]) -> None:
-    list_type = s.get(LIST_TYPE)
-    keys = s.get(LIST_MAP_KEYS) or []
-    items = _items(s)
-    if list_type is not None:
-        if list_type not in ("atomic", "set", "map"):
-            errs.append(not_supported(_child(path, LIST_TYPE), list_type, ["atomic", "set", "map"]))
-        if s.get("type") != "array":
-            errs.append(invalid(_child(path, LIST_TYPE), list_type, "must only be used if type is array"))
-    if keys and list_type != "map":
-        if list_type is None:
-            errs.append(
-                required(_child(path, LIST_TYPE), "must be map if x-kubernetes-list-map-keys is non-empty")
-            )
-        else:
-            errs.append(
-                invalid(
-                    _child(path, LIST_TYPE),
-                    list_type,
-                    "must be map if x-kubernetes-list-map-keys is non-empty",
-                )
-            )
-    if list_type != "map":
-        return
-    if not keys:
-        errs.append(
-            required(_child(path, LIST_MAP_KEYS), "must not be empty if x-kubernetes-list-type is map")
-        )
-    if items is None:
-        errs.append(required(_child(path, "items"), "must have a schema if x-kubernetes-list-type is map"))
-        return
-    if items.get("type") != "object":
-        errs.append(
-            invalid(
-                f"{path}.items.type",
-                items.get("type", ""),
-                "must be object if parent array's x-kubernetes-list-type is map",
-            )
-        )
-        return
-    item_props = _props(items)
-    for k in keys:
-        if k not in item_props:
-            errs.append(
-                invalid(_child(path, LIST_MAP_KEYS), keys, "entries must all be names of item properties")
-            )
-        elif item_props[k].get("type") in ("array", "object"):
-            errs.append(
-                invalid(
-                    f"{path}.items.properties[{k}].type",
-                    item_props[k].get("type"),
-                    "must be a scalar type if parent array's x-kubernetes-list-type is map",
-                )
-            )
-    if len(set(keys)) != len(keys):
-        errs.append(invalid(_child(path, LIST_MAP_KEYS), keys, "must not contain duplicate entries"))
-
-
-def _is_int_or_string_any_of(any_of: Any) -> bool:
-    return isinstance(any_of, list) and any_of == [{"type": "integer"}, {"type": "string"}]
-
-
-def _invariants(s: dict[str, Any], level: str, path: str, errs: list[Cause]) -> None:
-    t = s.get("type") or ""
-    items = _items(s)
-    embedded = s.get(EMBEDDED) is True
-    int_or_string = s.get(INT_OR_STRING) is True
-    preserve = s.get(PRESERVE) is True
-    if t == "array" and "items" not in s:
-        errs.append(required(_child(path, "items"), "must be specified"))
-    if items is not None:
-        _invariants(items, _ITEM, f"{path}.items", errs)
-    props = _props(s)
-    for k, v in props.items():
-        if isinstance(v, dict):
-            _invariants(v, _FIELD, f"{path}.properties[{k}]", errs)
-    has_additional, additional = _additional(s)
-    if has_additional and level == _ROOT:
-        errs.append(forbidden(_child(path, "additionalProperties"), "must not be used at the root"))
-    if additional is not None:
-        _invariants(additional, _FIELD, _child(path, "additionalProperties"), errs)
-    if int_or_string and preserve:
-        errs.append(
-            invalid(_child(path, PRESERVE), True, "must be false if x-kubernetes-int-or-string is true")
-        )
-    if int_or_string and embedded:
-        errs.append(
-            invalid(_child(path, EMBEDDED), True, "must be false if x-kubernetes-int-or-string is true")
-        )
-
-    skip_any_of = _is_int_or_string_any_of(s.get("anyOf"))
-    all_of = s.get("allOf")
-    skip_first_all_of = (
-        isinstance(all_of, list)
-        and bool(all_of)
-        and _is_int_or_string_any_of(all_of[0].get("anyOf") if isinstance(all_of[0], dict) else None)
-    )
-    _value_validation(s, level, path, errs, skip_any_of=skip_any_of, skip_first_all_of=skip_first_all_of)
-
-    if embedded and t != "object":
-        if not t:
-            errs.append(
-                required(_child(path, "type"), "must be object if x-kubernetes-embedded-resource is true")
-            )
-        else:
-            errs.append(
-                invalid(_child(path, "type"), t, "must be object if x-kubernetes-embedded-resource is true")
-            )
-    elif not t and not int_or_string and not preserve:
-        detail = {
-            _ROOT: "must not be empty at the root",
-            _ITEM: "must not be empty for specified array items",
-            _FIELD: "must not be empty for specified object fields",
-        }[level]
-        errs.append(required(_child(path, "type"), detail))
-    if embedded and has_additional:
-        errs.append(
-            forbidden(
-                _child(path, "additionalProperties"),
-                "must not be used if x-kubernetes-embedded-resource is set",
-            )
-        )
-    if level == _ROOT and t and t != "object":
-        errs.append(invalid(_child(path, "type"), t, "must be object at the root"))
-
-    if level == _ROOT or embedded:
-        for field, want in (("kind", "string"), ("apiVersion", "string"), ("metadata", "object")):
-            sub = props.get(field)
-            if isinstance(sub, dict) and sub.get("type", "") != want:
-                errs.append(
-                    invalid(f"{path}.properties[{field}].type", sub.get("type", ""), f"must be {want}")
-                )
-    metadata = props.get("metadata")
-    if level == _ROOT and isinstance(metadata, dict):
-        extra = set(metadata) - {"type", "default", "properties"}
-        meta_props = set(_props(metadata))
-        if extra or not meta_props <= {"name", "generateName"}:
-            errs.append(
-                forbidden(
-                    f"{path}.properties[metadata]",
-                    "must not specify anything other than name and generateName, "
-                    "but metadata is implicitly specified",
-                )
-            )
-    if embedded and not preserve and not props:
-        errs.append(
-            required(
-                _child(path, "properties"),
-                "must not be empty if x-kubernetes-embedded-resource is true without "
-                "x-kubernetes-preserve-unknown-fields",
-            )
-        )
-
-
-def _value_validation(
-    v: dict[str, Any], level: str, path: str, errs: list[Cause], *, skip_any_of: bool, skip_first_all_of: bool
-) -> None:
-    if not skip_any_of:
-        for i, sub in enumerate(v.get("anyOf") or []):
-            if isinstance(sub, dict):
-                _nested(sub, False, level, f"{path}.anyOf[{i}]", errs)
-    for i, sub in enumerate(v.get("allOf") or []):
-        if isinstance(sub, dict):
-            _nested(sub, skip_first_all_of and i == 0, level, f"{path}.allOf[{i}]", errs)
-    for i, sub in enumerate(v.get("oneOf") or []):
-        if isinstance(sub, dict):
-            _nested(sub, False, level, f"{path}.oneOf[{i}]", errs)
-    if isinstance(v.get("not"), dict):
-        _nested(v["not"], False, level, f"{path}.not", errs)
-    pattern = v.get("pattern")
-    if isinstance(pattern, str) and _regex(pattern) is None:
-        errs.append(
-            invalid(
-                _child(path, "pattern"),
-                pattern,
-                "must be a valid regular expression, but isn't: invalid syntax",
-            )
-        )
-
-
-_NESTED_FORBIDDEN = (
-    ("type", bool, "must be empty to be structural"),
-    ("additionalProperties", lambda v: v is not None, "must be undefined to be structural"),
-    ("default", lambda v: v is not None, "must be undefined to be structural"),
-    ("title", bool, "must be empty to be structural"),
-    ("description", bool, "must be empty to be structural"),
-    ("nullable", lambda v: v is True, "must be false to be structural"),
-    (PRESERVE, lambda v: v is True, "must be false to be structural"),
-    (EMBEDDED, lambda v: v is True, "must be false to be structural"),
-    (INT_OR_STRING, lambda v: v is True, "must be false to be structural"),
-    (LIST_MAP_KEYS, bool, "must be empty to be structural"),
-    (LIST_TYPE, lambda v: v is not None, "must be undefined to be structural"),
-)
-
-
-def _nested(v: dict[str, Any], skip_any_of: bool, level: str, path: str, errs: list[Cause]) -> None:
-    """A schema under a logical junctor: value validations only, no structure-giving keywords."""
-    _value_validation(v, level, path, errs, skip_any_of=skip_any_of, skip_first_all_of=False)
-    items = _items(v)
-    if items is not None:
-        _nested(items, False, level, f"{path}.items", errs)
-    for k, sub in _props(v).items():
-        if isinstance(sub, dict):
-            _nested(sub, False, _FIELD, f"{path}.properties[{k}]", errs)
-    for keyword, present, why in _NESTED_FORBIDDEN:
-        if keyword in v and present(v[keyword]):
-            errs.append(forbidden(_child(path, keyword), why))
-    if "metadata" in _props(v):
-        errs.append(forbidden(f"{path}.properties[metadata]", "must not be specified in a nested context"))
-
-
-def _completeness_everywhere(s: dict[str, Any], path: str, errs: list[Cause]) -> None:
-    """Every field or items a value validation mentions must also be in the structural part."""
-    _value_completeness(s, s, path, path, errs)
-    for sub, sub_path in _structural_children(s, path):
-        _completeness_everywhere(sub, sub_path, errs)
-
-
-def _value_completeness(
-    v: dict[str, Any], s: dict[str, Any] | None, s_path: str, v_path: str, errs: list[Cause]
-) -> None:
-    if isinstance(v.get("not"), dict):
-        _nested_completeness(v["not"], s, s_path, f"{v_path}.not", errs)
-    for junctor in ("allOf", "anyOf", "oneOf"):
-        for i, sub in enumerate(v.get(junctor) or []):
-            if isinstance(sub, dict):
-                _nested_completeness(sub, s, s_path, f"{v_path}.{junctor}[{i}]", errs)
-
-
-def _nested_completeness(
-    v: dict[str, Any], s: dict[str, Any] | None, s_path: str, v_path: str, errs: list[Cause]
-) -> None:
-    if s is None:
-        errs.append(required(s_path, f"because it is defined in {v_path}"))
-        return
-    _value_completeness(v, s, s_path, v_path, errs)
-    items = _items(v)
-    if items is not None:
-        _nested_completeness(items, _items(s), f"{s_path}.items", f"{v_path}.items", errs)
-    s_props = _props(s)
-    additional = _additional(s)[1]
-    for k, sub in _props(v).items():
-        if not isinstance(sub, dict):
-            continue
-        if k in s_props:
-            _nested_completeness(
-                sub, s_props[k], f"{s_path}.properties[{k}]", f"{v_path}.properties[{k}]", errs
-            )
-        elif additional is not None:
-            _nested_completeness(
-                sub, additional, f"{s_path}.additionalProperties", f"{v_path}.properties[{k}]", errs
-            )
-        else:
-            errs.append(
-                required(f"{s_path}.properties[{k}]", f"because it is defined in {v_path}.properties[{k}]")
-            )
-
-
-def _default_checks(s: dict[str, Any], path: str, errs: list[Cause], *, root: bool = True) -> None:
-    """Each ``default:`` must itself validate against its node, and is forbidden in root metadata."""
-    for sub, sub_path in _structural_children(s, path):
-        if root and sub_path == f"{path}.properties[metadata]" and "default" in sub:
-            errs.append(forbidden(_child(sub_path, "default"), "must not be set for metadata"))
-            continue
-        _check_default(sub, sub_path, errs)
-        _default_checks(sub, sub_path, errs, root=False)
-
-
-def _check_default(s: dict[str, Any], path: str, errs: list[Cause]) -> None:
-    if "default" not in s:
-        return
-    value = copy.deepcopy(s["default"])
-    node = {k: v for k, v in s.items() if k != "default"}
-    errs.extend(CustomResourceSchema(node).validate(value, _child(path, "default")))

@@ -13,20 +13,39 @@ Three column sources, in the order ``render_table`` picks them:
   upstream's default ``Age`` column.  ``date`` cells are rendered as ages by the
   server, like upstream.
 * a built-in printer for ``(group, resource)`` (``has_printer``): upstream's
-  column set.  Like upstream the server always fills the priority-1 (``-o wide``)
-  cells; kubectl drops them unless asked.
+  column set, from ``printers`` (re-exported here as ``BUILTIN_COLUMNS`` and
+  ``has_printer``).  Like upstream the server always fills the priority-1
+  (``-o wide``) cells; kubectl drops them unless asked.
 * anything else (RBAC roles, CRDs, ...): the default ``Name`` + ``Created At``
   (RFC 3339 timestamp) table.
+
+This module owns the table envelope (``render_table``), the CRD column
+convertor and the default table; ages and timestamps come from ``cells``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from nrop.localcluster.apiserver.cells import (
+    AGE_DESCRIPTION,
+    Cell,
+    Obj,
+    RowFn,
+    column_definition,
+    format_age,
+    get_field,
+    human_duration,
+    list_field,
+    name_column,
+    object_name,
+    parse_time,
+    translate_timestamp,
+)
 from nrop.localcluster.apiserver.jsonpaths import JSONPathError, jsonpath_values
+from nrop.localcluster.apiserver.printers import BUILTIN_COLUMNS, PRINTERS, has_printer, pod_conditions
 
 __all__ = [
     "BUILTIN_COLUMNS",
@@ -38,771 +57,19 @@ __all__ = [
     "translate_timestamp",
 ]
 
-Obj = dict[str, Any]
-Cell = Any
-RowFn = Callable[[Obj, datetime], list[Cell]]
-
-_NAME_DESC = "Name must be unique within a namespace. Cannot be updated."
-_AGE_DESC = "CreationTimestamp is a timestamp representing the server time when this object was created."
-
-
-# --------------------------------------------------------------------------- time
-
-
-def human_duration(seconds_total: float) -> str:
-    """apimachinery's ``duration.HumanDuration``: ~2-3 significant figures."""
-    seconds = int(seconds_total)  # truncates toward zero, like Go's int(d.Seconds())
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 60 * 2:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        sec = seconds % 60
-        return f"{minutes}m" if sec == 0 else f"{minutes}m{sec}s"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        mins = minutes % 60
-        return f"{hours}h" if mins == 0 else f"{hours}h{mins}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rem = hours % 24
-        return f"{hours // 24}d" if rem == 0 else f"{hours // 24}d{rem}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
-    return f"{hours // 24 // 365}y"
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def format_age(created: datetime, now: datetime) -> str:
-    """The age of something created at ``created``, as kubectl's AGE column shows it."""
-    return human_duration((_aware(now) - _aware(created)).total_seconds())
-
-
-def _parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 ``Time``/``MicroTime``; ``None`` when absent or unparsable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return _aware(datetime.fromisoformat(value))
-    except ValueError:
-        return None
-
-
-def translate_timestamp(value: Any, now: datetime) -> str:
-    """Upstream ``translateTimestampSince``: ``<unknown>`` for a missing (zero) time."""
-    moment = _parse_time(value)
-    return "<unknown>" if moment is None else format_age(moment, now)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _get(obj: Any, *path: str | int) -> Any:
-    for key in path:
-        if isinstance(key, int):
-            obj = obj[key] if isinstance(obj, list) and -len(obj) <= key < len(obj) else None
-        else:
-            obj = obj.get(key) if isinstance(obj, dict) else None
-        if obj is None:
-            return None
-    return obj
-
-
-def _items(obj: Any, *path: str) -> list[Any]:
-    value = _get(obj, *path)
-    return value if isinstance(value, list) else []
-
-
-def _col(name: str, description: str, *, type_: str = "string", priority: int = 0, fmt: str = "") -> Obj:
-    return {"name": name, "type": type_, "format": fmt, "description": description, "priority": priority}
-
-
-def _name_col() -> Obj:
-    return _col("Name", _NAME_DESC, fmt="name")
-
-
-def _replicas(spec: Obj) -> int:
-    """``spec.replicas``, which the API server defaults to 1."""
-    value = spec.get("replicas")
-    return 1 if value is None else int(value)
-
-
-def _name(obj: Obj) -> str:
-    return str(_get(obj, "metadata", "name") or "")
-
-
-def _age(obj: Obj, now: datetime) -> str:
-    return translate_timestamp(_get(obj, "metadata", "creationTimestamp"), now)
-
-
-def format_labels(labels: Any) -> str:
-    """``labels.FormatLabels``: sorted ``k=v`` pairs, ``<none>`` when empty."""
-    if not isinstance(labels, dict) or not labels:
-        return "<none>"
-    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
-
-
-def _selector_string(selector: Any) -> str | None:
-    """``LabelSelectorAsSelector(sel).String()``; ``None`` for an invalid selector."""
-    if not isinstance(selector, dict):
-        return ""
-    reqs: list[tuple[str, str]] = [(k, f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), sorted(expr.get("values") or [])
-        if op in ("In", "NotIn"):
-            reqs.append((key, f"{key} {op.lower()} ({','.join(values)})"))
-        elif op == "Exists":
-            reqs.append((key, key))
-        elif op == "DoesNotExist":
-            reqs.append((key, f"!{key}"))
-        else:
-            return None
-    return ",".join(text for _, text in sorted(reqs, key=lambda r: r[0]))
-
-
-def format_label_selector(selector: Any) -> str:
-    """``metav1.FormatLabelSelector``: ``<none>`` when empty, ``<error>`` when invalid."""
-    if selector is None:
-        return "<none>"
-    text = _selector_string(selector)
-    if text is None:
-        return "<error>"
-    return text or "<none>"
-
-
-def _containers(template_spec: Any) -> tuple[str, str]:
-    containers = _items(template_spec, "containers")
-    return (
-        ",".join(str(c.get("name", "")) for c in containers),
-        ",".join(str(c.get("image", "")) for c in containers),
-    )
-
-
-def _true_condition(conditions: Iterable[Any], type_: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions)
-
-
-# --------------------------------------------------------------------------- pods
-
-
-def _is_restartable_init(container: Any) -> bool:
-    return isinstance(container, dict) and container.get("restartPolicy") == "Always"
-
-
-def _later(current: datetime | None, terminated: Any) -> datetime | None:
-    finished = _parse_time(_get(terminated, "finishedAt"))
-    if finished is None or (current is not None and current >= finished):
-        return current
-    return finished
-
-
-def _terminated_reason(term: Obj, prefix: str) -> str:
-    if term.get("reason"):
-        return prefix + str(term["reason"])
-    if term.get("signal"):
-        return f"{prefix}Signal:{term['signal']}"
-    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
-
-
-def _pod_status(pod: Obj) -> tuple[str, int, int, datetime | None]:
-    """(status reason, ready containers, restarts, last restart) as upstream ``printPod``."""
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    conditions = _items(status, "conditions")
-    phase = str(status.get("phase") or "")
-    reason = str(status.get("reason") or phase)
-    if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conditions):
-        reason = "SchedulingGated"
-    init_list = _items(spec, "initContainers")
-    init_specs = {c.get("name"): c for c in init_list}
-    ready = restarts = sidecar_restarts = 0
-    last_restart: datetime | None = None
-    last_sidecar_restart: datetime | None = None
-    initializing = False
-    for index, cs in enumerate(_items(status, "initContainerStatuses")):
-        restarts += int(cs.get("restartCount") or 0)
-        last_term = _get(cs, "lastState", "terminated")
-        last_restart = _later(last_restart, last_term)
-        sidecar = _is_restartable_init(init_specs.get(cs.get("name")))
-        if sidecar:
-            sidecar_restarts += int(cs.get("restartCount") or 0)
-            last_sidecar_restart = _later(last_sidecar_restart, last_term)
-        term, waiting = _get(cs, "state", "terminated"), _get(cs, "state", "waiting")
-        if isinstance(term, dict) and int(term.get("exitCode") or 0) == 0:
-            continue
-        if sidecar and cs.get("started"):
-            ready += 1 if cs.get("ready") else 0
-            continue
-        if isinstance(term, dict):
-            reason = _terminated_reason(term, "Init:")
-        elif isinstance(waiting, dict) and waiting.get("reason") and waiting["reason"] != "PodInitializing":
-            reason = f"Init:{waiting['reason']}"
-        else:
-            reason = f"Init:{index}/{len(init_list)}"
-        initializing = True
-        break
-    if not initializing or _true_condition(conditions, "Initialized"):
-        restarts, last_restart = sidecar_restarts, last_sidecar_restart
-        has_running = False
-        for cs in reversed(_items(status, "containerStatuses")):
-            restarts += int(cs.get("restartCount") or 0)
-            last_restart = _later(last_restart, _get(cs, "lastState", "terminated"))
-            state = cs.get("state") or {}
-            waiting, term = state.get("waiting"), state.get("terminated")
-            if isinstance(waiting, dict) and waiting.get("reason"):
-                reason = str(waiting["reason"])
-            elif isinstance(term, dict):
-                reason = _terminated_reason(term, "")
-            elif cs.get("ready") and state.get("running") is not None:
-                has_running = True
-                ready += 1
-        if reason == "Completed" and has_running:
-            reason = "Running" if _true_condition(conditions, "Ready") else "NotReady"
-    deleting = _get(pod, "metadata", "deletionTimestamp") is not None
-    if deleting and status.get("reason") == "NodeLost":
-        reason = "Unknown"
-    elif deleting and phase not in ("Succeeded", "Failed"):
-        reason = "Terminating"
-    return reason, ready, restarts, last_restart
-
-
-def _pod_row(pod: Obj, now: datetime) -> list[Cell]:
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    reason, ready, restarts, last_restart = _pod_status(pod)
-    total = len(_items(spec, "containers")) + sum(
-        1 for c in _items(spec, "initContainers") if _is_restartable_init(c)
-    )
-    restarts_cell = str(restarts)
-    if restarts and last_restart is not None:
-        restarts_cell = f"{restarts} ({format_age(last_restart, now)} ago)"
-    gates = _items(spec, "readinessGates")
-    gates_cell = "<none>"
-    if gates:
-        by_type: dict[Any, Any] = {}
-        for cond in _items(status, "conditions"):
-            by_type.setdefault(cond.get("type"), cond.get("status"))
-        true_gates = sum(1 for g in gates if by_type.get(g.get("conditionType")) == "True")
-        gates_cell = f"{true_gates}/{len(gates)}"
-    pod_ip = _get(status, "podIPs", 0, "ip") or status.get("podIP")
-    return [
-        _name(pod),
-        f"{ready}/{total}",
-        reason,
-        restarts_cell,
-        _age(pod, now),
-        pod_ip or "<none>",
-        spec.get("nodeName") or "<none>",
-        status.get("nominatedNodeName") or "<none>",
-        gates_cell,
-    ]
-
-
-def _pod_conditions(pod: Obj) -> list[Obj] | None:
-    phase = _get(pod, "status", "phase")
-    if phase == "Succeeded":
-        message = "The pod has completed successfully."
-    elif phase == "Failed":
-        message = "The pod failed."
-    else:
-        return None
-    return [{"type": "Completed", "status": "True", "reason": phase, "message": message}]
-
-
-# --------------------------------------------------------------------------- other kinds
-
-
-def _node_row(node: Obj, now: datetime) -> list[Cell]:
-    ready = None
-    for cond in _items(node, "status", "conditions"):
-        if cond.get("type") == "Ready":
-            ready = cond
-    status = ["Unknown"] if ready is None else ["Ready" if ready.get("status") == "True" else "NotReady"]
-    if _get(node, "spec", "unschedulable"):
-        status.append("SchedulingDisabled")
-    roles: set[str] = set()
-    for key, value in (_get(node, "metadata", "labels") or {}).items():
-        if key.startswith("node-role.kubernetes.io/") and key[len("node-role.kubernetes.io/") :]:
-            roles.add(key[len("node-role.kubernetes.io/") :])
-        elif key == "kubernetes.io/role" and value:
-            roles.add(value)
-    info = _get(node, "status", "nodeInfo") or {}
-    addresses = _items(node, "status", "addresses")
-
-    def address(kind: str) -> str:
-        return next((str(a.get("address")) for a in addresses if a.get("type") == kind), "<none>")
-
-    return [
-        _name(node),
-        ",".join(status),
-        ",".join(sorted(roles)) or "<none>",
-        _age(node, now),
-        info.get("kubeletVersion", ""),
-        address("InternalIP"),
-        address("ExternalIP"),
-        info.get("osImage") or "<unknown>",
-        info.get("kernelVersion") or "<unknown>",
-        info.get("containerRuntimeVersion") or "<unknown>",
-    ]
-
-
-def _deployment_row(obj: Obj, now: datetime) -> list[Cell]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    names, images = _containers(_get(spec, "template", "spec"))
-    selector = _selector_string(spec.get("selector"))
-    return [
-        _name(obj),
-        f"{int(status.get('readyReplicas') or 0)}/{_replicas(spec)}",
-        int(status.get("updatedReplicas") or 0),
-        int(status.get("availableReplicas") or 0),
-        _age(obj, now),
-        names,
-        images,
-        "<invalid>" if selector is None else selector,
-    ]
-
-
-def _replicaset_row(obj: Obj, now: datetime) -> list[Cell]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    names, images = _containers(_get(spec, "template", "spec"))
-    return [
-        _name(obj),
-        _replicas(spec),
-        int(status.get("replicas") or 0),
-        int(status.get("readyReplicas") or 0),
-        _age(obj, now),
-        names,
-        images,
-        format_label_selector(spec.get("selector")),
-    ]
-
-
-def _statefulset_row(obj: Obj, now: datetime) -> list[Cell]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    names, images = _containers(_get(spec, "template", "spec"))
-    ready = f"{int(status.get('readyReplicas') or 0)}/{_replicas(spec)}"
-    return [_name(obj), ready, _age(obj, now), names, images]
-
-
-def _daemonset_row(obj: Obj, now: datetime) -> list[Cell]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    names, images = _containers(_get(spec, "template", "spec"))
-    counts = [
-        int(status.get(key) or 0)
-        for key in (
-            "desiredNumberScheduled",
-            "currentNumberScheduled",
-            "numberReady",
-            "updatedNumberScheduled",
-            "numberAvailable",
-        )
-    ]
-    node_selector = format_labels(_get(spec, "template", "spec", "nodeSelector"))
-    return [
-        _name(obj),
-        *counts,
-        node_selector,
-        _age(obj, now),
-        names,
-        images,
-        format_label_selector(spec.get("selector")),
-    ]
-
-
-def _job_row(obj: Obj, now: datetime) -> list[Cell]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    succeeded = int(status.get("succeeded") or 0)
-    if spec.get("completions") is not None:
-        completions = f"{succeeded}/{spec['completions']}"
-    elif int(spec.get("parallelism") or 0) > 1:
-        completions = f"{succeeded}/1 of {spec['parallelism']}"
-    else:
-        completions = f"{succeeded}/1"
-    start, end = _parse_time(status.get("startTime")), _parse_time(status.get("completionTime"))
-    job_duration = "" if start is None else format_age(start, end if end is not None else now)
-    conditions = _items(status, "conditions")
-
-    def has(type_: str) -> bool:  # upstream looks at the first condition of the type only
-        first = next((c for c in conditions if c.get("type") == type_), None)
-        return first is not None and first.get("status") == "True"
-
-    if has("Complete"):
-        job_status = "Complete"
-    elif has("Failed"):
-        job_status = "Failed"
-    elif _get(obj, "metadata", "deletionTimestamp") is not None:
-        job_status = "Terminating"
-    elif has("Suspended"):
-        job_status = "Suspended"
-    elif has("FailureTarget"):
-        job_status = "FailureTarget"
-    else:
-        job_status = "Running"
-    names, images = _containers(_get(spec, "template", "spec"))
-    selector = format_label_selector(spec.get("selector"))
-    return [_name(obj), job_status, completions, job_duration, _age(obj, now), names, images, selector]
-
-
-def _service_external_ip(svc: Obj) -> str:
-    spec = svc.get("spec") or {}
-    external = [str(ip) for ip in spec.get("externalIPs") or []]
-    svc_type = spec.get("type") or "ClusterIP"
-    if svc_type in ("ClusterIP", "NodePort"):
-        return ",".join(external) or "<none>"
-    if svc_type == "LoadBalancer":
-        ingress = {i.get("ip") or i.get("hostname") for i in _items(svc, "status", "loadBalancer", "ingress")}
-        lb_ips = sorted(x for x in ingress if x)
-        if external:
-            return ",".join(lb_ips + external)
-        return ",".join(lb_ips) or "<pending>"
-    if svc_type == "ExternalName":
-        return str(spec.get("externalName") or "")
-    return "<unknown>"
-
-
-def _service_row(obj: Obj, now: datetime) -> list[Cell]:
-    spec = obj.get("spec") or {}
-    ports = []
-    for port in spec.get("ports") or []:
-        proto = port.get("protocol") or "TCP"
-        node_port = int(port.get("nodePort") or 0)
-        ports.append(
-            f"{port.get('port')}:{node_port}/{proto}" if node_port > 0 else f"{port.get('port')}/{proto}"
-        )
-    cluster_ip = _get(spec, "clusterIPs", 0) or spec.get("clusterIP") or "<none>"
-    return [
-        _name(obj),
-        spec.get("type") or "ClusterIP",
-        cluster_ip,
-        _service_external_ip(obj),
-        ",".join(ports) or "<none>",
-        _age(obj, now),
-        format_labels(spec.get("selector")),
-    ]
-
-
-def _endpoints_cell(obj: Obj) -> str:
-    shown: list[str] = []
-    limit, count, more = 3, 0, False
-    for subset in _items(obj, "subsets"):
-        addresses = _items(subset, "addresses")
-        ports = _items(subset, "ports")
-        targets = [(a, None) for a in addresses] if not ports else [(a, p) for p in ports for a in addresses]
-        count += len(targets)
-        for addr, port in targets:
-            if len(shown) == limit:
-                more = True
-                break
-            ip = str(addr.get("ip", ""))
-            if port is None:
-                shown.append(ip)
-            else:
-                host = f"[{ip}]" if ":" in ip else ip
-                shown.append(f"{host}:{port.get('port')}")
-    if not _items(obj, "subsets"):
-        return "<none>"
-    text = ",".join(shown)
-    return f"{text} + {count - limit} more..." if more else text
-
-
-def _event_row(obj: Obj, now: datetime) -> list[Cell]:
-    first_ts = obj.get("firstTimestamp")
-    first = translate_timestamp(first_ts if _parse_time(first_ts) else obj.get("eventTime"), now)
-    last_ts = obj.get("lastTimestamp")
-    last = translate_timestamp(last_ts, now) if _parse_time(last_ts) else first
-    count = int(obj.get("count") or 0)
-    series = obj.get("series")
-    if isinstance(series, dict):
-        last = translate_timestamp(series.get("lastObservedTime"), now)
-        count = int(series.get("count") or 0)
-    elif count == 0:
-        count = 1
-    involved = obj.get("involvedObject") or {}
-    kind = str(involved.get("kind") or "").lower()
-    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
-    source = obj.get("source") or {}
-    component = source.get("component") or obj.get("reportingController") or ""
-    instance = source.get("host") or obj.get("reportingInstance") or ""
-    return [
-        last,
-        obj.get("type", ""),
-        obj.get("reason", ""),
-        target,
-        involved.get("fieldPath", ""),
-        f"{component}, {instance}" if instance else component,
-        str(obj.get("message") or "").strip(),
-        first,
-        count,
-        _name(obj),
-    ]
-
-
-def _subjects(obj: Obj) -> list[str]:
-    users, groups, sas = [], [], []
-    for subject in _items(obj, "subjects"):
-        kind, name = subject.get("kind"), str(subject.get("name", ""))
-        if kind == "User":
-            users.append(name)
-        elif kind == "Group":
-            groups.append(name)
-        elif kind == "ServiceAccount":
-            sas.append(f"{subject.get('namespace', '')}/{name}")
-    return [", ".join(users), ", ".join(groups), ", ".join(sas)]
-
-
-def _binding_row(obj: Obj, now: datetime) -> list[Cell]:
-    ref = obj.get("roleRef") or {}
-    return [_name(obj), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(obj, now), *_subjects(obj)]
-
-
-def _simple(*cells: Callable[[Obj], Cell]) -> RowFn:
-    """A row of ``Name``, the given cells, then ``Age``."""
-
-    def row(obj: Obj, now: datetime) -> list[Cell]:
-        return [_name(obj), *(cell(obj) for cell in cells), _age(obj, now)]
-
-    return row
-
-
-def _priorityclass_row(obj: Obj, now: datetime) -> list[Cell]:
-    value, default = int(obj.get("value") or 0), bool(obj.get("globalDefault", False))
-    return [_name(obj), value, default, _age(obj, now), obj.get("preemptionPolicy") or ""]
-
-
-# --------------------------------------------------------------------------- registry
-
-_WELL_KNOWN = {
-    "Name": _NAME_DESC,
-    "Age": _AGE_DESC,
-    "Containers": "Names of each container in the template.",
-    "Images": "Images referenced by each container in the template.",
-}
-
-
-def _cols(*specs: str | tuple[str, str]) -> list[Obj]:
-    """Column definitions from ``"Name"`` or ``("Name[:type]", description)`` specs.
-
-    A leading ``+`` marks a priority-1 (``-o wide``) column; a bare name takes
-    its description from ``_WELL_KNOWN``; the ``Name`` column has format ``name``.
-    """
-    out = []
-    for spec in specs:
-        label, description = (spec, _WELL_KNOWN[spec.lstrip("+")]) if isinstance(spec, str) else spec
-        priority = 1 if label.startswith("+") else 0
-        name, _, type_ = label.lstrip("+").partition(":")
-        fmt = "name" if name == "Name" else ""
-        out.append(_col(name, description, type_=type_ or "string", priority=priority, fmt=fmt))
-    return out
-
-
-_SELECTOR = ("+Selector", "A label query over pods that are managed by this object.")
-_BINDING_COLUMNS = _cols(
-    "Name",
-    ("Role", "RoleRef can reference a Role in the current namespace or a ClusterRole."),
-    "Age",
-    ("+Users", "Users in the binding"),
-    ("+Groups", "Groups in the binding"),
-    ("+ServiceAccounts", "ServiceAccounts in the binding"),
-)
-
-_PRINTERS: dict[tuple[str, str], tuple[list[Obj], RowFn]] = {
-    ("", "pods"): (
-        _cols(
-            "Name",
-            ("Ready", "The aggregate readiness state of this pod for accepting traffic."),
-            ("Status", "The aggregate status of the containers in this pod."),
-            ("Restarts", "The number of times the containers in this pod have been restarted."),
-            "Age",
-            ("+IP", "IP address allocated to the pod."),
-            ("+Node", "NodeName is the node this pod is scheduled onto."),
-            ("+Nominated Node", "nominatedNodeName is set only when this pod preempts other pods."),
-            ("+Readiness Gates", "If specified, all readiness gates will be evaluated for pod readiness."),
-        ),
-        _pod_row,
-    ),
-    ("", "nodes"): (
-        _cols(
-            "Name",
-            ("Status", "The status of the node"),
-            ("Roles", "The roles of the node"),
-            "Age",
-            ("Version", "Kubelet Version reported by the node."),
-            ("+Internal-IP", "List of addresses reachable to the node."),
-            ("+External-IP", "List of addresses reachable to the node."),
-            ("+OS-Image", "OS Image reported by the node from /etc/os-release."),
-            ("+Kernel-Version", "Kernel Version reported by the node from 'uname -r'."),
-            ("+Container-Runtime", "ContainerRuntime Version reported by the node."),
-        ),
-        _node_row,
-    ),
-    ("", "namespaces"): (
-        _cols("Name", ("Status", "The status of the namespace"), "Age"),
-        _simple(lambda o: str(_get(o, "status", "phase") or "")),
-    ),
-    ("", "configmaps"): (
-        _cols("Name", ("Data", "Data contains the configuration data."), "Age"),
-        _simple(lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
-    ),
-    ("", "secrets"): (
-        _cols(
-            "Name",
-            ("Type", "Used to facilitate programmatic handling of secret data."),
-            ("Data", "Data contains the secret data."),
-            "Age",
-        ),
-        _simple(lambda o: str(o.get("type") or ""), lambda o: len(o.get("data") or {})),
-    ),
-    ("", "serviceaccounts"): (
-        _cols("Name", ("Secrets", "Secrets pods running as this ServiceAccount may use."), "Age"),
-        _simple(lambda o: len(o.get("secrets") or [])),
-    ),
-    ("", "services"): (
-        _cols(
-            "Name",
-            ("Type", "type determines how the Service is exposed."),
-            ("Cluster-IP", "clusterIP is the IP address of the service."),
-            ("External-IP", "IP addresses on which nodes also accept traffic for this service."),
-            ("Port(s)", "The list of ports that are exposed by this service."),
-            "Age",
-            ("+Selector", "Route service traffic to pods with labels matching this selector."),
-        ),
-        _service_row,
-    ),
-    ("", "endpoints"): (
-        _cols("Name", ("Endpoints", "The set of all endpoints is the union of all subsets."), "Age"),
-        _simple(_endpoints_cell),
-    ),
-    ("", "events"): (
-        _cols(
-            ("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
-            ("Type", "Type of this event (Normal, Warning)."),
-            ("Reason", "A short, machine understandable reason for the transition."),
-            ("Object", "The object that this event is about."),
-            ("+Subobject", "The field of the involved object the event is about."),
-            ("+Source", "The component reporting this event."),
-            ("Message", "A human-readable description of the status of this operation."),
-            ("+First Seen", "The time at which the event was first recorded."),
-            ("+Count", "The number of times this event has occurred."),
-            "+Name",
-        ),
-        _event_row,
-    ),
-    ("apps", "deployments"): (
-        _cols(
-            "Name",
-            ("Ready", "Number of the pod with ready state"),
-            ("Up-to-date", "Total number of pods targeted by this deployment with the desired template."),
-            ("Available", "Total number of available pods targeted by this deployment."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _deployment_row,
-    ),
-    ("apps", "replicasets"): (
-        _cols(
-            "Name",
-            ("Desired:integer", "Replicas is the number of desired pods."),
-            ("Current:integer", "Replicas is the most recently observed number of pods."),
-            ("Ready:integer", "The number of pods targeted by this ReplicaSet with a Ready Condition."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _replicaset_row,
-    ),
-    ("apps", "statefulsets"): (
-        _cols("Name", ("Ready", "Number of the pod with ready state"), "Age", "+Containers", "+Images"),
-        _statefulset_row,
-    ),
-    ("apps", "daemonsets"): (
-        _cols(
-            "Name",
-            ("Desired:integer", "The total number of nodes that should be running the daemon pod."),
-            ("Current:integer", "The number of nodes running at least 1 daemon pod that should."),
-            ("Ready:integer", "The number of nodes running a ready daemon pod that should."),
-            ("Up-to-date:integer", "The total number of nodes that are running updated daemon pod"),
-            ("Available:integer", "The number of nodes running an available daemon pod that should."),
-            ("Node Selector", "NodeSelector must be true for the pod to fit on a node."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _daemonset_row,
-    ),
-    ("batch", "jobs"): (
-        _cols(
-            "Name",
-            ("Status", "Status of the job."),
-            ("Completions", "The number of pods which reached phase Succeeded."),
-            ("Duration", "Time required to complete the job."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _job_row,
-    ),
-    ("coordination.k8s.io", "leases"): (
-        _cols(
-            "Name",
-            ("Holder", "holderIdentity contains the identity of the holder of a current lease."),
-            "Age",
-        ),
-        _simple(lambda o: str(_get(o, "spec", "holderIdentity") or "")),
-    ),
-    ("scheduling.k8s.io", "priorityclasses"): (
-        _cols(
-            "Name",
-            ("Value:integer", "value represents the integer value of this priority class."),
-            ("Global-Default:boolean", "globalDefault makes this the default priority for pods without one."),
-            "Age",
-            ("PreemptionPolicy", "preemptionPolicy is the Policy for preempting pods with lower priority."),
-        ),
-        _priorityclass_row,
-    ),
-    ("node.k8s.io", "runtimeclasses"): (
-        _cols("Name", ("Handler", "handler names the underlying runtime and configuration."), "Age"),
-        _simple(lambda o: str(o.get("handler") or "")),
-    ),
-    ("rbac.authorization.k8s.io", "rolebindings"): (_BINDING_COLUMNS, _binding_row),
-    ("rbac.authorization.k8s.io", "clusterrolebindings"): (_BINDING_COLUMNS, _binding_row),
-}
-
-BUILTIN_COLUMNS: dict[tuple[str, str], list[Obj]] = {key: cols for key, (cols, _) in _PRINTERS.items()}
-
-
-def has_printer(group: str, resource: str) -> bool:
-    """Whether ``(group, resource)`` has a built-in printer (else the default table applies)."""
-    return (group, resource) in _PRINTERS
-
-
 # --------------------------------------------------------------------------- custom resources
 
 
 def crd_printer_columns(crd: Obj, version: str) -> list[Obj]:
     """The ``additionalPrinterColumns`` of one served version of a CRD (``[]`` if none)."""
-    for entry in _items(crd, "spec", "versions"):
+    for entry in list_field(crd, "spec", "versions"):
         if entry.get("name") == version:
             return list(entry.get("additionalPrinterColumns") or [])
     return []
 
 
 _DEFAULT_CR_COLUMNS = [
-    {"name": "Age", "type": "date", "description": _AGE_DESC, "jsonPath": ".metadata.creationTimestamp"}
+    {"name": "Age", "type": "date", "description": AGE_DESCRIPTION, "jsonPath": ".metadata.creationTimestamp"}
 ]
 
 
@@ -840,20 +107,20 @@ def _custom_cell(column: Obj, obj: Obj, now: datetime) -> Cell:
     if type_ == "date" and isinstance(value, str):
         if not value:
             return "<unknown>"
-        moment = _parse_time(value)
+        moment = parse_time(value)
         return "<invalid>" if moment is None else format_age(moment, now)
     return None
 
 
 def _custom_definitions(columns: list[Obj]) -> list[Obj]:
-    defs = [_name_col()]
+    defs = [name_column()]
     for column in columns:
         path = column.get("jsonPath", "")
         description = (
             column.get("description") or f"Custom resource definition column (in JSONPath format): {path}"
         )
         defs.append(
-            _col(
+            column_definition(
                 str(column.get("name", "")),
                 description,
                 type_=str(column.get("type", "string")),
@@ -868,7 +135,7 @@ def _custom_definitions(columns: list[Obj]) -> list[Obj]:
 
 
 def _default_created_at(obj: Obj) -> str:
-    moment = _parse_time(_get(obj, "metadata", "creationTimestamp"))
+    moment = parse_time(get_field(obj, "metadata", "creationTimestamp"))
     moment = moment or datetime(1, 1, 1, tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -913,20 +180,20 @@ def render_table(
         definitions = _custom_definitions(custom)
 
         def row_fn(obj: Obj, now: datetime) -> list[Cell]:
-            return [_name(obj), *(_custom_cell(column, obj, now) for column in custom)]
+            return [object_name(obj), *(_custom_cell(column, obj, now) for column in custom)]
 
-    elif (group, resource) in _PRINTERS:
-        definitions, row_fn = _PRINTERS[(group, resource)]
+    elif (group, resource) in PRINTERS:
+        definitions, row_fn = PRINTERS[(group, resource)]
     else:
-        definitions = [_name_col(), _col("Created At", _AGE_DESC, type_="date")]
+        definitions = [name_column(), column_definition("Created At", AGE_DESCRIPTION, type_="date")]
 
         def row_fn(obj: Obj, now: datetime) -> list[Cell]:
-            return [_name(obj), _default_created_at(obj)]
+            return [object_name(obj), _default_created_at(obj)]
 
     rows: list[Obj] = []
     for obj in objects:
         row: Obj = {"cells": row_fn(obj, now)}
-        conditions = _pod_conditions(obj) if (group, resource) == ("", "pods") and columns is None else None
+        conditions = pod_conditions(obj) if (group, resource) == ("", "pods") and columns is None else None
         if conditions:
             row["conditions"] = conditions
         row_object = _row_object(obj, include_object)

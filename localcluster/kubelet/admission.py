@@ -33,13 +33,11 @@ from nrop.localcluster.kubelet import memorymanager as mm
 from nrop.localcluster.kubelet import nodefit
 from nrop.localcluster.kubelet.cpumanager import (
     ContainerCPURequest,
-    CPUManagerState,
     PodCPURequest,
     StaticPolicy,
-    decode_checkpoint,
-    encode_checkpoint,
     num_reserved_cpus,
 )
+from nrop.localcluster.kubelet.cpumanagerstate import CPUManagerState, decode_checkpoint, encode_checkpoint
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.devicemanager import (
     NODE_WITHOUT_TOPOLOGY,
@@ -52,6 +50,7 @@ from nrop.localcluster.kubelet.devicemanager import (
 )
 from nrop.localcluster.kubelet.hints import TopologyHint
 from nrop.localcluster.kubelet.machine import DeviceGroup, NodeSpec
+from nrop.localcluster.kubelet.memorycheckpoint import MemoryManagerCheckpoint
 from nrop.localcluster.kubelet.topologymanager import ProviderHints, TopologyManager
 
 __all__ = [
@@ -543,7 +542,7 @@ class NodeResourceManagers:
 
     def memory_manager_checkpoint(self) -> bytes:
         if self.memory is None:
-            return mm.MemoryManagerCheckpoint(mm.MemoryPolicy.NONE.value).to_json().encode()
+            return MemoryManagerCheckpoint(mm.MemoryPolicy.NONE.value).to_json().encode()
         return self.memory.checkpoint().to_json().encode()
 
     def device_manager_checkpoint(self) -> bytes:
@@ -568,7 +567,7 @@ class NodeResourceManagers:
                 self.cpu.start(state)
                 self.cpu_state = state
         if memory_manager is not None:
-            checkpoint = mm.MemoryManagerCheckpoint.from_json(memory_manager)
+            checkpoint = MemoryManagerCheckpoint.from_json(memory_manager)
             if self.memory is not None:
                 self.memory.restore(checkpoint)
             elif checkpoint.policy_name != mm.MemoryPolicy.NONE:

@@ -17,7 +17,6 @@ from nrop.localcluster.kubelet.cpuassignment import (
     take_by_topology_numa_packed,
 )
 from nrop.localcluster.kubelet.cpumanager import (
-    CheckpointError,
     ContainerCPURequest,
     CPUManagerState,
     PodCPURequest,
@@ -25,13 +24,16 @@ from nrop.localcluster.kubelet.cpumanager import (
     SMTAlignmentError,
     StateValidationError,
     StaticPolicy,
-    checkpoint_checksum,
-    decode_checkpoint,
-    encode_checkpoint,
     node_cpu_capacity_and_allocatable,
     num_reserved_cpus,
     parse_static_policy_options,
     pod_guaranteed_cpus,
+)
+from nrop.localcluster.kubelet.cpumanagerstate import (
+    CheckpointError,
+    checkpoint_checksum,
+    decode_checkpoint,
+    encode_checkpoint,
 )
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.cputopology import CPUTopology

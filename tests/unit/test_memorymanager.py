@@ -7,11 +7,10 @@ from collections.abc import Sequence
 import pytest
 
 from nrop.localcluster.kubelet.hints import TopologyHint
+from nrop.localcluster.kubelet.memorycheckpoint import CorruptCheckpointError, MemoryManagerCheckpoint
 from nrop.localcluster.kubelet.memorymanager import (
     Block,
-    CorruptCheckpointError,
     MemoryContainer,
-    MemoryManagerCheckpoint,
     MemoryManagerConfigError,
     MemoryManagerError,
     MemoryPod,
