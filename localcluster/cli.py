@@ -16,7 +16,6 @@ import signal
 import sys
 from pathlib import Path
 
-from .cluster import ClusterConfig, LocalCluster
 from .profiles import ProfileError, shipped
 
 log = logging.getLogger("nrop-cluster")
@@ -62,7 +61,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _run_up(args: argparse.Namespace) -> int:
+async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
+    # Imported here, after main() catches stop signals: importing the server takes a while.
+    from .cluster import ClusterConfig, LocalCluster
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if early_signals:
+        log.info("stopped before starting")
+        return 0
     cluster = LocalCluster(
         ClusterConfig(
             profile=args.profile,
@@ -72,10 +81,6 @@ async def _run_up(args: argparse.Namespace) -> int:
             bookmark_interval=args.bookmark_interval,
         )
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
         await cluster.start()
         sys.stdout.write(f"ready: kubeconfig={cluster.kubeconfig_path}\n")
@@ -98,9 +103,14 @@ def main(argv: list[str] | None = None) -> int:
         for name, summary in shipped().items():
             sys.stdout.write(f"{name:<24} {summary}\n")
         return 0
+    # Until the event loop takes them over, SIGINT/SIGTERM only ask for a stop (no
+    # KeyboardInterrupt traceback, no death by signal half-way through starting).
+    early_signals: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: early_signals.append(signum))
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            return asyncio.run(_run_up(args))
+            return asyncio.run(_run_up(args, early_signals))
     except ProfileError as exc:
         sys.stderr.write(f"nrop-cluster: {exc}\n")
         return 2

@@ -14,9 +14,11 @@ reconciling new objects.
 from __future__ import annotations
 
 import base64
+import copy
 import http.client
 import json
 import logging
+import re
 import ssl
 import time
 import uuid
@@ -34,6 +36,7 @@ GROUP = "kopftest.nrop.dev"
 VERSION = "v1"
 PLURAL = "widgets"
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
+SERVER_TIMEOUT = 3  # seconds: watch streams end (and resume) often
 
 # Patch rejections (422 on a stale ``test`` op) and consistency waits that time out
 # both mean the server broke one of kopf's assumptions.
@@ -148,9 +151,12 @@ def operator_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: P
 
 def _settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
-    settings.watching.server_timeout = 5
+    settings.watching.server_timeout = SERVER_TIMEOUT
     settings.watching.client_timeout = 15
     settings.watching.connect_timeout = 5
+    # If the watch never delivered the revision a PATCH returned, kopf would hold the next
+    # change for this long: longer than any wait below, so such a stall fails the test.
+    settings.persistence.consistency_timeout = 30
     settings.posting.level = logging.INFO  # kopf.info() events are posted
     return settings
 
@@ -216,7 +222,7 @@ def _wait_reconciled(
 
 @pytest.mark.usefixtures("_crd")
 def test_kopf_reconciles_a_custom_resource_through_its_lifecycle(
-    api_client: client.ApiClient, namespace: str, operator_path: Path
+    api_client: client.ApiClient, namespace: str, operator_path: Path, kubeconfig: Path
 ) -> None:
     objects = client.CustomObjectsApi(api_client)
     core = client.CoreV1Api(api_client)
@@ -244,7 +250,11 @@ def test_kopf_reconciles_a_custom_resource_through_its_lifecycle(
             f"{GROUP}/{VERSION}",
         )
         assert event.message == f"widget {name} has size 3"
-        assert event.first_timestamp is not None and event.first_timestamp.tzinfo is not None
+        # kopf posts isoformat() times; they come back as RFC 3339 (MicroTime keeps microseconds).
+        raw = _raw_get(kubeconfig, f"/api/v1/namespaces/{namespace}/events/{event.metadata.name}")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", raw["firstTimestamp"]), raw
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", raw["eventTime"]), raw
+        assert (raw["reportingComponent"], raw["source"]) == ("kopf", {"component": "kopf"})
 
         objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, {"spec": {"size": 5}})
         obj = _wait_reconciled(objects, namespace, name, 5)
@@ -261,8 +271,8 @@ def test_kopf_reconciles_a_custom_resource_through_its_lifecycle(
     _assert_clean(runner)
 
 
-def _admin_post(kubeconfig: Path, path: str) -> tuple[int, dict[str, Any]]:
-    """A raw authenticated POST with the kubeconfig's CA and token (no client library in the way)."""
+def _admin_connection(kubeconfig: Path) -> tuple[http.client.HTTPSConnection, dict[str, str]]:
+    """A raw HTTPS connection trusting the kubeconfig's CA, and its bearer-token header."""
     config = yaml.safe_load(kubeconfig.read_text())
     cluster = config["clusters"][0]["cluster"]
     token = config["users"][0]["user"]["token"]
@@ -271,12 +281,54 @@ def _admin_post(kubeconfig: Path, path: str) -> tuple[int, dict[str, Any]]:
     )
     host, port = cluster["server"].removeprefix("https://").rsplit(":", 1)
     conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=10)
+    return conn, {"Authorization": f"Bearer {token}"}
+
+
+def _admin_post(kubeconfig: Path, path: str) -> tuple[int, dict[str, Any]]:
+    """A raw authenticated POST (no client library in the way)."""
+    conn, headers = _admin_connection(kubeconfig)
     try:
-        conn.request("POST", path, body=b"", headers={"Authorization": f"Bearer {token}"})
+        conn.request("POST", path, body=b"", headers=headers)
         response = conn.getresponse()
         return response.status, json.loads(response.read() or b"{}")
     finally:
         conn.close()
+
+
+def _raw_get(kubeconfig: Path, path: str) -> dict[str, Any]:
+    conn, headers = _admin_connection(kubeconfig)
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        body: dict[str, Any] = json.loads(response.read())
+        assert response.status == 200, body
+        return body
+    finally:
+        conn.close()
+
+
+@pytest.mark.usefixtures("_crd")
+def test_compaction_ends_open_watches_with_in_stream_410(namespace: str, kubeconfig: Path) -> None:
+    # What kopf relies on below: its open stream (bookmarks keep its revision fresh, so a
+    # resume alone would never be refused) gets HTTP 200 then one ERROR 410, and ends.
+    conn, headers = _admin_connection(kubeconfig)
+    try:
+        conn.request(
+            "GET",
+            f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}?watch=true&allowWatchBookmarks=true",
+            headers=headers,
+        )
+        response = conn.getresponse()
+        assert response.status == 200
+        status, body = _admin_post(kubeconfig, "/debug/nrop/compact")
+        assert status == 200, body
+        lines = [json.loads(line) for line in response.read().splitlines() if line.strip()]
+    finally:
+        conn.close()
+    errors = [e["object"] for e in lines if e["type"] == "ERROR"]
+    assert len(errors) == 1 and lines[-1]["type"] == "ERROR", lines
+    assert (errors[0]["kind"], errors[0]["code"], errors[0]["reason"]) == ("Status", 410, "Expired")
+    assert errors[0]["message"].startswith("too old resource version: ")
 
 
 @pytest.mark.usefixtures("_crd")
@@ -298,13 +350,11 @@ def test_kopf_relists_after_the_watch_history_is_compacted(
         assert status == 200, body
         assert int(body["compactedResourceVersion"]) > 0
 
+        # Let every watch stream of kopf end (server_timeout) and resume from its old revision.
+        time.sleep(SERVER_TIMEOUT + 1)
+
         objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, _widget("after", 2))
         _wait_reconciled(objects, namespace, "after", 2)
-        wait_for(
-            lambda: runner.output,
-            lambda out: "Restarting the watch-stream" in out,
-            "kopf to restart its watch after the 410",
-        )
 
         # Still reconciling changes after the re-list.
         objects.patch_namespaced_custom_object(
@@ -318,4 +368,65 @@ def test_kopf_relists_after_the_watch_history_is_compacted(
                 lambda o: o is None,
                 f"widget {namespace}/{name} to be gone",
             )
+    assert "Restarting the watch-stream" in runner.output, "kopf never got the in-stream 410"
+    _assert_clean(runner)
+
+
+LATE_GROUP = "late.kopftest.nrop.dev"
+LATE_OPERATOR = f'''
+import kopf
+
+
+@kopf.on.login()
+def login(**kwargs):
+    return kopf.login_with_kubeconfig(**kwargs)
+
+
+@kopf.on.create("{LATE_GROUP}", "v1", "gadgets")
+def created(**_):
+    return {{"seen": True}}
+'''
+
+
+def test_kopf_serves_a_crd_created_after_it_started(
+    api_client: client.ApiClient, namespace: str, operator_path: Path
+) -> None:
+    # kopf watches CRDs and re-runs discovery on each new one: the group must already be
+    # served when the CRD's watch event arrives.
+    operator_path.write_text(LATE_OPERATOR)
+    ext = client.ApiextensionsV1Api(api_client)
+    objects = client.CustomObjectsApi(api_client)
+    crd = copy.deepcopy(CRD)
+    crd["metadata"]["name"] = f"gadgets.{LATE_GROUP}"
+    crd["spec"]["group"] = LATE_GROUP
+    crd["spec"]["names"] = {
+        "plural": "gadgets",
+        "singular": "gadget",
+        "kind": "Gadget",
+        "listKind": "GadgetList",
+    }
+    with _runner(operator_path) as runner:
+        time.sleep(1)  # kopf is up and has scanned without the group
+        ext.create_custom_resource_definition(crd)
+        try:
+            body = {
+                "apiVersion": f"{LATE_GROUP}/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g1"},
+                "spec": {},
+            }
+            objects.create_namespaced_custom_object(LATE_GROUP, "v1", namespace, "gadgets", body)
+            wait_for(
+                lambda: objects.get_namespaced_custom_object(LATE_GROUP, "v1", namespace, "gadgets", "g1"),
+                lambda o: (o.get("status") or {}).get("created") == {"seen": True},
+                f"gadget {namespace}/g1 to be handled by kopf",
+            )
+        finally:
+            ext.delete_custom_resource_definition(crd["metadata"]["name"])
+            wait_for(
+                lambda: [c.metadata.name for c in ext.list_custom_resource_definition().items],
+                lambda names: crd["metadata"]["name"] not in names,
+                "the Gadget CRD to be gone",
+            )
+        time.sleep(1)  # kopf sees the CRD go and stops that watcher
     _assert_clean(runner)

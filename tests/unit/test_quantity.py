@@ -328,7 +328,9 @@ def test_canonical_form_round_trips(nanos: int, fmt: Format) -> None:
     q = Quantity(nanos, fmt)
     again = parse(q.canonical_form())
     assert again == q
-    assert again.canonical_form() == q.canonical_form()
+    # The text need not survive: a BinarySI value that is no multiple of 1024 prints without a
+    # suffix ("25000") and parses back as DecimalSI ("25k"), as upstream. One re-parse is a fixpoint.
+    assert parse(again.canonical_form()).canonical_form() == again.canonical_form()
 
 
 @given(st.integers(min_value=0, max_value=2**62))
