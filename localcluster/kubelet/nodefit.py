@@ -1,10 +1,9 @@
 """Node capacity/allocatable and the kubelet's "does the pod fit" predicate, as pure arithmetic.
 
-Owns two upstream computations the admission pipeline needs and nothing else:
+Owns the kubelet's fit predicate and the integer view of Node Allocatable it checks against:
 
-* Node Allocatable (``pkg/kubelet/cm`` + ``nodestatus``): capacity from the machine,
-  minus systemReserved + kubeReserved + hard eviction thresholds, minus hugepages for
-  ``memory``; device-plugin resources count their healthy devices.
+* Node Allocatable as integers, taken from ``nodestatus`` (the one computation the Node's
+  status also shows), with device-plugin resources counting their currently healthy devices.
 * The predicate admit handler's resource check (``lifecycle/predicate.go`` →
   ``noderesources.Fits``): the pod's effective requests (init-container max, sidecar sums,
   overhead) against allocatable minus what the other active pods request, in upstream's
@@ -21,10 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nrop.api import quantity
-from nrop.localcluster.kubelet.cpumanager import node_cpu_capacity_and_allocatable
-from nrop.localcluster.kubelet.cpuset import CPUSet
+from nrop.localcluster.kubelet import nodestatus
 from nrop.localcluster.kubelet.machine import NodeSpec
-from nrop.localcluster.kubelet.memorymanager import hugepage_resource_name
 
 __all__ = [
     "CPU",
@@ -121,86 +118,31 @@ class NodeResources:
     allocatable: Mapping[str, int]
 
 
-def _quantity_or_percentage(text: str, capacity: int) -> int:
-    if text.endswith("%"):
-        return int(capacity * float(text[:-1]) / 100)
-    return quantity.coerce(text).value()
-
-
 def node_resources(spec: NodeSpec, devices: Mapping[str, tuple[int, int]] | None = None) -> NodeResources:
-    """Capacity and allocatable per reference section 6.
+    """Capacity and allocatable as integers, from the same computation as the Node's status.
 
     ``devices`` maps a device-plugin resource to (capacity = healthy + unhealthy, allocatable =
-    healthy), as the device manager reports it.
+    healthy), as the device manager reports it now (plugins come and go).
     """
-    machine, config = spec.machine, spec.kubelet
-    cpu_capacity, _, cpu_allocatable = _cpu(spec)
-    capacity: ResourceAmounts = {
-        CPU: cpu_capacity,
-        MEMORY: sum(node.memory_bytes for node in machine.numa_nodes),
-        EPHEMERAL_STORAGE: machine.ephemeral_storage_bytes,
-        PODS: config.max_pods,
-    }
-    hugepages: ResourceAmounts = {}
-    for node in machine.numa_nodes:
-        for page_size, pages in node.hugepages.items():
-            name = hugepage_resource_name(page_size)
-            hugepages[name] = hugepages.get(name, 0) + page_size * pages
-    capacity.update(hugepages)
-
-    reservation = _reservation(spec, capacity)
-    allocatable = {name: max(0, value - reservation.get(name, 0)) for name, value in capacity.items()}
-    allocatable[CPU] = cpu_allocatable
-    allocatable[MEMORY] = max(0, allocatable[MEMORY] - sum(hugepages.values()))
+    status = nodestatus.node_resources(spec, include_devices=False)
+    capacity = {name: resource_amount(name, value) for name, value in status.capacity.items()}
+    allocatable = {name: resource_amount(name, value) for name, value in status.allocatable.items()}
     for resource, (device_capacity, healthy) in (devices or {}).items():
         capacity[resource] = device_capacity
         allocatable[resource] = healthy
     return NodeResources(capacity, allocatable)
 
 
-def _cpu(spec: NodeSpec) -> tuple[int, int | None, int]:
-    config = spec.kubelet
-    reserved_cpus = CPUSet.parse(config.reserved_system_cpus) if config.reserved_system_cpus else None
-    millis = {
-        source: resource_amount(CPU, reserved[CPU]) if CPU in reserved else None
-        for source, reserved in (("system", config.system_reserved), ("kube", config.kube_reserved))
-    }
-    return node_cpu_capacity_and_allocatable(
-        spec.machine.topology,
-        system_reserved_millis=millis["system"],
-        kube_reserved_millis=millis["kube"],
-        reserved_system_cpus=reserved_cpus,
-    )
-
-
 def cpu_reservation(spec: NodeSpec) -> int | None:
-    """systemReserved.cpu + kubeReserved.cpu in millicores (``None``: neither is set)."""
-    return _cpu(spec)[1]
-
-
-def _reservation(spec: NodeSpec, capacity: Mapping[str, int]) -> ResourceAmounts:
-    # cpu is handled by the CPU manager's rules (reservedSystemCPUs replaces it).
-    config = spec.kubelet
-    reservation: ResourceAmounts = {}
-    for reserved in (config.system_reserved, config.kube_reserved):
-        for name in (MEMORY, EPHEMERAL_STORAGE):
-            if name in reserved:
-                reservation[name] = reservation.get(name, 0) + resource_amount(name, reserved[name])
-    for signal, name in (("memory.available", MEMORY), ("nodefs.available", EPHEMERAL_STORAGE)):
-        if signal in config.eviction_hard:
-            amount = _quantity_or_percentage(config.eviction_hard[signal], capacity[name])
-            reservation[name] = reservation.get(name, 0) + amount
-    return reservation
+    """The node's cpu reservation in millicores (``None``: nothing reserved)."""
+    cpu = nodestatus.node_allocatable_reservation(spec).get(CPU)
+    return None if cpu is None else cpu.milli_value()
 
 
 def memory_reservation(spec: NodeSpec) -> ResourceAmounts:
     """systemReserved + kubeReserved + evictionHard of ``memory``: what reservedMemory must sum to."""
-    capacity = {
-        MEMORY: sum(node.memory_bytes for node in spec.machine.numa_nodes),
-        EPHEMERAL_STORAGE: spec.machine.ephemeral_storage_bytes,
-    }
-    reservation = _reservation(spec, capacity)
-    return {MEMORY: reservation[MEMORY]} if MEMORY in reservation else {}
+    memory = nodestatus.node_allocatable_reservation(spec).get(MEMORY)
+    return {} if memory is None else {MEMORY: memory.value()}
 
 
 @dataclass(frozen=True)

@@ -729,3 +729,17 @@ def test_machine_devices_naming_and_health() -> None:
 )
 def test_pod_requests(spec: dict[str, Any], expected: dict[str, int]) -> None:
     assert pod_requests(spec) == expected
+
+
+def test_admission_checks_fit_against_the_allocatable_the_node_status_shows() -> None:
+    """One computation of Node Allocatable: the fit predicate and ``status.allocatable`` agree."""
+    from nrop.api import quantity
+    from nrop.localcluster.kubelet import nodestatus
+
+    managers = two_numa()
+    shown = nodestatus.node_resources(managers.spec)
+    checked = managers.node_resources()
+    for name, text in shown.allocatable.items():
+        value = quantity.parse(text)
+        expected = value.milli_value() if name == "cpu" else value.value()
+        assert checked.allocatable[name] == expected, name
