@@ -9,7 +9,8 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py
+# New top-level packages change the package map computed by setup.py: reinstall then too.
+$(STAMP): pyproject.toml setup.py $(wildcard */__init__.py)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

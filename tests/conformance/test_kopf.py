@@ -24,13 +24,15 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import kopf
 import pytest
 import yaml
 from kopf.testing import KopfRunner
 from kubernetes import client
+
+from nrop.suite.waiting import wait_for
 
 GROUP = "kopftest.nrop.dev"
 VERSION = "v1"
@@ -107,21 +109,6 @@ CRD: dict[str, Any] = {
         ],
     },
 }
-
-T = TypeVar("T")
-
-
-def wait_for(
-    getter: Callable[[], T], predicate: Callable[[T], bool], description: str, timeout: float = 20
-) -> T:
-    deadline = time.monotonic() + timeout
-    value = getter()
-    while not predicate(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"expected {description}, got instead:\n{value!r}")
-        time.sleep(0.1)
-        value = getter()
-    return value
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ paths can be exercised.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import time
 import uuid
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 from kubernetes import client, dynamic, watch
 from kubernetes.client import ApiClient, ApiException
+
+from nrop.suite.waiting import wait_for as wait_for_state
 
 GROUP = "conformance.nrop.io"
 VERSION = "v1"
@@ -40,17 +43,8 @@ Obj = dict[str, Any]
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def wait_for(
-    getter: Callable[[], Any], predicate: Callable[[Any], bool], what: str, timeout: float = SETTLE
-) -> Any:
-    deadline = time.monotonic() + timeout
-    value = getter()
-    while not predicate(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"expected {what}, got instead:\n{value}")
-        time.sleep(0.05)
-        value = getter()
-    return value
+#: every wait here gives the server SETTLE seconds
+wait_for = functools.partial(wait_for_state, timeout=SETTLE)
 
 
 def gone(read: Callable[[], Any]) -> Callable[[], bool]:

@@ -1,0 +1,1 @@
+"""The suite framework: target selection, infrastructure setup, fixtures, waiters, NRT helpers."""
