@@ -265,6 +265,9 @@ class NodeResourceManagers:
                 reserved_cpus=reserved,
                 options=config.cpu_manager_policy_options,
                 topology_manager_policy=config.topology_manager_policy,
+                # The same gates the startup validation consults (nodestatus).
+                alpha_options_enabled=config.feature_gates.get("CPUManagerPolicyAlphaOptions", False),
+                beta_options_enabled=config.feature_gates.get("CPUManagerPolicyBetaOptions", True),
             )
             self.cpu.start(self.cpu_state)
         self.memory: mm.StaticPolicy | None = None

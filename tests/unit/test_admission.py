@@ -743,3 +743,29 @@ def test_admission_checks_fit_against_the_allocatable_the_node_status_shows() ->
         value = quantity.parse(text)
         expected = value.milli_value() if name == "cpu" else value.value()
         assert checked.allocatable[name] == expected, name
+
+
+@pytest.mark.parametrize(
+    ("gates", "starts"),
+    [
+        pytest.param({}, False, id="alpha-option-without-gate-refused"),
+        pytest.param({"CPUManagerPolicyAlphaOptions": True}, True, id="alpha-option-with-gate-accepted"),
+    ],
+)
+def test_cpu_manager_alpha_options_follow_the_feature_gate(gates: dict[str, bool], starts: bool) -> None:
+    from dataclasses import replace
+
+    from nrop.localcluster.kubelet.cpumanager import PolicyOptionError
+
+    spec = two_numa().spec
+    config = replace(
+        spec.kubelet,
+        cpu_manager_policy_options={"distribute-cpus-across-cores": "true"},
+        feature_gates=gates,
+    )
+    if starts:
+        managers = NodeResourceManagers(replace(spec, kubelet=config))
+        assert managers.cpu is not None and managers.cpu.options.distribute_cpus_across_cores
+    else:
+        with pytest.raises(PolicyOptionError, match="distribute-cpus-across-cores"):
+            NodeResourceManagers(replace(spec, kubelet=config))
