@@ -1,8 +1,9 @@
-"""``nrop-cluster``: run the embedded cluster in the foreground, or list the shipped profiles.
+"""``nrop-cluster``: run the embedded cluster in the foreground, list the shipped profiles, show its nodes.
 
 ``up`` starts the cluster, writes the kubeconfig, prints ``ready: kubeconfig=<path>``
 on stdout and runs until SIGINT or SIGTERM, then shuts down cleanly (exit 0)
-and removes a temporary state directory.  Progress goes to stderr.
+and removes a temporary state directory.  Progress goes to stderr.  ``nodes``
+prints, per node and NUMA zone, what is allocated out of what is allocatable.
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds between watch BOOKMARK events for clients that allow them [default: 60]",
     )
     sub.add_parser("profiles", help="list the shipped profiles with a one-line summary")
+    nodes = sub.add_parser(
+        "nodes",
+        help="per node and NUMA zone: CPUs, memory, hugepages and devices allocated/allocatable",
+    )
+    nodes.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=os.environ.get("NROP_CLUSTER_KUBECONFIG") or os.environ.get("KUBECONFIG"),
+        required=not (os.environ.get("NROP_CLUSTER_KUBECONFIG") or os.environ.get("KUBECONFIG")),
+        help="kubeconfig of a running embedded cluster [env NROP_CLUSTER_KUBECONFIG, then KUBECONFIG]",
+    )
     return parser
 
 
@@ -92,6 +104,21 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
     return 0
 
 
+def _run_nodes(kubeconfig: Path) -> int:
+    from kubernetes.client import ApiException
+    from urllib3.exceptions import HTTPError
+
+    from .nodereport import fetch_reports, format_reports
+
+    try:
+        reports = fetch_reports(kubeconfig)
+    except (OSError, ApiException, HTTPError) as exc:
+        sys.stderr.write(f"nrop-cluster: reading nodes through {kubeconfig}: {exc}\n")
+        return 1
+    sys.stdout.write(format_reports(reports))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -103,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, summary in shipped().items():
             sys.stdout.write(f"{name:<24} {summary}\n")
         return 0
+    if args.command == "nodes":
+        return _run_nodes(args.kubeconfig)
     # Until the event loop takes them over, SIGINT/SIGTERM only ask for a stop (no
     # KeyboardInterrupt traceback, no death by signal half-way through starting).
     early_signals: list[int] = []

@@ -1,9 +1,11 @@
-"""Running the embedded cluster: state directory, TLS, the API server, lifecycle loops, kubeconfig.
+"""Running the embedded cluster: state directory, TLS, the API server, lifecycle loops, kubelets, kubeconfig.
 
 ``LocalCluster`` is what ``nrop-cluster up`` runs in the foreground and what
 tests start in a background thread.  It binds 127.0.0.1 only, generates a CA
 per cluster, and writes the admin kubeconfig atomically once the server
-answers, so whoever waits for the file can use it at once.
+answers and every node of the profile is registered Ready (one emulated kubelet
+per node, node roots under ``<state dir>/nodes/``), so whoever waits for the file
+can use it at once.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from aiohttp import web
 from .apiserver import kubeconfig, tls
 from .apiserver.lifecycle import Lifecycle, bootstrap
 from .apiserver.server import APIServer
+from .kubelet.fleet import Fleet
 from .profiles import Profile, load_profile
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,7 @@ class LocalCluster:
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._lifecycle: Lifecycle | None = None
+        self.fleet: Fleet | None = None
         self.ca_pem = b""
 
     async def start(self) -> None:
@@ -80,11 +84,15 @@ class LocalCluster:
         self.url = f"https://{self.config.host}:{port}"
         self._lifecycle = Lifecycle(self.server)
         self._lifecycle.start()
+        self.fleet = Fleet(self.server, self.profile.nodes(), self.state_dir)
+        await self.fleet.start()
         config = kubeconfig.render_kubeconfig(self.url, self.ca_pem, self.server.authn.admin_token)
         kubeconfig.write_kubeconfig(self.kubeconfig_path, config)
         log.info("API server ready at %s", self.url)
 
     async def stop(self) -> None:
+        if self.fleet is not None:
+            await self.fleet.stop()
         if self._lifecycle is not None:
             await self._lifecycle.stop()
         if self._runner is not None:

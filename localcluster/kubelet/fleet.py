@@ -1,0 +1,91 @@
+"""The kubelets of a cluster: one per node of the profile, started and stopped together.
+
+Also owns what the API server forwards to a node (``/api/v1/nodes/<name>/proxy/<path>``,
+served in-process instead of over the kubelet's port 10250):
+
+* ``configz``: the kubelet's configuration, as a real kubelet's ``/configz``;
+* ``healthz``: ``ok``;
+* ``numa``: this emulator's own per-NUMA-zone summary of allocatable vs. allocated
+  resources (what ``nrop-cluster nodes`` prints; a real kubelet has no such endpoint).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from nrop.localcluster.apiserver import errors
+from nrop.localcluster.kubelet.kubelet import Kubelet, NodeNetwork
+from nrop.localcluster.kubelet.machine import NodeSpec
+
+__all__ = ["NODES_DIR", "Fleet", "node_root"]
+
+log = logging.getLogger(__name__)
+
+#: Node roots live in ``<state dir>/nodes/<node name>``.
+NODES_DIR = "nodes"
+
+
+def node_root(state_dir: Path, node_name: str) -> Path:
+    return Path(state_dir) / NODES_DIR / node_name
+
+
+class Fleet:
+    """Every kubelet of the cluster; registers the ``nodes/proxy`` handler on the server."""
+
+    def __init__(
+        self, server: Any, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
+    ) -> None:
+        self.server = server
+        self.kubelets: dict[str, Kubelet] = {
+            spec.name: Kubelet(
+                server,
+                spec,
+                node_root(state_dir, spec.name),
+                NodeNetwork.for_index(index),
+                **kubelet_options,
+            )
+            for index, spec in enumerate(specs)
+        }
+        self._started: list[Kubelet] = []
+
+    async def start(self) -> None:
+        self.server.proxies["nodes"] = self.proxy
+        for kubelet in self.kubelets.values():
+            self._started.append(kubelet)  # first: stop() also cleans up a half-started one
+            await kubelet.start()
+
+    async def stop(self) -> None:
+        started, self._started = self._started, []
+        await asyncio.gather(*(k.stop() for k in started), return_exceptions=True)
+        self.server.proxies.pop("nodes", None)
+
+    async def proxy(
+        self, request: web.Request, namespace: str, name: str, rest_path: str
+    ) -> web.StreamResponse:
+        """``nodes/<name>/proxy/<rest_path>``."""
+        kubelet = self.kubelets.get(name)
+        if kubelet is None:
+            if self.server.store.get(("", "nodes"), "", name) is None:
+                raise errors.NotFound.for_object("nodes", "", name)
+            raise errors.ServiceUnavailable(f'no kubelet serves node "{name}"')
+        if request.method != "GET":
+            return web.Response(status=405, text="405 method not allowed\n")
+        path = rest_path.strip("/")
+        if path == "configz":
+            return _json(kubelet.configz())
+        if path == "numa":
+            return _json(kubelet.numa())
+        if path == "healthz":
+            return web.Response(text="ok", content_type="text/plain")
+        return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+
+
+def _json(obj: Any) -> web.Response:
+    return web.Response(body=json.dumps(obj).encode(), content_type="application/json")

@@ -1,0 +1,591 @@
+"""One emulated kubelet: registers its Node, keeps its Lease, and admits, runs and ends the pods bound to it.
+
+A thin I/O shell over the pure modules, inside the cluster process:
+
+* the node root ``<state dir>/nodes/<name>/`` holds the sysfs tree (:mod:`.sysfs`), the
+  podresources socket, the device-plugin directory and the checkpoint files;
+* pods with ``spec.nodeName == <name>`` are followed through a store subscription and
+  handled one at a time, in order, by :meth:`Kubelet._work`: admission by
+  :class:`~.admission.NodeResourceManagers` (rejection: ``Failed`` status and a Warning
+  event), simulated containers by :class:`~.podruntime.PodRun`, graceful deletion (stop,
+  release, terminal status, ``DELETE`` with grace 0);
+* after every allocation change the checkpoints ``cpu_manager_state``,
+  ``memory_manager_state`` and ``device-plugins/kubelet_internal_checkpoint`` are rewritten
+  atomically and the podresources snapshot is replaced; whenever the set of running
+  containers changes the notify file ``<root>/run/rte/notify`` is rewritten (what RTE's
+  reactive mode watches, as an OCI hook would do on a real node).
+
+Threads: the event loop owns the API (store writes are synchronous on it).  Admissions run
+in a worker thread, because a device plugin's ``GetPreferredAllocation``/``Allocate`` RPCs
+may block; every use of the managers, gRPC threads included, holds ``self._lock``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.clock import Clock, SystemClock, rfc3339
+from nrop.localcluster.apiserver.registry import Kind
+from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.kubelet import nodeobjects, nodestatus
+from nrop.localcluster.kubelet.admission import AdmissionResult, NodeResourceManagers, PodAllocation
+from nrop.localcluster.kubelet.devicemanager import CHECKPOINT_FILE, Device
+from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
+    ENDPOINT_STOP_GRACE_PERIOD,
+    DevicePluginError,
+    PluginClient,
+    RegistrationServer,
+    device_plugin_dir,
+    kubelet_socket,
+)
+from nrop.localcluster.kubelet.grpcservers.podresources import PodResourcesServer, pod_resources_socket
+from nrop.localcluster.kubelet.machine import NodeSpec
+from nrop.localcluster.kubelet.podruntime import PodRun
+from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
+from nrop.localcluster.kubelet.sysfs import write_sysfs
+
+__all__ = [
+    "CPU_MANAGER_STATE",
+    "LEASE_RENEW_INTERVAL",
+    "MEMORY_MANAGER_STATE",
+    "NOTIFY_FILE",
+    "Kubelet",
+    "NodeNetwork",
+]
+
+log = logging.getLogger(__name__)
+
+#: Relative to a node root.
+KUBELET_DIR = Path("var/lib/kubelet")
+CPU_MANAGER_STATE = KUBELET_DIR / "cpu_manager_state"
+MEMORY_MANAGER_STATE = KUBELET_DIR / "memory_manager_state"
+NOTIFY_FILE = Path("run/rte/notify")
+#: A quarter of the lease duration, as upstream.
+LEASE_RENEW_INTERVAL = nodeobjects.LEASE_DURATION_SECONDS / 4
+_FIELD_MANAGER = "kubelet"
+_TERMINAL = ("Succeeded", "Failed")
+_OWN_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NodeNetwork:
+    """A node's loopback addresses: ``127.0.1.<i+1>`` for the node, ``127.<16+i>.x.y`` for its pods."""
+
+    address: str
+    pod_prefix: str
+
+    @classmethod
+    def for_index(cls, index: int) -> NodeNetwork:
+        if not 0 <= index < 200:
+            raise ValueError(f"node index {index} out of range for loopback addressing")
+        return cls(f"127.0.1.{index + 1}", f"127.{16 + index}")
+
+    @property
+    def pod_cidr(self) -> str:
+        return f"{self.pod_prefix}.0.0/16"
+
+    def pod_ip(self, serial: int) -> str:
+        serial %= 254 * 256
+        return f"{self.pod_prefix}.{serial // 254}.{serial % 254 + 1}"
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write a file so that readers see the old or the new content, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+@dataclass
+class _PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    run: PodRun | None = None  # None: rejected, or never started
+    timer: asyncio.TimerHandle | None = None
+    finished: bool = False  # deleted through us, or terminal and released
+    pod_ip: str = ""
+
+
+class Kubelet:
+    """The kubelet of one node; :meth:`start` and :meth:`stop` run on the cluster's event loop."""
+
+    def __init__(
+        self,
+        server: Any,  # APIServer (not imported: the server module imports nothing of ours)
+        spec: NodeSpec,
+        root: Path,
+        network: NodeNetwork,
+        *,
+        clock: Clock | None = None,
+        lease_renew_interval: float = LEASE_RENEW_INTERVAL,
+    ) -> None:
+        self.server = server
+        self.spec = spec
+        self.name = spec.name
+        self.root = Path(root)
+        self.network = network
+        self.clock = clock or SystemClock()
+        self.lease_renew_interval = lease_renew_interval
+        self.managers = NodeResourceManagers(spec)
+        self.views = ResourceViews()
+        self._lock = threading.RLock()
+        self._plugins: dict[str, PluginClient] = {}
+        self._plugin_removals: dict[str, asyncio.TimerHandle] = {}
+        self._pods: dict[str, _PodRecord] = {}
+        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._unsubscribe: Callable[[], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+        self._ip_serial = 0
+        self._running: set[tuple[str, str]] = set()
+        self.podresources = PodResourcesServer(self.views, pod_resources_socket(self.root))
+        self.registration = RegistrationServer(kubelet_socket(self.root), self)
+        kind = server.registry.lookup
+        self._pod_kind: Kind = kind("", "v1", "pods")
+        self._node_kind: Kind = kind("", "v1", "nodes")
+        self._lease_kind: Kind = kind("coordination.k8s.io", "v1", "leases")
+        self._event_kind: Kind = kind("", "v1", "events")
+        self._opts = WriteOptions(field_manager=_FIELD_MANAGER)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.root.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(write_sysfs, self.root, self.spec.machine)
+        # The store does not outlive the process, so neither do the pods of old checkpoints.
+        for stale in (
+            CPU_MANAGER_STATE,
+            MEMORY_MANAGER_STATE,
+            KUBELET_DIR / "device-plugins" / CHECKPOINT_FILE,
+        ):
+            (self.root / stale).unlink(missing_ok=True)
+        await asyncio.to_thread(self.registration.start)
+        await asyncio.to_thread(self.podresources.start)
+        self._publish()
+        self._register_node()
+        self._renew_lease()
+        self._unsubscribe = self.server.store.subscribe(self._pod_kind.storage, self._on_pod_event)
+        for pod in self.server.store.list(self._pod_kind.storage):
+            if (pod.get("spec") or {}).get("nodeName") == self.name:
+                self._queue.put_nowait(("ADDED", pod))
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"kubelet-{self.name}"),
+            asyncio.create_task(self._lease_loop(), name=f"kubelet-{self.name}-lease"),
+        ]
+        log.info("node %s ready", self.name)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        for record in self._pods.values():
+            if record.timer is not None:
+                record.timer.cancel()
+        for handle in self._plugin_removals.values():
+            handle.cancel()
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=2)
+        await asyncio.gather(
+            asyncio.to_thread(self.podresources.stop, 0.2),
+            asyncio.to_thread(self.registration.stop, 0.2),
+        )
+        log.info("node %s stopped", self.name)
+
+    # -- node and lease ----------------------------------------------------------------------
+
+    def node_resources(self) -> nodestatus.NodeResources:
+        """Capacity/allocatable strings: the machine's, with devices as the device manager counts them."""
+        base = nodestatus.node_resources(self.spec, include_devices=False)
+        capacity, allocatable = dict(base.capacity), dict(base.allocatable)
+        with self._lock:
+            devices = self.managers.devices.capacity()
+        for resource, (total, healthy) in devices.items():
+            capacity[resource], allocatable[resource] = str(total), str(healthy)
+        return nodestatus.NodeResources(dict(sorted(capacity.items())), dict(sorted(allocatable.items())))
+
+    def _register_node(self) -> None:
+        resources = self.node_resources()
+        body = nodeobjects.node_object(
+            self.spec,
+            address=self.network.address,
+            pod_cidr=self.network.pod_cidr,
+            capacity=resources.capacity,
+            allocatable=resources.allocatable,
+            now=self.clock.now(),
+        )
+        try:
+            self.server.rest.create(self._node_kind, "", body, self._opts)
+        except errors.AlreadyExists:
+            current = self.server.rest.get(self._node_kind, "", self.name)
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            self.server.rest.update(self._node_kind, "", self.name, body, self._opts)
+            self.server.rest.update(self._node_kind, "", self.name, body, self._opts, subresource="status")
+
+    def _update_node_resources(self) -> None:
+        try:
+            node = copy.deepcopy(self.server.rest.get(self._node_kind, "", self.name))
+        except errors.NotFound:
+            return
+        resources = self.node_resources()
+        status = node.setdefault("status", {})
+        if (
+            status.get("capacity") == resources.capacity
+            and status.get("allocatable") == resources.allocatable
+        ):
+            return
+        status["capacity"], status["allocatable"] = resources.capacity, resources.allocatable
+        heartbeat = rfc3339(self.clock.now())
+        for condition in status.get("conditions") or ():
+            condition["lastHeartbeatTime"] = heartbeat
+        self.server.rest.update(self._node_kind, "", self.name, node, self._opts, subresource="status")
+        log.info("node %s: capacity/allocatable updated", self.name)
+
+    def _renew_lease(self) -> None:
+        namespace = nodeobjects.NODE_LEASE_NAMESPACE
+        try:
+            lease = copy.deepcopy(self.server.rest.get(self._lease_kind, namespace, self.name))
+        except errors.NotFound:
+            node = self.server.rest.get(self._node_kind, "", self.name)
+            body = nodeobjects.lease_object(self.name, node["metadata"]["uid"], self.clock.now())
+            self.server.rest.create(self._lease_kind, namespace, body, self._opts)
+            return
+        fresh = nodeobjects.lease_object(self.name, "", self.clock.now())
+        lease.setdefault("spec", {}).update(fresh["spec"])
+        self.server.rest.update(self._lease_kind, namespace, self.name, lease, self._opts)
+
+    async def _lease_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_renew_interval)
+            try:
+                self._renew_lease()
+            except errors.StatusError as err:
+                log.warning("node %s: renewing the lease failed: %s", self.name, err)
+
+    # -- pods: events in, one at a time ----------------------------------------------------
+
+    def _on_pod_event(self, event: WatchEvent) -> None:
+        spec = event.obj.get("spec") or {}
+        if spec.get("nodeName") == self.name and not self._stopping:
+            self._queue.put_nowait((event.type, event.obj))
+
+    def _wake_at(self, record: _PodRecord) -> None:
+        if record.timer is not None:
+            record.timer.cancel()
+            record.timer = None
+        change = record.run.next_change() if record.run is not None else None
+        if change is None or self._loop is None:
+            return
+        delay = max(0.0, (change - self.clock.now()).total_seconds()) + 0.001
+        record.timer = self._loop.call_later(delay, self._queue.put_nowait, ("TICK", record.uid))
+
+    async def _work(self) -> None:
+        while True:
+            kind, payload = await self._queue.get()
+            try:
+                if kind == "TICK":
+                    self._tick(payload)
+                else:
+                    await self._pod_event(kind, payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("node %s: handling a pod %s failed", self.name, kind)
+
+    async def _pod_event(self, kind: str, pod: Obj) -> None:
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        record = self._pods.get(uid)
+        if kind == "DELETED":
+            if record is not None:
+                self._end(record, self.clock.now())
+                self._pods.pop(uid, None)
+            return
+        if record is None:
+            if (pod.get("status") or {}).get("phase") in _TERMINAL:
+                self._pods[uid] = _PodRecord(uid, meta["namespace"], meta["name"], finished=True)
+                return
+            if meta.get("deletionTimestamp"):
+                self._delete_now(meta["namespace"], meta["name"], uid)
+                return
+            await self._admit(pod)
+            return
+        if meta.get("deletionTimestamp") and not record.finished:
+            self._end(record, self.clock.now())
+            if record.run is not None:
+                self._write_run_status(record)
+            self._delete_now(record.namespace, record.name, uid)
+
+    # -- admission -----------------------------------------------------------------------------
+
+    def _admit_and_allocate(self, pod: Obj) -> AdmissionResult:
+        """Worker thread: the admit handlers, then the device plugins' ``Allocate`` calls."""
+        with self._lock:
+            result = self.managers.admit(pod)
+            if not result.admitted or result.allocation is None:
+                return result
+            try:
+                self._plugin_allocate(result.allocation)
+            except DevicePluginError as err:
+                self.managers.release(result.allocation.uid)
+                return AdmissionResult(
+                    False, "UnexpectedAdmissionError", f"Allocate failed due to {err}, which is unexpected"
+                )
+            return result
+
+    def _plugin_allocate(self, allocation: PodAllocation) -> None:
+        for container in allocation.containers:
+            per_resource: dict[str, list[str]] = {}
+            for device in container.devices:
+                per_resource.setdefault(device.resource, []).append(device.device_id)
+            for resource, ids in sorted(per_resource.items()):
+                client = self._plugins.get(resource)
+                if client is None:
+                    continue  # a profile's built-in devices: nothing to call
+                response = client.allocate([ids])
+                if len(response.container_responses) != 1:
+                    raise DevicePluginError(
+                        f"device plugin {resource} returned {len(response.container_responses)} responses for 1 request"
+                    )
+                self.managers.record_device_allocate_response(
+                    allocation.uid,
+                    container.name,
+                    resource,
+                    response.container_responses[0].SerializeToString(),
+                )
+                client.pre_start_container(ids)
+
+    async def _admit(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        record = _PodRecord(meta["uid"], meta["namespace"], meta["name"])
+        self._pods[record.uid] = record
+        result = await asyncio.to_thread(self._admit_and_allocate, pod)
+        now = self.clock.now()
+        if not result.admitted:
+            record.finished = True
+            log.info(
+                "node %s: rejected pod %s/%s: %s: %s",
+                self.name,
+                record.namespace,
+                record.name,
+                result.reason,
+                result.message,
+            )
+            self._write_status(record, {**result.rejection_status(), "startTime": rfc3339(now)})
+            self._event(pod, result.reason, result.message, now)
+            return
+        record.run = PodRun(pod, now)
+        self._publish()
+        self._write_run_status(record, pod)
+        self._wake_at(record)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def _tick(self, uid: str) -> None:
+        record = self._pods.get(uid)
+        if record is None or record.run is None or record.finished:
+            return
+        record.timer = None
+        if record.run.advance(self.clock.now()):
+            if record.run.terminal:
+                self._release(record)
+            self._write_run_status(record)
+        self._wake_at(record)
+
+    def _end(self, record: _PodRecord, now: datetime) -> None:
+        """Stop the pod's containers (if any run) and give back its resources."""
+        if record.timer is not None:
+            record.timer.cancel()
+            record.timer = None
+        if record.run is not None:
+            record.run.stop(now)
+        if not record.finished:
+            self._release(record)
+
+    def _release(self, record: _PodRecord) -> None:
+        record.finished = True
+        with self._lock:
+            self.managers.release(record.uid)
+        self._publish()
+
+    # -- API writes ----------------------------------------------------------------------------
+
+    def _write_status(
+        self, record: _PodRecord, fields: Obj, extra_conditions: list[Obj] | None = None
+    ) -> None:
+        try:
+            current = self.server.rest.get(self._pod_kind, record.namespace, record.name)
+        except errors.NotFound:
+            return
+        if current["metadata"].get("uid") != record.uid:
+            return
+        pod = copy.deepcopy(current)
+        status = pod.setdefault("status", {})
+        if extra_conditions is not None:
+            kept = [c for c in status.get("conditions") or () if c.get("type") not in _OWN_CONDITIONS]
+            if not any(c.get("type") == "PodScheduled" for c in kept):
+                kept.append(
+                    {
+                        "type": "PodScheduled",
+                        "status": "True",
+                        "lastProbeTime": None,
+                        "lastTransitionTime": fields["startTime"],
+                    }
+                )
+            status["conditions"] = extra_conditions + kept
+        status.update(fields)
+        try:
+            self.server.rest.update(
+                self._pod_kind, record.namespace, record.name, pod, self._opts, subresource="status"
+            )
+        except (errors.NotFound, errors.Conflict) as err:
+            log.debug(
+                "node %s: status of %s/%s not written: %s", self.name, record.namespace, record.name, err
+            )
+
+    def _write_run_status(self, record: _PodRecord, pod: Obj | None = None) -> None:
+        assert record.run is not None
+        run_status = record.run.status()
+        conditions = run_status.pop("conditions")
+        if pod is None:
+            try:
+                pod = self.server.rest.get(self._pod_kind, record.namespace, record.name)
+            except errors.NotFound:
+                return
+        if not record.pod_ip:
+            if (pod.get("spec") or {}).get("hostNetwork"):
+                record.pod_ip = self.network.address
+            else:
+                self._ip_serial += 1
+                record.pod_ip = self.network.pod_ip(self._ip_serial)
+        pod_ip = record.pod_ip
+        run_status.update(
+            hostIP=self.network.address,
+            hostIPs=[{"ip": self.network.address}],
+            podIP=pod_ip,
+            podIPs=[{"ip": pod_ip}],
+        )
+        self._write_status(record, run_status, conditions)
+        self._notify_if_changed()
+
+    def _event(self, pod: Obj, reason: str, message: str, now: datetime) -> None:
+        body = nodeobjects.rejection_event(pod, reason, message, self.name, now, unique=uuid.uuid4().hex[:16])
+        try:
+            self.server.rest.create(self._event_kind, pod["metadata"]["namespace"], body, self._opts)
+        except errors.StatusError as err:
+            log.warning("node %s: event %s not recorded: %s", self.name, reason, err)
+
+    def _delete_now(self, namespace: str, name: str, uid: str) -> None:
+        try:
+            self.server.rest.delete(
+                self._pod_kind, namespace, name, DeleteOptions(grace_period=0, preconditions={"uid": uid})
+            )
+        except (errors.NotFound, errors.Conflict):
+            pass
+
+    # -- files and snapshots --------------------------------------------------------------------
+
+    def _publish(self) -> None:
+        """After an allocation or device change: new podresources snapshot, checkpoints on disk."""
+        with self._lock:
+            self.views.current = snapshot(self.managers.allocations().values(), self.managers.allocatable())
+            files = {
+                CPU_MANAGER_STATE: self.managers.cpu_manager_checkpoint(),
+                MEMORY_MANAGER_STATE: self.managers.memory_manager_checkpoint(),
+                KUBELET_DIR / "device-plugins" / CHECKPOINT_FILE: self.managers.device_manager_checkpoint(),
+            }
+        for relative, data in files.items():
+            write_atomically(self.root / relative, data)
+
+    def _notify_if_changed(self) -> None:
+        running = {
+            (uid, name)
+            for uid, record in self._pods.items()
+            if record.run is not None
+            for name in record.run.running_containers()
+        }
+        if running != self._running:
+            self._running = running
+            write_atomically(self.root / NOTIFY_FILE, f"{time.time():.6f}\n".encode())
+
+    # -- device plugins (DevicePluginHandler; called from gRPC threads) -------------------------
+
+    def _from_thread(self, fn: Callable[..., None], *args: Any) -> None:
+        if self._loop is not None and not self._stopping and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(fn, *args)
+
+    def plugin_connected(self, resource: str, client: PluginClient) -> None:
+        with self._lock:
+            self._plugins[resource] = client
+        self._from_thread(self._cancel_plugin_removal, resource)
+
+    def plugin_devices(self, resource: str, devices: list[Device]) -> None:
+        with self._lock:
+            client = self._plugins.get(resource)
+            self.managers.set_plugin_devices(
+                resource, devices, client.preferred_allocation if client is not None else None
+            )
+        self._from_thread(self._devices_changed)
+
+    def plugin_disconnected(self, resource: str) -> None:
+        with self._lock:
+            self._plugins.pop(resource, None)
+        self._from_thread(self._schedule_plugin_removal, resource)
+
+    def _devices_changed(self) -> None:
+        self._publish()
+        self._update_node_resources()
+
+    def _cancel_plugin_removal(self, resource: str) -> None:
+        handle = self._plugin_removals.pop(resource, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _schedule_plugin_removal(self, resource: str) -> None:
+        assert self._loop is not None
+        self._cancel_plugin_removal(resource)
+        self._plugin_removals[resource] = self._loop.call_later(
+            ENDPOINT_STOP_GRACE_PERIOD, self._remove_plugin, resource
+        )
+
+    def _remove_plugin(self, resource: str) -> None:
+        self._plugin_removals.pop(resource, None)
+        with self._lock:
+            if resource in self._plugins:
+                return
+            self.managers.remove_plugin_devices(resource)
+        self._devices_changed()
+
+    # -- what the node serves through the API server's nodes/<name>/proxy ----------------------
+
+    def configz(self) -> Obj:
+        return nodeobjects.configz(self.spec)
+
+    def numa(self) -> Obj:
+        with self._lock:
+            zones = self.managers.numa_summary()
+        return nodeobjects.numa_report(self.name, zones)
+
+    @property
+    def device_plugin_dir(self) -> Path:
+        return device_plugin_dir(self.root)
