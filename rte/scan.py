@@ -1,0 +1,417 @@
+"""Building an NRT's zones and attributes from the machine and the kubelet's podresources data.
+
+This module owns the decision the exporter exists for, as upstream's
+``pkg/resourcemonitor`` makes it, over plain data (no I/O):
+
+* :func:`normalize` / :func:`to_counters`: podresources devices, memory blocks and CPU
+  ids become per-NUMA counters. CPUs count one each on the node that owns them; memory
+  blocks add their size on *every* node of their topology (a block spanning two nodes
+  counts in full on both, as upstream); other devices count their ids on every node of
+  their topology. Entries without topology count nowhere, so devices without NUMA
+  affinity are neither counted nor published.
+* :func:`node_resources` (upstream ``updateNodeResources``): capacity per NUMA node is
+  the online CPU count, ``MemTotal`` and the 2Mi / 1Gi hugepages from sysfs; allocatable
+  is :func:`to_counters` of ``GetAllocatableResources`` (the kubelet already removed the
+  reserved CPUs); a device's capacity is its allocatable (there is no other source).
+* :func:`scan` (upstream ``Scan``): one ``node-<n>`` zone of type ``Node`` per NUMA node
+  with costs from its distances, and per resource the kubelet reports allocatable on
+  that node: ``capacity`` (falls back to allocatable when unknown, and never below it),
+  ``allocatable``, ``available = max(0, allocatable - exclusive allocations)``. A node
+  with nothing allocatable gets ``cpu`` with allocatable 0. Shared-pool (burstable,
+  best-effort, non-integral) requests never appear in the List response, so they never
+  reduce ``available``.
+* the pod fingerprint attributes, over every listed pod (method ``all``) or over pods
+  with a container holding exclusive CPUs, NUMA-bound memory or NUMA-bound devices
+  (``with-exclusive-resources``, upstream's ``numalocality.Verify``);
+* the two List middlewares that change what is counted: ``sharedcpuspool`` (remove
+  the reference container's CPUs from every container) and ``podexclude`` (drop pods
+  matching namespace/name globs).
+
+Zones are the machine's NUMA nodes in id order (upstream walks indexes ``0..n-1`` and
+looks each id up, which is the same on every machine without holes in its node ids, and
+panics on the others). Zone resources are sorted by name (upstream's order is Go map order, i.e. random), so
+consecutive objects differ only where the node changed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from nrop.api import fingerprint
+from nrop.api.nrt import AttributeInfo, CostInfo, ResourceInfo, Zone, zone_name_from_numa_id
+from nrop.rte.sysinfo import MachineInfo, hugepage_resource_name
+
+__all__ = [
+    "RESOURCE_CPU",
+    "RESOURCE_MEMORY",
+    "Allocatable",
+    "Container",
+    "ContainerRef",
+    "Counters",
+    "Device",
+    "MemoryBlock",
+    "NodeResources",
+    "Pod",
+    "PodExclude",
+    "ScanOptions",
+    "ScanResult",
+    "exclude_pods",
+    "exclusive_reason",
+    "fingerprint_pods",
+    "is_native_resource",
+    "node_resources",
+    "normalize",
+    "remove_shared_pool",
+    "scan",
+    "to_counters",
+]
+
+RESOURCE_CPU: Final = "cpu"
+RESOURCE_MEMORY: Final = "memory"
+_HUGEPAGES_PREFIX: Final = "hugepages-"
+#: The only hugepage sizes whose capacity upstream reads from sysfs.
+_CAPACITY_HUGEPAGES: Final = (hugepage_resource_name(2 * 1024**2), hugepage_resource_name(1024**3))
+
+#: NUMA node id → resource name → amount (CPUs, bytes, or device count).
+Counters = dict[int, dict[str, int]]
+
+
+# ----------------------------------------------------------------------------- input data
+
+
+@dataclass(frozen=True)
+class Device:
+    """``ContainerDevices``; ``numa_nodes=None`` is an unset ``topology``."""
+
+    resource: str
+    ids: tuple[str, ...]
+    numa_nodes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class MemoryBlock:
+    """``ContainerMemory``: ``type`` is ``memory`` or ``hugepages-<size>``; ``size`` in bytes."""
+
+    type: str
+    size: int
+    numa_nodes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    cpu_ids: tuple[int, ...] = ()
+    devices: tuple[Device, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    name: str
+    containers: tuple[Container, ...] = ()
+
+
+@dataclass(frozen=True)
+class Allocatable:
+    """``AllocatableResourcesResponse``."""
+
+    cpu_ids: tuple[int, ...] = ()
+    devices: tuple[Device, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContainerRef:
+    """``namespace/pod/container`` of the reference (shared-pool) container."""
+
+    namespace: str
+    pod: str
+    container: str
+
+    @classmethod
+    def parse(cls, text: str) -> ContainerRef | None:
+        """``ns/pod/container`` (surrounding spaces trimmed); ``""`` is no reference."""
+        if text == "":
+            return None
+        parts = text.split("/")
+        if len(parts) != 3 or not all(p.strip() for p in parts):
+            raise ValueError(f"malformed reference container {text!r}: expected namespace/pod/container")
+        return cls(*(p.strip() for p in parts))
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.pod}/{self.container}"
+
+
+@dataclass(frozen=True)
+class PodExclude:
+    """One ``podExclude`` item: a pod is dropped when both globs match."""
+
+    namespace_pattern: str = "*"
+    name_pattern: str = "*"
+
+    def matches(self, pod: Pod) -> bool:
+        return fnmatch.fnmatchcase(pod.namespace, self.namespace_pattern) and fnmatch.fnmatchcase(
+            pod.name, self.name_pattern
+        )
+
+
+# ----------------------------------------------------------------------------- counters
+
+
+def is_native_resource(name: str) -> bool:
+    return name in (RESOURCE_CPU, RESOURCE_MEMORY) or name.startswith(_HUGEPAGES_PREFIX)
+
+
+def _is_memory_like(name: str) -> bool:
+    return name == RESOURCE_MEMORY or name.startswith(_HUGEPAGES_PREFIX)
+
+
+def normalize(
+    devices: Iterable[Device],
+    memory: Iterable[MemoryBlock],
+    cpu_ids: Iterable[int],
+    cpu_to_numa: Mapping[int, int],
+) -> tuple[list[Device], list[int]]:
+    """Devices, CPUs and memory blocks as one list of per-NUMA entries, plus unknown CPUs.
+
+    CPUs are grouped per NUMA node (one ``cpu`` entry per node); a memory block of size
+    zero is skipped, any other becomes one entry per node of its topology carrying its
+    size as the single id. CPUs missing from ``cpu_to_numa`` are returned, not counted.
+    """
+    entries = list(devices)
+    unknown: list[int] = []
+    per_numa: dict[int, list[str]] = {}
+    for cpu in cpu_ids:
+        numa = cpu_to_numa.get(cpu)
+        if numa is None:
+            unknown.append(cpu)
+            continue
+        per_numa.setdefault(numa, []).append(str(cpu))
+    for numa, cpus in per_numa.items():
+        entries.append(Device(RESOURCE_CPU, tuple(cpus), (numa,)))
+    for block in memory:
+        if block.size == 0:
+            continue
+        for numa in block.numa_nodes or ():
+            entries.append(Device(block.type, (str(block.size),), (numa,)))
+    return entries, unknown
+
+
+def to_counters(entries: Iterable[Device]) -> Counters:
+    """Per-NUMA totals: memory-like entries add their sizes, others their id count."""
+    counters: Counters = {}
+    for entry in entries:
+        for numa in entry.numa_nodes or ():
+            node = counters.setdefault(numa, {})
+            if _is_memory_like(entry.resource):
+                amount = sum(int(size) for size in entry.ids)
+            else:
+                amount = len(entry.ids)
+            node[entry.resource] = node.get(entry.resource, 0) + amount
+    return counters
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    """Per-NUMA capacity and allocatable, computed at start-up (and on refresh)."""
+
+    capacity: Counters
+    allocatable: Counters
+    warnings: tuple[str, ...] = ()
+
+
+def node_resources(machine: MachineInfo, allocatable: Allocatable) -> NodeResources:
+    """Upstream ``updateNodeResources``: capacity from sysfs, allocatable from the kubelet."""
+    warnings: list[str] = []
+    capacity: Counters = {}
+    for node in machine.nodes:
+        counters = {RESOURCE_CPU: len(node.cpus), RESOURCE_MEMORY: node.memory_bytes}
+        for name in _CAPACITY_HUGEPAGES:
+            counters[name] = node.hugepages.get(name, 0)
+        capacity[node.id] = counters
+    entries, unknown = normalize(
+        allocatable.devices, allocatable.memory, allocatable.cpu_ids, machine.cpu_to_numa()
+    )
+    if unknown:
+        warnings.append(f"allocatable CPUs {sorted(unknown)} are on no known NUMA node")
+    reserved = sorted(set(allocatable.cpu_ids) & set(machine.reserved_cpus))
+    if reserved:
+        warnings.append(f"the kubelet reports reserved CPUs {reserved} as allocatable")
+    alloc = to_counters(entries)
+    # There is no way to learn a device's capacity: take what the kubelet can allocate.
+    for numa, counters in alloc.items():
+        for name, amount in counters.items():
+            if not is_native_resource(name) and numa in capacity:
+                capacity[numa][name] = amount
+    return NodeResources(capacity=capacity, allocatable=alloc, warnings=tuple(warnings))
+
+
+# ----------------------------------------------------------------------------- middlewares
+
+
+def remove_shared_pool(pods: Sequence[Pod], reference: ContainerRef | None) -> list[Pod]:
+    """``sharedcpuspool``: drop the reference container's CPUs from every container's list."""
+    if reference is None:
+        return list(pods)
+    shared: frozenset[int] = frozenset()
+    for pod in pods:
+        if (pod.namespace, pod.name) != (reference.namespace, reference.pod):
+            continue
+        for container in pod.containers:
+            if container.name == reference.container:
+                shared = frozenset(container.cpu_ids)
+                break
+        break
+    if not shared:
+        return list(pods)
+    result = []
+    for pod in pods:
+        containers = tuple(
+            Container(c.name, tuple(sorted(set(c.cpu_ids) - shared)), c.devices, c.memory)
+            for c in pod.containers
+        )
+        result.append(Pod(pod.namespace, pod.name, containers))
+    return result
+
+
+def exclude_pods(pods: Sequence[Pod], patterns: Sequence[PodExclude]) -> list[Pod]:
+    """``podexclude``: drop every pod that one of ``patterns`` matches.
+
+    Globs follow :func:`fnmatch.fnmatchcase` (``*``, ``?``, ``[...]``, negation ``[!...]``);
+    upstream uses Go's ``filepath.Match``, which spells negation ``[^...]``.
+    """
+    if not patterns:
+        return list(pods)
+    return [pod for pod in pods if not any(p.matches(pod) for p in patterns)]
+
+
+# ----------------------------------------------------------------------------- fingerprint
+
+
+def _has_numa(nodes: tuple[int, ...] | None) -> bool:
+    return any(node >= 0 for node in nodes or ())
+
+
+def exclusive_reason(pod: Pod) -> str | None:
+    """Why ``pod`` holds exclusive resources (``cpu``, ``memory``, ``device``), or None."""
+    for container in pod.containers:
+        if container.cpu_ids:
+            return "cpu"
+        if any(_has_numa(block.numa_nodes) for block in container.memory):
+            return "memory"
+        if any(dev.ids and _has_numa(dev.numa_nodes) for dev in container.devices):
+            return "device"
+    return None
+
+
+def fingerprint_pods(
+    pods: Iterable[Pod], method: fingerprint.Method, node_name: str = ""
+) -> tuple[str, fingerprint.Status]:
+    """The pods fingerprint of the listed pods under ``method``, and what went into it."""
+    status = fingerprint.Status(node_name=node_name)
+    fp = fingerprint.Fingerprint(tracer=status)
+    for pod in pods:
+        if method == fingerprint.Method.ALL or exclusive_reason(pod) is not None:
+            fp.add(pod.namespace, pod.name)
+    return fp.sign(), status
+
+
+# ----------------------------------------------------------------------------- scan
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    node_name: str = ""
+    #: ``--watch-namespace``: only pods of this namespace count (the fingerprint sees all).
+    namespace: str = ""
+    pods_fingerprint: bool = True
+    fingerprint_method: fingerprint.Method = fingerprint.DEFAULT_METHOD
+    #: ``resourceExclude``: node name (or ``*``) → resource names not to publish.
+    resource_exclude: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+@dataclass
+class ScanResult:
+    zones: list[Zone]
+    attributes: list[AttributeInfo]
+    annotations: dict[str, str]
+    fingerprint: str = ""
+    fingerprint_status: fingerprint.Status | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _excluded(options: ScanOptions, resource: str) -> bool:
+    return any(resource in options.resource_exclude.get(key, ()) for key in ("*", options.node_name))
+
+
+def _costs(machine: MachineInfo, numa_id: int) -> list[CostInfo] | None:
+    node = machine.node(numa_id)
+    if node is None:
+        return None
+    return [CostInfo(zone_name_from_numa_id(dst), dist) for dst, dist in enumerate(node.distances)]
+
+
+def scan(
+    machine: MachineInfo,
+    resources: NodeResources,
+    pods: Sequence[Pod],
+    options: ScanOptions | None = None,
+) -> ScanResult:
+    """Zones, attributes and annotations of the NRT for ``pods`` (the List response, filtered)."""
+    options = options or ScanOptions()
+    result = ScanResult(zones=[], attributes=[], annotations={})
+    if options.pods_fingerprint:
+        sign, status = fingerprint_pods(pods, options.fingerprint_method, options.node_name)
+        result.attributes.append(AttributeInfo(fingerprint.ATTRIBUTE, sign))
+        result.attributes.append(
+            AttributeInfo(fingerprint.ATTRIBUTE_METHOD, options.fingerprint_method.value)
+        )
+        result.annotations[fingerprint.ANNOTATION] = sign
+        result.fingerprint, result.fingerprint_status = sign, status
+
+    counted = [p for p in pods if not options.namespace or p.namespace == options.namespace]
+    cpu_to_numa = machine.cpu_to_numa()
+    entries: list[Device] = []
+    for pod in counted:
+        for container in pod.containers:
+            more, unknown = normalize(container.devices, container.memory, container.cpu_ids, cpu_to_numa)
+            entries.extend(more)
+            if unknown:
+                result.warnings.append(
+                    f"{pod.namespace}/{pod.name}/{container.name}: CPUs {sorted(unknown)} are on no known NUMA node"
+                )
+    used = to_counters(entries)
+
+    for node in machine.nodes:
+        zone = Zone(name=zone_name_from_numa_id(node.id), type="Node")
+        costs = _costs(machine, node.id)
+        if costs is not None:
+            zone.costs = costs
+        capacity = resources.capacity.get(node.id, {})
+        # Nothing allocatable on this node: all of its CPUs are reserved.
+        allocatable = resources.allocatable.get(node.id) or {RESOURCE_CPU: 0}
+        for name in sorted(allocatable):
+            if _excluded(options, name):
+                continue
+            alloc = allocatable[name]
+            cap = capacity.get(name, 0)
+            if cap == 0:
+                cap = alloc
+                if is_native_resource(name):
+                    result.warnings.append(
+                        f"zero capacity for native resource {name!r} on NUMA node {node.id}"
+                    )
+            if alloc > cap:
+                result.warnings.append(f"allocatable above capacity for {name!r} on zone {zone.name}")
+                cap = alloc
+            avail = alloc - used.get(node.id, {}).get(name, 0)
+            if avail < 0:
+                result.warnings.append(f"negative availability for {name!r} on zone {zone.name}")
+                avail = 0
+            zone.resources.append(ResourceInfo.of(name, cap, alloc, avail))
+        result.zones.append(zone)
+    return result

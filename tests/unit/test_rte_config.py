@@ -1,0 +1,353 @@
+"""The exporter's configuration: precedence defaults → file → env → flags, bad values, the kubelet config."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nrop.rte import config
+from nrop.rte.config import ConfigError, format_duration, load, parse_duration, resolve_topology_manager
+from nrop.rte.nrtinfo import TopologyManager
+from nrop.rte.scan import ContainerRef, PodExclude
+
+ENV: dict[str, str] = {}
+
+
+def write(tmp_path: Path, data: object, name: str = "config.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_defaults_mirror_upstream(tmp_path: Path) -> None:
+    cfg, _ = load(["--config", str(write(tmp_path, {})), "--hostname", "n"], ENV)
+    assert cfg.sysfs == "/sys"
+    assert cfg.podresources_socket == "unix:///podresources/kubelet.sock"
+    assert cfg.sleep_interval == 60.0
+    assert cfg.kubelet_config_file == "/podresources/config.yaml"
+    assert cfg.pods_fingerprint is True
+    assert cfg.pods_fingerprint_method == "with-exclusive-resources"
+    assert cfg.patch_mode is True and cfg.patch_resync == 10
+    assert cfg.add_nrt_owner is True
+    assert (cfg.metrics_mode, cfg.metrics_port, cfg.metrics_address) == ("disabled", 2112, "0.0.0.0")
+    assert cfg.max_events_per_second == 1 and cfg.time_unit_to_limit_events == 1.0
+    assert cfg.no_publish is False and cfg.notify_file == ""
+
+
+def test_missing_default_config_file_is_fine() -> None:
+    cfg, _ = load(["--hostname", "n"], ENV)
+    assert cfg.config_file == config.DEFAULT_CONFIG_FILE
+
+
+def test_the_operator_rendered_file(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "kubelet": {"topologyManagerPolicy": "single-numa-node", "topologyManagerScope": "pod"},
+            "resourceExclude": {"*": ["device/exampleC"], "worker-1": ["memory"]},
+            "podExclude": [{"namespacePattern": "kube-*", "namePattern": "*"}],
+        },
+    )
+    cfg, _ = load(["--config", str(path), "--hostname", "worker-1"], ENV)
+    assert resolve_topology_manager(cfg)[0] == TopologyManager("single-numa-node", "pod")
+    assert cfg.resource_exclude == {"*": ["device/exampleC"], "worker-1": ["memory"]}
+    assert cfg.pod_exclude == [PodExclude("kube-*", "*")]
+
+
+SETTINGS_FILE = {
+    "global": {"kubeconfig": "/file/kubeconfig"},
+    "nrtUpdater": {"hostname": "from-file", "noPublish": True, "patchResync": 3},
+    "resourceMonitor": {"sysfsRoot": "/file/sys", "podSetFingerprintMethod": "ALL"},
+    "topologyExporter": {
+        "sleepInterval": 5_000_000_000,  # upstream: integer nanoseconds
+        "podResourcesSocketPath": "unix:///file/kubelet.sock",
+        "metricsPort": 9000,
+        "metricsTLS": {"certsDir": "/file/certs"},
+        "notifyFilePath": "/file/notify",
+        "timeUnitToLimitEvents": "2s",
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "expected"),
+    [
+        pytest.param(
+            {},
+            [],
+            {
+                "hostname": "from-file",
+                "kubeconfig": "/file/kubeconfig",
+                "sleep_interval": 5.0,
+                "metrics_port": 9000,
+            },
+            id="file-over-defaults",
+        ),
+        pytest.param(
+            {"NODE_NAME": "from-env", "KUBECONFIG": "/env/kubeconfig", "METRICS_PORT": "9100"},
+            [],
+            {"hostname": "from-env", "kubeconfig": "/env/kubeconfig", "metrics_port": 9100},
+            id="env-over-file",
+        ),
+        pytest.param(
+            {"NODE_NAME": "from-env", "METRICS_PORT": "9100"},
+            ["--hostname", "from-flag", "--metrics-port=9200", "--sleep-interval", "250ms"],
+            {"hostname": "from-flag", "metrics_port": 9200, "sleep_interval": 0.25},
+            id="flags-over-env",
+        ),
+        pytest.param({"NODE_NAME": ""}, [], {"hostname": "from-file"}, id="empty-env-is-unset"),
+        pytest.param(
+            {},
+            [
+                "--no-publish=false",
+                "--patch-mode",
+                "false",
+                "--pods-fingerprint-method",
+                "with-exclusive-resources",
+            ],
+            {"no_publish": False, "patch_mode": False, "pods_fingerprint_method": "with-exclusive-resources"},
+            id="go-style-booleans",
+        ),
+    ],
+)
+def test_precedence(
+    tmp_path: Path, env: dict[str, str], flags: list[str], expected: dict[str, object]
+) -> None:
+    cfg, _ = load(["--config", str(write(tmp_path, SETTINGS_FILE)), *flags], env)
+    for attr, value in expected.items():
+        assert getattr(cfg, attr) == value, attr
+
+
+def test_file_values_are_converted(tmp_path: Path) -> None:
+    cfg, _ = load(["--config", str(write(tmp_path, SETTINGS_FILE))], ENV)
+    assert cfg.no_publish is True
+    assert cfg.patch_resync == 3
+    assert cfg.pods_fingerprint_method == "all"  # lower-cased as upstream
+    assert cfg.socket_path == Path("/file/kubelet.sock")
+    assert cfg.metrics_certs_dir == "/file/certs"
+    assert cfg.time_unit_to_limit_events == 2.0
+    assert cfg.sources["hostname"].startswith("config file")
+    assert cfg.sources["sysfs"] == f"config file {tmp_path / 'config.yaml'} (resourceMonitor.sysfsRoot)"
+
+
+def test_reference_container_from_env() -> None:
+    env = {"REFERENCE_NAMESPACE": "rte", "REFERENCE_POD_NAME": "rte-x", "REFERENCE_CONTAINER_NAME": "shared"}
+    cfg, _ = load(["--hostname", "n"], env)
+    assert cfg.reference == ContainerRef("rte", "rte-x", "shared")
+    partial = {"REFERENCE_NAMESPACE": "rte"}
+    assert load(["--hostname", "n"], partial)[0].reference is None
+
+
+def test_hostname_falls_back_to_the_host_name() -> None:
+    import socket
+
+    cfg, _ = load([], ENV)
+    assert cfg.hostname == socket.gethostname()
+    assert cfg.sources["hostname"] == "host name"
+
+
+def test_metrics_address_alias() -> None:
+    assert load(["--metrics-address", "127.0.0.1"], ENV)[0].metrics_address == "127.0.0.1"
+    assert load(["--metrics-ip", "127.0.0.2"], ENV)[0].metrics_address == "127.0.0.2"
+    assert load([], {"METRICS_ADDRESS": "127.0.0.3"})[0].metrics_address == "127.0.0.3"
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        pytest.param(
+            ["--sleep-interval", "10"], {}, "--sleep-interval from flag.*missing unit", id="duration-unit"
+        ),
+        pytest.param(["--sleep-interval", "soon"], {}, "invalid duration 'soon'", id="duration"),
+        pytest.param(["--sleep-interval=-1s"], {}, "must not be negative", id="negative-interval"),
+        pytest.param(["--metrics-mode", "https"], {}, "unknown mode 'https'", id="metrics-mode"),
+        pytest.param(["--metrics-port", "70000"], {}, "out of range", id="port-range"),
+        pytest.param(
+            [], {"METRICS_PORT": "abc"}, "--metrics-port from env METRICS_PORT: invalid integer", id="env-int"
+        ),
+        pytest.param(["--no-publish=maybe"], {}, "invalid boolean 'maybe'", id="bool"),
+        pytest.param(
+            ["--pods-fingerprint-method", "exclude-terminal"], {}, "unsupported pods fingerprint", id="pfp"
+        ),
+        pytest.param(
+            ["--podresources-socket", "tcp://x:1"], {}, "unsupported podresources endpoint", id="socket"
+        ),
+        pytest.param(
+            ["--podresources-socket", "relative.sock"], {}, "unsupported podresources endpoint", id="relative"
+        ),
+        pytest.param(["--reference-container", "a/b"], {}, "malformed reference container", id="reference"),
+        pytest.param(
+            ["--topology-manager-policy", "single-numa"], {}, "unknown policy 'single-numa'", id="policy"
+        ),
+        pytest.param(
+            [],
+            {"TOPOLOGY_MANAGER_SCOPE": "node"},
+            "from env TOPOLOGY_MANAGER_SCOPE: unknown scope",
+            id="scope",
+        ),
+        pytest.param(
+            ["--config", "/nonexistent/rte.yaml"], {}, "does not exist", id="explicit-config-missing"
+        ),
+    ],
+)
+def test_bad_values_name_the_setting_and_source(argv: list[str], env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(["--hostname", "n", *argv], env)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(
+            "topologyExporter: {sleepIntervall: 1s}\n",
+            "unknown key.*topologyExporter.sleepIntervall",
+            id="typo",
+        ),
+        pytest.param("- a\n- b\n", "must be a mapping", id="not-a-mapping"),
+        pytest.param("kubelet: [\n", "not valid YAML", id="bad-yaml"),
+        pytest.param("resourceExclude: [memory]\n", "resourceExclude must map", id="resource-exclude"),
+        pytest.param("podExclude: [{nsPattern: x}]\n", "bad podExclude item", id="pod-exclude"),
+        pytest.param(
+            "nrtUpdater: {patchResync: many}\n", "nrtUpdater.patchResync.*invalid integer", id="int"
+        ),
+    ],
+)
+def test_bad_config_files(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load(["--config", str(path), "--hostname", "n"], ENV)
+
+
+def test_unknown_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        load(["--sysfs-root", "/x"], ENV)
+    assert exc.value.code == 2
+    assert "unrecognized arguments: --sysfs-root" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- topology manager
+
+
+def test_topology_manager_from_flags_wins(tmp_path: Path) -> None:
+    kubelet = write(
+        tmp_path, {"topologyManagerPolicy": "restricted", "topologyManagerScope": "pod"}, "kubelet.yaml"
+    )
+    argv = ["--kubelet-config-file", str(kubelet), "--topology-manager-policy", "best-effort"]
+    cfg, _ = load([*argv, "--topology-manager-scope", "container"], ENV)
+    assert resolve_topology_manager(cfg)[0] == TopologyManager("best-effort", "container")
+    # Only one of the two given: both come from the kubelet configuration.
+    cfg, _ = load(argv, ENV)
+    assert resolve_topology_manager(cfg)[0] == TopologyManager("restricted", "pod")
+
+
+def test_kubelet_config_is_read_verbatim_with_reserved_cpus(tmp_path: Path) -> None:
+    kubelet = write(tmp_path, {"kind": "KubeletConfiguration", "reservedSystemCPUs": "0,16"}, "kubelet.yaml")
+    cfg, _ = load(["--kubelet-config-file", str(kubelet)], ENV)
+    tm, settings = resolve_topology_manager(cfg)
+    assert tm == TopologyManager("", "")  # unset fields stay empty: no defaulting, as upstream
+    assert settings is not None and settings.reserved_system_cpus == (0, 16)
+
+
+def test_no_topology_manager_source_is_an_error(tmp_path: Path) -> None:
+    cfg, _ = load(["--kubelet-config-file", str(tmp_path / "absent.yaml")], ENV)
+    with pytest.raises(ConfigError, match=r"--topology-manager-policy.*absent\.yaml does not exist"):
+        resolve_topology_manager(cfg)
+
+
+def test_bad_kubelet_config(tmp_path: Path) -> None:
+    kubelet = write(tmp_path, {"reservedSystemCPUs": "3-1"}, "kubelet.yaml")
+    cfg, _ = load(["--kubelet-config-file", str(kubelet)], ENV)
+    with pytest.raises(ConfigError, match="reservedSystemCPUs"):
+        resolve_topology_manager(cfg)
+
+
+# ----------------------------------------------------------------------------- durations, dump, CLI
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds", "canonical"),
+    [
+        pytest.param("0", 0.0, "0s", id="zero"),
+        pytest.param("60s", 60.0, "1m0s", id="minute"),
+        pytest.param("1m30s", 90.0, "1m30s", id="compound"),
+        pytest.param("500ms", 0.5, "500ms", id="millis"),
+        pytest.param("1.5s", 1.5, "1.5s", id="fraction"),
+        pytest.param("2h", 7200.0, "2h0m0s", id="hours"),
+        pytest.param("10us", 1e-5, "10µs", id="micros"),
+    ],
+)
+def test_durations(text: str, seconds: float, canonical: str) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+    assert format_duration(seconds) == canonical
+
+
+def test_dump_reads_back(tmp_path: Path) -> None:
+    cfg, _ = load(["--config", str(write(tmp_path, SETTINGS_FILE)), "--hostname", "x"], ENV)
+    cfg.resource_exclude = {"*": ["memory"]}
+    cfg.pod_exclude = [PodExclude("a", "b")]
+    dumped = tmp_path / "dumped.yaml"
+    dumped.write_text(config.dump(cfg))
+    again, _ = load(["--config", str(dumped)], ENV)
+    for attr in (
+        "hostname",
+        "sleep_interval",
+        "sysfs",
+        "patch_resync",
+        "metrics_port",
+        "notify_file",
+        "no_publish",
+    ):
+        assert getattr(again, attr) == getattr(cfg, attr), attr
+    assert again.resource_exclude == cfg.resource_exclude and again.pod_exclude == cfg.pod_exclude
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nrop.rte.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_help_documents_every_flag() -> None:
+    result = _cli("--help")
+    assert result.returncode == 0
+    for setting in config._SETTINGS:
+        for flag in setting.flags:
+            assert flag in result.stdout, flag
+    for flag in ("--config", "--dump-config", "--version"):
+        assert flag in result.stdout
+    text = " ".join(result.stdout.split())
+    assert "env NODE_NAME; config file: nrtUpdater.hostname" in text
+
+
+def test_cli_bad_value_exits_2_with_a_clear_message() -> None:
+    result = _cli("--hostname", "n", "--sleep-interval", "often")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "resource-topology-exporter: error: --sleep-interval from flag --sleep-interval: invalid duration 'often'"
+    )
+
+
+def test_cli_missing_topology_manager_exits_2(tmp_path: Path) -> None:
+    result = _cli("--hostname", "n", "--no-publish", "--kubelet-config-file", str(tmp_path / "none.yaml"))
+    assert result.returncode == 2
+    assert "cannot tell the topology manager settings" in result.stderr
+
+
+def test_cli_dump_config_and_exit() -> None:
+    result = _cli("--hostname", "dumped", "--sleep-interval", "10s", "--dump-config", ".andexit")
+    assert result.returncode == 0, result.stderr
+    dumped = yaml.safe_load(result.stdout)
+    assert dumped["nrtUpdater"]["hostname"] == "dumped"
+    assert dumped["topologyExporter"]["sleepInterval"] == "10s"
