@@ -16,13 +16,16 @@ import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.kubelet.kubelet import Kubelet, NodeNetwork
 from nrop.localcluster.kubelet.machine import NodeSpec
+
+if TYPE_CHECKING:
+    from nrop.localcluster.apiserver.server import APIServer
 
 __all__ = ["NODES_DIR", "Fleet", "node_root"]
 
@@ -40,7 +43,7 @@ class Fleet:
     """Every kubelet of the cluster; registers the ``nodes/proxy`` handler on the server."""
 
     def __init__(
-        self, server: Any, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
+        self, server: APIServer, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
     ) -> None:
         self.server = server
         self.kubelets: dict[str, Kubelet] = {

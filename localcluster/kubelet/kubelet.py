@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.clock import Clock, SystemClock, rfc3339
@@ -56,6 +56,9 @@ from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.podruntime import PodRun
 from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.kubelet.sysfs import write_sysfs
+
+if TYPE_CHECKING:
+    from nrop.localcluster.apiserver.server import APIServer
 
 __all__ = [
     "CPU_MANAGER_STATE",
@@ -112,6 +115,13 @@ def write_atomically(path: Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
+def _kind(server: APIServer, group: str, version: str, plural: str) -> Kind:
+    kind = server.registry.lookup(group, version, plural)
+    if kind is None:
+        raise RuntimeError(f"the API server does not serve {plural}.{group or 'core'}/{version}")
+    return kind
+
+
 @dataclass
 class _PodRecord:
     uid: str
@@ -128,7 +138,7 @@ class Kubelet:
 
     def __init__(
         self,
-        server: Any,  # APIServer (not imported: the server module imports nothing of ours)
+        server: APIServer,
         spec: NodeSpec,
         root: Path,
         network: NodeNetwork,
@@ -158,11 +168,10 @@ class Kubelet:
         self._running: set[tuple[str, str]] = set()
         self.podresources = PodResourcesServer(self.views, pod_resources_socket(self.root))
         self.registration = RegistrationServer(kubelet_socket(self.root), self)
-        kind = server.registry.lookup
-        self._pod_kind: Kind = kind("", "v1", "pods")
-        self._node_kind: Kind = kind("", "v1", "nodes")
-        self._lease_kind: Kind = kind("coordination.k8s.io", "v1", "leases")
-        self._event_kind: Kind = kind("", "v1", "events")
+        self._pod_kind = _kind(server, "", "v1", "pods")
+        self._node_kind = _kind(server, "", "v1", "nodes")
+        self._lease_kind = _kind(server, "coordination.k8s.io", "v1", "leases")
+        self._event_kind = _kind(server, "", "v1", "events")
         self._opts = WriteOptions(field_manager=_FIELD_MANAGER)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -318,8 +327,8 @@ class Kubelet:
         record = self._pods.get(uid)
         if kind == "DELETED":
             if record is not None:
-                self._end(record, self.clock.now())
                 self._pods.pop(uid, None)
+                self._end(record, self.clock.now())
             return
         if record is None:
             if (pod.get("status") or {}).get("phase") in _TERMINAL:
@@ -421,6 +430,7 @@ class Kubelet:
             record.run.stop(now)
         if not record.finished:
             self._release(record)
+        self._notify_if_changed()
 
     def _release(self, record: _PodRecord) -> None:
         record.finished = True
