@@ -12,6 +12,7 @@ served in-process instead of over the kubelet's port 10250):
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 from collections.abc import Iterable
@@ -46,16 +47,20 @@ class Fleet:
         self, server: APIServer, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
     ) -> None:
         self.server = server
-        self.kubelets: dict[str, Kubelet] = {
-            spec.name: Kubelet(
-                server,
-                spec,
-                node_root(state_dir, spec.name),
-                NodeNetwork.for_index(index),
-                **kubelet_options,
-            )
-            for index, spec in enumerate(specs)
-        }
+        self.kubelets: dict[str, Kubelet] = {}
+        for index, spec in enumerate(specs):
+            try:
+                self.kubelets[spec.name] = Kubelet(
+                    server,
+                    spec,
+                    node_root(state_dir, spec.name),
+                    NodeNetwork.for_index(index),
+                    **kubelet_options,
+                )
+            except ValueError as exc:  # a socket path over the unix limit
+                raise OSError(
+                    errno.ENAMETOOLONG, f"node {spec.name}: {exc} (choose a shorter --state-dir)"
+                ) from None
         self._started: list[Kubelet] = []
 
     async def start(self) -> None:

@@ -526,3 +526,41 @@ def test_device_plugin_registers_and_its_devices_are_allocated_numa_aligned(
         plugin.stop()
         core.delete_namespace(namespace)
         core.api_client.close()
+
+
+def test_graceful_deletion_writes_the_terminal_status_before_removing_the_pod(core, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    from kubernetes import watch
+
+    created = core.create_namespaced_pod(namespace, pod_body("graceful", command=["sleep", "3600"]))
+    wait_phase(core, namespace, "graceful", ("Running",))
+    core.delete_namespaced_pod("graceful", namespace)
+    seen: list[tuple[str, str, list[Any]]] = []
+    stream = watch.Watch().stream(
+        core.list_namespaced_pod,
+        namespace,
+        field_selector="metadata.name=graceful",
+        resource_version=created.metadata.resource_version,
+        timeout_seconds=10,
+    )
+    for event in stream:
+        pod = event["object"]
+        states = [s.state for s in pod.status.container_statuses or ()]
+        seen.append((event["type"], pod.status.phase, states))
+        if event["type"] == "DELETED":
+            break
+    assert seen[-1][0] == "DELETED", seen
+    terminal = [s for s in seen if s[0] == "MODIFIED" and s[1] in ("Succeeded", "Failed")]
+    assert terminal, seen
+    _, phase, states = terminal[0]
+    # ``sleep`` as PID 1 ignores SIGTERM: killed, exit code 137, so the pod failed.
+    assert phase == "Failed" and [s.terminated.exit_code for s in states] == [137]
+
+
+def test_a_state_dir_too_long_for_node_sockets_is_refused_with_a_reason(tmp_path: Path) -> None:
+    cli = Path(sys.executable).parent / "nrop-cluster"
+    state = tmp_path / ("x" * 80)
+    result = subprocess.run(
+        [str(cli), "up", "--state-dir", str(state)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 1, result.stderr
+    assert "shorter --state-dir" in result.stderr and "Traceback" not in result.stderr
