@@ -21,14 +21,20 @@ import copy
 import re
 from typing import Any
 
-from nrop.localcluster.apiserver.errors import Cause, duplicate, forbidden, not_supported, required
+from nrop.localcluster.apiserver.errors import (
+    Cause,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+    too_many,
+)
 from nrop.localcluster.apiserver.schemaviolations import schema_violations
 from nrop.localcluster.apiserver.structural import (
     INT_OR_STRING,
     PRESERVE,
     CustomResourceSchema,
-    invalid,
-    too_many,
 )
 
 __all__ = [

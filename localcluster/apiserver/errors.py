@@ -8,6 +8,7 @@ a selector parse error or a schema violation reaches the client unchanged.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,9 +187,9 @@ class Invalid(StatusError):
     def for_fields(cls, kind: str, group: str, name: str, causes: list[Cause]) -> Invalid:
         qualified_kind = f"{kind}.{group}" if group else kind
         if len(causes) == 1:
-            detail = _cause_text(causes[0])
+            detail = cause_text(causes[0])
         else:
-            detail = "[" + ", ".join(_cause_text(c) for c in causes) + "]"
+            detail = "[" + ", ".join(cause_text(c) for c in causes) + "]"
         return cls(
             f'{qualified_kind} "{name}" is invalid: {detail}',
             name=name,
@@ -198,7 +199,7 @@ class Invalid(StatusError):
         )
 
 
-def _cause_text(cause: Cause) -> str:
+def cause_text(cause: Cause) -> str:
     return f"{cause.field}: {cause.message}" if cause.field else cause.message
 
 
@@ -228,7 +229,7 @@ def required(path: str, detail: str = "") -> Cause:
 
 
 def invalid(path: str, value: Any, detail: str) -> Cause:
-    return Cause("FieldValueInvalid", f"Invalid value: {_render(value)}: {detail}", path)
+    return Cause("FieldValueInvalid", f"Invalid value: {render(value)}: {detail}", path)
 
 
 def forbidden(path: str, detail: str) -> Cause:
@@ -236,18 +237,22 @@ def forbidden(path: str, detail: str) -> Cause:
 
 
 def not_supported(path: str, value: Any, allowed: list[Any]) -> Cause:
-    listed = ", ".join(_render(a) for a in allowed)
+    listed = ", ".join(render(a) for a in allowed)
     return Cause(
-        "FieldValueNotSupported", f"Unsupported value: {_render(value)}: supported values: {listed}", path
+        "FieldValueNotSupported", f"Unsupported value: {render(value)}: supported values: {listed}", path
     )
 
 
 def duplicate(path: str, value: Any) -> Cause:
-    return Cause("FieldValueDuplicate", f"Duplicate value: {_render(value)}", path)
+    return Cause("FieldValueDuplicate", f"Duplicate value: {render(value)}", path)
 
 
 def too_long(path: str, limit: int) -> Cause:
     return Cause("FieldValueTooLong", f"Too long: may not be more than {limit} bytes", path)
+
+
+def too_many(path: str, actual: int, limit: int) -> Cause:
+    return Cause("FieldValueTooMany", f"Too many: {actual}: must have at most {limit} items", path)
 
 
 def type_invalid(path: str, actual_type: str, expected: str) -> Cause:
@@ -256,13 +261,21 @@ def type_invalid(path: str, actual_type: str, expected: str) -> Cause:
     return Cause("FieldValueTypeInvalid", message, path)
 
 
-def _render(value: Any) -> str:
+def go_number(value: float | int) -> str:
+    """Numbers as Go's ``%v`` prints them: ``10`` not ``10.0``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def render(value: Any) -> str:
+    """A bad value as apimachinery's field errors print it (scalars plain, compounds as JSON)."""
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
-    if isinstance(value, dict | list):
-        return '"object"' if isinstance(value, dict) else '"array"'
-    return str(value)
+    if isinstance(value, int | float):
+        return go_number(value)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from nrop.localcluster.apiserver.errors import Cause, forbidden, not_supported, required
+from nrop.localcluster.apiserver.errors import Cause, cause_text, forbidden, invalid, not_supported, required
 from nrop.localcluster.apiserver.structural import (
     EMBEDDED,
     INT_OR_STRING,
@@ -30,10 +30,8 @@ from nrop.localcluster.apiserver.structural import (
     SCHEMA_TYPES,
     CustomResourceSchema,
     additional_of,
-    cause_text,
     child_path,
     compiled_regex,
-    invalid,
     items_of,
     props_of,
 )

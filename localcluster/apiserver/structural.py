@@ -31,9 +31,14 @@ from typing import Any
 
 from nrop.localcluster.apiserver.errors import (
     Cause,
+    duplicate,
+    go_number,
+    invalid,
     not_supported,
+    render,
     required,
     too_long,
+    too_many,
     type_invalid,
 )
 
@@ -47,15 +52,10 @@ __all__ = [
     "SCHEMA_TYPES",
     "CustomResourceSchema",
     "additional_of",
-    "cause_text",
     "child_path",
     "compiled_regex",
-    "duplicate",
-    "invalid",
     "items_of",
     "props_of",
-    "render",
-    "too_many",
 ]
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
@@ -98,42 +98,6 @@ def child_path(path: str, name: str) -> str:
 
 def _index(path: str, i: int) -> str:
     return f"{path}[{i}]"
-
-
-def _go_number(value: float | int) -> str:
-    """Numbers as Go's ``%v`` prints them: ``10`` not ``10.0``."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def render(value: Any) -> str:
-    """A bad value as apimachinery's field errors print it (scalars plain, compounds as JSON)."""
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, int | float):
-        return _go_number(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
-
-
-def invalid(path: str, value: Any, detail: str) -> Cause:
-    return Cause("FieldValueInvalid", f"Invalid value: {render(value)}: {detail}", path)
-
-
-def duplicate(path: str, value: Any) -> Cause:
-    return Cause("FieldValueDuplicate", f"Duplicate value: {render(value)}", path)
-
-
-def too_many(path: str, actual: int, limit: int) -> Cause:
-    return Cause("FieldValueTooMany", f"Too many: {actual}: must have at most {limit} items", path)
-
-
-def cause_text(cause: Cause) -> str:
-    return f"{cause.field}: {cause.message}" if cause.field else cause.message
 
 
 # --- schema accessors ------------------------------------------------------------------------------
@@ -452,13 +416,13 @@ def _validate_number(x: float, s: dict[str, Any], path: str, name: str, errs: li
         exclusive = s.get("exclusiveMaximum") is True
         if x > maximum or (exclusive and x == maximum):
             how = "less than" if exclusive else "less than or equal to"
-            errs.append(invalid(path, x, f"{name} in body should be {how} {_go_number(maximum)}"))
+            errs.append(invalid(path, x, f"{name} in body should be {how} {go_number(maximum)}"))
     minimum = s.get("minimum")
     if isinstance(minimum, int | float) and not isinstance(minimum, bool):
         exclusive = s.get("exclusiveMinimum") is True
         if x < minimum or (exclusive and x == minimum):
             how = "greater than" if exclusive else "greater than or equal to"
-            errs.append(invalid(path, x, f"{name} in body should be {how} {_go_number(minimum)}"))
+            errs.append(invalid(path, x, f"{name} in body should be {how} {go_number(minimum)}"))
     factor = s.get("multipleOf")
     if isinstance(factor, int | float) and not isinstance(factor, bool) and factor > 0:
         try:
@@ -466,7 +430,7 @@ def _validate_number(x: float, s: dict[str, Any], path: str, name: str, errs: li
         except InvalidOperation:
             rest = Decimal(0)
         if rest != 0:
-            errs.append(invalid(path, x, f"{name} in body should be a multiple of {_go_number(factor)}"))
+            errs.append(invalid(path, x, f"{name} in body should be a multiple of {go_number(factor)}"))
 
 
 def _validate_array(x: list[Any], s: dict[str, Any], path: str, name: str, found: _Found) -> None:

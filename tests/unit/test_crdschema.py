@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from nrop.localcluster.apiserver import crdschema
-from nrop.localcluster.apiserver.errors import Cause, Invalid
+from nrop.localcluster.apiserver.errors import Cause, Invalid, cause_text
 from nrop.localcluster.apiserver.schemaviolations import schema_violations
-from nrop.localcluster.apiserver.structural import CustomResourceSchema, cause_text
+from nrop.localcluster.apiserver.structural import CustomResourceSchema
 
 SCHEMA_PATH = "spec.versions[0].schema.openAPIV3Schema"
 
