@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
-from nrop.api.quantity import Format, format_quantity
+from nrop.api.resources import hugepage_resource_name
 
 __all__ = [
     "DEFAULT_SYSFS",
@@ -106,11 +106,6 @@ def parse_meminfo_total(text: str) -> int:
             raise ValueError(f"unexpected MemTotal value in {line!r}")
         return int(value) * 1024
     raise ValueError("no MemTotal line")
-
-
-def hugepage_resource_name(size_bytes: int) -> str:
-    """``hugepages-`` + the page size as a BinarySI quantity: ``hugepages-2Mi``."""
-    return "hugepages-" + format_quantity(size_bytes, Format.BINARY_SI)
 
 
 # ----------------------------------------------------------------------------- model

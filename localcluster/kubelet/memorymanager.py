@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from nrop.api.quantity import Format, format_quantity
+from nrop.api.resources import HUGEPAGES_PREFIX, hugepage_resource_name
 from nrop.localcluster.kubelet import bitmask
 from nrop.localcluster.kubelet.hints import TopologyHint
 from nrop.localcluster.kubelet.memorycheckpoint import (
@@ -56,7 +58,6 @@ __all__ = [
 ]
 
 MEMORY = "memory"
-HUGEPAGES_PREFIX = "hugepages-"
 
 
 class MemoryPolicy(StrEnum):
@@ -74,23 +75,10 @@ class MemoryManagerError(Exception):
 
 # --- quantities ----------------------------------------------------------------------------
 
-_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-
 
 def format_binary_si(value: int) -> str:
     """Canonical string of a BinarySI quantity of ``value`` bytes ("1100Mi", "2Gi", "1536")."""
-    if -1024 < value < 1024:
-        return str(value)
-    exponent = 0
-    while value % 1024 == 0 and exponent < len(_BINARY_SUFFIXES) - 1:
-        value //= 1024
-        exponent += 1
-    return f"{value}{_BINARY_SUFFIXES[exponent]}"
-
-
-def hugepage_resource_name(page_size_bytes: int) -> str:
-    """``hugepages-2Mi`` for 2 MiB pages, ``hugepages-1Gi`` for 1 GiB pages."""
-    return HUGEPAGES_PREFIX + format_binary_si(page_size_bytes)
+    return format_quantity(value, Format.BINARY_SI)
 
 
 def _is_memory_resource(name: str) -> bool:
