@@ -10,7 +10,8 @@ Bad values raise :class:`ConfigError` naming the setting, where the value came f
 what is accepted; ``main`` turns it into exit status 2 (as argparse does for unknown
 flags). :func:`resolve_topology_manager` applies upstream's rule for the topology
 manager settings: both policy and scope given (flag, env or file) win; otherwise the
-kubelet configuration file is read.
+kubelet configuration file is read. :func:`readiness_pod` checks what ``--podreadiness``
+needs from the environment.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import yaml
 from nrop.api import fingerprint
 from nrop.api.nrt import TOPOLOGY_MANAGER_POLICIES, TOPOLOGY_MANAGER_SCOPES
 from nrop.rte.nrtinfo import TopologyManager
+from nrop.rte.podreadiness import PodRef, pod_from_env
 from nrop.rte.podres import DEFAULT_SOCKET, parse_endpoint
 from nrop.rte.scan import ContainerRef, PodExclude
 from nrop.rte.sysinfo import parse_cpulist
@@ -44,6 +46,7 @@ __all__ = [
     "load",
     "parse_duration",
     "read_kubelet_config",
+    "readiness_pod",
     "resolve_topology_manager",
 ]
 
@@ -198,6 +201,9 @@ _SETTINGS: Final = (
              "PFP_STATUS_FILE", "PATH"),
     _Setting("refresh_node_resources", ("--refresh-node-resources",), "bool",
              "re-read allocatable resources from the kubelet before every scan", "resourceMonitor.refreshNodeResources"),
+    _Setting("exclude_terminal_pods", ("--exclude-terminal-pods",), "bool",
+             "do not count pods that have ended (Succeeded/Failed, watched through the API) even if the kubelet "
+             "still lists them", "resourceMonitor.excludeTerminalPods"),
     _Setting("topology_manager_policy", ("--topology-manager-policy",), "str",
              "kubelet topology manager policy to publish (else from the kubelet config file)",
              "kubelet.topologyManagerPolicy", "TOPOLOGY_MANAGER_POLICY", "POLICY"),
@@ -211,6 +217,10 @@ _SETTINGS: Final = (
              "topologyExporter.sleepInterval", metavar="DURATION"),
     _Setting("podresources_socket", ("--podresources-socket",), "str", "kubelet podresources socket (unix:///path)",
              "topologyExporter.podResourcesSocketPath", metavar="ENDPOINT"),
+    _Setting("podreadiness", ("--podreadiness",), "bool",
+             "set the PodresourcesFetched and NodeTopologyUpdated conditions on the exporter's own pod, named by "
+             "env REFERENCE_NAMESPACE and REFERENCE_POD_NAME (required when true)",
+             "topologyExporter.podReadinessEnable"),
     _Setting("add_nrt_owner", ("--add-nrt-owner",), "bool", "make the Node the owner of its NRT object",
              "topologyExporter.addNRTOwnerEnable"),
     _Setting("metrics_mode", ("--metrics-mode",), "str", "Prometheus endpoint: disabled, http or httptls",
@@ -218,7 +228,7 @@ _SETTINGS: Final = (
     _Setting("metrics_port", ("--metrics-port",), "int", "metrics port", "topologyExporter.metricsPort", "METRICS_PORT",
              "PORT"),
     _Setting("metrics_address", ("--metrics-ip", "--metrics-address"), "str", "metrics bind address",
-             "topologyExporter.metricsAddress", "METRICS_ADDRESS", "IP"),
+             "topologyExporter.MetricsAddress", "METRICS_ADDRESS", "IP"),
     _Setting("metrics_certs_dir", ("--metrics-certs-dir",), "str", "directory of the httptls certificate and key",
              "topologyExporter.metricsTLS.certsDir", metavar="DIR"),
     _Setting("metrics_cert_file", ("--metrics-cert-file",), "str", "certificate file name in --metrics-certs-dir",
@@ -262,11 +272,13 @@ class Config:
     pods_fingerprint_method: str = fingerprint.DEFAULT_METHOD.value
     pods_fingerprint_status_file: str = ""
     refresh_node_resources: bool = False
+    exclude_terminal_pods: bool = False
     topology_manager_policy: str = ""
     topology_manager_scope: str = ""
     kubelet_config_file: str = "/podresources/config.yaml"
     sleep_interval: float = 60.0
     podresources_socket: str = DEFAULT_SOCKET
+    podreadiness: bool = True
     add_nrt_owner: bool = True
     metrics_mode: str = "disabled"
     metrics_port: int = 2112
@@ -554,6 +566,20 @@ def resolve_topology_manager(cfg: Config) -> tuple[TopologyManager, KubeletSetti
         "cannot tell the topology manager settings: give --topology-manager-policy and "
         f"--topology-manager-scope (or the config file's kubelet section){where}"
     )
+
+
+def readiness_pod(cfg: Config, environ: Mapping[str, str]) -> PodRef | None:
+    """The pod whose conditions ``--podreadiness`` sets (None when off); a :class:`ConfigError` without one.
+
+    As upstream, this is checked when the exporter starts working, not while loading
+    the configuration, so ``--dump-config`` works without the pod's environment.
+    """
+    if not cfg.podreadiness:
+        return None
+    try:
+        return pod_from_env(environ)
+    except ValueError as exc:
+        raise _fail(cfg, "podreadiness", str(exc)) from None
 
 
 # ----------------------------------------------------------------------------- dumping

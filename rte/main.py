@@ -2,9 +2,11 @@
 
 This module owns wiring and the loop, nothing that decides: configuration
 (:mod:`~nrop.rte.config`) → machine (:mod:`~nrop.rte.sysinfo`) → podresources client
-(:mod:`~nrop.rte.podres`) → scan (:mod:`~nrop.rte.scan`) → write
-(:mod:`~nrop.rte.publish`, or JSON on stdout with ``--no-publish``), paced by
-:mod:`~nrop.rte.refreshing`.
+(:mod:`~nrop.rte.podres`, filtered by the middlewares of :mod:`~nrop.rte.scan`, the
+terminal pods coming from :mod:`~nrop.rte.terminalpods`) → scan (:mod:`~nrop.rte.scan`)
+→ write (:mod:`~nrop.rte.publish`, or JSON on stdout with ``--no-publish``), each
+outcome reported as a condition of the exporter's own pod
+(:mod:`~nrop.rte.podreadiness`), paced by :mod:`~nrop.rte.refreshing`.
 
 Exit status: 0 after a signal (SIGTERM, SIGINT) or a ``--oneshot`` cycle; 2 for bad
 configuration; 1 when the node cannot be described at all (no sysfs tree, an unusable
@@ -29,6 +31,7 @@ from typing import IO, Any, Final
 from nrop.rte import config as rteconfig
 from nrop.rte.metrics import Metrics
 from nrop.rte.nrtinfo import TopologyManager, Trigger, new_nrt, update_nrt_info
+from nrop.rte.podreadiness import ConditionInjector, ConditionType
 from nrop.rte.podres import CALL_GET_ALLOCATABLE, PodResourcesClient, PodResourcesError, retry
 from nrop.rte.publish import Publisher, PublishError
 from nrop.rte.refreshing import NotifyFileError, NotifyWatcher, Pacer, Scheduler, prepare_notify_file
@@ -38,11 +41,13 @@ from nrop.rte.scan import (
     ScanOptions,
     ScanResult,
     exclude_pods,
+    exclude_terminal_pods,
     node_resources,
     remove_shared_pool,
     scan,
 )
 from nrop.rte.sysinfo import MachineInfo, SysinfoError, read_machine
+from nrop.rte.terminalpods import TerminalPods
 
 __all__ = ["Exporter", "main"]
 
@@ -73,6 +78,8 @@ class Exporter:
         publisher: Publisher | None,
         metrics: Metrics,
         *,
+        readiness: ConditionInjector | None = None,
+        terminal_pods: TerminalPods | None = None,
         out: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -82,6 +89,8 @@ class Exporter:
         self.podres = podres
         self.publisher = publisher
         self.metrics = metrics
+        self.readiness = readiness
+        self.terminal_pods = terminal_pods
         self.out = out if out is not None else sys.stdout
         self.clock = clock
         self.options = ScanOptions(
@@ -132,6 +141,8 @@ class Exporter:
             raise
         self._podres_failed = False
         pods = exclude_pods(remove_shared_pool(pods, self.cfg.reference), self.cfg.pod_exclude)
+        if self.terminal_pods is not None:
+            pods = exclude_terminal_pods(pods, self.terminal_pods.current())
         assert self.resources is not None
         result = scan(self.machine, self.resources, pods, self.options)
         self._warn_once(result.warnings)
@@ -145,6 +156,29 @@ class Exporter:
                 self._warn_once([f"cannot write {self.cfg.pods_fingerprint_status_file}: {exc}"])
         return result
 
+    def _condition(self, kind: ConditionType, ok: bool) -> None:
+        if self.readiness is not None:
+            self.readiness.set(kind, ok)
+
+    def _failed(self, trigger: Trigger, exc: Exception) -> None:
+        if isinstance(exc, (PodResourcesError, PublishError)):
+            self._failures.failed(f"cycle {self.cycles} ({trigger.value}): {exc}")
+        else:
+            # Not a known transient fault, but crashing would only restart into it: log and retry.
+            log.error("cycle %d (%s) failed unexpectedly", self.cycles, trigger.value, exc_info=exc)
+
+    def _write(self, result: ScanResult, trigger: Trigger) -> None:
+        started = self.clock()
+        if self.publisher is None:
+            obj = update_nrt_info(new_nrt(self.cfg.hostname), result, self.tm, trigger)
+            self.out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+            self.out.flush()
+        else:
+            self.publisher.publish(result, trigger)
+        self.metrics.operation_delay(
+            "node_resource_object_update", Trigger.REACTIVE.value, (self.clock() - started) * 1000
+        )
+
     def cycle(self, trigger: Trigger) -> bool:
         """Scan and publish once; False (logged, counted) when it should be retried."""
         now = self.clock()
@@ -154,23 +188,18 @@ class Exporter:
         self.cycles += 1
         try:
             result = self.scan(trigger)
-            started = self.clock()
-            if self.publisher is None:
-                obj = update_nrt_info(new_nrt(self.cfg.hostname), result, self.tm, trigger)
-                self.out.write(json.dumps(obj, separators=(",", ":")) + "\n")
-                self.out.flush()
-            else:
-                self.publisher.publish(result, trigger)
-            self.metrics.operation_delay(
-                "node_resource_object_update", Trigger.REACTIVE.value, (self.clock() - started) * 1000
-            )
-        except (PodResourcesError, PublishError) as exc:
-            self._failures.failed(f"cycle {self.cycles} ({trigger.value}): {exc}")
+        except Exception as exc:
+            self._failed(trigger, exc)
+            self._condition(ConditionType.PODRESOURCES_FETCHED, False)
             return False
-        except Exception:
-            # Not a known transient fault, but crashing would only restart into it: log and retry.
-            log.exception("cycle %d (%s) failed unexpectedly", self.cycles, trigger.value)
+        self._condition(ConditionType.PODRESOURCES_FETCHED, True)
+        try:
+            self._write(result, trigger)
+        except Exception as exc:
+            self._failed(trigger, exc)
+            self._condition(ConditionType.NODE_TOPOLOGY_UPDATED, False)
             return False
+        self._condition(ConditionType.NODE_TOPOLOGY_UPDATED, True)
         self._failures.recovered("NRT updates")
         log.info(
             "cycle %d (%s): %s NRT %s, fingerprint %s",
@@ -192,6 +221,11 @@ class Exporter:
         )
         if ready is None:
             return EXIT_OK
+        if self.terminal_pods is not None and not self.terminal_pods.synced.is_set():
+            log.info("waiting for the first list of terminal pods")
+            while not self.terminal_pods.synced.wait(MAX_SLEEP):
+                if stop.is_set():
+                    return EXIT_OK
         watcher = NotifyWatcher(Path(self.cfg.notify_file)) if self.cfg.notify_file else None
         pacer = Pacer(self.cfg.max_events_per_second, self.cfg.time_unit_to_limit_events)
         scheduler = Scheduler(self.cfg.sleep_interval, pacer, self.clock())
@@ -281,7 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dump_config and _dump_config(cfg, args.dump_config):
             return EXIT_OK
         tm, kubelet = rteconfig.resolve_topology_manager(cfg)
-        api = None if cfg.no_publish else _api_client(cfg)
+        own_pod = rteconfig.readiness_pod(cfg, os.environ)
+        needs_api = not cfg.no_publish or own_pod is not None or cfg.exclude_terminal_pods
+        api = _api_client(cfg) if needs_api else None
     except rteconfig.ConfigError as exc:
         sys.stderr.write(f"{rteconfig.PROG}: error: {exc}\n")
         return EXIT_USAGE
@@ -324,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_RUNTIME
 
     publisher = None
-    if api is not None:
+    if api is not None and not cfg.no_publish:
         publisher = Publisher(
             api,
             cfg.hostname,
@@ -343,11 +379,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    readiness = ConditionInjector(api, own_pod) if api is not None and own_pod is not None else None
+    terminal_pods = TerminalPods(api, cfg.hostname) if api is not None and cfg.exclude_terminal_pods else None
+    if terminal_pods is not None:
+        terminal_pods.start()
     with PodResourcesClient(cfg.socket_path) as podres:
-        exporter = Exporter(cfg, tm, machine, podres, publisher, metrics)
+        exporter = Exporter(
+            cfg, tm, machine, podres, publisher, metrics, readiness=readiness, terminal_pods=terminal_pods
+        )
         try:
             return exporter.run(stop)
         finally:
+            if terminal_pods is not None:
+                terminal_pods.stop()
             metrics.stop()
             if api is not None:
                 api.close()

@@ -23,9 +23,10 @@ This module owns the decision the exporter exists for, as upstream's
 * the pod fingerprint attributes, over every listed pod (method ``all``) or over pods
   with a container holding exclusive CPUs, NUMA-bound memory or NUMA-bound devices
   (``with-exclusive-resources``, upstream's ``numalocality.Verify``);
-* the two List middlewares that change what is counted: ``sharedcpuspool`` (remove
-  the reference container's CPUs from every container) and ``podexclude`` (drop pods
-  matching namespace/name globs).
+* the three List middlewares, applied in upstream's order: ``sharedcpuspool`` (remove
+  the reference container's CPUs from every container), ``podexclude`` (drop pods
+  matching namespace/name globs) and ``terminalpods`` (drop pods known to have ended;
+  which ones is :mod:`nrop.rte.terminalpods`' business).
 
 Zones are the machine's NUMA nodes in id order (upstream walks indexes ``0..n-1`` and
 looks each id up, which is the same on every machine without holes in its node ids, and
@@ -36,7 +37,7 @@ consecutive objects differ only where the node changed.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -59,6 +60,7 @@ __all__ = [
     "ScanOptions",
     "ScanResult",
     "exclude_pods",
+    "exclude_terminal_pods",
     "exclusive_reason",
     "fingerprint_pods",
     "is_native_resource",
@@ -287,6 +289,13 @@ def exclude_pods(pods: Sequence[Pod], patterns: Sequence[PodExclude]) -> list[Po
     if not patterns:
         return list(pods)
     return [pod for pod in pods if not any(p.matches(pod) for p in patterns)]
+
+
+def exclude_terminal_pods(pods: Sequence[Pod], terminal: Collection[tuple[str, str]]) -> list[Pod]:
+    """``terminalpods``: drop every pod whose ``(namespace, name)`` is in ``terminal``."""
+    if not terminal:
+        return list(pods)
+    return [pod for pod in pods if (pod.namespace, pod.name) not in terminal]
 
 
 # ----------------------------------------------------------------------------- fingerprint

@@ -1,20 +1,31 @@
-"""resource-topology-exporter, as a real process, against the embedded API server and a podresources server.
+"""resource-topology-exporter end to end: real processes against the embedded cluster's real kubelets.
 
-Each test runs ``resource-topology-exporter`` as a subprocess on a node root written by
-the sysfs writer, with the kubelet's podresources v1 API served on a unix socket by a
-scripted provider (what an emulated or real kubelet would report), and checks the NRT
-object through the official client: zones and available amounts, reactive refresh on
-the notify file, periodic refresh, the fingerprint following exactly the set of
-exclusive pods, survival of the socket disappearing and coming back, ``--no-publish``.
+One cluster on the shipped ``devices`` profile (two 2-NUMA workers with static CPU and
+memory managers, hugepages and ``example.com/deviceA`` devices per NUMA node) runs in
+this process. Per worker, ``resource-topology-exporter`` runs as a plain subprocess
+against that node's root — its sysfs tree, the kubelet's podresources socket, a
+KubeletConfiguration file written from ``/configz`` — and the API server:
 
-(The embedded kubelets are not used yet: the provider stands in for them.)
+* ``worker-0`` in reactive mode (the kubelet's notify file, no timer), with metrics;
+* ``worker-1`` in periodic mode (``--sleep-interval 1s``, no notify file), with
+  ``--exclude-terminal-pods``.
+
+Tests create guaranteed, burstable and best-effort pods with ``spec.nodeName`` through
+the official client and read the NRT objects through the API: exclusive CPUs, memory,
+hugepages and devices come off the zone the kubelet allocated from (read on its
+podresources socket), shared-pool pods change nothing, the fingerprint changes exactly
+when the set of exclusive pods does, and deleting the pods restores the initial objects.
+
+``--podreadiness`` is on, as by default: the exporters' own pods (``REFERENCE_*``) run
+on the control-plane node, because a pod started on a worker before its exporter makes
+the kubelet write the notify file, and the exporter (as upstream's) refuses to take
+over a notify file that is not empty.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -24,36 +35,89 @@ import tempfile
 import threading
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
-from kubernetes import client
+import yaml
+from kubernetes import client, config, watch
 
 from nrop.api import crds, fingerprint
+from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.nrt import GROUP, PLURAL, VERSION, NodeResourceTopology
-from nrop.localcluster.kubelet.grpcservers.podresources import (
-    AllocatableResources,
-    ContainerDevice,
-    ContainerMemory,
-    ContainerResources,
-    PodResources,
-    PodResourcesServer,
-)
-from nrop.localcluster.kubelet.machine import Machine
-from nrop.localcluster.kubelet.sysfs import sysfs_path, write_sysfs
-from nrop.localcluster.profiles import load_profile
+from nrop.localcluster.cluster import ClusterConfig, ClusterThread
+from nrop.rte.terminalpods import TerminalPods
 from nrop.suite.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
 GiB = 1024**3
 MiB = 1024**2
-DEVICE = "example.com/numacell"
-RESERVED = (0, 16)  # one core of NUMA node 0
+DEVICE = "example.com/deviceA"
+REACTIVE, PERIODIC = "worker-0", "worker-1"
+WORKERS = (REACTIVE, PERIODIC)
+OWN_PODS_NAMESPACE = "rte"
 TIMEOUT = 20.0
+
+#: Zone -> resource -> (capacity, allocatable, available) of an idle worker of the profile:
+#: 16 CPUs per NUMA node (reservedSystemCPUs 0,16 are on node 0); 16Gi MemTotal per node, of
+#: which 1Gi in 2Mi pages and 2Gi in 1Gi pages, and 1100Mi reserved on node 0; 2 devices.
+IDLE_ZONES = {
+    "node-0": {
+        "cpu": (16, 14, 14),
+        DEVICE: (2, 2, 2),
+        "hugepages-1Gi": (2 * GiB, 2 * GiB, 2 * GiB),
+        "hugepages-2Mi": (GiB, GiB, GiB),
+        "memory": (16 * GiB, 13 * GiB - 1100 * MiB, 13 * GiB - 1100 * MiB),
+    },
+    "node-1": {
+        "cpu": (16, 16, 16),
+        DEVICE: (2, 2, 2),
+        "hugepages-1Gi": (2 * GiB, 2 * GiB, 2 * GiB),
+        "hugepages-2Mi": (GiB, GiB, GiB),
+        "memory": (16 * GiB, 13 * GiB, 13 * GiB),
+    },
+}
+NO_PODS = fingerprint.compute([])
+
+
+# ----------------------------------------------------------------------------- NRT reading
+
+
+def table(obj: dict[str, Any]) -> dict[str, dict[str, tuple[int, int, int]]]:
+    nrt = NodeResourceTopology.from_dict(obj)
+    return {
+        z.name: {
+            r.name: (int(str(r.capacity)), int(str(r.allocatable)), int(str(r.available)))
+            for r in z.resources
+        }
+        for z in nrt.zones
+    }
+
+
+def minus(
+    zones: dict[str, dict[str, tuple[int, int, int]]], zone: str, used: dict[str, int]
+) -> dict[str, Any]:
+    """``zones`` with ``used`` taken off the ``available`` of ``zone``."""
+    out = {name: dict(resources) for name, resources in zones.items()}
+    for resource, amount in used.items():
+        cap, alloc, avail = out[zone][resource]
+        out[zone][resource] = (cap, alloc, avail - amount)
+    return out
+
+
+def fingerprint_of(obj: dict[str, Any]) -> str | None:
+    return NodeResourceTopology.from_dict(obj).pods_fingerprint
+
+
+def annotation(obj: dict[str, Any], key: str) -> str | None:
+    return (obj["metadata"].get("annotations") or {}).get(key)
+
+
+# ----------------------------------------------------------------------------- the exporter process
 
 
 def _exporter_command() -> list[str]:
@@ -61,125 +125,18 @@ def _exporter_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "nrop.rte.main"]
 
 
-# ----------------------------------------------------------------------------- the scripted kubelet
-
-
-@dataclass
-class ScriptedKubelet:
-    """A ``PodResourcesProvider`` whose pods the test edits (static CPU + memory managers)."""
-
-    machine: Machine
-    pods: dict[tuple[str, str], PodResources] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def allocatable(self) -> AllocatableResources:
-        cpus = tuple(c for c in self.machine.topology.details if c not in RESERVED)
-        memory = []
-        devices = []
-        for node in self.machine.numa_nodes:
-            reserved = GiB if node.id == 0 else 0
-            memory.append(ContainerMemory("memory", node.memory_bytes - reserved, (node.id,)))
-            for size, count in sorted(node.hugepages.items()):
-                name = "hugepages-2Mi" if size == 2 * MiB else "hugepages-1Gi"
-                memory.append(ContainerMemory(name, size * count, (node.id,)))
-            devices += [ContainerDevice(DEVICE, (f"cell-{node.id}-{i}",), (node.id,)) for i in range(4)]
-        devices += [ContainerDevice("example.com/anywhere", (f"any-{i}",)) for i in range(2)]  # no topology
-        return AllocatableResources(cpu_ids=cpus, devices=tuple(devices), memory=tuple(memory))
-
-    def list_pods(self) -> list[PodResources]:
-        with self.lock:
-            return list(self.pods.values())
-
-    def get_pod(self, namespace: str, name: str) -> PodResources | None:
-        with self.lock:
-            return self.pods.get((namespace, name))
-
-    def add(self, pod: PodResources) -> None:
-        with self.lock:
-            self.pods[(pod.namespace, pod.name)] = pod
-
-    def remove(self, namespace: str, name: str) -> None:
-        with self.lock:
-            self.pods.pop((namespace, name), None)
-
-
-def exclusive_pod(name: str, namespace: str = "e2e") -> PodResources:
-    """A guaranteed pod on NUMA node 0: 2 exclusive CPUs, 1 device, 1 GiB memory, 512 Mi of 2Mi pages."""
-    return PodResources(
-        name,
-        namespace,
-        (
-            ContainerResources(
-                "app",
-                cpu_ids=(2, 18),
-                devices=(ContainerDevice(DEVICE, ("cell-0-1",), (0,)),),
-                memory=(
-                    ContainerMemory("memory", GiB, (0,)),
-                    ContainerMemory("hugepages-2Mi", 512 * MiB, (0,)),
-                ),
-            ),
-        ),
-    )
-
-
-def shared_pod(name: str, namespace: str = "e2e") -> PodResources:
-    """A burstable pod: the kubelet reports no exclusive resources for it."""
-    return PodResources(name, namespace, (ContainerResources("app"),))
-
-
-INITIAL_NODE0 = {
-    "cpu": ("16", "14", "14"),
-    DEVICE: ("4", "4", "4"),
-    "hugepages-1Gi": ("2147483648", "2147483648", "2147483648"),
-    "hugepages-2Mi": ("1073741824", "1073741824", "1073741824"),
-    "memory": ("17179869184", "16106127360", "16106127360"),
-}
-INITIAL_NODE1 = {
-    "cpu": ("16", "16", "16"),
-    DEVICE: ("4", "4", "4"),
-    "hugepages-1Gi": ("2147483648", "2147483648", "2147483648"),
-    "hugepages-2Mi": ("1073741824", "1073741824", "1073741824"),
-    "memory": ("17179869184", "17179869184", "17179869184"),
-}
-WITH_EXCLUSIVE_NODE0 = {
-    "cpu": ("16", "14", "12"),
-    DEVICE: ("4", "4", "3"),
-    "hugepages-1Gi": ("2147483648", "2147483648", "2147483648"),
-    "hugepages-2Mi": ("1073741824", "1073741824", "536870912"),
-    "memory": ("17179869184", "16106127360", "15032385536"),
-}
-
-
-def table(obj: dict[str, Any]) -> dict[str, dict[str, tuple[str, str, str]]]:
-    nrt = NodeResourceTopology.from_dict(obj)
-    return {
-        z.name: {r.name: (str(r.capacity), str(r.allocatable), str(r.available)) for r in z.resources}
-        for z in nrt.zones
-    }
-
-
-# ----------------------------------------------------------------------------- the exporter process
-
-
 class ExporterProcess:
     """One ``resource-topology-exporter`` subprocess; its log goes to a file the test reads."""
 
-    def __init__(self, args: list[str], log_path: Path) -> None:
+    def __init__(self, args: list[str], log_path: Path, env: dict[str, str]) -> None:
         self.log_path = log_path
         self._log = log_path.open("w")
         self.proc = subprocess.Popen(
-            [*_exporter_command(), *args], stdout=subprocess.PIPE, stderr=self._log, text=True
+            [*_exporter_command(), *args], stdout=subprocess.PIPE, stderr=self._log, text=True, env=env
         )
 
     def log(self) -> str:
         return self.log_path.read_text()
-
-    def cycles(self) -> int:
-        """Completed scan+write cycles so far."""
-        return len(re.findall(r"cycle \d+ \(\w+\): (?:published|printed)", self.log()))
-
-    def wait_cycles(self, count: int, timeout: float = TIMEOUT) -> None:
-        wait_for(self.cycles, lambda n: n >= count, f"{count} completed exporter cycles", timeout)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -198,12 +155,147 @@ class ExporterProcess:
         return self.proc.returncode
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 # ----------------------------------------------------------------------------- fixtures
 
 
 @pytest.fixture(scope="module")
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    ext = client.ApiextensionsV1Api(api_client)
+def state_dir() -> Iterator[Path]:
+    # Unix socket paths are limited to 107 bytes: keep node roots short.
+    path = Path(tempfile.mkdtemp(prefix="nrop-rte-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
+    """This module's cluster: the shipped ``devices`` profile (overrides the shared ``empty`` one)."""
+    runner = ClusterThread(
+        ClusterConfig(profile="devices", state_dir=state_dir / "c", bookmark_interval=1.0, history_size=5000)
+    )
+    with runner:
+        yield runner
+
+
+def node_root(runner: ClusterThread, node: str) -> Path:
+    return runner.cluster.state_dir / "nodes" / node
+
+
+def podresources_socket(root: Path) -> Path:
+    return root / "var/lib/kubelet/pod-resources/kubelet.sock"
+
+
+def pod_body(
+    name: str,
+    node: str,
+    *,
+    limits: dict[str, str] | None = None,
+    requests: dict[str, str] | None = None,
+    command: list[str] | None = None,
+    tolerate_control_plane: bool = False,
+) -> dict[str, Any]:
+    resources = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    container: dict[str, Any] = {"name": "c", "image": "busybox", "resources": resources}
+    if command:
+        container["command"] = command
+    spec: dict[str, Any] = {"nodeName": node, "containers": [container], "restartPolicy": "Never"}
+    if tolerate_control_plane:
+        spec["tolerations"] = [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+@dataclass
+class Stack:
+    runner: ClusterThread
+    core: client.CoreV1Api
+    custom: client.CustomObjectsApi
+    exporters: dict[str, ExporterProcess]
+    initial: dict[str, dict[str, Any]]
+    metrics_port: int
+    env: dict[str, str]
+    kubelet_configs: dict[str, Path] = field(default_factory=dict)
+
+    def root(self, node: str) -> Path:
+        return node_root(self.runner, node)
+
+    def nrt(self, node: str) -> dict[str, Any] | None:
+        try:
+            return self.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, node)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def wait_nrt(
+        self, node: str, predicate: Callable[[dict[str, Any]], bool], description: str
+    ) -> dict[str, Any]:
+        return wait_for(
+            lambda: self.nrt(node),
+            lambda o: o is not None and predicate(o),
+            f"NRT {node} {description}",
+            TIMEOUT,
+        )
+
+    def run_pod(self, namespace: str, body: dict[str, Any], phase: str = "Running") -> client.V1Pod:
+        name = body["metadata"]["name"]
+        self.core.create_namespaced_pod(namespace, body)
+        return wait_for(
+            lambda: self.core.read_namespaced_pod(name, namespace),
+            lambda pod: pod.status.phase == phase,
+            f"pod {namespace}/{name} to be {phase}",
+            TIMEOUT,
+            terminal=lambda pod: pod.status.phase in ("Failed", "Succeeded") and pod.status.phase != phase,
+        )
+
+    def delete_pods(self, namespace: str, *names: str) -> None:
+        for name in names:
+            self.core.delete_namespaced_pod(name, namespace)
+        for name in names:
+            wait_for(
+                lambda name=name: self._exists(namespace, name),
+                lambda present: not present,
+                f"pod {namespace}/{name} to be gone",
+                TIMEOUT,
+            )
+
+    def _exists(self, namespace: str, name: str) -> bool:
+        try:
+            self.core.read_namespaced_pod(name, namespace)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def zone_of(self, node: str, namespace: str, name: str) -> str:
+        """The NUMA zone the kubelet allocated the pod's exclusive resources from (podresources API)."""
+        with grpc.insecure_channel(f"unix://{podresources_socket(self.root(node))}") as channel:
+            response = api_pb2_grpc.PodResourcesListerStub(channel).List(
+                api_pb2.ListPodResourcesRequest(), timeout=5
+            )
+        (pod,) = [p for p in response.pod_resources if (p.namespace, p.name) == (namespace, name)]
+        numa = {n.ID for c in pod.containers for m in c.memory for n in m.topology.nodes}
+        numa |= {n.ID for c in pod.containers for d in c.devices for n in d.topology.nodes}
+        assert len(numa) == 1, pod
+        return f"node-{numa.pop()}"
+
+
+def _write_kubelet_config(core: client.CoreV1Api, node: str, path: Path) -> None:
+    raw = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False)
+    body = json.loads(raw.data)["kubeletconfig"]
+    path.write_text(
+        yaml.safe_dump(
+            {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **body}
+        )
+    )
+
+
+def _create_crd(ext: client.ApiextensionsV1Api) -> None:
     crd = crds.load("noderesourcetopologies")
     ext.create_custom_resource_definition(crd)
     wait_for(
@@ -211,270 +303,308 @@ def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
         lambda conds: any(c.type == "Established" and c.status == "True" for c in conds),
         "the NodeResourceTopology CRD to be Established",
     )
-    yield client.CustomObjectsApi(api_client)
-    ext.delete_custom_resource_definition(crd["metadata"]["name"])
 
 
-@dataclass
-class Node:
-    name: str
-    uid: str
-    root: Path
-    kubelet: ScriptedKubelet
-    server: PodResourcesServer
-
-    @property
-    def sysfs(self) -> Path:
-        return sysfs_path(self.root)
-
-    @property
-    def socket(self) -> Path:
-        return self.root / "kubelet.sock"
-
-    @property
-    def notify(self) -> Path:
-        return self.root / "run/rte/notify"
-
-
-@pytest.fixture
-def node(api_client: client.ApiClient, custom: client.CustomObjectsApi) -> Iterator[Node]:
-    """A Node object, its root (sysfs tree), and a podresources server (not started)."""
-    name = f"rte-e2e-{uuid.uuid4().hex[:6]}"
+@pytest.fixture(scope="module")
+def stack(
+    cluster_thread: ClusterThread, api_client: client.ApiClient, kubeconfig: Path, state_dir: Path
+) -> Iterator[Stack]:
     core = client.CoreV1Api(api_client)
-    created = core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=name)))
-    root = Path(tempfile.mkdtemp(prefix="rte-", dir="/tmp"))  # unix socket paths must be short
-    machine = load_profile("default").nodes()[1].machine
-    write_sysfs(root, machine)
-    kubelet = ScriptedKubelet(machine)
-    server = PodResourcesServer(kubelet, root / "kubelet.sock", rate_limit=None)
-    yield Node(name, created.metadata.uid, root, kubelet, server)
-    server.stop()
-    for delete in (
-        lambda: custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name),
-        lambda: core.delete_node(name),
-    ):
-        try:
-            delete()
-        except client.ApiException as exc:
-            if exc.status != 404:
-                raise
-    shutil.rmtree(root, ignore_errors=True)
+    _create_crd(client.ApiextensionsV1Api(api_client))
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=OWN_PODS_NAMESPACE)))
+    for node in WORKERS:
+        own_pod = pod_body(f"rte-{node}", "control-plane", tolerate_control_plane=True)
+        own_pod["spec"]["restartPolicy"] = "Always"
+        core.create_namespaced_pod(OWN_PODS_NAMESPACE, own_pod)
 
-
-@pytest.fixture
-def run_exporter(kubeconfig: Path, tmp_path: Path) -> Iterator[Any]:
-    started: list[ExporterProcess] = []
-
-    def start(node: Node, *extra: str, notify: bool = True) -> ExporterProcess:
+    stack = Stack(
+        cluster_thread, core, client.CustomObjectsApi(api_client), {}, {}, free_port(), env=dict(os.environ)
+    )
+    for node in WORKERS:
+        wait_for(
+            lambda node=node: core.read_namespaced_pod(f"rte-{node}", OWN_PODS_NAMESPACE).status.phase,
+            lambda phase: phase == "Running",
+            f"pod {OWN_PODS_NAMESPACE}/rte-{node} to be Running",
+        )
+        stack.kubelet_configs[node] = state_dir / f"{node}-kubelet.yaml"
+        _write_kubelet_config(core, node, stack.kubelet_configs[node])
+    stack.env.pop("REFERENCE_CONTAINER_NAME", None)
+    stack.env["REFERENCE_NAMESPACE"] = OWN_PODS_NAMESPACE
+    mode = {
+        REACTIVE: ["--notify-file", str(stack.root(REACTIVE) / "run/rte/notify"), "--sleep-interval", "0",
+                   "--metrics-mode", "http", "--metrics-ip", "127.0.0.1", "--metrics-port", str(stack.metrics_port)],
+        PERIODIC: ["--sleep-interval", "1s", "--exclude-terminal-pods"],
+    }  # fmt: skip
+    for node in WORKERS:
+        root = stack.root(node)
         args = [
-            "--kubeconfig",
-            str(kubeconfig),
-            "--hostname",
-            node.name,
-            "--sysfs",
-            str(node.sysfs),
-            "--podresources-socket",
-            f"unix://{node.socket}",
-            "--topology-manager-policy",
-            "single-numa-node",
-            "--topology-manager-scope",
-            "container",
-            "--max-events-per-second",
-            "20",
-            *(["--notify-file", str(node.notify)] if notify else []),
-            *extra,
-        ]
-        proc = ExporterProcess(args, tmp_path / f"exporter-{len(started)}.log")
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
-
-
-def get_nrt(custom: client.CustomObjectsApi, name: str) -> dict[str, Any] | None:
+            "--kubeconfig", str(kubeconfig), "--hostname", node, "--sysfs", str(root / "sys"),
+            "--podresources-socket", f"unix://{podresources_socket(root)}",
+            "--kubelet-config-file", str(stack.kubelet_configs[node]), *mode[node],
+        ]  # fmt: skip
+        env = {**stack.env, "REFERENCE_POD_NAME": f"rte-{node}"}
+        stack.exporters[node] = ExporterProcess(args, state_dir / f"{node}-exporter.log", env)
     try:
-        return custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+        for node in WORKERS:
+            stack.initial[node] = stack.wait_nrt(node, lambda o: True, "to exist")
+        yield stack
+    finally:
+        codes = {node: proc.stop() for node, proc in stack.exporters.items()}
+        logs = {node: proc.log() for node, proc in stack.exporters.items()}
+        assert codes == {node: 0 for node in WORKERS}, logs
+        assert not any("Traceback" in text for text in logs.values()), logs
 
 
-def wait_nrt(custom: client.CustomObjectsApi, name: str, predicate, description: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return wait_for(
-        lambda: get_nrt(custom, name),
-        lambda o: o is not None and predicate(o),
-        f"NRT {name} {description}",
-        TIMEOUT,
-    )
-
-
-def fingerprint_of(obj: dict[str, Any]) -> str | None:
-    return NodeResourceTopology.from_dict(obj).pods_fingerprint
-
-
-def annotation(obj: dict[str, Any], key: str) -> str | None:
-    return (obj["metadata"].get("annotations") or {}).get(key)
-
-
-def touch(path: Path) -> None:
-    """What the OCI hook's ``touch`` does to an existing file: one timestamp update."""
-    os.utime(path)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-# ----------------------------------------------------------------------------- tests
-
-
-def test_initial_nrt_describes_the_node(node: Node, custom: client.CustomObjectsApi, run_exporter) -> None:  # type: ignore[no-untyped-def]
-    node.server.start()
-    port = free_port()
-    exporter = run_exporter(node, "--sleep-interval", "1h", "--metrics-mode", "http", "--metrics-ip", "127.0.0.1",
-                            "--metrics-port", str(port))  # fmt: skip
-    obj = wait_nrt(custom, node.name, lambda o: True, "to exist")
-    assert table(obj) == {"node-0": INITIAL_NODE0, "node-1": INITIAL_NODE1}
-    nrt = NodeResourceTopology.from_dict(obj)
-    assert [(z.name, z.type, [(c.name, c.value) for c in z.costs]) for z in nrt.zones] == [
-        ("node-0", "Node", [("node-0", 10), ("node-1", 21)]),
-        ("node-1", "Node", [("node-0", 21), ("node-1", 10)]),
-    ]
-    empty = fingerprint.compute([])
-    assert [(a.name, a.value) for a in nrt.attributes] == [
-        ("nodeTopologyPodsFingerprint", empty),
-        ("nodeTopologyPodsFingerprintMethod", "with-exclusive-resources"),
-        ("topologyManagerScope", "container"),
-        ("topologyManagerPolicy", "single-numa-node"),
-    ]
-    assert annotation(obj, "topology.node.k8s.io/fingerprint") == empty
-    assert annotation(obj, "k8stopoawareschedwg/rte-update") == "reactive"  # the initial scan
-    assert obj["metadata"]["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": node.uid}
-    ]
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+def test_initial_nrt_describes_each_worker(stack: Stack) -> None:
+    for node in WORKERS:
+        obj = stack.initial[node]
+        assert table(obj) == IDLE_ZONES, node
+        nrt = NodeResourceTopology.from_dict(obj)
+        assert [(z.name, z.type, [(c.name, c.value) for c in z.costs]) for z in nrt.zones] == [
+            ("node-0", "Node", [("node-0", 10), ("node-1", 21)]),
+            ("node-1", "Node", [("node-0", 21), ("node-1", 10)]),
+        ]
+        # The topology manager settings come from the kubelet configuration file, verbatim.
+        assert [(a.name, a.value) for a in nrt.attributes] == [
+            ("nodeTopologyPodsFingerprint", NO_PODS),
+            ("nodeTopologyPodsFingerprintMethod", "with-exclusive-resources"),
+            ("topologyManagerScope", "pod"),
+            ("topologyManagerPolicy", "single-numa-node"),
+        ]
+        assert annotation(obj, "topology.node.k8s.io/fingerprint") == NO_PODS
+        uid = stack.core.read_node(node).metadata.uid
+        assert obj["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}
+        ]
+        assert stack.exporters[node].alive()
+    initial_scan = annotation(stack.initial[REACTIVE], "k8stopoawareschedwg/rte-update")
+    assert initial_scan == "reactive"
+    with urllib.request.urlopen(f"http://127.0.0.1:{stack.metrics_port}/metrics", timeout=5) as response:
         metrics = response.read().decode()
-    assert (
-        f'rte_noderesourcetopology_writes_total{{node="{node.name}",operation="create",trigger="reactive"}} 1.0'
-        in metrics
+    created = (
+        'rte_noderesourcetopology_writes_total{node="worker-0",operation="create",trigger="reactive"} 1.0'
     )
-    assert "rte_operation_delay_milliseconds" in metrics
-    assert exporter.alive()
+    assert created in metrics
+    assert 'rte_operation_delay_milliseconds{node="worker-0",operation_name="podresources_scan"' in metrics
 
 
-def test_reactive_refresh_follows_exclusive_allocations(  # type: ignore[no-untyped-def]
-    node: Node, custom: client.CustomObjectsApi, run_exporter
-) -> None:
-    node.server.start()
-    exporter = run_exporter(node, "--sleep-interval", "1h")  # only the notify file can trigger a scan
-    initial = wait_nrt(custom, node.name, lambda o: True, "to exist")
-    initial_fp = fingerprint_of(initial)
-    exporter.wait_cycles(1)  # with a 1h interval, every further cycle is one touch of the notify file
+def assert_initial(stack: Stack, node: str, obj: dict[str, Any]) -> None:
+    """The object is back to what the exporter published before any pod ran."""
+    assert table(obj) == IDLE_ZONES
+    assert obj["zones"] == stack.initial[node]["zones"]
+    assert obj["attributes"] == stack.initial[node]["attributes"]
 
-    # A guaranteed pod with exclusive CPUs, a device, memory and hugepages on NUMA node 0.
-    node.kubelet.add(exclusive_pod("guaranteed"))
-    touch(node.notify)
-    obj = wait_nrt(custom, node.name, lambda o: table(o)["node-0"] == WITH_EXCLUSIVE_NODE0, "to show the pod")
-    assert table(obj)["node-1"] == INITIAL_NODE1
+
+def own_conditions(stack: Stack, node: str) -> dict[str, tuple[str, str | None, str | None]]:
+    pod = stack.core.read_namespaced_pod(f"rte-{node}", OWN_PODS_NAMESPACE)
+    return {c.type: (c.status, c.reason, c.message) for c in pod.status.conditions or ()}
+
+
+def test_podreadiness_sets_the_conditions_of_the_exporters_pods(stack: Stack) -> None:
+    for node in WORKERS:
+        conditions = wait_for(
+            lambda node=node: own_conditions(stack, node),
+            lambda c: "NodeTopologyUpdated" in c,
+            f"pod rte-{node} to carry the exporter's conditions",
+        )
+        assert conditions["PodresourcesFetched"] == ("True", None, None)
+        assert conditions["NodeTopologyUpdated"] == ("True", None, None)
+        assert conditions["Ready"][0] == "True"  # the kubelet's own conditions are kept
+
+
+GUARANTEED = {"cpu": "4", "memory": "1Gi", "hugepages-2Mi": "64Mi", DEVICE: "1"}
+GUARANTEED_USES = {"cpu": 4, "memory": GiB, "hugepages-2Mi": 64 * MiB, DEVICE: 1}
+
+
+def test_exclusive_resources_come_off_the_zone_the_kubelet_allocated(stack: Stack, namespace: str) -> None:
+    shared = {
+        "burstable": pod_body("burstable", REACTIVE, requests={"cpu": "2", "memory": "1Gi"}),
+        "best-effort": pod_body("best-effort", REACTIVE),
+    }
+    for body in shared.values():
+        stack.run_pod(namespace, body)
+    stack.run_pod(namespace, pod_body("gu", REACTIVE, limits=GUARANTEED))
+    zone = stack.zone_of(REACTIVE, namespace, "gu")
+
+    # The first object that shows the guaranteed pod comes from a scan that listed the
+    # shared-pool pods too (they ran first): they take nothing and are not fingerprinted.
+    expected_fp = fingerprint.compute([(namespace, "gu")])
+    obj = stack.wait_nrt(REACTIVE, lambda o: fingerprint_of(o) == expected_fp, "to show pod gu")
+    assert table(obj) == minus(IDLE_ZONES, zone, GUARANTEED_USES)
     assert annotation(obj, "k8stopoawareschedwg/rte-update") == "reactive"
-    with_pod_fp = fingerprint.compute([("e2e", "guaranteed")])
-    assert fingerprint_of(obj) == with_pod_fp != initial_fp
-    exporter.wait_cycles(2)
+    assert annotation(obj, "topology.node.k8s.io/fingerprint") == expected_fp
+    peer = stack.nrt(PERIODIC)
+    assert peer is not None and table(peer) == IDLE_ZONES and fingerprint_of(peer) == NO_PODS
 
-    # A shared-pool pod changes neither the zones nor the fingerprint.
-    node.kubelet.add(shared_pod("burstable"))
-    touch(node.notify)
-    exporter.wait_cycles(3)
-    obj = get_nrt(custom, node.name)
-    assert obj is not None
-    assert table(obj)["node-0"] == WITH_EXCLUSIVE_NODE0
-    assert fingerprint_of(obj) == with_pod_fp
-
-    # Removing the exclusive pod restores the initial object (and fingerprint).
-    node.kubelet.remove("e2e", "guaranteed")
-    touch(node.notify)
-    obj = wait_nrt(
-        custom, node.name, lambda o: table(o)["node-0"] == INITIAL_NODE0, "to be back to its start"
-    )
-    assert fingerprint_of(obj) == initial_fp
-    exporter.wait_cycles(4)
-    assert exporter.cycles() == 4
-    assert exporter.alive()
+    stack.delete_pods(namespace, "gu", *shared)
+    obj = stack.wait_nrt(REACTIVE, lambda o: fingerprint_of(o) == NO_PODS, "to forget pod gu")
+    assert_initial(stack, REACTIVE, obj)
 
 
-def test_periodic_refresh(node: Node, custom: client.CustomObjectsApi, run_exporter) -> None:  # type: ignore[no-untyped-def]
-    node.server.start()
-    run_exporter(node, "--sleep-interval", "500ms", notify=False)
-    wait_nrt(custom, node.name, lambda o: True, "to exist")
-    node.kubelet.add(exclusive_pod("ticked"))
-    obj = wait_nrt(custom, node.name, lambda o: table(o)["node-0"] == WITH_EXCLUSIVE_NODE0, "to show the pod")
-    assert annotation(obj, "k8stopoawareschedwg/rte-update") == "periodic"
-    assert fingerprint_of(obj) == fingerprint.compute([("e2e", "ticked")])
+class FingerprintRecorder:
+    """Every fingerprint an NRT object carried, in order, as a watch delivers them."""
+
+    def __init__(self, kubeconfig: Path, name: str, resource_version: str) -> None:
+        self.name = name
+        self.seen: list[str | None] = []
+        self._lock = threading.Lock()
+        self._watch = watch.Watch()
+        self._api = config.new_client_from_config(config_file=str(kubeconfig))
+        self._custom = client.CustomObjectsApi(self._api)
+        self._thread = threading.Thread(target=self._run, args=(resource_version,), daemon=True)
+        self._thread.start()
+
+    def _run(self, resource_version: str) -> None:
+        stream = self._watch.stream(
+            self._custom.list_cluster_custom_object, GROUP, VERSION, PLURAL,
+            field_selector=f"metadata.name={self.name}", resource_version=resource_version, timeout_seconds=60,
+        )  # fmt: skip
+        try:
+            for event in stream:
+                with self._lock:
+                    self.seen.append(fingerprint_of(event["object"]))
+        except Exception:  # the cluster went away under a forgotten recorder: nothing to record
+            return
+
+    def distinct(self) -> list[str | None]:
+        with self._lock:
+            values = list(self.seen)
+        return [v for i, v in enumerate(values) if i == 0 or values[i - 1] != v]
+
+    def close(self) -> None:
+        self._watch.stop()
+        self._api.close()
 
 
-def test_all_pods_fingerprint_method(node: Node, custom: client.CustomObjectsApi, run_exporter) -> None:  # type: ignore[no-untyped-def]
-    node.kubelet.add(shared_pod("burstable"))
-    node.kubelet.add(exclusive_pod("guaranteed"))
-    node.server.start()
-    run_exporter(node, "--sleep-interval", "1h", "--pods-fingerprint-method", "all")
-    obj = wait_nrt(custom, node.name, lambda o: True, "to exist")
-    assert fingerprint_of(obj) == fingerprint.compute([("e2e", "burstable"), ("e2e", "guaranteed")])
-    assert NodeResourceTopology.from_dict(obj).pods_fingerprint_method == "all"
-
-
-def test_survives_a_late_and_a_vanishing_socket(  # type: ignore[no-untyped-def]
-    node: Node, custom: client.CustomObjectsApi, run_exporter
+def test_fingerprint_changes_exactly_when_the_exclusive_pods_do(
+    stack: Stack, namespace: str, kubeconfig: Path
 ) -> None:
-    # Late: the exporter starts before the kubelet serves the socket.
-    exporter = run_exporter(node, "--sleep-interval", "1s")
+    start = stack.wait_nrt(REACTIVE, lambda o: fingerprint_of(o) == NO_PODS, "to show no pod")
+    recorder = FingerprintRecorder(kubeconfig, REACTIVE, start["metadata"]["resourceVersion"])
+    exclusive = {"cpu": "2", "memory": "256Mi"}
+
+    def fp(*names: str) -> str:
+        return fingerprint.compute([(namespace, n) for n in names])
+
+    def expect(*names: str) -> None:
+        stack.wait_nrt(REACTIVE, lambda o: fingerprint_of(o) == fp(*names), f"to fingerprint {list(names)}")
+
+    try:
+        stack.run_pod(namespace, pod_body("a", REACTIVE, limits=exclusive))
+        expect("a")
+        stack.run_pod(namespace, pod_body("shared", REACTIVE, requests={"cpu": "1"}))
+        stack.run_pod(namespace, pod_body("b", REACTIVE, limits=exclusive))
+        expect("a", "b")  # a scan after "shared" started: it is not in the set
+        stack.delete_pods(namespace, "shared")
+        stack.delete_pods(namespace, "a")
+        expect("b")
+        stack.delete_pods(namespace, "b")
+        expect()
+        final = stack.nrt(REACTIVE)
+        assert final is not None
+        assert_initial(stack, REACTIVE, final)
+        assert recorder.distinct() == [fp("a"), fp("a", "b"), fp("b"), fp()]
+    finally:
+        recorder.close()
+
+
+def test_periodic_refresh_follows_pods_without_the_notify_file(stack: Stack, namespace: str) -> None:
+    both_devices = {"cpu": "2", "memory": "512Mi", "hugepages-1Gi": "1Gi", DEVICE: "2"}
+    stack.run_pod(namespace, pod_body("ticked", PERIODIC, limits=both_devices))
+    zone = stack.zone_of(PERIODIC, namespace, "ticked")
+    expected_fp = fingerprint.compute([(namespace, "ticked")])
+    obj = stack.wait_nrt(PERIODIC, lambda o: fingerprint_of(o) == expected_fp, "to show pod ticked")
+    assert table(obj) == minus(
+        IDLE_ZONES, zone, {"cpu": 2, "memory": 512 * MiB, "hugepages-1Gi": GiB, DEVICE: 2}
+    )
+    assert table(obj)[zone][DEVICE][2] == 0
+    assert annotation(obj, "k8stopoawareschedwg/rte-update") == "periodic"
+    stack.delete_pods(namespace, "ticked")
+    obj = stack.wait_nrt(PERIODIC, lambda o: fingerprint_of(o) == NO_PODS, "to forget pod ticked")
+    assert_initial(stack, PERIODIC, obj)
+    assert "terminal pods of node worker-1: 0 at start" in stack.exporters[PERIODIC].log()
+
+
+def test_no_publish_waits_for_a_late_socket_then_prints_once(stack: Stack, state_dir: Path) -> None:
+    late = state_dir / "late.sock"
+    args = [
+        "--no-publish", "--oneshot", "--podreadiness=false", "--hostname", REACTIVE,
+        "--sysfs", str(stack.root(REACTIVE) / "sys"), "--podresources-socket", f"unix://{late}",
+        "--kubelet-config-file", str(stack.kubelet_configs[REACTIVE]),
+    ]  # fmt: skip
+    proc = ExporterProcess(args, state_dir / "no-publish.log", stack.env)
+    try:
+        wait_for(
+            proc.log, lambda text: "does not exist (is the kubelet running?)" in text, "a missing-socket line"
+        )
+        late.symlink_to(podresources_socket(stack.root(REACTIVE)))  # the kubelet "starts"
+        assert proc.proc.wait(timeout=TIMEOUT) == 0, proc.log()
+        assert proc.proc.stdout is not None
+        (line,) = proc.proc.stdout.read().splitlines()
+    finally:
+        proc.stop()
+    obj = json.loads(line)
+    assert obj["metadata"]["name"] == REACTIVE
+    assert table(obj) == IDLE_ZONES
+    assert "Traceback" not in proc.log()
+
+
+def test_terminal_pods_watch_follows_the_api(
+    stack: Stack, api_client: client.ApiClient, namespace: str
+) -> None:
+    """The --exclude-terminal-pods watcher against the API server, on nodes no kubelet serves."""
+    node, other = f"ghost-{uuid.uuid4().hex[:6]}", f"ghost-{uuid.uuid4().hex[:6]}"
+    watcher = TerminalPods(api_client, node, resync=2.0)  # short resync: the test crosses a relist
+    watcher.start()
+
+    def make(name: str, on: str, phase: str | None) -> None:
+        stack.core.create_namespaced_pod(namespace, pod_body(name, on))
+        if phase is not None:
+            pod = stack.core.read_namespaced_pod(name, namespace)
+            pod.status.phase = phase
+            stack.core.replace_namespaced_pod_status(name, namespace, pod)
+
+    try:
+        make("done-before", node, "Succeeded")
+        assert watcher.synced.wait(TIMEOUT)
+        make("running", node, "Running")
+        make("pending", node, None)
+        make("failed", node, "Failed")
+        make("elsewhere", other, "Succeeded")
+        wait_for(
+            watcher.current,
+            lambda pods: pods == {(namespace, "done-before"), (namespace, "failed")},
+            "the terminal pods of the node",
+        )
+        stack.core.delete_namespaced_pod("done-before", namespace, grace_period_seconds=0)
+        wait_for(
+            watcher.current, lambda pods: pods == {(namespace, "failed")}, "a deleted pod to leave the set"
+        )
+    finally:
+        watcher.stop()
+        for name in ("running", "pending", "failed", "elsewhere"):
+            stack.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+
+def test_failed_writes_turn_node_topology_updated_false_until_they_succeed(
+    stack: Stack, api_client: client.ApiClient
+) -> None:
+    """Last: removes the NRT API for a while (upstream's e2e does the same)."""
+    ext = client.ApiextensionsV1Api(api_client)
+    ext.delete_custom_resource_definition(crds.load("noderesourcetopologies")["metadata"]["name"])
+    failed = ("False", "UpdateFailed", "failed to update noderesourcetopology object")
+    conditions = wait_for(
+        lambda: own_conditions(stack, PERIODIC),
+        lambda c: c.get("NodeTopologyUpdated") == failed,
+        "the periodic exporter's pod to report failed updates",
+    )
+    assert conditions["PodresourcesFetched"] == ("True", None, None)  # scanning still works
+    _create_crd(ext)
     wait_for(
-        exporter.log,
-        lambda text: "does not exist (is the kubelet running?)" in text,
-        "a missing-socket log line",
+        lambda: own_conditions(stack, PERIODIC),
+        lambda c: c.get("NodeTopologyUpdated") == ("True", None, None),
+        "the condition to recover once the API is back",
     )
-    assert get_nrt(custom, node.name) is None
-    node.server.start()
-    wait_nrt(
-        custom, node.name, lambda o: table(o)["node-0"] == INITIAL_NODE0, "to appear once the socket does"
-    )
-
-    # Vanishing: the kubelet stops (its socket goes away), the node changes meanwhile, the kubelet comes back.
-    node.server.stop()
-    assert not node.socket.exists()
-    failures = exporter.log().count("socket")
-    touch(node.notify)
-    wait_for(
-        lambda: exporter.log().count("socket"),
-        lambda n: n > failures,
-        "the exporter to notice the socket is gone",
-    )
-    assert exporter.alive()
-    node.kubelet.add(exclusive_pod("while-down"))
-    restarted = PodResourcesServer(node.kubelet, node.socket, rate_limit=None)
-    node.server = restarted
-    restarted.start()
-    touch(node.notify)
-    obj = wait_nrt(
-        custom, node.name, lambda o: table(o)["node-0"] == WITH_EXCLUSIVE_NODE0, "to follow the new kubelet"
-    )
-    assert fingerprint_of(obj) == fingerprint.compute([("e2e", "while-down")])
-    assert exporter.alive()
-    assert "Traceback" not in exporter.log()
-
-
-def test_no_publish_prints_the_object(node: Node, custom: client.CustomObjectsApi, run_exporter) -> None:  # type: ignore[no-untyped-def]
-    node.server.start()
-    exporter = run_exporter(node, "--no-publish", "--oneshot")
-    assert exporter.proc.wait(timeout=TIMEOUT) == 0
-    assert exporter.proc.stdout is not None
-    lines = exporter.proc.stdout.read().splitlines()
-    assert len(lines) == 1
-    obj = json.loads(lines[0])
-    assert obj["metadata"]["name"] == node.name
-    assert table(obj) == {"node-0": INITIAL_NODE0, "node-1": INITIAL_NODE1}
-    assert get_nrt(custom, node.name) is None
+    obj = stack.wait_nrt(PERIODIC, lambda o: True, "to be created again")
+    assert table(obj) == IDLE_ZONES
+    assert stack.exporters[PERIODIC].alive() and stack.exporters[REACTIVE].alive()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,16 @@ import pytest
 import yaml
 
 from nrop.rte import config
-from nrop.rte.config import ConfigError, format_duration, load, parse_duration, resolve_topology_manager
+from nrop.rte.config import (
+    ConfigError,
+    format_duration,
+    load,
+    parse_duration,
+    readiness_pod,
+    resolve_topology_manager,
+)
 from nrop.rte.nrtinfo import TopologyManager
+from nrop.rte.podreadiness import PodRef
 from nrop.rte.scan import ContainerRef, PodExclude
 
 ENV: dict[str, str] = {}
@@ -36,6 +45,7 @@ def test_defaults_mirror_upstream(tmp_path: Path) -> None:
     assert (cfg.metrics_mode, cfg.metrics_port, cfg.metrics_address) == ("disabled", 2112, "0.0.0.0")
     assert cfg.max_events_per_second == 1 and cfg.time_unit_to_limit_events == 1.0
     assert cfg.no_publish is False and cfg.notify_file == ""
+    assert cfg.podreadiness is True and cfg.exclude_terminal_pods is False
 
 
 def test_missing_default_config_file_is_fine() -> None:
@@ -61,11 +71,17 @@ def test_the_operator_rendered_file(tmp_path: Path) -> None:
 SETTINGS_FILE = {
     "global": {"kubeconfig": "/file/kubeconfig"},
     "nrtUpdater": {"hostname": "from-file", "noPublish": True, "patchResync": 3},
-    "resourceMonitor": {"sysfsRoot": "/file/sys", "podSetFingerprintMethod": "ALL"},
+    "resourceMonitor": {
+        "sysfsRoot": "/file/sys",
+        "podSetFingerprintMethod": "ALL",
+        "excludeTerminalPods": True,
+    },
     "topologyExporter": {
         "sleepInterval": 5_000_000_000,  # upstream: integer nanoseconds
         "podResourcesSocketPath": "unix:///file/kubelet.sock",
+        "podReadinessEnable": False,
         "metricsPort": 9000,
+        "MetricsAddress": "127.0.0.9",  # sic: upstream's key has a capital M
         "metricsTLS": {"certsDir": "/file/certs"},
         "notifyFilePath": "/file/notify",
         "timeUnitToLimitEvents": "2s",
@@ -130,6 +146,8 @@ def test_file_values_are_converted(tmp_path: Path) -> None:
     assert cfg.socket_path == Path("/file/kubelet.sock")
     assert cfg.metrics_certs_dir == "/file/certs"
     assert cfg.time_unit_to_limit_events == 2.0
+    assert cfg.podreadiness is False and cfg.exclude_terminal_pods is True
+    assert cfg.metrics_address == "127.0.0.9"
     assert cfg.sources["hostname"].startswith("config file")
     assert cfg.sources["sysfs"] == f"config file {tmp_path / 'config.yaml'} (resourceMonitor.sysfsRoot)"
 
@@ -154,6 +172,50 @@ def test_metrics_address_alias() -> None:
     assert load(["--metrics-address", "127.0.0.1"], ENV)[0].metrics_address == "127.0.0.1"
     assert load(["--metrics-ip", "127.0.0.2"], ENV)[0].metrics_address == "127.0.0.2"
     assert load([], {"METRICS_ADDRESS": "127.0.0.3"})[0].metrics_address == "127.0.0.3"
+
+
+# ----------------------------------------------------------------------------- podreadiness
+
+OWN_POD = {"REFERENCE_NAMESPACE": "rte", "REFERENCE_POD_NAME": "rte-x"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "expected"),
+    [
+        pytest.param([], OWN_POD, PodRef("rte", "rte-x"), id="default-on-with-env"),
+        pytest.param(["--podreadiness=false"], {}, None, id="off-needs-nothing"),
+        pytest.param(["--podreadiness=false"], OWN_POD, None, id="off-ignores-env"),
+        pytest.param(["--podreadiness"], {**OWN_POD, "REFERENCE_CONTAINER_NAME": "c"}, PodRef("rte", "rte-x"),
+                     id="container-name-not-needed"),
+    ],
+)  # fmt: skip
+def test_readiness_pod(argv: list[str], env: dict[str, str], expected: PodRef | None) -> None:
+    cfg, _ = load(["--hostname", "n", *argv], env)
+    assert readiness_pod(cfg, env) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        pytest.param(
+            [], {}, "--podreadiness from default: needs the environment variables "
+            "REFERENCE_NAMESPACE and REFERENCE_POD_NAME", id="default-without-env",
+        ),
+        pytest.param(
+            ["--podreadiness"], {"REFERENCE_NAMESPACE": "rte"},
+            "--podreadiness from flag --podreadiness: needs the environment variable REFERENCE_POD_NAME ",
+            id="flag-without-pod-name",
+        ),
+        pytest.param(
+            [], {"REFERENCE_NAMESPACE": "", "REFERENCE_POD_NAME": "p"}, "variable REFERENCE_NAMESPACE ",
+            id="empty-is-missing",
+        ),
+    ],
+)  # fmt: skip
+def test_readiness_pod_missing(argv: list[str], env: dict[str, str], message: str) -> None:
+    cfg, _ = load(["--hostname", "n", *argv], env)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        readiness_pod(cfg, env)
 
 
 # ----------------------------------------------------------------------------- errors
@@ -319,6 +381,70 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: Upstream's flags (reference nrt-stack.md 2.11): flag, our attribute, default, daemon config-file key.
+UPSTREAM_FLAGS = [
+    ("--debug", "debug", False, "global.debug"),
+    ("-v", "verbose", 2, "global.verbose"),
+    ("--kubeconfig", "kubeconfig", "", "global.kubeconfig"),
+    ("--no-publish", "no_publish", False, "nrtUpdater.noPublish"),
+    ("--oneshot", "oneshot", False, "nrtUpdater.oneShot"),
+    ("--hostname", "hostname", "", "nrtUpdater.hostname"),
+    ("--patch-mode", "patch_mode", True, "nrtUpdater.patchMode"),
+    ("--patch-resync", "patch_resync", 10, "nrtUpdater.patchResync"),
+    ("--watch-namespace", "watch_namespace", "", "resourceMonitor.namespace"),
+    ("--sysfs", "sysfs", "/sys", "resourceMonitor.sysfsRoot"),
+    ("--pods-fingerprint", "pods_fingerprint", True, "resourceMonitor.podSetFingerprint"),
+    ("--pods-fingerprint-method", "pods_fingerprint_method", "with-exclusive-resources",
+     "resourceMonitor.podSetFingerprintMethod"),
+    ("--pods-fingerprint-status-file", "pods_fingerprint_status_file", "",
+     "resourceMonitor.podSetFingerprintStatusFile"),
+    ("--refresh-node-resources", "refresh_node_resources", False, "resourceMonitor.refreshNodeResources"),
+    ("--exclude-terminal-pods", "exclude_terminal_pods", False, "resourceMonitor.excludeTerminalPods"),
+    ("--topology-manager-policy", "topology_manager_policy", "", "kubelet.topologyManagerPolicy"),
+    ("--topology-manager-scope", "topology_manager_scope", "", "kubelet.topologyManagerScope"),
+    ("--sleep-interval", "sleep_interval", 60.0, "topologyExporter.sleepInterval"),
+    ("--kubelet-config-file", "kubelet_config_file", "/podresources/config.yaml", None),  # no key upstream
+    ("--podresources-socket", "podresources_socket", "unix:///podresources/kubelet.sock",
+     "topologyExporter.podResourcesSocketPath"),
+    ("--podreadiness", "podreadiness", True, "topologyExporter.podReadinessEnable"),
+    ("--add-nrt-owner", "add_nrt_owner", True, "topologyExporter.addNRTOwnerEnable"),
+    ("--metrics-mode", "metrics_mode", "disabled", "topologyExporter.metricsMode"),
+    ("--metrics-port", "metrics_port", 2112, "topologyExporter.metricsPort"),
+    ("--metrics-ip", "metrics_address", "0.0.0.0", "topologyExporter.MetricsAddress"),
+    ("--metrics-certs-dir", "metrics_certs_dir", "/etc/secrets/rte", "topologyExporter.metricsTLS.certsDir"),
+    ("--metrics-cert-file", "metrics_cert_file", "tls.crt", "topologyExporter.metricsTLS.certFile"),
+    ("--metrics-key-file", "metrics_key_file", "tls.key", "topologyExporter.metricsTLS.keyFile"),
+    ("--metrics-want-cli-auth", "metrics_want_cli_auth", False, "topologyExporter.metricsTLS.wantCliAuth"),
+    ("--reference-container", "reference_container", "", "topologyExporter.referenceContainer"),
+    ("--notify-file", "notify_file", "", "topologyExporter.notifyFilePath"),
+    ("--max-events-per-second", "max_events_per_second", 1, "topologyExporter.maxEventPerTimeUnit"),
+]  # fmt: skip
+#: Upstream flags this exporter does not implement: --help must not claim them (see rte/README.md).
+NOT_IMPLEMENTED = ("--expose-timing", "--metrics-tls-min-version", "--metrics-tls-cipher-suites")
+
+
+@pytest.mark.parametrize(
+    ("flag", "attr", "default", "file_key"), [pytest.param(*row, id=row[0]) for row in UPSTREAM_FLAGS]
+)
+def test_upstream_flags_defaults_and_file_keys(
+    flag: str, attr: str, default: object, file_key: str | None
+) -> None:
+    (setting,) = [s for s in config._SETTINGS if flag in s.flags]
+    assert setting.attr == attr
+    assert getattr(config.Config(), attr) == default
+    if file_key is not None:
+        assert setting.file_key == file_key
+
+
+def test_help_claims_no_unimplemented_upstream_flag() -> None:
+    text = config.build_parser().format_help()
+    for flag in NOT_IMPLEMENTED:
+        assert flag not in text, flag
+    claimed = {f for s in config._SETTINGS for f in s.flags if f.startswith("--")}
+    upstream = {row[0] for row in UPSTREAM_FLAGS}
+    assert claimed - upstream == {"--verbose", "--metrics-address"}  # aliases of -v and --metrics-ip
+
+
 def test_help_documents_every_flag() -> None:
     result = _cli("--help")
     assert result.returncode == 0
@@ -345,9 +471,28 @@ def test_cli_missing_topology_manager_exits_2(tmp_path: Path) -> None:
     assert "cannot tell the topology manager settings" in result.stderr
 
 
+def test_cli_podreadiness_without_its_pod_exits_2(tmp_path: Path) -> None:
+    # The environment of the test run must not provide the pod: start from a clean one.
+    result = subprocess.run(
+        [sys.executable, "-m", "nrop.rte.main", "--hostname", "n", "--no-publish",
+         "--topology-manager-policy", "none", "--topology-manager-scope", "container"],
+        capture_output=True, text=True, timeout=60, check=False, env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "resource-topology-exporter: error: --podreadiness from default: needs the environment variables "
+        "REFERENCE_NAMESPACE and REFERENCE_POD_NAME (namespace and name of the exporter's own pod, whose "
+        "conditions it sets); set them, or pass --podreadiness=false"
+    )
+
+
 def test_cli_dump_config_and_exit() -> None:
     result = _cli("--hostname", "dumped", "--sleep-interval", "10s", "--dump-config", ".andexit")
     assert result.returncode == 0, result.stderr
     dumped = yaml.safe_load(result.stdout)
     assert dumped["nrtUpdater"]["hostname"] == "dumped"
     assert dumped["topologyExporter"]["sleepInterval"] == "10s"
+    # Dumped although the environment names no pod for --podreadiness, as upstream.
+    assert dumped["topologyExporter"]["podReadinessEnable"] is True
+    assert dumped["topologyExporter"]["MetricsAddress"] == "0.0.0.0"
+    assert dumped["resourceMonitor"]["excludeTerminalPods"] is False
