@@ -53,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTPS port on 127.0.0.1 [default: a free port]",
     )
     up.add_argument(
+        "--own-image",
+        action="append",
+        metavar="PATTERN",
+        help="image pattern (fnmatch) whose containers run as real processes; repeatable "
+        "[env NROP_CLUSTER_OWN_IMAGES, comma-separated; default: *numaresources-operator-tests*]",
+    )
+    up.add_argument(
         "--bookmark-interval",
         type=float,
         default=60.0,
@@ -91,6 +98,7 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
             kubeconfig=args.kubeconfig,
             port=args.port,
             bookmark_interval=args.bookmark_interval,
+            own_images=_own_images(args.own_image),
         )
     )
     try:
@@ -102,6 +110,17 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
     finally:
         await cluster.stop()
     return 0
+
+
+def _own_images(flags: list[str] | None) -> tuple[str, ...]:
+    """``--own-image`` flags, else ``NROP_CLUSTER_OWN_IMAGES``, else the default pattern."""
+    from .kubelet.entrypoints import DEFAULT_OWN_IMAGES
+
+    if flags:
+        return tuple(flags)
+    env = os.environ.get("NROP_CLUSTER_OWN_IMAGES", "")
+    patterns = tuple(p.strip() for p in env.split(",") if p.strip())
+    return patterns or DEFAULT_OWN_IMAGES
 
 
 def _run_nodes(kubeconfig: Path) -> int:

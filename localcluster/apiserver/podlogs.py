@@ -3,6 +3,10 @@
 Whoever runs a container (the emulated kubelet) appends its output here; the
 log endpoint reads it with the upstream options (``tailLines``, ``limitBytes``,
 ``timestamps``, ``sinceSeconds``, ``previous``) and can follow new lines.
+
+Per container the current instance and the previous one (``rotate`` at a restart)
+are kept; each keeps at most :data:`MAX_CHARS` characters of its latest lines, like the kubelet's
+``containerLogMaxSize`` (10 MiB) rotation.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+#: Characters of log text kept per container instance (the oldest lines go first).
+MAX_CHARS = 10 * 1024 * 1024
+
 
 @dataclass
 class _Log:
@@ -19,6 +26,8 @@ class _Log:
     partial: str = ""
     waiters: list[asyncio.Event] = field(default_factory=list)
     closed: bool = False
+    size: int = 0
+    dropped: int = 0  # lines forgotten from the front (followers count from here)
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,14 @@ class PodLogs:
         *complete, log.partial = data.split("\n")
         for line in complete:
             log.lines.append((stamp, line))
+            log.size += len(line) + 1
+        drop = 0
+        while log.size > MAX_CHARS and drop < len(log.lines):
+            log.size -= len(log.lines[drop][1]) + 1
+            drop += 1
+        if drop:
+            del log.lines[:drop]
+            log.dropped += drop
         for waiter in log.waiters:
             waiter.set()
 
@@ -95,11 +112,10 @@ class PodLogs:
     async def follow(self, namespace: str, pod: str, query: LogQuery) -> AsyncIterator[bytes]:
         """What ``read`` gives, then new lines as they come, until the container's log closes."""
         log = self._select(namespace, pod, query)
-        sent = 0
         first = self.read(namespace, pod, query)
         if first:
             yield first
-        sent = len(log.lines)
+        sent = log.dropped + len(log.lines)  # lines ever appended that have been sent
         while not log.closed:
             waiter = asyncio.Event()
             log.waiters.append(waiter)
@@ -107,8 +123,8 @@ class PodLogs:
                 await waiter.wait()
             finally:
                 log.waiters.remove(waiter)
-            fresh = log.lines[sent:]
-            sent = len(log.lines)
+            fresh = log.lines[max(0, sent - log.dropped) :]
+            sent = log.dropped + len(log.lines)
             if fresh:
                 yield "".join(_format(t, s, query.timestamps) for t, s in fresh).encode()
 

@@ -1,4 +1,5 @@
-"""Subresources: status, scale, pods/binding, pods/eviction, pods/log, namespaces/finalize,
+"""Subresources: status, scale, pods/binding, pods/eviction, pods/log, pods/proxy, nodes/proxy
+(and other proxies registered in ``server.proxies``), namespaces/finalize,
 serviceaccounts/token, and the access reviews.
 
 Each follows its upstream REST storage: binding sets ``spec.nodeName`` and the
@@ -16,6 +17,7 @@ from aiohttp import web
 
 from . import errors, rbac
 from .podlogs import LogQuery
+from .podproxy import proxy_pod
 from .registry import Kind
 from .rest import DeleteOptions
 from .selectors import label_selector_from_dict
@@ -69,6 +71,8 @@ async def handle(
     elif sub == "token" and method == "POST":
         body, _ = await server._body(request)
         return json_response(token(server, namespace, name, body), 201)
+    elif sub == "proxy" and kind.plural == "pods" and not kind.group:
+        return await proxy_pod(server, request, namespace, name, parsed.rest)
     elif sub == "proxy":
         handler = server.proxies.get(kind.plural)
         if handler is None:

@@ -5,6 +5,9 @@ served in-process instead of over the kubelet's port 10250):
 
 * ``configz``: the kubelet's configuration, as a real kubelet's ``/configz``;
 * ``healthz``: ``ok``;
+* ``pods``: the pods bound to the node, as a ``PodList`` (a real kubelet's ``/pods``);
+* ``containerLogs/<namespace>/<pod>/<container>``: the container's log (``tailLines``,
+  ``limitBytes``, ``timestamps``, ``previous`` as for ``pods/log``);
 * ``numa``: this emulator's own per-NUMA-zone summary of allocatable vs. allocated
   resources (what ``nrop-cluster nodes`` prints; a real kubelet has no such endpoint).
 """
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.podlogs import LogQuery
 from nrop.localcluster.kubelet.kubelet import Kubelet, NodeNetwork
 from nrop.localcluster.kubelet.machine import NodeSpec
 
@@ -92,7 +96,39 @@ class Fleet:
             return _json(kubelet.numa())
         if path == "healthz":
             return web.Response(text="ok", content_type="text/plain")
+        if path == "pods":
+            items = [
+                p
+                for p in self.server.store.list(("", "pods"))
+                if (p.get("spec") or {}).get("nodeName") == name
+            ]
+            return _json({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+        parts = path.split("/")
+        if parts[0] == "containerLogs" and len(parts) == 4:
+            return _container_log(self.server, request, *parts[1:])
         return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+
+
+def _container_log(
+    server: APIServer, request: web.Request, namespace: str, pod: str, container: str
+) -> web.Response:
+    def number(key: str) -> int | None:
+        value = request.query.get(key)
+        return int(value) if value is not None and value.lstrip("-").isdigit() else None
+
+    previous = request.query.get("previous", "").lower() == "true"
+    if previous and not server.logs.has_previous(namespace, pod, container):
+        return web.Response(
+            status=404, text=f'previous terminated container "{container}" in pod "{pod}" not found\n'
+        )
+    query = LogQuery(
+        container,
+        previous=previous,
+        tail_lines=number("tailLines"),
+        limit_bytes=number("limitBytes"),
+        timestamps=request.query.get("timestamps", "").lower() == "true",
+    )
+    return web.Response(body=server.logs.read(namespace, pod, query), content_type="text/plain")
 
 
 def _json(obj: Any) -> web.Response:

@@ -5,15 +5,20 @@ A thin I/O shell over the pure modules, inside the cluster process:
 * the node root ``<state dir>/nodes/<name>/`` holds the sysfs tree (:mod:`.sysfs`), the
   podresources socket, the device-plugin directory and the checkpoint files;
 * pods with ``spec.nodeName == <name>`` are followed through a store subscription and
-  handled one at a time, in order, by :meth:`Kubelet._work`: admission by
+  handled one at a time, in order, by :meth:`Kubelet._work`, together with what the pods'
+  processes report (exits, probe results): admission by
   :class:`~.admission.NodeResourceManagers` (rejection: ``Failed`` status and a Warning
-  event), simulated containers by :class:`~.podruntime.PodRun`, graceful deletion (stop,
-  release, terminal status, ``DELETE`` with grace 0);
+  event), then a pod IP and a :class:`~.podworker.PodWorker` (simulated containers, and
+  real processes for the project's own image), graceful deletion (SIGTERM, SIGKILL after
+  the grace period, release, terminal status, ``DELETE`` with grace 0);
 * after every allocation change the checkpoints ``cpu_manager_state``,
   ``memory_manager_state`` and ``device-plugins/kubelet_internal_checkpoint`` are rewritten
   atomically and the podresources snapshot is replaced; whenever the set of running
-  containers changes the notify file ``<root>/run/rte/notify`` is rewritten (what RTE's
+  containers changes the notify file ``<root>/run/rte/notify`` is touched, left empty (what RTE's
   reactive mode watches, as an OCI hook would do on a real node).
+
+Stopping the kubelet stops every process it started (SIGTERM, SIGKILL after
+:data:`STOP_GRACE` seconds).
 
 Threads: the event loop owns the API (store writes are synchronous on it).  Admissions run
 in a worker thread, because a device plugin's ``GetPreferredAllocation``/``Allocate`` RPCs
@@ -26,8 +31,8 @@ import asyncio
 import copy
 import logging
 import os
+import shutil
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +48,7 @@ from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.kubelet import nodeobjects, nodestatus
 from nrop.localcluster.kubelet.admission import AdmissionResult, NodeResourceManagers, PodAllocation
 from nrop.localcluster.kubelet.devicemanager import CHECKPOINT_FILE, Device
+from nrop.localcluster.kubelet.entrypoints import RuntimeConfig
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     ENDPOINT_STOP_GRACE_PERIOD,
     DevicePluginError,
@@ -53,7 +59,9 @@ from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
 )
 from nrop.localcluster.kubelet.grpcservers.podresources import PodResourcesServer, pod_resources_socket
 from nrop.localcluster.kubelet.machine import NodeSpec
-from nrop.localcluster.kubelet.podruntime import PodRun
+from nrop.localcluster.kubelet.podworker import PodWorker, RuntimeContext, pods_dir
+from nrop.localcluster.kubelet.probes import ProbeKind, ProbeSpec
+from nrop.localcluster.kubelet.processes import Supervisor
 from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.kubelet.sysfs import write_sysfs
 
@@ -65,6 +73,7 @@ __all__ = [
     "LEASE_RENEW_INTERVAL",
     "MEMORY_MANAGER_STATE",
     "NOTIFY_FILE",
+    "STOP_GRACE",
     "Kubelet",
     "NodeNetwork",
 ]
@@ -78,6 +87,8 @@ MEMORY_MANAGER_STATE = KUBELET_DIR / "memory_manager_state"
 NOTIFY_FILE = Path("run/rte/notify")
 #: A quarter of the lease duration, as upstream.
 LEASE_RENEW_INTERVAL = nodeobjects.LEASE_DURATION_SECONDS / 4
+#: When the kubelet stops: seconds between SIGTERM and SIGKILL for the processes left.
+STOP_GRACE = 3.0
 _FIELD_MANAGER = "kubelet"
 _TERMINAL = ("Succeeded", "Failed")
 _OWN_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
@@ -127,10 +138,10 @@ class _PodRecord:
     uid: str
     namespace: str
     name: str
-    run: PodRun | None = None  # None: rejected, or never started
+    worker: PodWorker | None = None  # None: rejected, or never started
     timer: asyncio.TimerHandle | None = None
-    finished: bool = False  # deleted through us, or terminal and released
-    pod_ip: str = ""
+    finished: bool = False  # terminal and released
+    deleting: bool = False  # graceful deletion under way
 
 
 class Kubelet:
@@ -145,6 +156,8 @@ class Kubelet:
         *,
         clock: Clock | None = None,
         lease_renew_interval: float = LEASE_RENEW_INTERVAL,
+        runtime: RuntimeConfig | None = None,
+        ca_pem: bytes = b"",
     ) -> None:
         self.server = server
         self.spec = spec
@@ -166,6 +179,11 @@ class Kubelet:
         self._stopping = False
         self._ip_serial = 0
         self._running: set[tuple[str, str]] = set()
+        self.runtime = runtime or RuntimeConfig.for_this_environment()
+        self.ca_pem = ca_pem
+        self.supervisor = Supervisor()
+        self._closing: set[asyncio.Task[None]] = set()
+        self._context: RuntimeContext | None = None
         self.podresources = PodResourcesServer(self.views, pod_resources_socket(self.root))
         self.registration = RegistrationServer(kubelet_socket(self.root), self)
         self._pod_kind = _kind(server, "", "v1", "pods")
@@ -178,6 +196,7 @@ class Kubelet:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._context = self._runtime_context()
         self.root.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(write_sysfs, self.root, self.spec.machine)
         # The store does not outlive the process, so neither do the pods of old checkpoints.
@@ -187,6 +206,7 @@ class Kubelet:
             KUBELET_DIR / "device-plugins" / CHECKPOINT_FILE,
         ):
             (self.root / stale).unlink(missing_ok=True)
+        await asyncio.to_thread(shutil.rmtree, pods_dir(self.root), True)
         await asyncio.to_thread(self.registration.start)
         await asyncio.to_thread(self.podresources.start)
         self._publish()
@@ -215,6 +235,12 @@ class Kubelet:
             task.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=2)
+        for record in self._pods.values():
+            if record.worker is not None:
+                record.worker.abandon()
+        await self.supervisor.stop_all(STOP_GRACE)
+        if self._closing:
+            await asyncio.wait(self._closing, timeout=STOP_GRACE)
         await asyncio.gather(
             asyncio.to_thread(self.podresources.stop, 0.2),
             asyncio.to_thread(self.registration.stop, 0.2),
@@ -283,11 +309,32 @@ class Kubelet:
         lease.setdefault("spec", {}).update(fresh["spec"])
         self.server.rest.update(self._lease_kind, namespace, self.name, lease, self._opts)
 
+    def _sync_node_conditions(self) -> None:
+        """Post healthy conditions again if someone else (the node lifecycle controller) changed them.
+
+        Upstream's kubelet recomputes its status every ``nodeStatusUpdateFrequency`` and
+        writes it when it differs from the Node's, which is how a node that was marked
+        ``Unknown`` while its lease lapsed becomes Ready again.
+        """
+        try:
+            node = copy.deepcopy(self.server.rest.get(self._node_kind, "", self.name))
+        except errors.NotFound:
+            return
+        status = node.setdefault("status", {})
+        ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+        if ready is not None and ready.get("status") == "True":
+            return
+        now = self.clock.now()
+        status["conditions"] = nodeobjects.node_conditions(now, now)
+        self.server.rest.update(self._node_kind, "", self.name, node, self._opts, subresource="status")
+        log.info("node %s: conditions posted as Ready again", self.name)
+
     async def _lease_loop(self) -> None:
         while True:
             await asyncio.sleep(self.lease_renew_interval)
             try:
                 self._renew_lease()
+                self._sync_node_conditions()
             except errors.StatusError as err:
                 log.warning("node %s: renewing the lease failed: %s", self.name, err)
 
@@ -298,11 +345,15 @@ class Kubelet:
         if spec.get("nodeName") == self.name and not self._stopping:
             self._queue.put_nowait((event.type, event.obj))
 
+    def _enqueue(self, item: tuple[Any, ...]) -> None:
+        if not self._stopping:
+            self._queue.put_nowait(item)
+
     def _wake_at(self, record: _PodRecord) -> None:
         if record.timer is not None:
             record.timer.cancel()
             record.timer = None
-        change = record.run.next_change() if record.run is not None else None
+        change = record.worker.run.next_change() if record.worker is not None else None
         if change is None or self._loop is None:
             return
         delay = max(0.0, (change - self.clock.now()).total_seconds()) + 0.001
@@ -310,16 +361,84 @@ class Kubelet:
 
     async def _work(self) -> None:
         while True:
-            kind, payload = await self._queue.get()
+            item = await self._queue.get()
             try:
-                if kind == "TICK":
-                    self._tick(payload)
-                else:
-                    await self._pod_event(kind, payload)
+                await self._handle(item)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("node %s: handling a pod %s failed", self.name, kind)
+                log.exception("node %s: handling a pod %s failed", self.name, item[0])
+
+    async def _handle(self, item: tuple[Any, ...]) -> None:
+        kind = item[0]
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            await self._pod_event(kind, item[1])
+            return
+        record = self._pods.get(item[1])
+        if record is None or record.worker is None:
+            return
+        now = self.clock.now()
+        worker = record.worker
+        if kind == "TICK":
+            record.timer = None
+            changed = worker.run.advance(now)
+        elif kind == "EXITED":
+            _, _, container, cid, code = item
+            changed = worker.exited(container, cid, code, now)
+        elif kind == "PROBE":
+            _, _, container, cid, spec, result, message = item
+            changed = self._probed(record, container, cid, spec, result, message, now)
+        else:  # SYNC: retry containers that could not be created
+            changed = True
+        await self._after_change(record, changed)
+
+    async def _after_change(self, record: _PodRecord, changed: bool) -> None:
+        """Act on the pod run (processes to start or stop), then release, write and wake as needed."""
+        worker = record.worker
+        assert worker is not None
+        before = worker.run.status()
+        await worker.sync()
+        changed = changed or worker.run.status() != before
+        if worker.run.terminal and not record.finished:
+            self._release(record)
+        if changed:
+            self._write_run_status(record)
+        if record.deleting and worker.run.terminal and not worker.processes_left:
+            self._finish_deletion(record)
+            return
+        self._wake_at(record)
+
+    def _probed(
+        self,
+        record: _PodRecord,
+        container: str,
+        cid: str,
+        spec: ProbeSpec,
+        result: bool,
+        message: str,
+        now: datetime,
+    ) -> bool:
+        worker = record.worker
+        assert worker is not None
+        pod = self._current(record)
+        if not result and pod is not None:
+            self._event(
+                pod, "Unhealthy", f"{spec.kind.title} probe failed: {message}", now, container=container
+            )
+        if spec.kind == ProbeKind.LIVENESS or (spec.kind == ProbeKind.STARTUP and not result):
+            if result or not worker.kill(container, cid, spec.termination_grace, now):
+                return False
+            if pod is not None:
+                self._event(
+                    pod,
+                    "Killing",
+                    f"Container {container} failed {spec.kind} probe, will be restarted",
+                    now,
+                    container=container,
+                    warning=False,
+                )
+            return True
+        return worker.run.probe(container, cid, spec.kind, result, now)
 
     async def _pod_event(self, kind: str, pod: Obj) -> None:
         meta = pod["metadata"]
@@ -328,7 +447,7 @@ class Kubelet:
         if kind == "DELETED":
             if record is not None:
                 self._pods.pop(uid, None)
-                self._end(record, self.clock.now())
+                self._forget(record)
             return
         if record is None:
             if (pod.get("status") or {}).get("phase") in _TERMINAL:
@@ -339,11 +458,10 @@ class Kubelet:
                 return
             await self._admit(pod)
             return
-        if meta.get("deletionTimestamp") and not record.finished:
-            self._end(record, self.clock.now())
-            if record.run is not None:
-                self._write_run_status(record)
-            self._delete_now(record.namespace, record.name, uid)
+        if record.worker is not None:
+            record.worker.update(pod)
+        if meta.get("deletionTimestamp") and not record.deleting:
+            await self._begin_deletion(record, pod)
 
     # -- admission -----------------------------------------------------------------------------
 
@@ -403,33 +521,67 @@ class Kubelet:
             self._write_status(record, {**result.rejection_status(), "startTime": rfc3339(now)})
             self._event(pod, result.reason, result.message, now)
             return
-        record.run = PodRun(pod, now)
+        if (pod.get("spec") or {}).get("hostNetwork"):
+            pod_ip = self.network.address
+        else:
+            self._ip_serial += 1
+            pod_ip = self.network.pod_ip(self._ip_serial)
+        assert self._context is not None
+        record.worker = PodWorker(self._context, pod, pod_ip, now)
         self._publish()
-        self._write_run_status(record, pod)
-        self._wake_at(record)
+        await self._after_change(record, True)
 
-    # -- running -------------------------------------------------------------------------------
+    def _runtime_context(self) -> RuntimeContext:
+        """What every pod worker of this node shares (after the server has an address)."""
+        return RuntimeContext(
+            server=self.server,
+            node_name=self.name,
+            root=self.root,
+            host_ip=self.network.address,
+            config=self.runtime,
+            supervisor=self.supervisor,
+            api_url=f"https://{self.server.address}",
+            ca_pem=self.ca_pem,
+            clock=self.clock,
+            enqueue=self._enqueue,
+            allocatable=lambda: self.node_resources().allocatable,
+        )
 
-    def _tick(self, uid: str) -> None:
-        record = self._pods.get(uid)
-        if record is None or record.run is None or record.finished:
+    # -- ending --------------------------------------------------------------------------------
+
+    async def _begin_deletion(self, record: _PodRecord, pod: Obj) -> None:
+        """Graceful deletion: stop the containers within the grace period, then remove the pod."""
+        record.deleting = True
+        if record.worker is None:
+            self._finish_deletion(record)
             return
-        record.timer = None
-        if record.run.advance(self.clock.now()):
-            if record.run.terminal:
-                self._release(record)
-            self._write_run_status(record)
-        self._wake_at(record)
+        grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds")
+        worker = record.worker
+        worker.terminate(float(grace) if isinstance(grace, int) else worker.pod_grace, self.clock.now())
+        await self._after_change(record, True)
 
-    def _end(self, record: _PodRecord, now: datetime) -> None:
-        """Stop the pod's containers (if any run) and give back its resources."""
+    def _finish_deletion(self, record: _PodRecord) -> None:
         if record.timer is not None:
             record.timer.cancel()
             record.timer = None
-        if record.run is not None:
-            record.run.stop(now)
         if not record.finished:
             self._release(record)
+        self._notify_if_changed()
+        self._delete_now(record.namespace, record.name, record.uid)
+
+    def _forget(self, record: _PodRecord) -> None:
+        """The pod object is gone: stop what still runs, give back its resources, drop its logs."""
+        if record.timer is not None:
+            record.timer.cancel()
+            record.timer = None
+        if not record.finished:
+            self._release(record)
+        if record.worker is not None:
+            record.worker.terminate(0, self.clock.now())
+            task = asyncio.create_task(record.worker.close(), name=f"close-{record.name}")
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        self.server.logs.forget(record.namespace, record.name)
         self._notify_if_changed()
 
     def _release(self, record: _PodRecord) -> None:
@@ -439,6 +591,13 @@ class Kubelet:
         self._publish()
 
     # -- API writes ----------------------------------------------------------------------------
+
+    def _current(self, record: _PodRecord) -> Obj | None:
+        try:
+            pod = self.server.rest.get(self._pod_kind, record.namespace, record.name)
+        except errors.NotFound:
+            return None
+        return pod if pod["metadata"].get("uid") == record.uid else None
 
     def _write_status(
         self, record: _PodRecord, fields: Obj, extra_conditions: list[Obj] | None = None
@@ -473,22 +632,11 @@ class Kubelet:
                 "node %s: status of %s/%s not written: %s", self.name, record.namespace, record.name, err
             )
 
-    def _write_run_status(self, record: _PodRecord, pod: Obj | None = None) -> None:
-        assert record.run is not None
-        run_status = record.run.status()
+    def _write_run_status(self, record: _PodRecord) -> None:
+        assert record.worker is not None
+        run_status = record.worker.run.status()
         conditions = run_status.pop("conditions")
-        if pod is None:
-            try:
-                pod = self.server.rest.get(self._pod_kind, record.namespace, record.name)
-            except errors.NotFound:
-                return
-        if not record.pod_ip:
-            if (pod.get("spec") or {}).get("hostNetwork"):
-                record.pod_ip = self.network.address
-            else:
-                self._ip_serial += 1
-                record.pod_ip = self.network.pod_ip(self._ip_serial)
-        pod_ip = record.pod_ip
+        pod_ip = record.worker.pod_ip
         run_status.update(
             hostIP=self.network.address,
             hostIPs=[{"ip": self.network.address}],
@@ -498,8 +646,21 @@ class Kubelet:
         self._write_status(record, run_status, conditions)
         self._notify_if_changed()
 
-    def _event(self, pod: Obj, reason: str, message: str, now: datetime) -> None:
+    def _event(
+        self,
+        pod: Obj,
+        reason: str,
+        message: str,
+        now: datetime,
+        *,
+        container: str = "",
+        warning: bool = True,
+    ) -> None:
         body = nodeobjects.rejection_event(pod, reason, message, self.name, now, unique=uuid.uuid4().hex[:16])
+        if container:
+            body["involvedObject"]["fieldPath"] = f"spec.containers{{{container}}}"
+        if not warning:
+            body["type"] = "Normal"
         try:
             self.server.rest.create(self._event_kind, pod["metadata"]["namespace"], body, self._opts)
         except errors.StatusError as err:
@@ -531,12 +692,16 @@ class Kubelet:
         running = {
             (uid, name)
             for uid, record in self._pods.items()
-            if record.run is not None
-            for name in record.run.running_containers()
+            if record.worker is not None
+            for name in record.worker.run.running_containers()
         }
         if running != self._running:
             self._running = running
-            write_atomically(self.root / NOTIFY_FILE, f"{time.time():.6f}\n".encode())
+            # Touch, as the upstream OCI hook does: the exporter refuses a notify file with content.
+            path = self.root / NOTIFY_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+            os.utime(path)
 
     # -- device plugins (DevicePluginHandler; called from gRPC threads) -------------------------
 

@@ -1,0 +1,251 @@
+"""Real processes of emulated containers: start, capture output, signal, reap, and never leak one.
+
+Owns the operating-system side of the container runtime, on the cluster's event loop:
+
+* every process starts in its own session (process group = its PID), with the environment
+  and working directory given and nothing inherited from the cluster process;
+* it is started through a tiny launcher that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then
+  ``exec``\\ s the program, so that even a cluster killed with SIGKILL takes its processes
+  with it; a module ``atexit`` hook kills whatever a clean shutdown left behind;
+* stdout and stderr are read line by line and handed to a callback (the pod log);
+* :meth:`Supervisor.terminate` sends SIGTERM to the process group and SIGKILL after the
+  grace period; when the main process exits, the rest of its group is killed, as a
+  container's PID namespace ends with its PID 1;
+* the exit code is reported as containerd does: the status, or 128 + the signal number;
+* :meth:`Supervisor.run` runs a command to completion with a timeout (exec probes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Handle", "ProcessSpec", "Supervisor", "exit_code"]
+
+log = logging.getLogger(__name__)
+
+#: Lines longer than this are cut into several (the CRI log format does the same at 16 KiB).
+MAX_LINE = 16 * 1024
+#: After the main process exits, how long its output may still take to drain.
+DRAIN_TIMEOUT = 2.0
+
+# Runs with ``python -I -S``: set the parent-death signal, make sure the parent is still the
+# one that asked, then become the program.  Exit 127 (as a shell would) when exec fails.
+_LAUNCHER = """\
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+except (AttributeError, OSError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    os._exit(137)
+try:
+    os.execv(sys.argv[2], sys.argv[2:])
+except OSError as exc:
+    sys.stderr.write(f"exec {sys.argv[2]}: {exc}\\n")
+    os._exit(127)
+"""
+
+#: Process groups alive in this interpreter, killed at exit if a shutdown missed them.
+_LIVE_GROUPS: set[int] = set()
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for pgid in list(_LIVE_GROUPS):
+        _kill_group(pgid, signal.SIGKILL)
+    _LIVE_GROUPS.clear()
+
+
+def exit_code(returncode: int) -> int:
+    """A container's exit code: the process status, or 128 + the signal that killed it."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Knows when the main process exits, even while other processes still hold its pipes.
+
+    (``Process.wait()`` only returns once the pipes are closed too.)
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _spawn(
+    argv: list[str], spec: ProcessSpec, stderr: int
+) -> tuple[asyncio.subprocess.Process, _Protocol]:
+    loop = asyncio.get_running_loop()
+    protocols: list[_Protocol] = []
+
+    def factory() -> _Protocol:
+        protocols.append(_Protocol(MAX_LINE, loop))
+        return protocols[-1]
+
+    transport, _ = await loop.subprocess_exec(
+        factory,
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr,
+        env=dict(spec.env),
+        cwd=str(spec.cwd),
+        start_new_session=True,
+    )
+    return asyncio.subprocess.Process(transport, protocols[0], loop), protocols[0]
+
+
+@dataclass(eq=False)
+class Handle:
+    """One running process."""
+
+    pid: int
+    process: asyncio.subprocess.Process
+    protocol: _Protocol
+    task: asyncio.Task[None] | None = None
+    terminating: bool = False
+    kill_timer: asyncio.TimerHandle | None = None
+    exit_code: int | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Supervisor:
+    """The processes started by one kubelet."""
+
+    def __init__(self) -> None:
+        self._handles: set[Handle] = set()
+
+    @staticmethod
+    def _launch_argv(argv: tuple[str, ...]) -> list[str]:
+        return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *argv]
+
+    @staticmethod
+    def _check_executable(program: str) -> None:
+        if not os.path.isfile(program) or not os.access(program, os.X_OK):
+            raise FileNotFoundError(f'exec: "{program}": no such executable file')
+
+    async def start(
+        self,
+        spec: ProcessSpec,
+        on_line: Callable[[str], None],
+        on_exit: Callable[[int], None],
+    ) -> Handle:
+        """Start ``spec``; ``on_line`` gets each output line, ``on_exit`` the exit code once."""
+        self._check_executable(spec.argv[0])
+        process, protocol = await _spawn(self._launch_argv(spec.argv), spec, asyncio.subprocess.PIPE)
+        _LIVE_GROUPS.add(process.pid)
+        handle = Handle(process.pid, process, protocol)
+        self._handles.add(handle)
+        handle.task = asyncio.create_task(
+            self._watch(handle, on_line, on_exit), name=f"process-{process.pid}"
+        )
+        return handle
+
+    async def _watch(
+        self, handle: Handle, on_line: Callable[[str], None], on_exit: Callable[[int], None]
+    ) -> None:
+        process = handle.process
+        assert process.stdout is not None and process.stderr is not None
+        pumps = [
+            asyncio.create_task(_pump(process.stdout, on_line)),
+            asyncio.create_task(_pump(process.stderr, on_line)),
+        ]
+        try:
+            await handle.protocol.exited
+        finally:
+            # The container's other processes end with its main one.
+            _kill_group(handle.pid, signal.SIGKILL)
+            _LIVE_GROUPS.discard(handle.pid)
+            if handle.kill_timer is not None:
+                handle.kill_timer.cancel()
+        _, pending = await asyncio.wait(pumps, timeout=DRAIN_TIMEOUT)
+        for pump in pending:
+            pump.cancel()
+        returncode = await process.wait()
+        handle.exit_code = exit_code(returncode)
+        self._handles.discard(handle)
+        handle.done.set()
+        try:
+            on_exit(handle.exit_code)
+        except Exception:
+            log.exception("handling the exit of process %d failed", handle.pid)
+
+    def terminate(self, handle: Handle, grace: float) -> None:
+        """SIGTERM to the process group now, SIGKILL after ``grace`` seconds (once)."""
+        if handle.done.is_set() or handle.terminating:
+            return
+        handle.terminating = True
+        if grace <= 0:
+            _kill_group(handle.pid, signal.SIGKILL)
+            return
+        _kill_group(handle.pid, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        handle.kill_timer = loop.call_later(grace, _kill_group, handle.pid, signal.SIGKILL)
+
+    async def stop_all(self, grace: float) -> None:
+        """Terminate every process and wait until all have been reaped."""
+        handles = list(self._handles)
+        for handle in handles:
+            self.terminate(handle, grace)
+        tasks = [h.task for h in handles if h.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace + DRAIN_TIMEOUT + 1)
+        for handle in handles:  # belt and braces: nothing outlives the kubelet
+            _kill_group(handle.pid, signal.SIGKILL)
+
+    async def run(self, spec: ProcessSpec, timeout: float, limit: int = 10 * 1024) -> tuple[int | None, str]:
+        """Run ``spec`` to completion: ``(exit code, output)``; ``(None, ...)`` after a timeout."""
+        self._check_executable(spec.argv[0])
+        process, _ = await _spawn(self._launch_argv(spec.argv), spec, asyncio.subprocess.STDOUT)
+        _LIVE_GROUPS.add(process.pid)
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), timeout)
+        except TimeoutError:
+            _kill_group(process.pid, signal.SIGKILL)
+            await process.wait()
+            return None, ""
+        finally:
+            _kill_group(process.pid, signal.SIGKILL)
+            _LIVE_GROUPS.discard(process.pid)
+        assert process.returncode is not None
+        return exit_code(process.returncode), output[:limit].decode(errors="replace")
+
+
+async def _pump(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -> None:
+    """Hand every line of ``stream`` to ``on_line`` (a last line without newline gets one)."""
+    while True:
+        try:
+            line = await stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:
+            if end.partial:
+                on_line(end.partial.decode(errors="replace") + "\n")
+            return
+        except asyncio.LimitOverrunError as over:
+            line = await stream.readexactly(over.consumed) + b"\n"
+        on_line(line.decode(errors="replace"))

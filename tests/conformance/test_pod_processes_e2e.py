@@ -1,0 +1,642 @@
+"""Pods of the project's own image run as real processes on the emulated nodes, end to end.
+
+A cluster on the shipped ``default`` profile runs in this process. The tests create pods
+with ``spec.nodeName`` through the official client (and ``kubectl``), whose container is
+``python3 -c AGENT`` in an image matching ``*numaresources-operator-tests*``: the agent
+reads a hostPath file and a ConfigMap volume, reports its downward-API environment, calls
+the API server with its service account, serves HTTP on its pod IP and reacts to
+SIGTERM as told. They check what a user would: ``kubectl logs`` (also ``--previous``),
+pod status (IPs, restarts, back-off, readiness, terminal states, termination messages),
+events, ``pods/proxy``, and that no process outlives its pod or its cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes import client, watch
+
+from nrop.localcluster.cluster import ClusterConfig, ClusterThread
+
+WORKER = "worker-0"
+IMAGE = "quay.io/openshift-kni/numaresources-operator-tests:4.20"
+TIMEOUT = 30.0
+T = TypeVar("T")
+
+AGENT = textwrap.dedent(
+    """
+    import http.server, json, os, signal, sys
+    print("pid", os.getpid())
+    print("env", os.environ.get("NODE_NAME"), os.environ.get("POD_IP"), os.environ.get("CPU_LIMIT"),
+          os.environ.get("SECRET"))
+    for path in sys.argv[1:]:
+        print("file", path.rsplit("/", 1)[-1], open(path).read().strip())
+    if os.environ.get("CALL_API"):
+        from kubernetes import client, config
+        config.load_kube_config()
+        api = client.CoreV1Api()
+        print("pods", sorted(p.metadata.name for p in api.list_namespaced_pod(os.environ["NS"]).items))
+        try:
+            api.list_node()
+            print("nodes allowed")
+        except client.ApiException as exc:
+            print("denied", exc.status, json.loads(exc.body)["message"])
+    state = {"ready": True}
+    def on_term(*_):
+        print("terminating")
+        if not os.environ.get("IGNORE_TERM"):
+            os._exit(0)
+    signal.signal(signal.SIGTERM, on_term)
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+        def answer(self, code, body):
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def do_GET(self):
+            if self.path == "/healthz":
+                self.answer(200 if state["ready"] else 503, b"ok\\n")
+            else:
+                self.answer(200, f"agent_up 1\\npath {self.path}\\n".encode())
+        def do_POST(self):
+            state["ready"] = not state["ready"]
+            self.answer(200, json.dumps(state).encode())
+    http.server.ThreadingHTTPServer((os.environ["POD_IP"], 8080), Handler).serve_forever()
+    """
+)
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def state_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="nrop-pp-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
+    """This module's cluster: the shipped ``default`` profile (overrides the shared ``empty`` one)."""
+    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", history_size=5000))
+    with runner:
+        yield runner
+
+
+@pytest.fixture(scope="module")
+def core(api_client: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def reader(api_client: client.ApiClient, namespace: str) -> str:
+    """A service account that may list pods in the test namespace, and nothing else."""
+    core = client.CoreV1Api(api_client)
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+        },
+    )
+    return "reader"
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def wait_for(
+    getter: Callable[[], T], predicate: Callable[[T], bool], description: str, timeout: float = TIMEOUT
+) -> T:
+    deadline = time.monotonic() + timeout
+    value = getter()
+    while not predicate(value):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"expected {description}, got instead:\n{value}")
+        time.sleep(0.1)
+        value = getter()
+    return value
+
+
+def agent_container(
+    *, args: tuple[str, ...] = (), env: dict[str, str] | None = None, **fields: Any
+) -> dict[str, Any]:
+    variables = [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "CPU_LIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+    ]
+    variables += [{"name": k, "value": v} for k, v in (env or {}).items()]
+    return {
+        "name": "agent",
+        "image": IMAGE,
+        "command": ["python3", "-c", AGENT, *args],
+        "ports": [{"containerPort": 8080, "name": "http"}],
+        "resources": {"limits": {"cpu": "1500m", "memory": "128Mi"}},
+        "env": variables,
+        **fields,
+    }
+
+
+def pod_body(name: str, *containers: dict[str, Any], restart: str = "Always", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeName": WORKER,
+            "serviceAccountName": "reader",
+            "restartPolicy": restart,
+            "containers": list(containers),
+            **spec,
+        },
+    }
+
+
+def status_of(core: client.CoreV1Api, namespace: str, name: str) -> dict[str, Any]:
+    return core.api_client.sanitize_for_serialization(core.read_namespaced_pod(name, namespace))["status"]
+
+
+def container_status(status: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    return (status.get("containerStatuses") or [{}])[index]
+
+
+def condition(status: dict[str, Any], kind: str) -> str:
+    return next((c["status"] for c in status.get("conditions") or () if c["type"] == kind), "")
+
+
+def logs(kubectl: Callable[..., Any], namespace: str, name: str, *extra: str) -> str:
+    return str(kubectl("logs", "-n", namespace, name, *extra).stdout)
+
+
+def wait_for_log(kubectl: Callable[..., Any], namespace: str, name: str, text: str) -> str:
+    return wait_for(
+        lambda: logs(kubectl, namespace, name), lambda out: text in out, f"{text!r} in the logs of {name}"
+    )
+
+
+def pid_in(log_text: str) -> int:
+    return int(next(line.split()[1] for line in log_text.splitlines() if line.startswith("pid ")))
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+# -- tests ----------------------------------------------------------------------------------------
+
+
+def test_process_sees_host_path_config_and_downward_api_and_calls_the_api(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "cfg"}, "data": {"greeting": "hello"}})
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "sec"}, "stringData": {"token": "s3cret"}})
+    container = agent_container(
+        args=("/host-node/online", "/etc/agent/greeting"),
+        env={"CALL_API": "1"},
+        volumeMounts=[
+            {"name": "node", "mountPath": "/host-node", "readOnly": True},
+            {"name": "cfg", "mountPath": "/etc/agent"},
+        ],
+    )
+    container["env"].append(
+        {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "token"}}}
+    )
+    core.create_namespaced_pod(
+        namespace,
+        pod_body(
+            "agent",
+            container,
+            volumes=[
+                {"name": "node", "hostPath": {"path": "/sys/devices/system/node", "type": "Directory"}},
+                {"name": "cfg", "configMap": {"name": "cfg"}},
+            ],
+        ),
+    )
+    out = wait_for_log(kubectl, namespace, "agent", "denied")
+    status = status_of(core, namespace, "agent")
+    pod_ip = status["podIP"]
+    assert pod_ip.startswith("127.") and status["hostIP"].startswith("127.0.1.")
+    assert status["phase"] == "Running"
+    lines = out.splitlines()
+    assert f"env {WORKER} {pod_ip} 2 s3cret" in lines  # 1500m rounds up to 2
+    assert "file online 0-1" in lines  # the node's own sysfs: 2 NUMA nodes
+    assert "file greeting hello" in lines
+    assert "pods ['agent']" in lines
+    assert (
+        f'denied 403 nodes is forbidden: User "system:serviceaccount:{namespace}:reader" cannot list '
+        'resource "nodes" in API group "" at the cluster scope'
+    ) in lines
+
+    # The node's own view, through nodes/proxy: its pods and the container's log.
+    node = f"/api/v1/nodes/{WORKER}/proxy"
+    listed = json.loads(kubectl("get", "--raw", f"{node}/pods").stdout)
+    assert (namespace, "agent") in {
+        (p["metadata"]["namespace"], p["metadata"]["name"]) for p in listed["items"]
+    }
+    tail = kubectl("get", "--raw", f"{node}/containerLogs/{namespace}/agent/agent?tailLines=1").stdout
+    assert tail == lines[-1] + "\n"
+
+
+def test_the_exporter_runs_as_a_pod_reading_its_nodes_files(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    """What the exporter's DaemonSet does on a real node: hostPath /sys and the podresources directory."""
+    reference = [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "REFERENCE_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "REFERENCE_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "REFERENCE_CONTAINER_NAME", "value": "rte"},
+    ]
+    container = {
+        "name": "rte",
+        "image": IMAGE,
+        "command": ["/bin/resource-topology-exporter"],
+        "args": [
+            "--no-publish",
+            "--oneshot",
+            "--sysfs=/host-sys",
+            "--podresources-socket=unix:///host-podresources/kubelet.sock",
+            "--topology-manager-policy=single-numa-node",
+            "--topology-manager-scope=pod",
+        ],
+        "env": reference,
+        "volumeMounts": [
+            {"name": "sys", "mountPath": "/host-sys", "readOnly": True},
+            {"name": "podres", "mountPath": "/host-podresources"},
+        ],
+    }
+    volumes = [
+        {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
+        {"name": "podres", "hostPath": {"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}},
+    ]
+    body = pod_body("rte", container, restart="Never", volumes=volumes)
+    body["spec"]["nodeName"] = "worker-1"
+    core.create_namespaced_pod(namespace, body)
+    done = wait_for(
+        lambda: status_of(core, namespace, "rte"),
+        lambda s: s.get("phase") in ("Succeeded", "Failed"),
+        "a final phase",
+    )
+    out = logs(kubectl, namespace, "rte")
+    assert done["phase"] == "Succeeded", out
+    (line,) = [line for line in out.splitlines() if line.startswith('{"apiVersion":"topology.node.k8s.io/')]
+    nrt = json.loads(line)
+    assert nrt["metadata"]["name"] == "worker-1"
+    cpus = {
+        zone["name"]: next(r["allocatable"] for r in zone["resources"] if r["name"] == "cpu")
+        for zone in nrt["zones"]
+    }
+    assert cpus == {"node-0": "14", "node-1": "16"}  # reservedSystemCPUs 0,16 lie in NUMA node 0
+
+
+def test_readiness_probe_and_pods_proxy(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    probe = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 1, "failureThreshold": 1}
+    core.create_namespaced_pod(namespace, pod_body("web", agent_container(readinessProbe=probe)))
+    ready = wait_for(
+        lambda: status_of(core, namespace, "web"), lambda s: condition(s, "Ready") == "True", "pod web Ready"
+    )
+    assert container_status(ready)["ready"] and container_status(ready)["started"]
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    assert (
+        kubectl("get", "--raw", f"{base}/web:8080/proxy/metrics?x=1").stdout
+        == "agent_up 1\npath /metrics?x=1\n"
+    )
+    assert (
+        "agent_up 1" in kubectl("get", "--raw", f"{base}/web/proxy/metrics").stdout
+    )  # the first containerPort
+
+    toggled = kubectl("create", "--raw", f"{base}/web:8080/proxy/toggle", "-f", "-", input="{}").stdout
+    assert json.loads(toggled) == {"ready": False}
+    unready = wait_for(
+        lambda: status_of(core, namespace, "web"),
+        lambda s: condition(s, "Ready") == "False",
+        "pod web not Ready",
+    )
+    assert not container_status(unready)["ready"] and container_status(unready)["restartCount"] == 0
+    assert (
+        "Readiness probe failed: HTTP probe failed with statuscode: 503"
+        in kubectl("get", "events", "-n", namespace, "-o", "jsonpath={.items[*].message}").stdout
+    )
+    kubectl("create", "--raw", f"{base}/web:8080/proxy/toggle", "-f", "-", input="{}")
+    wait_for(
+        lambda: status_of(core, namespace, "web"),
+        lambda s: condition(s, "Ready") == "True",
+        "pod web Ready again",
+    )
+
+    unreachable = kubectl("get", "--raw", f"{base}/web:9/proxy/", check=False)
+    assert unreachable.returncode != 0 and "error trying to reach service" in unreachable.stderr
+
+
+@pytest.mark.slow  # waits out the 10 s back-off
+def test_kill_9_restarts_with_back_off_and_previous_logs(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    core.create_namespaced_pod(namespace, pod_body("crashy", agent_container()))
+    first = pid_in(wait_for_log(kubectl, namespace, "crashy", "pid "))
+    os.kill(first, signal.SIGKILL)
+    restarted = wait_for(
+        lambda: status_of(core, namespace, "crashy"),
+        lambda s: container_status(s).get("restartCount") == 1 and "running" in container_status(s)["state"],
+        "one restart, at once (the first restart has no back-off)",
+        timeout=10,
+    )
+    terminated = container_status(restarted)["lastState"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "Error")
+    assert f"pid {first}" in logs(kubectl, namespace, "crashy", "--previous")
+    second = pid_in(wait_for_log(kubectl, namespace, "crashy", "pid "))
+    assert second != first and not alive(first)
+
+    os.kill(second, signal.SIGKILL)
+    backing_off = wait_for(
+        lambda: status_of(core, namespace, "crashy"),
+        lambda s: "waiting" in container_status(s)["state"],
+        "CrashLoopBackOff after the second kill",
+    )
+    waiting = container_status(backing_off)["state"]["waiting"]
+    assert waiting["reason"] == "CrashLoopBackOff"
+    assert waiting["message"].startswith("back-off 10s restarting failed container=agent pod=crashy_")
+    assert not container_status(backing_off)["ready"] and condition(backing_off, "Ready") == "False"
+    again = wait_for(
+        lambda: status_of(core, namespace, "crashy"),
+        lambda s: container_status(s).get("restartCount") == 2 and "running" in container_status(s)["state"],
+        "the second restart after 10 s",
+        timeout=25,
+    )
+    finished = seconds(container_status(again)["lastState"]["terminated"]["finishedAt"])
+    started = seconds(container_status(again)["state"]["running"]["startedAt"])
+    assert 9 <= started - finished <= 14
+    assert f"pid {second}" in logs(kubectl, namespace, "crashy", "--previous")
+
+
+def test_liveness_probe_failure_restarts_the_container(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    probe = {
+        "exec": {"command": ["python3", "-c", "import sys; sys.exit(1)"]},
+        "periodSeconds": 1,
+        "failureThreshold": 1,
+    }
+    container = {
+        "name": "sleeper",
+        "image": IMAGE,
+        "command": ["python3", "-c", "import time; print('up'); time.sleep(600)"],
+        "livenessProbe": probe,
+    }
+    core.create_namespaced_pod(namespace, pod_body("unhealthy", container))
+    restarted = wait_for(
+        lambda: status_of(core, namespace, "unhealthy"),
+        lambda s: container_status(s).get("restartCount", 0) >= 1,
+        "a restart after the liveness probe failed",
+    )
+    assert container_status(restarted)["lastState"]["terminated"]["exitCode"] == 143  # SIGTERM, no handler
+    messages = kubectl("get", "events", "-n", namespace, "-o", "jsonpath={.items[*].message}").stdout
+    assert (
+        "Liveness probe failed: command ['python3', '-c', 'import sys; sys.exit(1)'] exited with 1"
+        in messages
+    )
+    assert "Container sleeper failed liveness probe, will be restarted" in messages
+
+
+@pytest.mark.slow  # waits for the 10 s retry
+def test_a_missing_configmap_waits_then_the_retry_starts_the_container(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    container = agent_container()
+    container["env"].append(
+        {"name": "SECRET", "valueFrom": {"configMapKeyRef": {"name": "later", "key": "k"}}}
+    )
+    core.create_namespaced_pod(namespace, pod_body("patient", container))
+    waiting = wait_for(
+        lambda: status_of(core, namespace, "patient"),
+        lambda s: "waiting" in container_status(s).get("state", {}),
+        "a waiting container",
+    )
+    assert container_status(waiting)["state"]["waiting"] == {
+        "reason": "CreateContainerConfigError",
+        "message": 'configmap "later" not found',
+    }
+    assert waiting["phase"] == "Pending"
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "later"}, "data": {"k": "now"}})
+    out = wait_for_log(kubectl, namespace, "patient", "env ")  # retried within 10 s
+    assert out.splitlines()[1].endswith(" 2 now")
+    assert container_status(status_of(core, namespace, "patient"))["restartCount"] == 0
+
+
+@pytest.mark.parametrize(
+    ("container", "phase", "exit_code", "reason", "message"),
+    [
+        pytest.param(
+            {"image": "busybox", "command": ["sleep", "1"]},
+            "Succeeded",
+            0,
+            "Completed",
+            None,
+            id="simulated-sleep-1",
+        ),
+        pytest.param(
+            {"image": "busybox", "command": ["false"]}, "Failed", 1, "Error", None, id="simulated-false"
+        ),
+        pytest.param(
+            {
+                "image": IMAGE,
+                "command": ["python3", "-c", "import sys; print('it went wrong'); sys.exit(3)"],
+                "terminationMessagePolicy": "FallbackToLogsOnError",
+            },
+            "Failed",
+            3,
+            "Error",
+            "it went wrong\n",
+            id="process-exit-3-message-from-logs",
+        ),
+        pytest.param(
+            {
+                "image": IMAGE,
+                "command": [
+                    "python3",
+                    "-c",
+                    "import sys; open(sys.argv[1], 'w').write('done right'); print('ok')",
+                    "/dev/termination-log",
+                ],
+            },
+            "Succeeded",
+            0,
+            "Completed",
+            "done right",
+            id="process-termination-message-file",
+        ),
+        pytest.param(
+            {"image": IMAGE, "command": ["sh", "-c", "true"]},
+            "Failed",
+            128,
+            "StartError",
+            'exec: "sh": executable file not found in $PATH',
+            id="process-not-in-the-image",
+        ),
+    ],
+)
+def test_terminal_states_of_never_pods(
+    core: client.CoreV1Api,
+    namespace: str,
+    reader: str,
+    container: dict[str, Any],
+    phase: str,
+    exit_code: int,
+    reason: str,
+    message: str | None,
+) -> None:
+    core.create_namespaced_pod(namespace, pod_body("once", {"name": "c", **container}, restart="Never"))
+    done = wait_for(
+        lambda: status_of(core, namespace, "once"),
+        lambda s: s.get("phase") in ("Succeeded", "Failed"),
+        "a final phase",
+    )
+    terminated = container_status(done)["state"]["terminated"]
+    assert (done["phase"], terminated["exitCode"], terminated["reason"]) == (phase, exit_code, reason)
+    if message is None:
+        assert "message" not in terminated
+    else:
+        assert terminated["message"].startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("env", "grace", "exit_code", "at_least"),
+    [
+        pytest.param({}, 30, 0, 0.0, id="sigterm-handled"),
+        pytest.param({"IGNORE_TERM": "1"}, 2, 137, 1.5, id="sigkill-after-the-grace-period"),
+    ],
+)
+def test_graceful_deletion(
+    core: client.CoreV1Api,
+    kubectl: Callable[..., Any],
+    namespace: str,
+    reader: str,
+    env: dict[str, str],
+    grace: int,
+    exit_code: int,
+    at_least: float,
+) -> None:
+    core.create_namespaced_pod(
+        namespace, pod_body("leaving", agent_container(env=env), terminationGracePeriodSeconds=grace)
+    )
+    pid = pid_in(wait_for_log(kubectl, namespace, "leaving", "pid "))
+    pod = core.read_namespaced_pod("leaving", namespace)
+    began = time.monotonic()
+    core.delete_namespaced_pod("leaving", namespace)
+    last: dict[str, Any] = {}
+    stream = watch.Watch().stream(
+        core.list_namespaced_pod,
+        namespace,
+        field_selector="metadata.name=leaving",
+        resource_version=pod.metadata.resource_version,
+        timeout_seconds=int(TIMEOUT),
+    )
+    for event in stream:
+        if event["type"] == "DELETED":
+            break
+        last = core.api_client.sanitize_for_serialization(event["object"])
+    took = time.monotonic() - began
+    terminated = container_status(last["status"])["state"]["terminated"]
+    assert terminated["exitCode"] == exit_code
+    assert last["status"]["phase"] == ("Succeeded" if exit_code == 0 else "Failed")
+    assert took >= at_least
+    assert wait_for(lambda: alive(pid), lambda up: not up, f"process {pid} gone", timeout=5) is False
+
+
+NOTICE = textwrap.dedent(
+    """
+    import os, subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    print("pids", os.getpid(), child.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _cluster_with_a_process(state: Path) -> tuple[subprocess.Popen[str], list[int]]:
+    """``nrop-cluster up`` with a pod whose process forked a child; returns the cluster and both PIDs."""
+    kubeconfig = state / "kubeconfig"
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "nrop-cluster"),
+            "up",
+            "--profile",
+            "default",
+            "--state-dir",
+            str(state),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith("ready: kubeconfig=")
+    from kubernetes import config
+
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+    core.create_namespaced_service_account("default", {"metadata": {"name": "reader"}})
+    core.create_namespaced_pod(
+        "default",
+        pod_body("forker", {"name": "c", "image": IMAGE, "command": ["python3", "-c", NOTICE]}),
+    )
+    text = wait_for(
+        lambda: core.read_namespaced_pod_log("forker", "default"),
+        lambda t: "pids" in t,
+        "the pids in the log",
+    )
+    pids = [int(word) for word in text.split()[1:3]]
+    assert all(alive(pid) for pid in pids)
+    return process, pids
+
+
+@pytest.mark.slow
+def test_stopping_the_cluster_leaves_no_process_behind(state_dir: Path) -> None:
+    process, pids = _cluster_with_a_process(state_dir / "up-term")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
+    assert not any(alive(pid) for pid in pids), "a process outlived nrop-cluster (SIGTERM)"
+
+    # Even a cluster killed outright takes its containers' main processes along (PR_SET_PDEATHSIG).
+    process, pids = _cluster_with_a_process(state_dir / "up-kill")
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert wait_for(lambda: alive(pids[0]), lambda up: not up, f"process {pids[0]} gone", timeout=5) is False
+    os.kill(pids[1], signal.SIGKILL)  # its own child is beyond reach of a killed cluster: clean up

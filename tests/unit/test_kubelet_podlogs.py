@@ -1,0 +1,106 @@
+"""Container logs kept for ``pods/log`` (``apiserver/podlogs.py``) and the ``pods/proxy`` target syntax
+(``apiserver/podproxy.py``): the parts of the API server the emulated kubelets feed and serve through."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from nrop.localcluster.apiserver import podlogs
+from nrop.localcluster.apiserver.podlogs import LogQuery, PodLogs
+from nrop.localcluster.apiserver.podproxy import split_scheme_name_port
+
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def read(logs: PodLogs, **query: object) -> str:
+    return logs.read("ns", "p", LogQuery("c", **query), now=T0 + timedelta(seconds=100)).decode()  # type: ignore[arg-type]
+
+
+def test_partial_lines_wait_for_their_newline() -> None:
+    logs = PodLogs()
+    logs.append("ns", "p", "c", "one\ntw", T0)
+    assert read(logs) == "one\n"
+    logs.append("ns", "p", "c", "o\n", T0)
+    assert read(logs) == "one\ntwo\n"
+
+
+def test_rotate_keeps_the_previous_instance_only() -> None:
+    logs = PodLogs()
+    assert not logs.has_previous("ns", "p", "c")
+    for instance in ("first", "second", "third"):
+        if instance != "first":
+            logs.rotate("ns", "p", "c")
+        logs.append("ns", "p", "c", f"{instance}\n", T0)
+    assert logs.has_previous("ns", "p", "c")
+    assert read(logs) == "third\n"
+    assert read(logs, previous=True) == "second\n"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        pytest.param({"tail_lines": 2}, "b\nc\n", id="tail"),
+        pytest.param({"tail_lines": 0}, "", id="tail-0"),
+        pytest.param({"limit_bytes": 3}, "a\nb", id="limit-bytes"),
+        pytest.param({"since_seconds": 60}, "c\n", id="since"),
+        pytest.param(
+            {"timestamps": True, "tail_lines": 1}, "2030-01-01T00:01:30.000000Z c\n", id="timestamps"
+        ),
+    ],
+)
+def test_read_options(query: dict[str, object], expected: str) -> None:
+    logs = PodLogs()
+    logs.append("ns", "p", "c", "a\n", T0)
+    logs.append("ns", "p", "c", "b\n", T0 + timedelta(seconds=10))
+    logs.append("ns", "p", "c", "c\n", T0 + timedelta(seconds=90))
+    assert read(logs, **query) == expected
+
+
+def test_the_oldest_lines_go_past_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(podlogs, "MAX_CHARS", 10)
+    logs = PodLogs()
+    for word in ("aaa", "bbb", "ccc", "ddd"):  # 4 characters each with the newline
+        logs.append("ns", "p", "c", f"{word}\n", T0)
+    assert read(logs) == "ccc\nddd\n"
+
+
+def test_follow_sends_new_lines_until_the_log_closes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(podlogs, "MAX_CHARS", 10)
+
+    async def main() -> list[bytes]:
+        logs = PodLogs()
+        logs.append("ns", "p", "c", "old\n", T0)
+        received: list[bytes] = []
+
+        async def follow() -> None:
+            async for chunk in logs.follow("ns", "p", LogQuery("c")):
+                received.append(chunk)
+
+        task = asyncio.create_task(follow())
+        await asyncio.sleep(0.01)
+        logs.append("ns", "p", "c", "new1\nnew2\n", T0)  # pushes "old" out of the buffer
+        await asyncio.sleep(0.01)
+        logs.close("ns", "p", "c")
+        await asyncio.wait_for(task, 1)
+        return received
+
+    assert asyncio.run(main()) == [b"old\n", b"new1\nnew2\n"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("web", ("", "web", "")),
+        ("web:8080", ("", "web", "8080")),
+        ("https:web:8443", ("https", "web", "8443")),
+        ("http:web:", ("http", "web", "")),
+        ("ftp:web:21", None),
+        (":8080", None),
+        ("a:b:c:d", None),
+    ],
+)
+def test_split_scheme_name_port(text: str, expected: tuple[str, str, str] | None) -> None:
+    assert split_scheme_name_port(text) == expected
