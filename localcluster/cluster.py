@@ -15,7 +15,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
@@ -23,6 +23,8 @@ from aiohttp import web
 from .apiserver import kubeconfig, tls
 from .apiserver.lifecycle import Lifecycle, bootstrap
 from .apiserver.server import APIServer
+from .controllers import ControllerManager, ControllerSettings
+from .kubelet.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
 from .kubelet.fleet import Fleet
 from .profiles import Profile, load_profile
 
@@ -38,6 +40,9 @@ class ClusterConfig:
     host: str = "127.0.0.1"
     bookmark_interval: float = 60.0
     history_size: int = 50_000
+    #: Images that run as real processes (fnmatch patterns; see kubelet/entrypoints.py).
+    own_images: tuple[str, ...] = DEFAULT_OWN_IMAGES
+    controllers: ControllerSettings = field(default_factory=ControllerSettings)
 
 
 class LocalCluster:
@@ -53,6 +58,7 @@ class LocalCluster:
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._lifecycle: Lifecycle | None = None
+        self.controllers: ControllerManager | None = None
         self.fleet: Fleet | None = None
         self.ca_pem = b""
 
@@ -84,13 +90,23 @@ class LocalCluster:
         self.url = f"https://{self.config.host}:{port}"
         self._lifecycle = Lifecycle(self.server)
         self._lifecycle.start()
-        self.fleet = Fleet(self.server, self.profile.nodes(), self.state_dir)
+        self.controllers = ControllerManager(self.server, self.config.controllers, ca_pem=self.ca_pem)
+        self.controllers.start()
+        self.fleet = Fleet(
+            self.server,
+            self.profile.nodes(),
+            self.state_dir,
+            ca_pem=self.ca_pem,
+            runtime=RuntimeConfig.for_this_environment(self.config.own_images),
+        )
         await self.fleet.start()
         config = kubeconfig.render_kubeconfig(self.url, self.ca_pem, self.server.authn.admin_token)
         kubeconfig.write_kubeconfig(self.kubeconfig_path, config)
         log.info("API server ready at %s", self.url)
 
     async def stop(self) -> None:
+        if self.controllers is not None:
+            await self.controllers.stop()
         if self.fleet is not None:
             await self.fleet.stop()
         if self._lifecycle is not None:

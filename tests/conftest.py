@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
+from nrop.localcluster.controllers import ControllerSettings
 
 KUBECTL = shutil.which("kubectl")
 
@@ -26,8 +27,16 @@ KUBECTL = shutil.which("kubectl")
 @pytest.fixture(scope="module")
 def cluster_thread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
     state = tmp_path_factory.mktemp("cluster")
+    # API conformance: no controllers, so namespaces hold exactly what a test puts there
+    # (no default ServiceAccount, no kube-root-ca.crt, no ReplicaSets behind Deployments).
     runner = ClusterThread(
-        ClusterConfig(profile="empty", state_dir=state, bookmark_interval=1.0, history_size=2000)
+        ClusterConfig(
+            profile="empty",
+            state_dir=state,
+            bookmark_interval=1.0,
+            history_size=2000,
+            controllers=ControllerSettings(controllers=()),
+        )
     )
     with runner:
         yield runner

@@ -444,7 +444,10 @@ def _event_row(obj: Obj, now: datetime) -> list[Cell]:
     kind = str(involved.get("kind") or "").lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
     source = obj.get("source") or {}
-    component = source.get("component") or obj.get("reportingController") or ""
+    # Stored core/v1 Events name events.k8s.io's reportingController "reportingComponent".
+    component = (
+        source.get("component") or obj.get("reportingComponent") or obj.get("reportingController") or ""
+    )
     instance = source.get("host") or obj.get("reportingInstance") or ""
     return [
         last,

@@ -262,4 +262,12 @@ def status_only(new: Obj, old: Obj) -> Obj:
         out["status"] = copy.deepcopy(new["status"])
     else:
         out.pop("status", None)
+    if (old.get("apiVersion"), old.get("kind")) == ("apps/v1", "Deployment"):
+        # deploymentStatusStrategy resets only spec and labels: the controller records the
+        # revision annotation with the status, without a generation bump.
+        annotations = (new.get("metadata") or {}).get("annotations")
+        if annotations:
+            out["metadata"]["annotations"] = copy.deepcopy(annotations)
+        else:
+            out["metadata"].pop("annotations", None)
     return out
