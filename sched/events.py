@@ -1,0 +1,320 @@
+"""Scheduling events written as ``events.k8s.io/v1`` Events, the way kube-scheduler's recorder does.
+
+An :class:`EventBroadcaster` owns the writing: a bounded in-memory queue (1000 events;
+more are dropped) drained by one background task, so that recording never blocks or
+fails a scheduling cycle — write errors are only logged.  Each scheduler profile gets
+an :class:`EventRecorder` from it whose ``reportingController`` is the profile's
+``schedulerName`` and ``reportingInstance`` is ``<schedulerName>-<hostname>``.
+
+Repetitions follow client-go's events/v1 broadcaster.  Events are *isomorphic* when
+they share action, reason, reporting controller and the full reference to the pod
+(uid and resourceVersion included).  The first is created (named
+``<pod>.<hex wall-clock ns>``); the second isomorphic one patches the existing object
+with ``series: {count: 2, lastObservedTime}``; later ones only count in memory, and
+the count is written by the periodic refresh (every 30 min) or when the series ends
+(no repetition for 6 min), after which the event leaves the cache.  Failed writes are
+retried only when no response came (up to 12 tries, 10 s apart); a rejection by the
+server is final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .kubeclient import EVENTS, ApiConnectionError, ApiError, KubeClient, NotFoundError, PatchType
+from .leases import microtime
+
+__all__ = [
+    "NOTE_LENGTH_LIMIT",
+    "EventBroadcaster",
+    "EventRecorder",
+    "isomorphic_key",
+    "make_event",
+    "pod_reference",
+    "truncate_note",
+]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+#: The API server rejects longer notes (events.k8s.io validation).
+NOTE_LENGTH_LIMIT = 1024
+MAX_QUEUED_EVENTS = 1000
+MAX_TRIES_PER_EVENT = 12
+RETRY_DELAY = 10.0
+REFRESH_INTERVAL = 30 * 60.0
+FINISH_INTERVAL = 6 * 60.0
+
+
+def truncate_note(note: str) -> str:
+    """A note that fits the limit, cut with `` ...`` as kube-scheduler cuts FailedScheduling messages."""
+    if len(note) <= NOTE_LENGTH_LIMIT:
+        return note
+    suffix = " ..."
+    return note[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
+
+
+def pod_reference(pod: Mapping[str, Any]) -> Obj:
+    """The ``regarding`` reference of a pod: apiVersion, kind, namespace, name, uid, resourceVersion."""
+    meta = pod.get("metadata") or {}
+    ref: Obj = {"apiVersion": "v1", "kind": "Pod"}
+    for key in ("namespace", "name", "uid", "resourceVersion"):
+        if meta.get(key):
+            ref[key] = meta[key]
+    return ref
+
+
+def make_event(
+    regarding: Obj,
+    event_type: str,
+    reason: str,
+    action: str,
+    note: str,
+    *,
+    controller: str,
+    instance: str,
+    now_ns: int,
+) -> Obj:
+    """A new events.k8s.io/v1 Event (``now_ns``: wall-clock nanoseconds, also the name's suffix)."""
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{regarding.get('name', '')}.{now_ns:x}",
+            "namespace": regarding.get("namespace") or "default",
+        },
+        "eventTime": microtime(now_ns),
+        "reportingController": controller,
+        "reportingInstance": instance,
+        "action": action,
+        "reason": reason,
+        "regarding": regarding,
+        "note": truncate_note(note),
+        "type": event_type,
+    }
+
+
+def isomorphic_key(event: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What makes two events the same occurrence repeated (client-go's eventKey)."""
+    return (
+        event.get("action"),
+        event.get("reason"),
+        event.get("reportingController"),
+        tuple(sorted((event.get("regarding") or {}).items())),
+        tuple(sorted((event.get("related") or {}).items())),
+    )
+
+
+@dataclass
+class _Cached:
+    event: Obj
+    last_seen: float  # monotonic time of the latest occurrence
+
+
+class EventRecorder:
+    """Records events about pods for one reporting controller (a profile's schedulerName)."""
+
+    def __init__(self, broadcaster: EventBroadcaster, reporting_controller: str, hostname: str) -> None:
+        self._broadcaster = broadcaster
+        self.reporting_controller = reporting_controller
+        self.reporting_instance = f"{reporting_controller}-{hostname}"
+
+    def record(self, pod: Mapping[str, Any], event_type: str, reason: str, action: str, note: str) -> None:
+        """Queue one event about ``pod``; returns at once."""
+        if event_type not in ("Normal", "Warning"):
+            raise ValueError(f"type: Unsupported value: {event_type!r}: supported values: Normal, Warning")
+        event = make_event(
+            pod_reference(pod),
+            event_type,
+            reason,
+            action,
+            note,
+            controller=self.reporting_controller,
+            instance=self.reporting_instance,
+            now_ns=self._broadcaster.wall_ns(),
+        )
+        self._broadcaster.submit(event)
+
+    def scheduled(self, pod: Mapping[str, Any], node: str) -> None:
+        meta = pod.get("metadata") or {}
+        note = f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} to {node}"
+        self.record(pod, "Normal", "Scheduled", "Binding", note)
+
+    def failed_scheduling(self, pod: Mapping[str, Any], message: str) -> None:
+        self.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
+
+
+class EventBroadcaster:
+    """Writes the events of its recorders in the background; ``start()`` in a loop, ``close()`` at the end."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        hostname: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_ns: Callable[[], int] = time.time_ns,
+        max_queued: int = MAX_QUEUED_EVENTS,
+        retry_delay: float = RETRY_DELAY,
+        max_tries: int = MAX_TRIES_PER_EVENT,
+        refresh_interval: float = REFRESH_INTERVAL,
+        finish_interval: float = FINISH_INTERVAL,
+    ) -> None:
+        self.client = client
+        self.hostname = hostname or socket.gethostname()
+        self.wall_ns = wall_ns
+        self._clock = clock
+        self._max_queued = max_queued
+        self._retry_delay = retry_delay
+        self._max_tries = max_tries
+        self._refresh_interval = refresh_interval
+        self._finish_interval = finish_interval
+        self._queue: collections.deque[Obj] = collections.deque()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._cache: dict[tuple[Any, ...], _Cached] = {}
+        self._task: asyncio.Task[None] | None = None
+        #: Events dropped because the queue was full, and events the server did not take.
+        self.dropped = 0
+        self.failed = 0
+
+    def recorder(self, reporting_controller: str) -> EventRecorder:
+        return EventRecorder(self, reporting_controller, self.hostname)
+
+    def submit(self, event: Obj) -> None:
+        if len(self._queue) >= self._max_queued:
+            if self.dropped == 0:
+                log.warning("event queue full (%d); dropping events until it drains", self._max_queued)
+            self.dropped += 1
+            return
+        self._queue.append(event)
+        self._idle.clear()
+        self._wakeup.set()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="event broadcaster")
+
+    async def close(self, drain_timeout: float = 2.0) -> None:
+        """Give queued events ``drain_timeout`` seconds to be written, then stop the writer."""
+        if self._task is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(drain_timeout):
+                await self._idle.wait()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    # -- the writer
+
+    async def _run(self) -> None:
+        next_refresh = self._clock() + self._refresh_interval
+        next_finish = self._clock() + self._finish_interval
+        while True:
+            wait = max(0.0, min(next_refresh, next_finish) - self._clock())
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation
+            # that races with the event being set, and the writer would never stop.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._queue:
+                event = self._queue.popleft()
+                try:
+                    await self._record(event)
+                except Exception:  # recording must never stop: log and go on with the next event
+                    log.exception("recording event %s failed", _describe(event))
+            self._idle.set()
+            now = self._clock()
+            if now >= next_refresh:
+                next_refresh = now + self._refresh_interval
+                await self._refresh()
+            if now >= next_finish:
+                next_finish = now + self._finish_interval
+                await self._finish(now)
+
+    async def _record(self, event: Obj) -> None:
+        key = isomorphic_key(event)
+        cached = self._cache.get(key)
+        now = self._clock()
+        if cached is None:
+            self._cache[key] = _Cached(event, now)
+            await self._write(event)
+            return
+        cached.last_seen = now
+        series = cached.event.get("series")
+        stamp = microtime(self.wall_ns())
+        if series is not None:
+            # Counted only; the refresh or the end of the series writes the count.
+            series["count"] += 1
+            series["lastObservedTime"] = stamp
+            return
+        cached.event["series"] = {"count": 2, "lastObservedTime": stamp}
+        await self._write(cached.event)
+
+    async def _refresh(self) -> None:
+        for cached in list(self._cache.values()):
+            if cached.event.get("series") is not None:
+                await self._write(cached.event)
+
+    async def _finish(self, now: float) -> None:
+        for key, cached in list(self._cache.items()):
+            if now - cached.last_seen < self._finish_interval:
+                continue
+            if cached.event.get("series") is not None:
+                await self._write(cached.event)
+            del self._cache[key]
+
+    async def _write(self, event: Obj) -> None:
+        for attempt in range(1, self._max_tries + 1):
+            try:
+                await self._write_once(event)
+                return
+            except ApiConnectionError as exc:
+                if attempt == self._max_tries:
+                    break
+                log.warning(
+                    "cannot write event %s (retrying in %.0fs): %s", _describe(event), self._retry_delay, exc
+                )
+                await asyncio.sleep(self._retry_delay)
+            except ApiError as exc:
+                self.failed += 1
+                level = logging.DEBUG if exc.already_exists else logging.ERROR
+                log.log(level, "server rejected event %s (will not retry): %s", _describe(event), exc)
+                return
+        self.failed += 1
+        log.error("cannot write event %s: giving up after %d tries", _describe(event), self._max_tries)
+
+    async def _write_once(self, event: Obj) -> None:
+        meta = event["metadata"]
+        series = event.get("series")
+        if series is not None:
+            try:
+                await self.client.patch(
+                    EVENTS,
+                    meta["name"],
+                    {"series": series},
+                    meta["namespace"],
+                    patch_type=PatchType.STRATEGIC,
+                )
+                return
+            except NotFoundError:
+                pass  # gone (expired or deleted): create it again with its series
+        await self.client.create(EVENTS, event, meta["namespace"])
+
+
+def _describe(event: Mapping[str, Any]) -> str:
+    regarding = event.get("regarding") or {}
+    return f"{event.get('reason')} for {regarding.get('namespace')}/{regarding.get('name')}"

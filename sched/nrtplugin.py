@@ -1,0 +1,228 @@
+"""The NodeResourceTopologyMatch plugin: NUMA-aware Filter and Score over NodeResourceTopology objects.
+
+This module owns the plugin's wiring, as scheduler-plugins' ``pkg/noderesourcetopology``
+does it: which cache the args select, the order of the checks in Filter and Score
+around the pure decisions (:mod:`nrop.sched.nrtfilter`, :mod:`nrop.sched.nrtscore`), the
+Reserve/Unreserve/PostBind bookkeeping, the events that re-queue pods, and the
+subscriptions that feed the OverReserve cache (foreign pods, topology-manager
+configuration changes).
+
+The periodic resync of the OverReserve cache is run by the scheduler loop:
+:meth:`NodeResourceTopologyMatch.resync_period` says how often (None: never), and
+:meth:`NodeResourceTopologyMatch.resync` runs one step. Upstream runs it once at start
+and then ``period`` seconds after each step completes.
+
+Preemption mode ``Enabled``: PreFilter and the ``add_pod``/``remove_pod`` pre-filter
+extensions keep the victim set of a preemption attempt, and Filter then does not mark
+failing nodes for resync, as upstream. The eviction simulation itself needs the
+``numaplacement`` attributes of an NRT, which are not decoded here, so the NRT is used
+unmodified (upstream's behaviour for NRTs without placement data).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
+
+from nrop.sched.framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    NRT_RESOURCE,
+    ActionType,
+    ClusterEvent,
+    CycleState,
+    Handle,
+    NodeInfo,
+    PodInfo,
+    Status,
+)
+from nrop.sched.nrtargs import (
+    CacheResyncScope,
+    ForeignPodsDetectMode,
+    NodeResourceTopologyMatchArgs,
+    PreemptionMode,
+    parse_args,
+)
+from nrop.sched.nrtcache import (
+    PROCESS_PROFILES,
+    DiscardReservedCache,
+    NRTCache,
+    OverReserveCache,
+    PassthroughCache,
+    ResyncReport,
+    SchedulerProfiles,
+)
+from nrop.sched.nrtfilter import INVALID_NODE_TOPOLOGY_DATA, NODE_NOT_FOUND, filter_with_topology
+from nrop.sched.nrtscore import resource_weights, score_with_topology
+from nrop.sched.podrequests import BEST_EFFORT, GUARANTEED, include_non_native, pod_qos
+
+__all__ = ["NAME", "VICTIMS_STATE_KEY", "NodeResourceTopologyMatch", "PreemptionVictims"]
+
+log = logging.getLogger(__name__)
+
+NAME: Final = "NodeResourceTopologyMatch"
+VICTIMS_STATE_KEY: Final = "stateVictimPods"
+
+Obj = dict[str, Any]
+
+
+class PreemptionVictims:
+    """The pods a preemption attempt removes from the node under evaluation (``namespace/name`` -> pod)."""
+
+    def __init__(self, pods: Mapping[str, Obj] | None = None) -> None:
+        self.pods: dict[str, Obj] = dict(pods or {})
+
+    def clone(self) -> PreemptionVictims:
+        return PreemptionVictims(self.pods)
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class NodeResourceTopologyMatch:
+    """Filters out nodes whose NUMA zones cannot hold the pod the way the kubelet would place it.
+
+    Only nodes whose NRT declares the ``single-numa-node`` topology-manager policy are
+    filtered; nodes without an NRT pass and score 0.
+    """
+
+    name: ClassVar[str] = NAME
+
+    @classmethod
+    def parse_args(cls, args: Mapping[str, Any] | None, path: str) -> NodeResourceTopologyMatchArgs:
+        return parse_args(args, path)
+
+    def __init__(
+        self,
+        args: NodeResourceTopologyMatchArgs | None,
+        handle: Handle,
+        *,
+        profiles: SchedulerProfiles = PROCESS_PROFILES,
+    ) -> None:
+        self._args = args if args is not None else NodeResourceTopologyMatchArgs()
+        self._handle = handle
+        self._weights = resource_weights(self._args.scoring_strategy.resources)
+        self._over_reserve: OverReserveCache | None = None
+        self._cache: NRTCache
+        if self._args.discard_reserved_nodes:
+            self._cache = DiscardReservedCache(handle.get_nrt)
+        elif self._args.cache_resync_period_seconds <= 0:
+            self._cache = PassthroughCache(handle.get_nrt)
+        else:
+            self._over_reserve = self._cache = self._start_over_reserve(handle, profiles)
+        log.info(
+            "NodeResourceTopologyMatch for profile %s: scoring %s, cache %s",
+            handle.profile_name,
+            self._args.scoring_strategy.type,
+            type(self._cache).__name__,
+        )
+
+    def _start_over_reserve(self, handle: Handle, profiles: SchedulerProfiles) -> OverReserveCache:
+        cache_args = self._args.cache
+        cache = OverReserveCache(handle.list_nrts(), cache_args)
+        if cache_args.resync_scope is CacheResyncScope.ALL:
+            handle.on_nrt_event(cache.on_nrt_event)
+        if cache_args.foreign_pods_detect is ForeignPodsDetectMode.NONE:
+            log.info("foreign pods detection disabled by configuration")
+        else:
+            profiles.register(handle.profile_name)
+            handle.on_pod_event(lambda _event, pod: cache.on_pod_event(pod, profiles))
+        return cache
+
+    # -- PreFilter and its extensions (the preemption victims)
+    def pre_filter(self, state: CycleState, pod: Obj) -> Status:
+        state.write(VICTIMS_STATE_KEY, PreemptionVictims())
+        return Status.success()
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Obj, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """Preemption gave a pod back to the node: it is no longer a victim."""
+        victims = state.read(VICTIMS_STATE_KEY)
+        if not isinstance(victims, PreemptionVictims):
+            return Status.error("cannot read the preemption victims from the cycle state", plugin=self.name)
+        victims.pods.pop(_pod_key(pod_to_add.pod), None)
+        return Status.success()
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Obj, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """Preemption takes a pod off the node: remember it as a victim."""
+        victims = state.read(VICTIMS_STATE_KEY)
+        if not isinstance(victims, PreemptionVictims):
+            return Status.error("cannot read the preemption victims from the cycle state", plugin=self.name)
+        victims.pods[_pod_key(pod_to_remove.pod)] = pod_to_remove.pod
+        return Status.success()
+
+    def _in_preemption_flow(self, state: CycleState) -> bool:
+        if self._args.preemption_mode is not PreemptionMode.ENABLED:
+            return False
+        victims = state.read(VICTIMS_STATE_KEY)
+        return isinstance(victims, PreemptionVictims) and bool(victims.pods)
+
+    # -- Filter
+    def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status:
+        if not node_info.node:
+            return Status.error(NODE_NOT_FOUND, plugin=self.name)
+        qos = pod_qos(pod)
+        if qos == BEST_EFFORT and not include_non_native(pod):
+            return Status.success()
+        node_name = node_info.name
+        cached = self._cache.get_cached_nrt_copy(node_name, pod)
+        if not cached.fresh:
+            log.debug("invalid topology data for node %s (generation %d)", node_name, cached.generation)
+            return Status.unschedulable(INVALID_NODE_TOPOLOGY_DATA, plugin=self.name)
+        if cached.nrt is None:
+            return Status.success()
+        status = filter_with_topology(pod, qos, node_info, cached.nrt)
+        if status.ok:
+            return status
+        if not self._in_preemption_flow(state):
+            self._cache.node_maybe_over_reserved(node_name, pod)
+        return status.with_plugin(self.name)
+
+    # -- Score (no NormalizeScore)
+    def score(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> tuple[int, Status]:
+        qos = pod_qos(pod)
+        if qos != GUARANTEED:
+            return MAX_NODE_SCORE, Status.success()
+        cached = self._cache.get_cached_nrt_copy(node_info.name, pod)
+        if not cached.fresh or cached.nrt is None:
+            return MIN_NODE_SCORE, Status.success()
+        score = score_with_topology(pod, qos, cached.nrt, self._args.scoring_strategy.type, self._weights)
+        return score, Status.success()
+
+    # -- Reserve, Unreserve, PostBind
+    def reserve(self, state: CycleState, pod: Obj, node_name: str) -> Status:
+        self._cache.reserve(node_name, pod)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: Obj, node_name: str) -> None:
+        self._cache.unreserve(node_name, pod)
+
+    def post_bind(self, state: CycleState, pod: Obj, node_name: str) -> None:
+        self._cache.post_bind(node_name, pod)
+
+    # -- EnqueueExtensions
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [
+            ClusterEvent("Pod", ActionType.DELETE),
+            ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+            ClusterEvent(NRT_RESOURCE, ActionType.ADD | ActionType.UPDATE),
+        ]
+
+    # -- the cache's periodic resync, driven by the scheduler loop
+    def resync_period(self) -> float | None:
+        """Seconds between resync steps (the first runs at start); None when the cache needs none."""
+        if self._over_reserve is None:
+            return None
+        return float(self._args.cache_resync_period_seconds)
+
+    def resync(self) -> ResyncReport | None:
+        """One resync step of the OverReserve cache; None with the other caches."""
+        if self._over_reserve is None:
+            return None
+        return self._over_reserve.resync(self._handle.get_nrt, self._handle.list_pods)

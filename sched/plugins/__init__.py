@@ -1,0 +1,6 @@
+"""The in-tree plugins of the scheduling framework, one module per upstream plugin.
+
+Each module reproduces the upstream kube-scheduler (v1.33) plugin of the same name:
+its extension points, failure reasons, scores and args.  The registry
+(:mod:`nrop.sched.registry`) maps configuration names to these classes.
+"""

@@ -1,0 +1,421 @@
+"""The scheduling loop: watch caches in, one pod at a time through its profile, bindings out.
+
+This is the thin I/O shell around the pure framework (:mod:`nrop.sched.runtime`,
+:mod:`nrop.sched.queue`, :mod:`nrop.sched.cache`).  It owns:
+
+* the informers (pods of all namespaces, nodes, NRT objects when a profile uses the
+  NodeResourceTopologyMatch plugin) and how their events feed the cache and re-queue
+  unschedulable pods (upstream's event handlers);
+* the scheduling cycle: pop a pod, run its profile over the cached nodes, *assume* the
+  pod on the chosen node and run Reserve before the next pod is looked at;
+* the binding cycle, in a task per pod so that a slow API never stalls scheduling:
+  Bind, then PostBind and the ``Scheduled`` event, or, on failure, Unreserve, forget and
+  back-off;
+* failures: a ``FailedScheduling`` event with the upstream message, the
+  ``PodScheduled=False`` condition, and the pod parked as unschedulable until a
+  cluster event that could help it;
+* the plugins' periodic work (the NRT cache resync);
+* metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nrop.sched import registry as plugin_registry
+from nrop.sched.cache import SchedulerCache, is_terminal
+from nrop.sched.config import ProfileConfig, SchedulerConfiguration
+from nrop.sched.events import EventBroadcaster
+from nrop.sched.framework import NRT_RESOURCE, ActionType, ClusterEvent, CycleState, Obj, pod_key
+from nrop.sched.informers import Informer, InformerFactory
+from nrop.sched.kubeclient import PODS, ApiError, KubeClient, NotFoundError
+from nrop.sched.metrics import SchedulerMetrics
+from nrop.sched.queue import QueuedPodInfo, SchedulingQueue
+from nrop.sched.runtime import Profile, build_profile
+
+log = logging.getLogger(__name__)
+
+NRT_PLUGIN = "NodeResourceTopologyMatch"
+
+
+def _uses_nrt(profiles: Iterable[ProfileConfig]) -> bool:
+    return any(ref.name == NRT_PLUGIN for p in profiles for refs in p.plugins.values() for ref in refs)
+
+
+def node_change(old: Obj | None, new: Obj) -> ActionType:
+    """Which upstream node actions an update amounts to (what re-queueing keys on)."""
+    if old is None:
+        return ActionType.ADD
+    action = ActionType(0)
+    o_status, n_status = old.get("status") or {}, new.get("status") or {}
+    o_spec, n_spec = old.get("spec") or {}, new.get("spec") or {}
+    if o_status.get("allocatable") != n_status.get("allocatable"):
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+        action |= ActionType.UPDATE_NODE_LABEL
+    if o_spec.get("taints") != n_spec.get("taints") or o_spec.get("unschedulable") != n_spec.get(
+        "unschedulable"
+    ):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if o_status.get("conditions") != n_status.get("conditions"):
+        action |= ActionType.UPDATE_NODE_CONDITION
+    return action
+
+
+@dataclass
+class _Handle:
+    """What plugins of one profile see of the scheduler (the framework's ``Handle``)."""
+
+    scheduler: Scheduler
+    profile_name: str
+    _pod_callbacks: list[Callable[[str, Obj], None]] = field(default_factory=list)
+    _nrt_callbacks: list[Callable[[str, Obj], None]] = field(default_factory=list)
+
+    def scheduler_names(self) -> frozenset[str]:
+        return frozenset(self.scheduler.profiles)
+
+    def list_pods(self) -> Iterable[Obj]:
+        return self.scheduler.pods.list()
+
+    def get_nrt(self, node_name: str) -> Obj | None:
+        nrts = self.scheduler.nrts
+        return None if nrts is None else nrts.get(node_name)
+
+    def list_nrts(self) -> Iterable[Obj]:
+        nrts = self.scheduler.nrts
+        return [] if nrts is None else nrts.list()
+
+    def on_pod_event(self, callback: Callable[[str, Obj], None]) -> None:
+        self._pod_callbacks.append(callback)
+
+    def on_nrt_event(self, callback: Callable[[str, Obj], None]) -> None:
+        self._nrt_callbacks.append(callback)
+
+    def now(self) -> float:
+        return self.scheduler.clock()
+
+    async def bind_pod(self, pod: Obj, node_name: str) -> None:
+        await self.scheduler.client.bind(pod, node_name)
+
+
+class Scheduler:
+    """One scheduler process (or the embedded cluster's default scheduler).
+
+    Profiles are built in :meth:`start`, once the watch caches are synced: the NRT
+    plugin's over-reserve cache takes its initial NRT list then, as upstream's does.
+    """
+
+    def __init__(
+        self,
+        config: SchedulerConfiguration,
+        client: KubeClient,
+        *,
+        metrics: SchedulerMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+        events_client: KubeClient | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.clock = clock
+        self.metrics = metrics or SchedulerMetrics()
+        self.rng = rng
+        self.cache = SchedulerCache()
+        self.factory = InformerFactory(client)
+        self.pods: Informer = self.factory.pods()
+        self.nodes: Informer = self.factory.nodes()
+        self.nrts: Informer | None = self.factory.nrts() if _uses_nrt(config.profiles) else None
+        self.handles: dict[str, _Handle] = {}
+        self.profiles: dict[str, Profile] = {}
+        self.queue: SchedulingQueue  # built by start(), with the profiles
+        # Events go through their own client (and rate limit), as kube-scheduler's do.
+        self.broadcaster = EventBroadcaster(events_client or client)
+        self.recorders = {
+            p.scheduler_name: self.broadcaster.recorder(p.scheduler_name) for p in config.profiles
+        }
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._running = False
+
+    # --------------------------------------------------------------------------- lifecycle
+
+    def _build_profiles(self) -> SchedulingQueue:
+        for profile_config in self.config.profiles:
+            name = profile_config.scheduler_name
+            for plugin, reason in profile_config.skipped:
+                log.warning("profile %s: plugin %s: %s", name, plugin, reason)
+            self.handles[name] = _Handle(self, name)
+            self.profiles[name] = build_profile(
+                profile_config,
+                plugin_registry.REGISTRY,
+                self.handles[name],
+                rng=self.rng,
+                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
+            )
+        first = next(iter(self.profiles.values()))
+        return SchedulingQueue(
+            first.queue_sort_less,
+            clock=self.clock,
+            initial_backoff=float(self.config.pod_initial_backoff_seconds),
+            max_backoff=float(self.config.pod_max_backoff_seconds),
+            events_to_register={name: p.events_to_register() for name, p in self.profiles.items()},
+            pre_enqueue=lambda pod: self._profile_of(pod).pre_enqueue(pod),
+        )
+
+    async def start(self) -> None:
+        """Start the watch caches, wait until they are synced, then start scheduling."""
+        self.broadcaster.start()
+        self.factory.start()
+        log.info("scheduler: waiting for the pod, node and NRT caches to sync")
+        await self.factory.wait_synced()
+        self.queue = self._build_profiles()
+        # Handlers replay what the caches hold, so the scheduler cache and queue start complete.
+        self.nodes.add_handler(self._on_node)
+        self.pods.add_handler(self._on_pod)
+        if self.nrts is not None:
+            self.nrts.add_handler(self._on_nrt, replay=False)
+        self._running = True
+        self._spawn(self._schedule_loop(), "schedule-loop")
+        for name, profile in self.profiles.items():
+            for plugin, period in profile.periodic_tasks():
+                self._spawn(self._periodic(plugin, period), f"{name}-periodic")
+        log.info(
+            "scheduler started: profiles %s, %d nodes, %d pods",
+            sorted(self.profiles),
+            self.cache.node_count(),
+            self.cache.pod_count(),
+        )
+
+    async def stop(self) -> None:
+        self._running = False
+        self._wake.set()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.broadcaster.close()
+        await self.factory.close()
+
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # --------------------------------------------------------------------------- event handlers
+
+    def _profile_of(self, pod: Obj) -> Profile:
+        return self.profiles[(pod.get("spec") or {}).get("schedulerName") or "default-scheduler"]
+
+    def _responsible_for(self, pod: Obj) -> bool:
+        spec = pod.get("spec") or {}
+        return (spec.get("schedulerName") or "default-scheduler") in self.profiles
+
+    def _on_pod(self, event: str, pod: Obj, old: Obj | None) -> None:
+        spec = pod.get("spec") or {}
+        bound = bool(spec.get("nodeName"))
+        if event == "DELETED":
+            if bound:
+                self.cache.remove_pod(pod)
+                self._move(ClusterEvent("Pod", ActionType.DELETE))
+            else:
+                self.queue.delete(pod)
+        elif bound:
+            was_bound = old is not None and bool((old.get("spec") or {}).get("nodeName"))
+            self.cache.add_or_update_pod(pod)
+            if not was_bound:
+                self.queue.delete(pod)
+            if is_terminal(pod) and not (old is not None and is_terminal(old)):
+                # A finished pod frees its resources like a deleted one.
+                self._move(ClusterEvent("Pod", ActionType.DELETE))
+        elif self._responsible_for(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+            if event == "ADDED" or old is None:
+                self.queue.add(pod)
+            else:
+                self.queue.update(old, pod)
+            self._wake.set()
+        for handle in self.handles.values():
+            for callback in handle._pod_callbacks:
+                callback(event, pod)
+
+    def _on_node(self, event: str, node: Obj, old: Obj | None) -> None:
+        if event == "DELETED":
+            self.cache.remove_node(node)
+            return
+        self.cache.add_or_update_node(node)
+        action = node_change(old if event != "ADDED" else None, node)
+        if action:
+            self._move(ClusterEvent("Node", action))
+
+    def _on_nrt(self, event: str, nrt: Obj, old: Obj | None) -> None:
+        for handle in self.handles.values():
+            for callback in handle._nrt_callbacks:
+                callback(event, nrt)
+        if event == "ADDED":
+            self._move(ClusterEvent(NRT_RESOURCE, ActionType.ADD))
+        elif event == "MODIFIED":
+            self._move(ClusterEvent(NRT_RESOURCE, ActionType.UPDATE))
+
+    def _move(self, event: ClusterEvent) -> None:
+        if self.queue.move_all_to_active_or_backoff(event):
+            self._wake.set()
+
+    # --------------------------------------------------------------------------- scheduling cycle
+
+    async def _schedule_loop(self) -> None:
+        while self._running:
+            item = self.queue.pop()
+            self.metrics.set_pending(self.queue.pending_counts())
+            if item is None:
+                self._wake.clear()
+                delay = self.queue.next_wakeup()
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay if delay is not None else 1.0):
+                        await self._wake.wait()
+                continue
+            try:
+                self.schedule_one(item)
+            except Exception:  # a bug in a plugin must not stop the scheduler
+                log.exception("scheduling %s failed unexpectedly", pod_key(item.pod))
+                self.queue.add_backoff(item)
+            # Let watch events and bindings through between pods, as upstream's goroutines would.
+            await asyncio.sleep(0)
+
+    def schedule_one(self, item: QueuedPodInfo) -> None:
+        pod = item.pod
+        profile = self._profile_of(pod)
+        start = self.clock()
+        state = CycleState()
+        result = profile.schedule(state, pod, self.cache.node_infos(), self.queue.nominated())
+        if result.node is None:
+            self._failed(profile, item, state, result, start)
+            return
+        assumed = _with_node(pod, result.node)
+        self.cache.assume(assumed, result.node)
+        status = profile.run_reserve(state, assumed, result.node)
+        if not status.ok:
+            profile.run_unreserve(state, assumed, result.node)
+            self.cache.forget(assumed)
+            self._report_failure(profile, item, status.message, "error", start)
+            self.queue.add_backoff(item)
+            return
+        self.queue.done(pod)
+        self._spawn(self._binding_cycle(profile, item, state, assumed, result.node, start), "bind")
+
+    async def _binding_cycle(
+        self, profile: Profile, item: QueuedPodInfo, state: CycleState, pod: Obj, node: str, start: float
+    ) -> None:
+        try:
+            status = await profile.run_bind(state, pod, node)
+        except ApiError as exc:
+            status = None
+            message = f"Binding rejected: {exc}"
+        else:
+            message = "" if status.ok else f"Binding rejected: {status.message}"
+        if status is not None and status.ok:
+            profile.run_post_bind(state, pod, node)
+            self.recorders[profile.name].scheduled(pod, node)
+            self.metrics.observe_attempt("scheduled", profile.name, self.clock() - start, item.attempts)
+            return
+        log.warning("binding %s to %s failed: %s", pod_key(pod), node, message)
+        profile.run_unreserve(state, pod, node)
+        self.cache.forget(pod)
+        self._report_failure(profile, item, message, "error", start)
+        self.queue.add_backoff(item)
+        self._wake.set()
+
+    def _failed(
+        self, profile: Profile, item: QueuedPodInfo, state: CycleState, result: Any, start: float
+    ) -> None:
+        if result.error is None:  # an internal error of a plugin: retry after back-off
+            self._report_failure(profile, item, result.message or "scheduler error", "error", start)
+            self.queue.add_backoff(item)
+            return
+        message = result.error.message()
+        self._report_failure(profile, item, message, "unschedulable", start)
+        self.queue.add_unschedulable(item, result.error.unschedulable_plugins)
+        if result.nominated_node is not None:
+            self._spawn(self._preempt(item.pod, result), "preempt")
+
+    def _report_failure(
+        self, profile: Profile, item: QueuedPodInfo, message: str, result: str, start: float
+    ) -> None:
+        pod = item.pod
+        self.metrics.observe_attempt(result, profile.name, self.clock() - start, item.attempts)
+        self.recorders[profile.name].failed_scheduling(pod, message)
+        reason = "Unschedulable" if result == "unschedulable" else "SchedulerError"
+        self._spawn(self._set_condition(pod, reason, message), "condition")
+
+    async def _set_condition(self, pod: Obj, reason: str, message: str) -> None:
+        meta = pod["metadata"]
+        patch = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": reason,
+                        "message": message,
+                        "lastProbeTime": None,
+                        "lastTransitionTime": _now_rfc3339(),
+                    }
+                ]
+            }
+        }
+        try:
+            await self.client.patch_status(
+                PODS, meta["name"], patch, meta["namespace"], patch_type="strategic"
+            )
+        except NotFoundError:
+            pass
+        except ApiError as exc:
+            log.warning("could not set PodScheduled=False on %s: %s", pod_key(pod), exc)
+
+    async def _preempt(self, pod: Obj, result: Any) -> None:
+        """Evict the victims PostFilter chose and nominate the node (upstream ``prepareCandidate``)."""
+        meta = pod["metadata"]
+        self.queue.set_nominated(pod, result.nominated_node)
+        for victim in result.victims:
+            vmeta = victim["metadata"]
+            log.info("preempting %s on %s for %s", pod_key(victim), result.nominated_node, pod_key(pod))
+            try:
+                await self.client.delete(PODS, vmeta["name"], vmeta["namespace"])
+            except NotFoundError:
+                pass
+            except ApiError as exc:
+                log.warning("could not preempt %s: %s", pod_key(victim), exc)
+        try:
+            await self.client.patch_status(
+                PODS,
+                meta["name"],
+                {"status": {"nominatedNodeName": result.nominated_node}},
+                meta["namespace"],
+            )
+        except ApiError as exc:
+            log.warning("could not nominate %s for %s: %s", result.nominated_node, pod_key(pod), exc)
+
+    async def _periodic(self, plugin: Any, period: float) -> None:
+        while self._running:
+            await asyncio.sleep(period)
+            try:
+                plugin.resync()
+            except Exception:
+                log.exception("periodic work of %s failed", plugin.name)
+
+
+def _with_node(pod: Obj, node: str) -> Obj:
+    spec = dict(pod.get("spec") or {})
+    spec["nodeName"] = node
+    return {**pod, "spec": spec}
+
+
+def _now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
