@@ -11,27 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from nrop.api.backoff import Backoff
 
 __all__ = ["Backoff", "FailureLog"]
-
-
-@dataclass
-class Backoff:
-    """Exponential back-off: ``initial``, times ``factor`` per failure, capped at ``maximum``."""
-
-    initial: float = 0.5
-    factor: float = 2.0
-    maximum: float = 10.0
-    failures: int = 0
-
-    def next_delay(self) -> float:
-        delay = min(self.maximum, self.initial * self.factor**self.failures)
-        self.failures += 1
-        return delay
-
-    def reset(self) -> None:
-        self.failures = 0
 
 
 class FailureLog:

@@ -26,8 +26,9 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from nrop.api.backoff import Backoff
 
 from .kubeclient import NODES, NRTS, PODS, ApiError, GoneError, KubeClient, NotFoundError, Resource
 
@@ -89,22 +90,9 @@ def relist_changes(store: Mapping[str, Obj], items: Iterable[Obj]) -> tuple[dict
     return fresh, changes
 
 
-@dataclass
-class Backoff:
-    """Exponential back-off between failed attempts (client-go's reflector: 0.8 s doubling to 30 s)."""
-
-    initial: float = 0.8
-    factor: float = 2.0
-    maximum: float = 30.0
-    failures: int = 0
-
-    def next_delay(self) -> float:
-        delay = min(self.maximum, self.initial * self.factor**self.failures)
-        self.failures += 1
-        return delay
-
-    def reset(self) -> None:
-        self.failures = 0
+def reflector_backoff() -> Backoff:
+    """client-go's reflector back-off: 0.8 s doubling to 30 s."""
+    return Backoff(initial=0.8, maximum=30.0)
 
 
 class Informer:
@@ -131,7 +119,7 @@ class Informer:
         self.field_selector = field_selector
         self.optional = optional
         self._page_size = page_size
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or reflector_backoff()
         self._absent_poll = absent_poll
         self._rand = rand
         self._store: dict[str, Obj] = {}

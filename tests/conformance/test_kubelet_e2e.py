@@ -10,12 +10,12 @@ podresources socket, the node's sysfs tree and checkpoint files under
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +29,7 @@ from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.kubelet.cpumanagerstate import decode_checkpoint
 from nrop.localcluster.kubelet.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers import DevicePluginStub, device_plugin_dir, kubelet_socket
+from nrop.suite import waiting
 
 WORKER = "worker-0"
 TIMEOUT = 10.0
@@ -89,17 +90,8 @@ def core(api_client):  # type: ignore[no-untyped-def]
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def wait_for(
-    getter: Callable[[], T], predicate: Callable[[T], bool], description: str, timeout: float = TIMEOUT
-) -> T:
-    deadline = time.monotonic() + timeout
-    value = getter()
-    while not predicate(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"expected {description}, got instead:\n{value}")
-        time.sleep(0.05)
-        value = getter()
-    return value
+#: The suite's waiter with this module's default timeout.
+wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT)
 
 
 def pod_body(

@@ -12,6 +12,7 @@ events, ``pods/proxy``, and that no process outlives its pod or its cluster.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ import pytest
 from kubernetes import client, watch
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
+from nrop.suite import waiting
 
 WORKER = "worker-0"
 IMAGE = "quay.io/openshift-kni/numaresources-operator-tests:4.20"
@@ -131,17 +133,8 @@ def reader(api_client: client.ApiClient, namespace: str) -> str:
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def wait_for(
-    getter: Callable[[], T], predicate: Callable[[T], bool], description: str, timeout: float = TIMEOUT
-) -> T:
-    deadline = time.monotonic() + timeout
-    value = getter()
-    while not predicate(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"expected {description}, got instead:\n{value}")
-        time.sleep(0.1)
-        value = getter()
-    return value
+#: The suite's waiter with this module's default timeout.
+wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT, interval=0.1)
 
 
 def agent_container(
