@@ -1,9 +1,11 @@
-"""``nrop-cluster``: run the embedded cluster in the foreground, list the shipped profiles, show its nodes.
+"""``nrop-cluster``: run the embedded cluster in the foreground, stop it, list the shipped profiles, show its nodes.
 
-``up`` starts the cluster, writes the kubeconfig, prints ``ready: kubeconfig=<path>``
-on stdout and runs until SIGINT or SIGTERM, then shuts down cleanly (exit 0)
-and removes a temporary state directory.  Progress goes to stderr.  ``nodes``
-prints, per node and NUMA zone, what is allocated out of what is allocatable.
+``up`` starts the cluster, records its PID in ``<state dir>/nrop-cluster.pid``, writes
+the kubeconfig, prints ``ready: kubeconfig=<path>`` on stdout and runs until SIGINT or
+SIGTERM, then shuts down cleanly (exit 0), removes the PID file and a temporary state
+directory.  Progress goes to stderr.  ``down --state-dir DIR`` sends SIGTERM to the ``up``
+process recorded there and waits for it to exit.  ``nodes`` prints, per node and NUMA
+zone, what is allocated out of what is allocatable.
 """
 
 from __future__ import annotations
@@ -15,11 +17,18 @@ import logging
 import os
 import signal
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .profiles import ProfileError, shipped
 
 log = logging.getLogger("nrop-cluster")
+
+#: Written by ``up`` in its state directory: the PID and the process's start time (clock ticks since
+#: boot, field 22 of ``/proc/<pid>/stat``), so that ``down`` never signals a recycled PID.
+PID_FILE = "nrop-cluster.pid"
+DOWN_TIMEOUT = 60.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         "--state-dir",
         type=Path,
         default=os.environ.get("NROP_CLUSTER_STATE_DIR"),
-        help="directory for the cluster's files (PKI, node roots); a temporary one, removed on exit, if unset [env NROP_CLUSTER_STATE_DIR]",
+        help="directory for the cluster's files (PKI, node roots, nrop-cluster.pid for `down`); a temporary one, removed on exit, if unset [env NROP_CLUSTER_STATE_DIR]",
     )
     up.add_argument(
         "--kubeconfig",
@@ -64,6 +73,25 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=60.0,
         help="seconds between watch BOOKMARK events for clients that allow them [default: 60]",
+    )
+    down_help = (
+        "stop the cluster that `up --state-dir DIR` runs: SIGTERM to the PID in DIR/nrop-cluster.pid, "
+        "then wait for it to exit (exit 0, also when the file is stale; 1 when there is no PID file "
+        "or the cluster outlives --timeout)"
+    )
+    down = sub.add_parser("down", help=down_help, description=down_help)
+    down.add_argument(
+        "--state-dir",
+        type=Path,
+        default=os.environ.get("NROP_CLUSTER_STATE_DIR"),
+        required=not os.environ.get("NROP_CLUSTER_STATE_DIR"),
+        help="the state directory the cluster was started with [env NROP_CLUSTER_STATE_DIR]",
+    )
+    down.add_argument(
+        "--timeout",
+        type=float,
+        default=DOWN_TIMEOUT,
+        help=f"seconds to wait for the cluster to exit [default: {DOWN_TIMEOUT:g}]",
     )
     sub.add_parser("profiles", help="list the shipped profiles with a one-line summary")
     nodes = sub.add_parser(
@@ -101,7 +129,10 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
             own_images=_own_images(args.own_image),
         )
     )
+    pid_file = cluster.state_dir / PID_FILE
     try:
+        cluster.state_dir.mkdir(parents=True, exist_ok=True)
+        pid_file.write_text(_pid_record(os.getpid()).render())
         await cluster.start()
         sys.stdout.write(f"ready: kubeconfig={cluster.kubeconfig_path}\n")
         sys.stdout.flush()
@@ -109,6 +140,76 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
         log.info("shutting down")
     finally:
         await cluster.stop()
+        pid_file.unlink(missing_ok=True)
+    return 0
+
+
+@dataclass(frozen=True)
+class PidRecord:
+    """What ``up`` writes in its PID file: ``<pid> <start time>``."""
+
+    pid: int
+    start_time: int
+
+    def render(self) -> str:
+        return f"{self.pid} {self.start_time}\n"
+
+
+def parse_pid_record(text: str, source: Path) -> PidRecord:
+    """The record in a PID file; a malformed one is an error naming the file."""
+    fields = text.split()
+    if len(fields) != 2 or not all(f.isdigit() for f in fields):
+        raise ValueError(f"{source}: expected '<pid> <start time>', got {text.strip()!r}")
+    return PidRecord(int(fields[0]), int(fields[1]))
+
+
+def _start_time(pid: int) -> int | None:
+    """Field 22 of ``/proc/<pid>/stat``, or None when no such process runs (a zombie does not)."""
+    try:
+        # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    state, start = fields[0], fields[19]
+    return None if state in ("Z", "X") else int(start)
+
+
+def _pid_record(pid: int) -> PidRecord:
+    start = _start_time(pid)
+    if start is None:
+        raise OSError(f"no /proc/{pid}/stat to record the start time of nrop-cluster")
+    return PidRecord(pid, start)
+
+
+def _running(record: PidRecord) -> bool:
+    return _start_time(record.pid) == record.start_time
+
+
+def _run_down(state_dir: Path, timeout: float) -> int:
+    pid_file = state_dir / PID_FILE
+    try:
+        record = parse_pid_record(pid_file.read_text(), pid_file)
+    except FileNotFoundError:
+        sys.stderr.write(f"nrop-cluster: no cluster is running in {state_dir} (no {PID_FILE})\n")
+        return 1
+    except ValueError as exc:
+        sys.stderr.write(f"nrop-cluster: {exc}\n")
+        return 1
+    if not _running(record):
+        # The process died without cleaning up (SIGKILL): the file is stale, the cluster is down.
+        pid_file.unlink(missing_ok=True)
+        log.info("process %d recorded in %s is not running; removed the stale file", record.pid, pid_file)
+        return 0
+    log.info("sending SIGTERM to nrop-cluster up (pid %d)", record.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _running(record):
+        if time.monotonic() > deadline:
+            sys.stderr.write(f"nrop-cluster: pid {record.pid} still runs {timeout:g}s after SIGTERM\n")
+            return 1
+        time.sleep(0.05)
+    log.info("stopped")
     return 0
 
 
@@ -151,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "nodes":
         return _run_nodes(args.kubeconfig)
+    if args.command == "down":
+        return _run_down(args.state_dir, args.timeout)
     # Until the event loop takes them over, SIGINT/SIGTERM only ask for a stop (no
     # KeyboardInterrupt traceback, no death by signal half-way through starting).
     early_signals: list[int] = []

@@ -20,6 +20,11 @@ from pathlib import Path
 
 from aiohttp import web
 
+from nrop.sched.clientconfig import ClientConfig
+from nrop.sched.kubeclient import KubeClient
+from nrop.sched.main import default_configuration
+from nrop.sched.scheduler import Scheduler
+
 from .apiserver import kubeconfig, tls
 from .apiserver.lifecycle import Lifecycle, bootstrap
 from .apiserver.server import APIServer
@@ -43,6 +48,8 @@ class ClusterConfig:
     #: Images that run as real processes (fnmatch patterns; see kubelet/entrypoints.py).
     own_images: tuple[str, ...] = DEFAULT_OWN_IMAGES
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
+    #: Run the project's scheduler in-process as ``default-scheduler`` (upstream's default profile).
+    default_scheduler: bool = True
 
 
 class LocalCluster:
@@ -60,6 +67,7 @@ class LocalCluster:
         self._lifecycle: Lifecycle | None = None
         self.controllers: ControllerManager | None = None
         self.fleet: Fleet | None = None
+        self.scheduler: Scheduler | None = None
         self.ca_pem = b""
 
     async def start(self) -> None:
@@ -100,11 +108,29 @@ class LocalCluster:
             runtime=RuntimeConfig.for_this_environment(self.config.own_images),
         )
         await self.fleet.start()
+        if self.config.default_scheduler:
+            await self._start_default_scheduler()
         config = kubeconfig.render_kubeconfig(self.url, self.ca_pem, self.server.authn.admin_token)
         kubeconfig.write_kubeconfig(self.kubeconfig_path, config)
         log.info("API server ready at %s", self.url)
 
+    async def _start_default_scheduler(self) -> None:
+        """The same framework as ``nrop-scheduler``, talking HTTPS to this server like any client."""
+        client = KubeClient(
+            ClientConfig(
+                self.url, ca_data=self.ca_pem, token=self.server.authn.admin_token, source="embedded"
+            ),
+            rate_limit=None,
+            user_agent="default-scheduler",
+        )
+        self.scheduler = Scheduler(default_configuration(), client)
+        log.info("starting the default scheduler")
+        await self.scheduler.start()
+
     async def stop(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+            await self.scheduler.client.close()
         if self.controllers is not None:
             await self.controllers.stop()
         if self.fleet is not None:

@@ -149,8 +149,11 @@ class Scheduler:
     def _build_profiles(self) -> SchedulingQueue:
         for profile_config in self.config.profiles:
             name = profile_config.scheduler_name
+            by_reason: dict[str, list[str]] = {}
             for plugin, reason in profile_config.skipped:
-                log.warning("profile %s: plugin %s: %s", name, plugin, reason)
+                by_reason.setdefault(reason, []).append(plugin)
+            for reason, plugins in by_reason.items():
+                log.warning("profile %s: %s: %s", name, reason, ", ".join(plugins))
             self.handles[name] = _Handle(self, name)
             self.profiles[name] = build_profile(
                 profile_config,
@@ -403,12 +406,23 @@ class Scheduler:
             log.warning("could not nominate %s for %s: %s", result.nominated_node, pod_key(pod), exc)
 
     async def _periodic(self, plugin: Any, period: float) -> None:
+        """A plugin's periodic work: now, then ``period`` seconds after each step (a sliding period).
+
+        When an NRT cache resync flushed nodes, their reservations are gone and their data
+        is fresh again, but no watch event says so (the NRT objects did not change): the
+        unschedulable pods are re-queued as if those NRTs had been updated, so they do not
+        wait for an unrelated cluster event.
+        """
         while self._running:
-            await asyncio.sleep(period)
             try:
-                plugin.resync()
+                report = plugin.resync()
             except Exception:
                 log.exception("periodic work of %s failed", plugin.name)
+            else:
+                if report is not None and getattr(report, "flushed", ()):
+                    log.debug("%s: resync flushed %s", plugin.name, ", ".join(report.flushed))
+                    self._move(ClusterEvent(NRT_RESOURCE, ActionType.UPDATE))
+            await asyncio.sleep(period)
 
 
 def _with_node(pod: Obj, node: str) -> Obj:

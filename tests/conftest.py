@@ -28,7 +28,8 @@ KUBECTL = shutil.which("kubectl")
 def cluster_thread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
     state = tmp_path_factory.mktemp("cluster")
     # API conformance: no controllers, so namespaces hold exactly what a test puts there
-    # (no default ServiceAccount, no kube-root-ca.crt, no ReplicaSets behind Deployments).
+    # (no default ServiceAccount, no kube-root-ca.crt, no ReplicaSets behind Deployments), and
+    # no default scheduler: with no nodes it would only add FailedScheduling events to every pod.
     runner = ClusterThread(
         ClusterConfig(
             profile="empty",
@@ -36,6 +37,7 @@ def cluster_thread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
             bookmark_interval=1.0,
             history_size=2000,
             controllers=ControllerSettings(controllers=()),
+            default_scheduler=False,
         )
     )
     with runner:

@@ -292,7 +292,13 @@ class APIServer:
         content_type = (request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
         if request.content_length is not None and request.content_length > MAX_BODY:
             raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
-        raw = await request.content.read(MAX_BODY + 1)
+        # StreamReader.read(n) returns what has arrived so far, not n bytes: read until EOF.
+        received = bytearray()
+        while len(received) <= MAX_BODY and (
+            chunk := await request.content.read(MAX_BODY + 1 - len(received))
+        ):
+            received += chunk
+        raw = bytes(received)
         if len(raw) > MAX_BODY:
             raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
         if patch:

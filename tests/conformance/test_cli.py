@@ -377,3 +377,60 @@ def test_profiles_lists_empty_with_a_summary() -> None:
     }
     assert "empty" in rows and "default" in rows
     assert rows["empty"] and rows["empty"][0].strip(), f"no summary for 'empty' in:\n{result.stdout}"
+
+
+# -- down ---------------------------------------------------------------------------------------
+
+
+def _down(state_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(NROP_CLUSTER), "down", "--state-dir", str(state_dir), *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+        check=False,
+    )
+
+
+def test_down_stops_up_and_up_removes_its_pid_file(start_up: Callable[..., Up], tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    up = start_up("--profile", "empty", "--state-dir", str(state_dir))
+    up.wait_ready()
+    pid, start_time = (state_dir / "nrop-cluster.pid").read_text().split()
+    assert int(pid) == up.proc.pid and int(start_time) > 0
+    began = time.monotonic()
+    result = _down(state_dir)
+    assert result.returncode == 0, result.stderr
+    # down waits for the exit: the process is gone (or a zombie for its parent to reap) when it returns.
+    assert up.proc.wait(timeout=1) == 0, up.stderr()
+    assert time.monotonic() - began < EXIT_TIMEOUT + 2
+    assert not (state_dir / "nrop-cluster.pid").exists()
+    assert "Traceback" not in up.stderr() + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "code", "message"),
+    [
+        pytest.param(None, 1, "no cluster is running in {dir} (no nrop-cluster.pid)", id="no-pid-file"),
+        pytest.param(
+            "12x 5\n", 1, "{dir}/nrop-cluster.pid: expected '<pid> <start time>', got '12x 5'", id="bad"
+        ),
+        pytest.param(
+            "1234\n", 1, "{dir}/nrop-cluster.pid: expected '<pid> <start time>', got '1234'", id="no-start"
+        ),
+        # PID 1 runs, but started at another clock tick: a recycled PID is never signalled.
+        pytest.param("1 {other_start}\n", 0, "", id="stale-recycled-pid"),
+    ],
+)
+def test_down_without_a_running_cluster(tmp_path: Path, content: str | None, code: int, message: str) -> None:
+    pid_file = tmp_path / "nrop-cluster.pid"
+    if content is not None:
+        init_start = int(Path("/proc/1/stat").read_text().rsplit(")", 1)[1].split()[19])
+        pid_file.write_text(content.format(other_start=init_start + 1))
+    result = _down(tmp_path)
+    assert result.returncode == code, result.stderr
+    assert message.format(dir=tmp_path) in result.stderr
+    assert "Traceback" not in result.stderr
+    if code == 0:
+        assert not pid_file.exists(), "a stale pid file was left behind"

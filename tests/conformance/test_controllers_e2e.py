@@ -1,11 +1,10 @@
 """The controllers end to end, through public interfaces: kubectl, the Python client, and the kubelets.
 
 A cluster on the shipped ``default`` profile (a tainted control plane and two workers) runs
-in this process.  There is no default scheduler yet, so :class:`Binder` plays it: it binds
-every pending pod of the test namespace through ``pods/binding`` (a DaemonSet pod to the
-node its ``metadata.name`` affinity names, others to the workers in turn), and the
-emulated kubelets then run the pods and report them Ready.  The default scheduler will
-replace it.  Node lifecycle runs on a second, node-less cluster with a 1 s grace period,
+in this process with its default scheduler: the controllers create pods without
+``spec.nodeName`` (DaemonSet pods too, pinned by a ``metadata.name`` node affinity, as
+upstream), ``default-scheduler`` binds them through ``pods/binding``, and the emulated
+kubelets run them and report them Ready.  Node lifecycle runs on a second, node-less cluster with a 1 s grace period,
 where the test itself plays a kubelet (a Node, its Lease, its Ready condition).
 """
 
@@ -15,7 +14,6 @@ import base64
 import json
 import shutil
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -60,71 +58,6 @@ def apis(api_client):  # type: ignore[no-untyped-def]
     from kubernetes import client
 
     return client.CoreV1Api(api_client), client.AppsV1Api(api_client), client.BatchV1Api(api_client)
-
-
-class Binder:
-    """Binds the namespace's pending pods, as the default scheduler would (test stand-in)."""
-
-    def __init__(self, core: Any, namespace: str) -> None:
-        self.core = core
-        self.namespace = namespace
-        self.bound: dict[str, str] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._turn = 0
-
-    def __enter__(self) -> Binder:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _target(self, pod: Any) -> str:
-        affinity = pod.spec.affinity
-        required = (
-            affinity.node_affinity.required_during_scheduling_ignored_during_execution if affinity else None
-        )
-        for term in (required.node_selector_terms if required else None) or ():
-            for field in term.match_fields or ():
-                if field.key == "metadata.name" and field.operator == "In":
-                    return str(field.values[0])
-        self._turn += 1
-        return WORKERS[self._turn % len(WORKERS)]
-
-    def _loop(self) -> None:
-        from kubernetes.client import ApiException
-
-        while not self._stop.is_set():
-            try:
-                pods = self.core.list_namespaced_pod(self.namespace).items
-            except ApiException:
-                pods = []
-            for pod in pods:
-                if pod.spec.node_name or pod.metadata.deletion_timestamp:
-                    continue
-                node = self._target(pod)
-                body = {
-                    "apiVersion": "v1",
-                    "kind": "Binding",
-                    "metadata": {"name": pod.metadata.name},
-                    "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-                }
-                try:
-                    self.core.create_namespaced_pod_binding(
-                        pod.metadata.name, self.namespace, body, _preload_content=False
-                    )
-                    self.bound[pod.metadata.name] = node
-                except ApiException:
-                    pass
-            self._stop.wait(0.05)
-
-
-@pytest.fixture
-def binder(apis, namespace: str) -> Iterator[Binder]:  # type: ignore[no-untyped-def]
-    with Binder(apis[0], namespace) as running:
-        yield running
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -185,9 +118,7 @@ def owned_pods(core: Any, namespace: str, owner_uid: str) -> list[Any]:
 # -- Deployment -> ReplicaSet -> Pod ----------------------------------------------------------------------
 
 
-def test_deployment_rolls_out_and_kubectl_rollout_status_succeeds(
-    kubectl, apis, api_client, namespace, binder
-):  # type: ignore[no-untyped-def]
+def test_deployment_rolls_out_and_kubectl_rollout_status_succeeds(kubectl, apis, api_client, namespace):  # type: ignore[no-untyped-def]
     core, apps, _ = apis
     kubectl("apply", "-n", namespace, "-f", "-", input=deployment_yaml("web", "pause:1"))
     result = kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s", timeout=70)
@@ -262,7 +193,7 @@ def test_deployment_rolls_out_and_kubectl_rollout_status_succeeds(
     )
 
 
-def test_rolling_update_scale_and_cascade(kubectl, apis, api_client, namespace, binder):  # type: ignore[no-untyped-def]
+def test_rolling_update_scale_and_cascade(kubectl, apis, api_client, namespace):  # type: ignore[no-untyped-def]
     core, apps, _ = apis
     kubectl("apply", "-n", namespace, "-f", "-", input=deployment_yaml("web", "pause:1", replicas=4))
     kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s", timeout=70)
@@ -315,7 +246,7 @@ def test_rolling_update_scale_and_cascade(kubectl, apis, api_client, namespace, 
     )
 
 
-def test_recreate_replaces_all_pods_and_replicaset_keeps_count(kubectl, apis, namespace, binder):  # type: ignore[no-untyped-def]
+def test_recreate_replaces_all_pods_and_replicaset_keeps_count(kubectl, apis, namespace):  # type: ignore[no-untyped-def]
     core, apps, _ = apis
     kubectl(
         "apply",
@@ -377,7 +308,7 @@ def daemonset_yaml(
     )
 
 
-def test_daemonset_places_updates_and_reports(kubectl, apis, api_client, namespace, binder):  # type: ignore[no-untyped-def]
+def test_daemonset_places_updates_and_reports(kubectl, apis, api_client, namespace):  # type: ignore[no-untyped-def]
     core, apps, _ = apis
     kubectl("apply", "-n", namespace, "-f", "-", input=daemonset_yaml("agent:1"))
     result = kubectl("rollout", "status", "-n", namespace, "daemonset/agent", "--timeout=60s", timeout=70)
@@ -403,7 +334,16 @@ def test_daemonset_places_updates_and_reports(kubectl, apis, api_client, namespa
     assert terms == [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pod["spec"]["nodeName"]]}]}
     ]
-    assert binder.bound[pod["metadata"]["name"]] == pod["spec"]["nodeName"]  # created unbound, as upstream
+    # Created unbound, as upstream: the default scheduler placed it on the node of its affinity.
+    assigned = (
+        "Scheduled",
+        f"Successfully assigned {namespace}/{pod['metadata']['name']} to {pod['spec']['nodeName']}",
+    )
+    wait_for(
+        lambda: events_of(core, namespace, "Pod", pod["metadata"]["name"]),
+        lambda events: assigned in events,
+        f"a Scheduled event for pod {pod['metadata']['name']}",
+    )
     tolerations = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
     assert {
         ("node.kubernetes.io/not-ready", "NoExecute"),
@@ -479,9 +419,7 @@ def job_yaml(name: str, command: list[str], completions: int, backoff_limit: int
     )
 
 
-def test_job_completes_and_a_failing_job_stops_at_its_backoff_limit(
-    kubectl, apis, api_client, namespace, binder
-):  # type: ignore[no-untyped-def]
+def test_job_completes_and_a_failing_job_stops_at_its_backoff_limit(kubectl, apis, api_client, namespace):  # type: ignore[no-untyped-def]
     core, _, batch = apis
     kubectl(
         "apply", "-n", namespace, "-f", "-", input=job_yaml("ok", ["sh", "-c", "sleep 0.2"], completions=3)
@@ -665,7 +603,7 @@ def test_kubelet_nodes_stay_ready(apis):  # type: ignore[no-untyped-def]
         assert not any(t.key.startswith("node.kubernetes.io/") for t in node.spec.taints or ())
 
 
-def test_kubectl_describe_shows_controller_events(kubectl, namespace, binder):  # type: ignore[no-untyped-def]
+def test_kubectl_describe_shows_controller_events(kubectl, namespace):  # type: ignore[no-untyped-def]
     kubectl("apply", "-n", namespace, "-f", "-", input=deployment_yaml("shown", "pause:1", replicas=1))
     kubectl("rollout", "status", "-n", namespace, "deployment/shown", "--timeout=60s", timeout=70)
     out = kubectl("describe", "-n", namespace, "deployment/shown").stdout
