@@ -17,7 +17,18 @@ from nrop.localcluster.profiles import ProfileError, load_profile, parse_profile
 
 GiB = 1024**3
 MiB = 1024**2
-SHIPPED = ["best-effort", "container-scope", "default", "devices", "empty", "four-numa", "none", "restricted"]
+SHIPPED = [
+    "best-effort",
+    "container-scope",
+    "default",
+    "devices",
+    "empty",
+    "fifty",
+    "four-numa",
+    "none",
+    "restricted",
+]
+NODE_COUNTS = {"empty": 0, "fifty": 51}
 
 
 def test_shipped_profiles_are_listed_with_a_summary() -> None:
@@ -39,7 +50,7 @@ def test_every_shipped_profile_loads(name: str) -> None:
     assert profile.source == f"{name}.yaml"
     nodes = profile.nodes()
     assert len({n.name for n in nodes}) == len(nodes)
-    assert len(nodes) == (0 if name == "empty" else 3)
+    assert len(nodes) == NODE_COUNTS.get(name, 3)
 
 
 def test_default_profile_shape() -> None:
@@ -61,6 +72,22 @@ def test_default_profile_shape() -> None:
         assert not worker.taints and not worker.control_plane
 
 
+def test_fifty_profile_shape() -> None:
+    control, *workers = load_profile("fifty").nodes()
+    assert control.name == "control-plane" and control.control_plane and control.taints
+    assert [w.name for w in workers] == [f"worker-{i}" for i in range(50)]
+    worker = workers[-1]
+    topo = worker.machine.topology
+    assert (topo.num_cpus, topo.num_cores, topo.num_sockets, topo.num_numa_nodes) == (8, 4, 2, 2)
+    assert topo.details.cpus_in_numa_nodes(1).to_list() == [2, 3, 6, 7]
+    assert [n.memory_bytes for n in worker.machine.numa_nodes] == [4 * GiB, 4 * GiB]
+    assert all(not n.hugepages for n in worker.machine.numa_nodes)
+    k = worker.kubelet
+    assert (k.cpu_manager_policy, k.memory_manager_policy) == ("static", "Static")
+    assert (k.topology_manager_policy, k.topology_manager_scope) == ("single-numa-node", "pod")
+    assert k.reserved_system_cpus == "0,4"
+
+
 @pytest.mark.parametrize(
     ("name", "policy", "scope", "numa"),
     [
@@ -70,6 +97,7 @@ def test_default_profile_shape() -> None:
         ("best-effort", "best-effort", "pod", 2),
         ("none", "none", "pod", 2),
         ("devices", "single-numa-node", "pod", 2),
+        ("fifty", "single-numa-node", "pod", 2),
     ],
 )
 def test_variants(name: str, policy: str, scope: str, numa: int) -> None:
