@@ -10,6 +10,13 @@
   the NRT carries matches the pods the scheduler sees, or when its topology-manager
   configuration changed.
 
+Decoding is memoized: :class:`ParsedNRTs` decodes an object once per
+``(name, resourceVersion)``, and the OverReserve cache keeps per node the sum of its
+assumed requests and the view derived from it, rebuilt only when a reservation or a
+flush changes them. Each lookup hands out a shallow copy (its own zone list; zones and
+resources are shared and must be treated as read-only, which the filter and score do:
+they copy amounts into their own NUMA node lists).
+
 These are plain classes with no I/O and no threads: NRT objects and pod lists are
 passed in (getters over the scheduler's watch caches), and the periodic
 :meth:`OverReserveCache.resync` is called by whoever owns the loop. Nothing here locks:
@@ -43,13 +50,16 @@ __all__ = [
     "NRTCache",
     "NRTGetter",
     "OverReserveCache",
+    "ParsedNRTs",
     "PassthroughCache",
     "PodData",
     "ResyncReport",
     "SchedulerProfiles",
     "nrt_from_object",
     "nrt_resource_names",
+    "nrt_view",
     "pod_fingerprint_for_node_topology",
+    "subtract_assumed",
 ]
 
 log = logging.getLogger(__name__)
@@ -99,6 +109,58 @@ def nrt_resource_names(nrt: NodeResourceTopology | None) -> frozenset[str] | Non
     return frozenset(res.name for zone in nrt.zones for res in zone.resources)
 
 
+def nrt_view(nrt: NodeResourceTopology) -> NodeResourceTopology:
+    """A shallow copy a caller may reshape (its own zone list); zones and their resources are shared."""
+    return NodeResourceTopology(
+        nrt.name, list(nrt.zones), nrt.attributes, nrt.topology_policies, nrt.metadata
+    )
+
+
+class ParsedNRTs:
+    """Decoded NRT objects, one per node, reused while the object's ``resourceVersion`` is unchanged.
+
+    An object without a ``resourceVersion`` is decoded on every call (nothing proves it unchanged).
+    """
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, tuple[str, NodeResourceTopology | None]] = {}
+
+    def get(self, obj: Obj | None) -> NodeResourceTopology | None:
+        if obj is None:
+            return None
+        meta = obj.get("metadata") or {}
+        name, version = str(meta.get("name", "")), str(meta.get("resourceVersion") or "")
+        if version:
+            hit = self._parsed.get(name)
+            if hit is not None and hit[0] == version:
+                return hit[1]
+        nrt = nrt_from_object(obj)
+        if version:
+            self._parsed[name] = (version, nrt)
+        return nrt
+
+
+def subtract_assumed(nrt: NodeResourceTopology, assumed: ResourceList) -> NodeResourceTopology:
+    """``nrt`` with ``assumed`` taken off every zone, clamped at 0; untouched zones are shared.
+
+    With amounts >= 0, clamping the sum once equals clamping after each pod in turn.
+    """
+    zones = []
+    for zone in nrt.zones:
+        resources = [_take(res, assumed.get(res.name)) for res in zone.resources]
+        changed = any(new is not old for new, old in zip(resources, zone.resources, strict=True))
+        zones.append(dataclasses.replace(zone, resources=resources) if changed else zone)
+    return NodeResourceTopology(nrt.name, zones, nrt.attributes, nrt.topology_policies, nrt.metadata)
+
+
+def _sum_requests(requests: Iterable[ResourceList]) -> ResourceList:
+    total: dict[str, Quantity] = {}
+    for request in requests:
+        for name, amount in request.items():
+            total[name] = total[name] + amount if name in total else amount
+    return total
+
+
 def _pod_key(pod: Obj) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -116,9 +178,11 @@ class PassthroughCache:
 
     def __init__(self, get_nrt: NRTGetter) -> None:
         self._get_nrt = get_nrt
+        self._parsed = ParsedNRTs()
 
     def get_cached_nrt_copy(self, node_name: str, pod: Obj) -> CachedNRT:
-        return CachedNRT(nrt_from_object(self._get_nrt(node_name)), fresh=True)
+        nrt = self._parsed.get(self._get_nrt(node_name))
+        return CachedNRT(None if nrt is None else nrt_view(nrt), fresh=True)
 
     def node_maybe_over_reserved(self, node_name: str, pod: Obj) -> None:
         """Nothing to resync without a cache."""
@@ -254,6 +318,7 @@ class OverReserveCache:
         self._args = args
         self._nrts: dict[str, NodeResourceTopology] = {}
         self._resource_names: dict[str, frozenset[str]] = {}
+        self._views: dict[str, NodeResourceTopology] = {}
         for obj in nrts:
             nrt = nrt_from_object(obj)
             if nrt is not None:
@@ -271,22 +336,28 @@ class OverReserveCache:
         )
 
     def _store(self, nrt: NodeResourceTopology) -> None:
+        """Keep a private copy of ``nrt`` (start-up and flushes only) and drop the node's derived view."""
         self._nrts[nrt.name] = copy.deepcopy(nrt)
         self._resource_names[nrt.name] = nrt_resource_names(nrt) or frozenset()
+        self._views.pop(nrt.name, None)
+
+    def _view(self, node_name: str, stored: NodeResourceTopology) -> NodeResourceTopology:
+        view = self._views.get(node_name)
+        if view is None:
+            assumed = self._assumed.get(node_name)
+            view = subtract_assumed(stored, _sum_requests(assumed.values())) if assumed else stored
+            self._views[node_name] = view
+        return view
 
     # -- plugin hooks
     def get_cached_nrt_copy(self, node_name: str, pod: Obj) -> CachedNRT:
-        """A copy of the stored NRT with every assumed pod taken off every zone (clamped at 0)."""
+        """A copy of the stored NRT with the assumed pods' summed requests taken off every zone (clamped at 0)."""
         if node_name in self._foreign_pods:
             return CachedNRT(None, fresh=False, generation=self.generation)
         stored = self._nrts.get(node_name)
         if stored is None:
             return CachedNRT(None, fresh=True, generation=self.generation)
-        nrt = copy.deepcopy(stored)
-        for requests in self._assumed.get(node_name, {}).values():
-            for zone in nrt.zones:
-                zone.resources = [_take(res, requests.get(res.name)) for res in zone.resources]
-        return CachedNRT(nrt, fresh=True, generation=self.generation)
+        return CachedNRT(nrt_view(self._view(node_name, stored)), fresh=True, generation=self.generation)
 
     def node_maybe_over_reserved(self, node_name: str, pod: Obj) -> None:
         self._maybe_over_reserved[node_name] = self._maybe_over_reserved.get(node_name, 0) + 1
@@ -301,9 +372,11 @@ class OverReserveCache:
         if node_name not in self._nrts:
             return
         self._assumed.setdefault(node_name, {})[_pod_key(pod)] = pod_effective_request(pod)
+        self._views.pop(node_name, None)
 
     def unreserve(self, node_name: str, pod: Obj) -> None:
-        self._assumed.get(node_name, {}).pop(_pod_key(pod), None)
+        if self._assumed.get(node_name, {}).pop(_pod_key(pod), None) is not None:
+            self._views.pop(node_name, None)
 
     def post_bind(self, node_name: str, pod: Obj) -> None:
         """The assumed requests stay until a resync flushes the node."""

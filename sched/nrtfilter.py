@@ -8,7 +8,9 @@ This module owns the pure part of upstream's Filter (reference §3.2 and §3.3):
   lowest NUMA node on which every requested resource fits, as a kubelet with the
   ``single-numa-node`` policy would pick it;
 * the container-scope and pod-scope handlers, with upstream's exact status strings;
-* :func:`filter_with_topology`, the decision once an NRT object is in hand.
+* :func:`filter_with_topology`, the decision once an NRT object is in hand, and
+  :func:`filter_with_parsed`, the same over a :class:`ParsedTopology` (the NRT read
+  once, so callers can reuse it across nodes' Filter and Score calls).
 
 What comes before (node missing, BestEffort pods, the cache lookup, marking a node for
 resync) is the plugin's flow in :mod:`nrop.sched.nrtplugin`.
@@ -26,7 +28,13 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from nrop.api.nrt import NodeResourceTopology, Zone, numa_id_from_zone_name, topology_manager_config
+from nrop.api.nrt import (
+    NodeResourceTopology,
+    TopologyManagerConfig,
+    Zone,
+    numa_id_from_zone_name,
+    topology_manager_config,
+)
 from nrop.api.quantity import Quantity
 from nrop.sched.framework import Code, NodeInfo, Status
 from nrop.sched.podrequests import (
@@ -53,10 +61,15 @@ __all__ = [
     "SINGLE_NUMA_NODE",
     "Fit",
     "NUMANode",
+    "ParsedTopology",
+    "PodDemand",
+    "filter_with_parsed",
     "filter_with_topology",
     "is_resource_set_suitable",
     "node_resource_names",
     "numa_node_list",
+    "parse_topology",
+    "pod_demand",
     "resources_available_in_any_numa_node",
     "single_numa_container_level",
     "single_numa_pod_level",
@@ -131,6 +144,42 @@ def numa_node_list(zones: Iterable[Zone]) -> list[NUMANode]:
             if cost_id is not None and cost_id <= MAX_NUMA_ID + 1:
                 node.costs[cost_id] = cost.value
     return nodes
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTopology:
+    """What Filter and Score read from an NRT: its topology-manager settings and NUMA node list."""
+
+    conf: TopologyManagerConfig
+    numa_nodes: tuple[NUMANode, ...]
+
+    def fresh_numa_nodes(self) -> list[NUMANode]:
+        """Private copies: the handlers take requests off them in place."""
+        return [node.copy() for node in self.numa_nodes]
+
+
+def parse_topology(nrt: NodeResourceTopology) -> ParsedTopology:
+    return ParsedTopology(topology_manager_config(nrt), tuple(numa_node_list(nrt.zones)))
+
+
+@dataclass(frozen=True, slots=True)
+class PodDemand:
+    """A pod's requests read once: the effective pod request and each (init, app) container's."""
+
+    effective: ResourceList
+    init: tuple[tuple[Mapping[str, Any], ResourceList], ...]
+    app: tuple[tuple[Mapping[str, Any], ResourceList], ...]
+
+
+def pod_demand(pod: Mapping[str, Any] | PodDemand) -> PodDemand:
+    """The pod's :class:`PodDemand` (handlers accept either, so a caller can compute it once per cycle)."""
+    if isinstance(pod, PodDemand):
+        return pod
+    return PodDemand(
+        pod_effective_request(pod),
+        tuple((c, container_requests(c)) for c in init_containers(pod)),
+        tuple((c, container_requests(c)) for c in app_containers(pod)),
+    )
 
 
 def node_resource_names(allocatable: Mapping[str, Any]) -> frozenset[str]:
@@ -229,24 +278,22 @@ def subtract_from_numa_node(
 
 
 def single_numa_container_level(
-    pod: Mapping[str, Any], numa_nodes: list[NUMANode], qos: str, node_resources: Collection[str]
+    pod: Mapping[str, Any] | PodDemand, numa_nodes: list[NUMANode], qos: str, node_resources: Collection[str]
 ) -> Status:
     """Container scope: each init container alone, then app containers one after the other.
 
     Init containers run serially before the app containers, so they are checked one by
     one and take nothing away; app containers consume from the NUMA node they land on.
     """
-    for container in init_containers(pod):
+    demand = pod_demand(pod)
+    for container, requests in demand.init:
         kind = "sidecar" if is_sidecar(container) else "init"
-        if not resources_available_in_any_numa_node(
-            numa_nodes, container_requests(container), qos, node_resources
-        ).ok:
+        if not resources_available_in_any_numa_node(numa_nodes, requests, qos, node_resources).ok:
             log.info("cannot align %s container %r", kind, container.get("name"))
             return Status.unschedulable(
                 CANNOT_ALIGN_SIDECAR_CONTAINER if kind == "sidecar" else CANNOT_ALIGN_INIT_CONTAINER
             )
-    for container in app_containers(pod):
-        requests = container_requests(container)
+    for container, requests in demand.app:
         fit = resources_available_in_any_numa_node(numa_nodes, requests, qos, node_resources)
         if fit.numa_id is None:
             log.info("cannot align container %r (%s)", container.get("name"), fit.reason)
@@ -258,10 +305,10 @@ def single_numa_container_level(
 
 
 def single_numa_pod_level(
-    pod: Mapping[str, Any], numa_nodes: list[NUMANode], qos: str, node_resources: Collection[str]
+    pod: Mapping[str, Any] | PodDemand, numa_nodes: list[NUMANode], qos: str, node_resources: Collection[str]
 ) -> Status:
     """Pod scope: the pod's effective request as a whole must fit one NUMA node."""
-    fit = resources_available_in_any_numa_node(numa_nodes, pod_effective_request(pod), qos, node_resources)
+    fit = resources_available_in_any_numa_node(numa_nodes, pod_demand(pod).effective, qos, node_resources)
     if not fit.ok:
         log.info("cannot align pod (%s)", fit.reason)
         return Status.unschedulable(CANNOT_ALIGN_POD)
@@ -272,8 +319,16 @@ def filter_with_topology(
     pod: Mapping[str, Any], qos: str, node_info: NodeInfo, nrt: NodeResourceTopology
 ) -> Status:
     """The verdict for a node whose NRT is known: only ``single-numa-node`` nodes are filtered."""
-    conf = topology_manager_config(nrt)
-    if conf.policy != SINGLE_NUMA_NODE:
+    return filter_with_parsed(pod, qos, node_info, parse_topology(nrt))
+
+
+def filter_with_parsed(
+    pod: Mapping[str, Any] | PodDemand, qos: str, node_info: NodeInfo, topology: ParsedTopology
+) -> Status:
+    """:func:`filter_with_topology` over an already parsed NRT."""
+    if topology.conf.policy != SINGLE_NUMA_NODE:
         return Status.success()
-    handler = single_numa_pod_level if conf.scope == "pod" else single_numa_container_level
-    return handler(pod, numa_node_list(nrt.zones), qos, node_resource_names(node_info.allocatable))
+    node_resources = node_resource_names(node_info.allocatable)
+    if topology.conf.scope == "pod":  # reads the NUMA nodes only
+        return single_numa_pod_level(pod, list(topology.numa_nodes), qos, node_resources)
+    return single_numa_container_level(pod, topology.fresh_numa_nodes(), qos, node_resources)

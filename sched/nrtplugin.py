@@ -17,14 +17,21 @@ extensions keep the victim set of a preemption attempt, and Filter then does not
 failing nodes for resync, as upstream. The eviction simulation itself needs the
 ``numaplacement`` attributes of an NRT, which are not decoded here, so the NRT is used
 unmodified (upstream's behaviour for NRTs without placement data).
+
+Filter and Score both fetch the node's NRT from the cache, as upstream does; the
+topology-manager settings and NUMA node list read from it are memoized per node and
+reused while the cache hands out the same zones (the caches share unchanged zone
+objects between lookups), so Score reuses what Filter read in the same cycle.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from nrop.api.nrt import NodeResourceTopology, Zone
 from nrop.sched.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -53,16 +60,26 @@ from nrop.sched.nrtcache import (
     ResyncReport,
     SchedulerProfiles,
 )
-from nrop.sched.nrtfilter import INVALID_NODE_TOPOLOGY_DATA, NODE_NOT_FOUND, filter_with_topology
-from nrop.sched.nrtscore import resource_weights, score_with_topology
+from nrop.sched.nrtfilter import (
+    INVALID_NODE_TOPOLOGY_DATA,
+    NODE_NOT_FOUND,
+    ParsedTopology,
+    PodDemand,
+    filter_with_parsed,
+    parse_topology,
+    pod_demand,
+)
+from nrop.sched.nrtscore import resource_weights, score_with_parsed
 from nrop.sched.podrequests import BEST_EFFORT, GUARANTEED, include_non_native, pod_qos
 
-__all__ = ["NAME", "VICTIMS_STATE_KEY", "NodeResourceTopologyMatch", "PreemptionVictims"]
+__all__ = ["DEMAND_STATE_KEY", "NAME", "VICTIMS_STATE_KEY", "NodeResourceTopologyMatch", "PreemptionVictims"]
 
 log = logging.getLogger(__name__)
 
 NAME: Final = "NodeResourceTopologyMatch"
 VICTIMS_STATE_KEY: Final = "stateVictimPods"
+DEMAND_STATE_KEY: Final = "nrtPodDemand"
+"""Where Filter and Score keep the pod's requests, read once per cycle (the pod does not change within it)."""
 
 Obj = dict[str, Any]
 
@@ -80,6 +97,27 @@ class PreemptionVictims:
 def _pod_key(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Memo:
+    """A node's parsed topology and the NRT parts it was read from (compared by identity)."""
+
+    zones: tuple[Zone, ...]
+    attributes: object
+    topology_policies: object
+    topology: ParsedTopology
+
+    def matches(self, nrt: NodeResourceTopology) -> bool:
+        return (
+            nrt.attributes is self.attributes
+            and nrt.topology_policies is self.topology_policies
+            and _same_objects(nrt.zones, self.zones)
+        )
+
+
+def _same_objects(left: Sequence[object], right: Sequence[object]) -> bool:
+    return len(left) == len(right) and all(a is b for a, b in zip(left, right, strict=True))
 
 
 class NodeResourceTopologyMatch:
@@ -106,6 +144,7 @@ class NodeResourceTopologyMatch:
         self._handle = handle
         self._weights = resource_weights(self._args.scoring_strategy.resources)
         self._over_reserve: OverReserveCache | None = None
+        self._parsed: dict[str, _Memo] = {}
         self._cache: NRTCache
         if self._args.discard_reserved_nodes:
             self._cache = DiscardReservedCache(handle.get_nrt)
@@ -131,6 +170,22 @@ class NodeResourceTopologyMatch:
             profiles.register(handle.profile_name)
             handle.on_pod_event(lambda _event, pod: cache.on_pod_event(pod, profiles))
         return cache
+
+    def _topology(self, node_name: str, nrt: NodeResourceTopology) -> ParsedTopology:
+        """The parsed topology of ``nrt``, reused while the cache hands out the same zone objects."""
+        memo = self._parsed.get(node_name)
+        if memo is None or not memo.matches(nrt):
+            memo = _Memo(tuple(nrt.zones), nrt.attributes, nrt.topology_policies, parse_topology(nrt))
+            self._parsed[node_name] = memo
+        return memo.topology
+
+    @staticmethod
+    def _demand(state: CycleState, pod: Obj) -> PodDemand:
+        demand = state.read(DEMAND_STATE_KEY)
+        if not isinstance(demand, PodDemand):
+            demand = pod_demand(pod)
+            state.write(DEMAND_STATE_KEY, demand)
+        return demand
 
     # -- PreFilter and its extensions (the preemption victims)
     def pre_filter(self, state: CycleState, pod: Obj) -> Status:
@@ -177,7 +232,9 @@ class NodeResourceTopologyMatch:
             return Status.unschedulable(INVALID_NODE_TOPOLOGY_DATA, plugin=self.name)
         if cached.nrt is None:
             return Status.success()
-        status = filter_with_topology(pod, qos, node_info, cached.nrt)
+        status = filter_with_parsed(
+            self._demand(state, pod), qos, node_info, self._topology(node_name, cached.nrt)
+        )
         if status.ok:
             return status
         if not self._in_preemption_flow(state):
@@ -192,7 +249,10 @@ class NodeResourceTopologyMatch:
         cached = self._cache.get_cached_nrt_copy(node_info.name, pod)
         if not cached.fresh or cached.nrt is None:
             return MIN_NODE_SCORE, Status.success()
-        score = score_with_topology(pod, qos, cached.nrt, self._args.scoring_strategy.type, self._weights)
+        topology = self._topology(node_info.name, cached.nrt)
+        score = score_with_parsed(
+            self._demand(state, pod), qos, topology, self._args.scoring_strategy.type, self._weights
+        )
         return score, Status.success()
 
     # -- Reserve, Unreserve, PostBind

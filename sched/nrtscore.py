@@ -24,12 +24,19 @@ import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from nrop.api.nrt import NodeResourceTopology, topology_manager_config
+from nrop.api.nrt import NodeResourceTopology
 from nrop.api.quantity import Quantity
 from nrop.sched.framework import MAX_NODE_SCORE, MIN_NODE_SCORE
 from nrop.sched.nrtargs import ResourceSpec, ScoringStrategyType
-from nrop.sched.nrtfilter import SINGLE_NUMA_NODE, NUMANode, is_resource_set_suitable, numa_node_list
-from nrop.sched.podrequests import app_containers, container_requests, init_containers, pod_effective_request
+from nrop.sched.nrtfilter import (
+    SINGLE_NUMA_NODE,
+    NUMANode,
+    ParsedTopology,
+    PodDemand,
+    is_resource_set_suitable,
+    parse_topology,
+    pod_demand,
+)
 
 __all__ = [
     "GO_INT64_OF_NAN",
@@ -49,6 +56,7 @@ __all__ = [
     "resource_weights",
     "sample_variance",
     "score_for_each_numa_node",
+    "score_with_parsed",
     "score_with_topology",
     "subtract_from_numas",
 ]
@@ -194,18 +202,19 @@ def score_for_each_numa_node(
 
 
 def pod_scope_score(
-    pod: Mapping[str, Any], numa_nodes: list[NUMANode], strategy: StrategyFn, weights: Weights
+    pod: Mapping[str, Any] | PodDemand, numa_nodes: list[NUMANode], strategy: StrategyFn, weights: Weights
 ) -> int:
-    return score_for_each_numa_node(pod_effective_request(pod), numa_nodes, strategy, weights)
+    return score_for_each_numa_node(pod_demand(pod).effective, numa_nodes, strategy, weights)
 
 
 def container_scope_score(
-    pod: Mapping[str, Any], numa_nodes: list[NUMANode], strategy: StrategyFn, weights: Weights
+    pod: Mapping[str, Any] | PodDemand, numa_nodes: list[NUMANode], strategy: StrategyFn, weights: Weights
 ) -> int:
     """Truncated mean over init + app containers; nothing is subtracted between containers."""
+    demand = pod_demand(pod)
     scores = [
-        float(score_for_each_numa_node(container_requests(c), numa_nodes, strategy, weights))
-        for c in [*init_containers(pod), *app_containers(pod)]
+        float(score_for_each_numa_node(requests, numa_nodes, strategy, weights))
+        for _, requests in [*demand.init, *demand.app]
     ]
     return int(_float_sum(scores) / len(scores))
 
@@ -321,9 +330,9 @@ def subtract_from_numas(
 
 
 def least_numa_pod_scope_score(
-    pod: Mapping[str, Any], qos: str, numa_nodes: list[NUMANode], max_numa_nodes: int
+    pod: Mapping[str, Any] | PodDemand, qos: str, numa_nodes: list[NUMANode], max_numa_nodes: int
 ) -> int:
-    requested = pod_effective_request(pod)
+    requested = pod_demand(pod).effective
     if _only_non_numa_resources(numa_nodes, requested):
         return MAX_NODE_SCORE
     ids, is_min = numa_nodes_required(qos, numa_nodes, requested)
@@ -334,13 +343,13 @@ def least_numa_pod_scope_score(
 
 
 def least_numa_container_scope_score(
-    pod: Mapping[str, Any], qos: str, numa_nodes: list[NUMANode], max_numa_nodes: int
+    pod: Mapping[str, Any] | PodDemand, qos: str, numa_nodes: list[NUMANode], max_numa_nodes: int
 ) -> int:
     """Containers in topology-manager order (init, then app), each taking its share off the zones."""
     max_count = 0
     all_min = True
-    for container in [*init_containers(pod), *app_containers(pod)]:
-        requested = container_requests(container)
+    demand = pod_demand(pod)
+    for container, requested in [*demand.init, *demand.app]:
         if _only_non_numa_resources(numa_nodes, requested):
             continue
         ids, is_min = numa_nodes_required(qos, numa_nodes, requested)
@@ -370,11 +379,23 @@ def score_with_topology(
     LeastNUMANodes scores under any topology-manager policy; the other strategies score
     ``single-numa-node`` nodes only (0 otherwise).
     """
-    conf = topology_manager_config(nrt)
-    numa_nodes = numa_node_list(nrt.zones)
+    return score_with_parsed(pod, qos, parse_topology(nrt), strategy, weights)
+
+
+def score_with_parsed(
+    pod: Mapping[str, Any] | PodDemand,
+    qos: str,
+    topology: ParsedTopology,
+    strategy: ScoringStrategyType,
+    weights: Weights,
+) -> int:
+    """:func:`score_with_topology` over an already parsed NRT."""
+    conf = topology.conf
+    numa_nodes = list(topology.numa_nodes)  # read only, except by the container-scope LeastNUMANodes
     if strategy is ScoringStrategyType.LEAST_NUMA_NODES:
-        least = least_numa_pod_scope_score if conf.scope == "pod" else least_numa_container_scope_score
-        return least(pod, qos, numa_nodes, conf.max_numa_nodes)
+        if conf.scope == "pod":
+            return least_numa_pod_scope_score(pod, qos, numa_nodes, conf.max_numa_nodes)
+        return least_numa_container_scope_score(pod, qos, topology.fresh_numa_nodes(), conf.max_numa_nodes)
     if conf.policy != SINGLE_NUMA_NODE:
         return MIN_NODE_SCORE
     handler = pod_scope_score if conf.scope == "pod" else container_scope_score

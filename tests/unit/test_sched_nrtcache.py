@@ -18,15 +18,21 @@ from nrop.sched.nrtargs import (
     ForeignPodsDetectMode,
     InformerMode,
     NodeResourceTopologyMatchArgs,
+    ScoringStrategyType,
 )
 from nrop.sched.nrtcache import (
     DiscardReservedCache,
     OverReserveCache,
+    ParsedNRTs,
     PassthroughCache,
     SchedulerProfiles,
     pod_fingerprint_for_node_topology,
+    subtract_assumed,
 )
+from nrop.sched.nrtfilter import filter_with_parsed, filter_with_topology, parse_topology, pod_demand
 from nrop.sched.nrtplugin import NodeResourceTopologyMatch
+from nrop.sched.nrtscore import score_with_parsed, score_with_topology
+from nrop.sched.podrequests import GUARANTEED as QOS_GUARANTEED
 
 # --- builders ------------------------------------------------------------------------------
 
@@ -682,3 +688,122 @@ def test_quantities_stay_exact() -> None:
     cached = cache.get_cached_nrt_copy("w0", a_pod("x"))
     assert cached.nrt is not None
     assert cached.nrt.zones[0].resources[0].available == parse("1250m")
+
+
+# --- summed over-reservation and memoized decoding -------------------------------------------
+
+
+def clamp_each_pod(nrt: NodeResourceTopology, pods: list[dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The former algorithm: each pod's request taken off every zone in turn, clamping each time."""
+    left = {z.name: {r.name: r.available for r in z.resources} for z in nrt.zones}
+    for requests in pods:
+        for amounts in left.values():
+            for name, amount in requests.items():
+                if name in amounts:
+                    after = amounts[name] - parse(amount)
+                    amounts[name] = parse("0") if after.sign() < 0 else after
+    return {zone_name: {k: str(v) for k, v in amounts.items()} for zone_name, amounts in left.items()}
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        pytest.param([], id="nothing-assumed"),
+        pytest.param([{"cpu": "1"}], id="one-pod"),
+        pytest.param([{"cpu": "3"}, {"cpu": "3"}], id="each-overflows-one-zone"),
+        pytest.param([{"cpu": "5"}, {"cpu": "250m"}], id="first-already-clamps"),
+        pytest.param([{"cpu": "1500m", "memory": "9Gi"}, {"memory": "1Gi"}], id="memory-overflow"),
+        pytest.param([{"example.com/dev": "1"}, {"example.com/dev": "1"}], id="device-twice"),
+        pytest.param([{"cpu": "0"}, {"other.io/x": "2"}], id="zero-and-unknown"),
+    ],
+)
+def test_summed_subtraction_equals_per_pod_clamping(pods: list[dict[str, str]]) -> None:
+    obj = nrt_obj()
+    cache = over_reserve(obj)
+    for index, requests in enumerate(pods):
+        cache.reserve("w0", a_pod(f"p{index}", requests, guaranteed=False))
+    stored = NodeResourceTopology.from_dict(obj)
+    assert available(cache.get_cached_nrt_copy("w0", a_pod("x"))) == clamp_each_pod(stored, pods)
+
+
+def test_subtract_assumed_shares_untouched_zones() -> None:
+    nrt = NodeResourceTopology.from_dict(nrt_obj())
+    view = subtract_assumed(nrt, {"example.com/dev": parse("1")})
+    assert view.zones[0] is not nrt.zones[0]
+    assert view.zones[1] is nrt.zones[1]
+    assert str(nrt.zones[0].resources[2].available) == "1"
+
+
+def test_views_follow_reserve_unreserve_and_flush() -> None:
+    cache = over_reserve()
+    x = a_pod("x")
+    first = cache.get_cached_nrt_copy("w0", x).nrt
+    second = cache.get_cached_nrt_copy("w0", x).nrt
+    assert first is not None and second is not None
+    assert first is not second and first.zones == second.zones
+    cache.reserve("w0", a_pod("p", {"cpu": "1", "memory": "1Gi"}))
+    assert available(cache.get_cached_nrt_copy("w0", x))["node-0"]["cpu"] == "3"
+    cache.unreserve("w0", a_pod("p"))
+    assert available(cache.get_cached_nrt_copy("w0", x))["node-0"]["cpu"] == "4"
+    cache.reserve("w0", a_pod("p", {"cpu": "1", "memory": "1Gi"}))
+    cache.flush_nodes([NodeResourceTopology.from_dict(nrt_obj(zones=[zone("node-0", {"cpu": "8"})]))])
+    assert available(cache.get_cached_nrt_copy("w0", x)) == {"node-0": {"cpu": "8"}}
+
+
+def versioned(version: str, cpu: str) -> dict[str, Any]:
+    obj = nrt_obj(zones=[zone("node-0", {"cpu": cpu})])
+    obj["metadata"]["resourceVersion"] = version
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        pytest.param(versioned("1", "4"), versioned("1", "4"), True, id="same-version-reused"),
+        pytest.param(versioned("1", "4"), versioned("2", "2"), False, id="new-version-decoded"),
+        pytest.param(nrt_obj(), nrt_obj(), False, id="no-version-always-decoded"),
+    ],
+)
+def test_parsed_nrts_memoize_by_resource_version(
+    first: dict[str, Any], second: dict[str, Any], same: bool
+) -> None:
+    parsed = ParsedNRTs()
+    one, two = parsed.get(first), parsed.get(second)
+    assert one is not None and two is not None
+    assert (one is two) is same
+    assert str(two.zones[0].resources[0].available) == second["zones"][0]["resources"][0]["available"]
+
+
+def test_passthrough_reuses_decoded_zones_until_the_version_changes() -> None:
+    objs = {"w0": versioned("1", "4")}
+    cache = PassthroughCache(objs.get)
+    first = cache.get_cached_nrt_copy("w0", a_pod("x")).nrt
+    again = cache.get_cached_nrt_copy("w0", a_pod("x")).nrt
+    assert first is not None and again is not None
+    assert first is not again and first.zones[0] is again.zones[0]
+    objs["w0"] = versioned("2", "2")
+    assert available(cache.get_cached_nrt_copy("w0", a_pod("x"))) == {"node-0": {"cpu": "2"}}
+
+
+def two_container_pod() -> dict[str, Any]:
+    pod = a_pod("big", {"cpu": "2", "memory": "1Gi"})
+    pod["spec"]["containers"].append(dict(pod["spec"]["containers"][0], name="d"))
+    return pod
+
+
+@pytest.mark.parametrize("strategy", list(ScoringStrategyType), ids=lambda s: s.value)
+def test_parsed_topology_is_reusable_across_calls(strategy: ScoringStrategyType) -> None:
+    """Container scope takes requests off its NUMA nodes: the memoized list must not change."""
+    nrt = NodeResourceTopology.from_dict(nrt_obj())
+    topology = parse_topology(nrt)
+    before = [node.copy() for node in topology.numa_nodes]
+    info = NodeInfo.of(
+        {"metadata": {"name": "w0"}, "status": {"allocatable": {"cpu": "6", "memory": "16Gi"}}}
+    )
+    pod = two_container_pod()
+    demand = pod_demand(pod)
+    verdicts = {filter_with_parsed(demand, QOS_GUARANTEED, info, topology).ok for _ in range(2)}
+    scores = {score_with_parsed(demand, QOS_GUARANTEED, topology, strategy, {}) for _ in range(2)}
+    assert verdicts == {filter_with_topology(pod, QOS_GUARANTEED, info, nrt).ok}
+    assert scores == {score_with_topology(pod, QOS_GUARANTEED, nrt, strategy, {})}
+    assert list(topology.numa_nodes) == before
