@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
+from nrop.api.distribution import package_version
 from nrop.rte import config as rteconfig
 from nrop.rte.metrics import Metrics
 from nrop.rte.nrtinfo import TopologyManager, Trigger, new_nrt, update_nrt_info
@@ -296,20 +297,11 @@ def _dump_config(cfg: rteconfig.Config, dest: str) -> bool:
     return dest == ".andexit"
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("numaresources-operator-tests")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg, args = rteconfig.load(argv, os.environ)
         if args.version:
-            sys.stdout.write(f"resource-topology-exporter {_version()}\n")
+            sys.stdout.write(f"resource-topology-exporter {package_version()}\n")
             return EXIT_OK
         _setup_logging(cfg)
         if args.dump_config and _dump_config(cfg, args.dump_config):

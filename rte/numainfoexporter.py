@@ -39,6 +39,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from nrop.api import checkpoints
+from nrop.api.distribution import package_version
 from nrop.rte.numainfo import (
     METRICS,
     NUMAInfoError,
@@ -112,7 +113,7 @@ class NUMAInfoCollector(Collector):
         }
         self._version_labels = {
             "version": "1",
-            "revision": _package_version(),
+            "revision": package_version(),
             "pythonversion": platform.python_version(),
         }
 
@@ -254,15 +255,6 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)s)",
     )
     return parser
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("numaresources-operator-tests")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from nrop.sched.framework import NodeInfo, Obj, PodInfo, pod_key
+from nrop.sched.framework import NodeInfo, Obj, PodInfo, pod_key, to_resources
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class SchedulerCache:
             self._ordered = None
         else:
             info.node = node
-            info.allocatable = NodeInfo.of(node).allocatable
+            info.allocatable = to_resources((node.get("status") or {}).get("allocatable"))
             info.generation += 1
         return info
 
@@ -88,7 +88,7 @@ class SchedulerCache:
         key = pod_key(pod)
         if key in self._pods:
             raise ValueError(f"pod {key} is already in the scheduler cache")
-        self._place(key, PodInfo.of(pod), node)
+        self._place(PodInfo.of(pod), node)
         self._pods[key] = _PodState(node, assumed=True)
 
     def forget(self, pod: Obj) -> None:
@@ -114,7 +114,7 @@ class SchedulerCache:
             del self._pods[key]
         if not node or is_terminal(pod):
             return
-        self._place(key, PodInfo.of(pod), node)
+        self._place(PodInfo.of(pod), node)
         self._pods[key] = _PodState(node, assumed=False)
 
     def remove_pod(self, pod: Obj) -> None:
@@ -126,7 +126,7 @@ class SchedulerCache:
     def pod_count(self) -> int:
         return len(self._pods)
 
-    def _place(self, key: str, pod_info: PodInfo, node: str) -> None:
+    def _place(self, pod_info: PodInfo, node: str) -> None:
         info = self._nodes.get(node)
         if info is None:
             self._orphans.setdefault(node, []).append(pod_info)

@@ -415,7 +415,3 @@ EXTENSION_POINTS: dict[str, str] = {
 def implements(plugin_type: type, point: str) -> bool:
     """Whether a plugin class takes part in an extension point (by having its method)."""
     return callable(getattr(plugin_type, EXTENSION_POINTS[point], None))
-
-
-PluginFactory = Callable[[Any, Handle], Plugin]
-"""``factory(args, handle)``: args are what the class's ``parse_args`` returned (None without args)."""

@@ -99,7 +99,6 @@ async def run(args: argparse.Namespace, cfg: schedconfig.SchedulerConfiguration)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    exit_code = 0
     try:
         if args.metrics_bind_address:
             port = await metrics.serve(args.metrics_bind_address)
@@ -118,23 +117,23 @@ async def run(args: argparse.Namespace, cfg: schedconfig.SchedulerConfiguration)
                 release_on_cancel=True,
             ),
         )
-        lost = asyncio.Event()
 
         async def lead() -> None:
             await scheduler.start()
             await asyncio.Event().wait()  # schedule until cancelled (lease lost or stopping)
 
-        election_task = loop.create_task(elector.run(lead, lost.set))
+        # The election ends on its own only when the lease is lost.
+        election_task = loop.create_task(elector.run(lead, lambda: None))
         stopping = loop.create_task(stop.wait())
         await asyncio.wait({election_task, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if not stop.is_set():
+        lost = not stop.is_set()
+        if lost:
             log.error("leaderelection lost")
-            exit_code = EXIT_LOST_LEASE
         stopping.cancel()
         election_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await election_task
-        return exit_code
+        return EXIT_LOST_LEASE if lost else 0
     finally:
         await scheduler.stop()
         await metrics.close()

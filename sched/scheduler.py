@@ -31,14 +31,14 @@ from typing import Any
 
 from nrop.sched import registry as plugin_registry
 from nrop.sched.cache import SchedulerCache, is_terminal
-from nrop.sched.config import ProfileConfig, SchedulerConfiguration
+from nrop.sched.config import DEFAULT_SCHEDULER_NAME, ProfileConfig, SchedulerConfiguration
 from nrop.sched.events import EventBroadcaster
-from nrop.sched.framework import NRT_RESOURCE, ActionType, ClusterEvent, CycleState, Obj, pod_key
+from nrop.sched.framework import NRT_RESOURCE, ActionType, ClusterEvent, CycleState, Obj, Status, pod_key
 from nrop.sched.informers import Informer, InformerFactory
 from nrop.sched.kubeclient import PODS, ApiError, KubeClient, NotFoundError
 from nrop.sched.metrics import SchedulerMetrics
 from nrop.sched.queue import QueuedPodInfo, SchedulingQueue
-from nrop.sched.runtime import Profile, build_profile
+from nrop.sched.runtime import Profile, ScheduleResult, build_profile
 
 log = logging.getLogger(__name__)
 
@@ -215,11 +215,10 @@ class Scheduler:
     # --------------------------------------------------------------------------- event handlers
 
     def _profile_of(self, pod: Obj) -> Profile:
-        return self.profiles[(pod.get("spec") or {}).get("schedulerName") or "default-scheduler"]
+        return self.profiles[_scheduler_name(pod)]
 
     def _responsible_for(self, pod: Obj) -> bool:
-        spec = pod.get("spec") or {}
-        return (spec.get("schedulerName") or "default-scheduler") in self.profiles
+        return _scheduler_name(pod) in self.profiles
 
     def _on_pod(self, event: str, pod: Obj, old: Obj | None) -> None:
         spec = pod.get("spec") or {}
@@ -299,7 +298,7 @@ class Scheduler:
         state = CycleState()
         result = profile.schedule(state, pod, self.cache.node_infos(), self.queue.nominated())
         if result.node is None:
-            self._failed(profile, item, state, result, start)
+            self._failed(profile, item, result, start)
             return
         assumed = _with_node(pod, result.node)
         self.cache.assume(assumed, result.node)
@@ -319,15 +318,13 @@ class Scheduler:
         try:
             status = await profile.run_bind(state, pod, node)
         except ApiError as exc:
-            status = None
-            message = f"Binding rejected: {exc}"
-        else:
-            message = "" if status.ok else f"Binding rejected: {status.message}"
-        if status is not None and status.ok:
+            status = Status.error(str(exc))
+        if status.ok:
             profile.run_post_bind(state, pod, node)
             self.recorders[profile.name].scheduled(pod, node)
             self.metrics.observe_attempt("scheduled", profile.name, self.clock() - start, item.attempts)
             return
+        message = f"Binding rejected: {status.message}"
         log.warning("binding %s to %s failed: %s", pod_key(pod), node, message)
         profile.run_unreserve(state, pod, node)
         self.cache.forget(pod)
@@ -335,9 +332,7 @@ class Scheduler:
         self.queue.add_backoff(item)
         self._wake.set()
 
-    def _failed(
-        self, profile: Profile, item: QueuedPodInfo, state: CycleState, result: Any, start: float
-    ) -> None:
+    def _failed(self, profile: Profile, item: QueuedPodInfo, result: ScheduleResult, start: float) -> None:
         if result.error is None:  # an internal error of a plugin: retry after back-off
             self._report_failure(profile, item, result.message or "scheduler error", "error", start)
             self.queue.add_backoff(item)
@@ -382,7 +377,7 @@ class Scheduler:
         except ApiError as exc:
             log.warning("could not set PodScheduled=False on %s: %s", pod_key(pod), exc)
 
-    async def _preempt(self, pod: Obj, result: Any) -> None:
+    async def _preempt(self, pod: Obj, result: ScheduleResult) -> None:
         """Evict the victims PostFilter chose and nominate the node (upstream ``prepareCandidate``)."""
         meta = pod["metadata"]
         self.queue.set_nominated(pod, result.nominated_node)
@@ -423,6 +418,10 @@ class Scheduler:
                     log.debug("%s: resync flushed %s", plugin.name, ", ".join(report.flushed))
                     self._move(ClusterEvent(NRT_RESOURCE, ActionType.UPDATE))
             await asyncio.sleep(period)
+
+
+def _scheduler_name(pod: Obj) -> str:
+    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
 
 
 def _with_node(pod: Obj, node: str) -> Obj:

@@ -122,3 +122,30 @@ def namespace(api_client) -> Iterator[str]:  # type: ignore[no-untyped-def]
     except client.ApiException as exc:
         if exc.status != 404:
             raise
+
+
+@pytest.fixture
+def reader(api_client, namespace: str) -> str:  # type: ignore[no-untyped-def]
+    """A service account of the test namespace that may get and list pods there, and nothing else."""
+    from kubernetes import client
+
+    client.CoreV1Api(api_client).create_namespaced_service_account(
+        namespace, {"metadata": {"name": "reader"}}
+    )
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+        },
+    )
+    return "reader"

@@ -11,12 +11,13 @@ where the test itself plays a kubelet (a Node, its Lease, its Ready condition).
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ import pytest
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
+from nrop.suite import waiting
 
 T = TypeVar("T")
 TIMEOUT = 30.0
@@ -63,17 +65,8 @@ def apis(api_client):  # type: ignore[no-untyped-def]
 # -- helpers ------------------------------------------------------------------------------------------
 
 
-def wait_for(
-    getter: Callable[[], T], predicate: Callable[[T], bool], description: str, timeout: float = TIMEOUT
-) -> T:
-    deadline = time.monotonic() + timeout
-    value = getter()
-    while not predicate(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"expected {description}, got instead:\n{value}")
-        time.sleep(0.05)
-        value = getter()
-    return value
+#: The suite's waiter with this module's default timeout.
+wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT)
 
 
 def as_dict(api_client: Any, obj: Any) -> dict[str, Any]:

@@ -325,25 +325,6 @@ def _failed(phases: dict[str, tuple[str, str | None]]) -> bool:
     return any(phase == "Failed" for phase, _ in phases.values())
 
 
-def _nudge(stack: Stack, namespace: str) -> None:
-    """Delete a pod bound to the control plane: a cluster event that requeues unschedulable pods.
-
-    A resync flush of the over-reserve cache is not an event, so, as upstream, pods that
-    failed before it wait for the next pod deletion, NRT update or node change (or for
-    the unschedulable timeout, 5 minutes).
-    """
-    name = f"nudge-{uuid.uuid4().hex[:6]}"
-    spec = {
-        "nodeName": "control-plane",
-        "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}],
-        "containers": [{"name": "c", "image": "pause"}],
-    }
-    stack.core.create_namespaced_pod(
-        namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
-    )
-    stack.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-
-
 def _burst_phases(stack: Stack, namespace: str) -> dict[str, tuple[str, str | None]]:
     return {n: v for n, v in _phases(stack, namespace).items() if n.startswith("burst-")}
 
@@ -366,23 +347,22 @@ def test_burst_with_overreserve_never_overbooks_a_zone(
     assert _running(first) == 2 * len(WORKERS), first
 
     # Then a resync sees the exporter's fingerprint of the running pods, flushes the
-    # workers, and the next cluster event lets the rest in: never more than fit.
-    def nudged() -> dict[str, tuple[str, str | None]]:
-        _nudge(stack, namespace)
+    # workers and re-queues the pending pods, which lets the rest in: never more than fit.
+    def burst() -> dict[str, tuple[str, str | None]]:
         return _burst_phases(stack, namespace)
 
     wait_for(
-        nudged,
+        burst,
         lambda ph: _running(ph) >= BURST_FITTING,
         f"{BURST_FITTING} burst pods to be Running",
         45.0,
         terminal=_failed,
         interval=2.0,
     )
-    # One more resync period, with events: nothing else is bound.
+    # One more resync period, with its re-queue: nothing else is bound.
     for _ in range(4):
         time.sleep(2.0)
-        phases = nudged()
+        phases = burst()
     counts = {
         phase: sum(p == phase for p, _ in phases.values()) for phase in ("Running", "Pending", "Failed")
     }

@@ -106,30 +106,6 @@ def core(api_client: client.ApiClient) -> client.CoreV1Api:
     return client.CoreV1Api(api_client)
 
 
-@pytest.fixture
-def reader(api_client: client.ApiClient, namespace: str) -> str:
-    """A service account that may list pods in the test namespace, and nothing else."""
-    core = client.CoreV1Api(api_client)
-    rbac = client.RbacAuthorizationV1Api(api_client)
-    core.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
-    rbac.create_namespaced_role(
-        namespace,
-        {
-            "metadata": {"name": "pod-reader"},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": "pod-reader"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
-        },
-    )
-    return "reader"
-
-
 # -- helpers ------------------------------------------------------------------------------------
 
 

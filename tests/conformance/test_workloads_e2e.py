@@ -18,6 +18,7 @@ user has — ``kubectl``, the official Python client and the process table — a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -36,6 +37,7 @@ import pytest
 from kubernetes import client
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
+from nrop.suite import waiting
 
 T = TypeVar("T")
 IMAGE = "quay.io/x/numaresources-operator-tests:latest"
@@ -106,44 +108,11 @@ def apps(api_client: client.ApiClient) -> client.AppsV1Api:
     return client.AppsV1Api(api_client)
 
 
-@pytest.fixture
-def reader(api_client: client.ApiClient, namespace: str) -> str:
-    """A service account that may list pods in the test namespace, and nothing else."""
-    core = client.CoreV1Api(api_client)
-    rbac = client.RbacAuthorizationV1Api(api_client)
-    core.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
-    rbac.create_namespaced_role(
-        namespace,
-        {
-            "metadata": {"name": "pod-reader"},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": "pod-reader"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
-        },
-    )
-    return "reader"
-
-
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def wait_for(
-    getter: Callable[[], T], predicate: Callable[[T], bool], description: str, timeout: float = TIMEOUT
-) -> T:
-    deadline = time.monotonic() + timeout
-    value = getter()
-    while not predicate(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"expected {description}, got instead:\n{value}")
-        time.sleep(0.1)
-        value = getter()
-    return value
+#: The suite's waiter with this module's default timeout.
+wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT, interval=0.1)
 
 
 def agent_template(app: str) -> dict[str, Any]:
