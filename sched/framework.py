@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from nrop.api import quantity
+from nrop.api import podrequests
 
 Obj = dict[str, Any]
 
@@ -123,10 +123,7 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
-def resource_amount(name: str, value: Any) -> int:
-    """A quantity as the scheduler counts it: millicores for cpu, rounded-up base units otherwise."""
-    q = quantity.coerce(value)
-    return q.milli_value() if name == "cpu" else q.value()
+resource_amount = podrequests.amount
 
 
 def to_resources(values: Mapping[str, Any] | None) -> Resources:
@@ -138,42 +135,9 @@ def add_resources(into: Resources, other: Mapping[str, int], sign: int = 1) -> N
         into[name] = into.get(name, 0) + sign * amount
 
 
-def _container_requests(container: Mapping[str, Any]) -> Resources:
-    resources = container.get("resources") or {}
-    # Upstream defaults requests to limits for resources that only have a limit.
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return to_resources(merged)
-
-
 def pod_requests(pod: Mapping[str, Any]) -> Resources:
-    """The pod's effective request (upstream ``resource.PodRequests``).
-
-    Per resource: ``max(max over init containers, sum over app containers + sidecars
-    started before)`` plus ``spec.overhead``.  Restartable init containers (sidecars)
-    run alongside everything that starts after them, so they add to both sides.
-    """
-    spec = pod.get("spec") or {}
-    total: Resources = {}
-    for c in spec.get("containers") or []:
-        add_resources(total, _container_requests(c))
-    init_peak: Resources = {}
-    sidecars: Resources = {}
-    for c in spec.get("initContainers") or []:
-        req = _container_requests(c)
-        if c.get("restartPolicy") == "Always":
-            add_resources(sidecars, req)
-            add_resources(total, req)
-            candidate = dict(sidecars)
-        else:
-            candidate = dict(sidecars)
-            add_resources(candidate, req)
-        for name, amount in candidate.items():
-            init_peak[name] = max(init_peak.get(name, 0), amount)
-    for name, amount in init_peak.items():
-        total[name] = max(total.get(name, 0), amount)
-    add_resources(total, to_resources(spec.get("overhead")))
-    return total
+    """The pod's effective request (upstream ``resource.PodRequests``, :mod:`nrop.api.podrequests`)."""
+    return podrequests.pod_requests(pod.get("spec") or {})
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:
