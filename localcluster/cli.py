@@ -56,6 +56,13 @@ def _parser() -> argparse.ArgumentParser:
         help="where to write the admin kubeconfig [env NROP_CLUSTER_KUBECONFIG; default: <state-dir>/kubeconfig]",
     )
     up.add_argument(
+        "--keep-kubeconfig",
+        action="store_true",
+        default=os.environ.get("NROP_CLUSTER_KEEP_KUBECONFIG", "") not in ("", "0", "false"),
+        help="leave the kubeconfig behind when the cluster stops (by default it is removed, since it "
+        "points at a port nothing serves any more) [env NROP_CLUSTER_KEEP_KUBECONFIG=1]",
+    )
+    up.add_argument(
         "--port",
         type=int,
         default=int(os.environ.get("NROP_CLUSTER_PORT", "0")),
@@ -130,18 +137,32 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
         )
     )
     pid_file = cluster.state_dir / PID_FILE
+    written = b""
     try:
         cluster.state_dir.mkdir(parents=True, exist_ok=True)
         pid_file.write_text(_pid_record(os.getpid()).render())
         await cluster.start()
+        written = cluster.kubeconfig_path.read_bytes()
         sys.stdout.write(f"ready: kubeconfig={cluster.kubeconfig_path}\n")
         sys.stdout.flush()
         await stop.wait()
         log.info("shutting down")
     finally:
         await cluster.stop()
+        if written and not args.keep_kubeconfig:
+            _remove_if_unchanged(cluster.kubeconfig_path, written)
         pid_file.unlink(missing_ok=True)
     return 0
+
+
+def _remove_if_unchanged(path: Path, written: bytes) -> None:
+    """Remove the kubeconfig ``up`` wrote, unless someone replaced it since."""
+    try:
+        if path.read_bytes() == written:
+            path.unlink()
+            log.info("removed %s", path)
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True)

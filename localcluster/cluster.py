@@ -26,7 +26,7 @@ from nrop.sched.main import default_configuration
 from nrop.sched.scheduler import Scheduler
 
 from .apiserver import kubeconfig, tls
-from .apiserver.lifecycle import Lifecycle, bootstrap
+from .apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
 from .apiserver.server import APIServer
 from .controllers import ControllerManager, ControllerSettings
 from .kubelet.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
@@ -96,6 +96,7 @@ class LocalCluster:
         port = self._runner.addresses[0][1]
         self.server.address = f"{self.config.host}:{port}"
         self.url = f"https://{self.config.host}:{port}"
+        publish_kubernetes_service(self.server, self.config.host, port)
         self._lifecycle = Lifecycle(self.server)
         self._lifecycle.start()
         self.controllers = ControllerManager(self.server, self.config.controllers, ca_pem=self.ca_pem)

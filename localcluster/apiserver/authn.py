@@ -83,9 +83,11 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None) -> UserInfo:
         """The user of a request; 401 when the token is missing or not valid."""
-        if not authorization or not authorization.startswith("Bearer "):
+        scheme, _, token = (authorization or "").partition(" ")
+        # The scheme is case-insensitive (RFC 7235); the official client's in-cluster config sends "bearer".
+        if scheme.lower() != "bearer" or not token.strip():
             raise errors.Unauthorized("Unauthorized")
-        token = authorization[len("Bearer ") :].strip()
+        token = token.strip()
         if hmac.compare_digest(token, self.admin_token):
             return ADMIN_USER
         user = self._service_account(token)

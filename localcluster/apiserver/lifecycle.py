@@ -82,6 +82,34 @@ def bootstrap(server: APIServer) -> None:
         )
 
 
+def publish_kubernetes_service(server: APIServer, host: str, port: int) -> None:
+    """The ``default/kubernetes`` Service and its Endpoints: where in-cluster clients find the server.
+
+    Upstream's service has a cluster IP that kube-proxy forwards to the server; nothing
+    forwards here, so the Service names the server's own loopback address and port, the
+    same values pods get in ``KUBERNETES_SERVICE_HOST`` / ``KUBERNETES_SERVICE_PORT``.
+    """
+    system = WriteOptions(field_manager="kube-apiserver")
+    services = server.registry.lookup("", "v1", "services")
+    endpoints = server.registry.lookup("", "v1", "endpoints")
+    assert services is not None and endpoints is not None
+    labels = {"component": "apiserver", "provider": "kubernetes"}
+    service = {
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": labels},
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": host,
+            "clusterIPs": [host],
+            "ports": [{"name": "https", "port": port, "protocol": "TCP", "targetPort": port}],
+            "sessionAffinity": "None",
+        },
+    }
+    server.rest.create(services, "default", service, system)
+    subsets = [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]
+    body = {"metadata": {"name": "kubernetes", "namespace": "default", "labels": labels}, "subsets": subsets}
+    server.rest.create(endpoints, "default", body, system)
+
+
 class Lifecycle:
     """The background loop that finishes deletions the API only starts."""
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from . import conversion, crdschema, errors, patching, strategies, structural, validation
+from . import admission, celrules, conversion, crdschema, errors, patching, strategies, structural, validation
 from .clock import Clock, rfc3339
 from .definitions import Definitions
 from .registry import Kind, Registry, kinds_from_crd
@@ -230,6 +230,8 @@ class Rest:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = self.now()
         strategies.prepare_create(kind, obj)
+        if kind.storage == ("", "pods"):
+            admission.admit_pod(obj, self._admission_lookup)
         self._validate(kind, obj, None, opts)
         self._before_create(kind, obj)
         if self.store.get(kind.storage, meta.get("namespace", ""), name) is not None:
@@ -249,6 +251,10 @@ class Rest:
         stored = self.store.create(kind.storage, self.stored_form(kind, obj))
         self._after_write(kind, stored, None)
         return self._output(kind, stored)
+
+    def _admission_lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
+        group = "node.k8s.io" if plural == "runtimeclasses" else ""
+        return self.store.get((group, plural), namespace, name)
 
     def _admit_body(self, kind: Kind, namespace: str, body: Any) -> Obj:
         """Type meta and namespace checks shared by create and update; returns a private copy."""
@@ -299,6 +305,7 @@ class Rest:
                 unknown = schema.prune(obj)
                 schema.default(obj)
                 causes = schema.validate(obj)
+                causes += celrules.validate_rules(schema.source, obj, old, causes)
         else:
             def_name = self.defs.for_gvk(kind.group, kind.version, kind.kind)
             if def_name is not None:

@@ -11,9 +11,8 @@ is acceptable and structural in the first place): the ``x-kubernetes-*``
 extension names, schema accessors, and the field-cause constructors.
 
 Pure: no I/O, no clients; dicts in, dicts and ``Cause`` lists out.  CEL rules
-(``x-kubernetes-validations``) are not evaluated: they are accepted in schemas
-and ignored on writes, so a CR that a real server would reject by a CEL rule is
-accepted here.
+(``x-kubernetes-validations``) are evaluated after this module's checks, by
+``celrules``.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .server import APIServer
 
 Obj = dict[str, Any]
+#: Pod subresources that need connection upgrades (``kubectl exec|attach|port-forward|cp``).
+STREAMING_SUBRESOURCES = ("exec", "attach", "portforward")
 _SUB_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
 
 
@@ -42,6 +44,15 @@ async def handle(
     from .server import json_response
 
     sub = parsed.subresource
+    if kind.storage == ("", "pods") and sub in STREAMING_SUBRESOURCES:
+        streams = server.proxies.get(f"pods/{sub}")
+        if streams is not None and request.headers.get("Upgrade", "").lower() == "websocket":
+            return await streams(request, namespace, name, "")
+        raise errors.BadRequest(
+            f"pods/{sub} is not supported by the embedded cluster (nrop-cluster) except `exec` over "
+            "WebSocket into containers of the project's own image. Read a container's output with "
+            "`kubectl logs`; run a command as a pod (or Job) of its own"
+        )
     if not kind.has(sub):
         raise errors.NotFound.unknown_path()
     method = request.method

@@ -3,7 +3,8 @@
 The I/O shell of :mod:`.nodehealth`.  Every ``--node-monitor-period`` (and on every Node or
 node Lease change) each node is checked: a node whose Lease in ``kube-node-lease`` (or
 Ready heartbeat) has not been renewed for the grace period gets its kubelet conditions set
-to ``Unknown`` through ``nodes/status`` (and a ``NodeNotReady`` event); its taints then
+to ``Unknown`` through ``nodes/status`` (and a ``NodeNotReady`` event; a node seen for the
+first time gets ``RegisteredNode``); its taints then
 follow its conditions (``node.kubernetes.io/unreachable`` ``NoSchedule`` and ``NoExecute``
 while Ready is Unknown, removed once the kubelet posts Ready again).  Pods on an
 unreachable node are neither marked not ready nor evicted (upstream's taint-based
@@ -89,6 +90,10 @@ class NodeLifecycleController(Controller):
             self._probes.pop(key, None)
             return
         now = self.clock.now()
+        if key not in self._probes:
+            self.recorder.event(
+                node, "Normal", "RegisteredNode", f"Node {key} event: Registered Node {key} in Controller"
+            )
         lease = self.store.get(_LEASES, _LEASE_NAMESPACE, key)
         probe = nodehealth.observe(self._probes.get(key), node, lease, now)
         self._probes[key] = probe

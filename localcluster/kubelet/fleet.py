@@ -9,7 +9,9 @@ served in-process instead of over the kubelet's port 10250):
 * ``containerLogs/<namespace>/<pod>/<container>``: the container's log (``tailLines``,
   ``limitBytes``, ``timestamps``, ``previous`` as for ``pods/log``);
 * ``numa``: this emulator's own per-NUMA-zone summary of allocatable vs. allocated
-  resources (what ``nrop-cluster nodes`` prints; a real kubelet has no such endpoint).
+  resources (what ``nrop-cluster nodes`` prints; a real kubelet has no such endpoint);
+
+and ``pods/<name>/exec`` (WebSocket, :mod:`.execstreams`) into containers that run as processes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from aiohttp import web
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.podlogs import LogQuery
+from nrop.localcluster.kubelet import execstreams
 from nrop.localcluster.kubelet.kubelet import Kubelet, NodeNetwork
 from nrop.localcluster.kubelet.machine import NodeSpec
 
@@ -69,6 +72,7 @@ class Fleet:
 
     async def start(self) -> None:
         self.server.proxies["nodes"] = self.proxy
+        self.server.proxies["pods/exec"] = self.exec
         for kubelet in self.kubelets.values():
             self._started.append(kubelet)  # first: stop() also cleans up a half-started one
             await kubelet.start()
@@ -77,6 +81,25 @@ class Fleet:
         started, self._started = self._started, []
         await asyncio.gather(*(k.stop() for k in started), return_exceptions=True)
         self.server.proxies.pop("nodes", None)
+        self.server.proxies.pop("pods/exec", None)
+
+    async def exec(self, request: web.Request, namespace: str, name: str, _: str) -> web.StreamResponse:
+        """``pods/<name>/exec`` as a WebSocket stream (see :mod:`.execstreams`)."""
+        pod = self.server.store.get(("", "pods"), namespace, name)
+        if pod is None:
+            raise errors.NotFound.for_object("pods", "", name)
+        spec = pod.get("spec") or {}
+        kubelet = self.kubelets.get(spec.get("nodeName") or "")
+        if kubelet is None:
+            raise errors.BadRequest(f"pod {name} does not have a host assigned")
+        query = request.query
+        command = query.getall("command", [])
+        if not command:
+            raise errors.BadRequest("you must specify at least 1 command")
+        container = query.get("container") or spec["containers"][0]["name"]
+        process = kubelet.exec_process(pod["metadata"]["uid"], container, tuple(command))
+        stdin = query.get("stdin", "").lower() in ("true", "1")
+        return await execstreams.serve(request, process, kubelet.supervisor, command, stdin=stdin)
 
     async def proxy(
         self, request: web.Request, namespace: str, name: str, rest_path: str

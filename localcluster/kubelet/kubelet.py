@@ -35,7 +35,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,7 @@ from nrop.localcluster.apiserver.clock import Clock, SystemClock, rfc3339
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
-from nrop.localcluster.kubelet import nodeobjects, nodestatus
+from nrop.localcluster.kubelet import nodeobjects, nodestatus, podevents
 from nrop.localcluster.kubelet.admission import AdmissionResult, NodeResourceManagers, PodAllocation
 from nrop.localcluster.kubelet.devicemanager import CHECKPOINT_FILE, Device
 from nrop.localcluster.kubelet.entrypoints import RuntimeConfig
@@ -61,7 +61,7 @@ from nrop.localcluster.kubelet.grpcservers.podresources import PodResourcesServe
 from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.podworker import PodWorker, RuntimeContext, pods_dir
 from nrop.localcluster.kubelet.probes import ProbeKind, ProbeSpec
-from nrop.localcluster.kubelet.processes import Supervisor
+from nrop.localcluster.kubelet.processes import ProcessSpec, Supervisor
 from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.kubelet.sysfs import write_sysfs
 
@@ -142,6 +142,7 @@ class _PodRecord:
     timer: asyncio.TimerHandle | None = None
     finished: bool = False  # terminal and released
     deleting: bool = False  # graceful deletion under way
+    written: podevents.Snapshot = field(default_factory=dict)  # container statuses last written
 
 
 class Kubelet:
@@ -211,6 +212,7 @@ class Kubelet:
         await asyncio.to_thread(self.podresources.start)
         self._publish()
         self._register_node()
+        self._node_events()
         self._renew_lease()
         self._unsubscribe = self.server.store.subscribe(self._pod_kind.storage, self._on_pod_event)
         for pod in self.server.store.list(self._pod_kind.storage):
@@ -276,6 +278,15 @@ class Kubelet:
             body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             self.server.rest.update(self._node_kind, "", self.name, body, self._opts)
             self.server.rest.update(self._node_kind, "", self.name, body, self._opts, subresource="status")
+
+    def _node_events(self) -> None:
+        now = self.clock.now()
+        for kind, reason, message in podevents.node_events(self.name):
+            body = nodeobjects.node_event(self.name, kind, reason, message, now, unique=uuid.uuid4().hex[:16])
+            try:
+                self.server.rest.create(self._event_kind, "default", body, self._opts)
+            except errors.StatusError as err:
+                log.warning("node %s: event %s not recorded: %s", self.name, reason, err)
 
     def _update_node_resources(self) -> None:
         try:
@@ -521,6 +532,12 @@ class Kubelet:
             self._write_status(record, {**result.rejection_status(), "startTime": rfc3339(now)})
             self._event(pod, result.reason, result.message, now)
             return
+        sandbox_error = self._runtime_handler_error(pod)
+        if sandbox_error:
+            # Admitted (resources held) but no sandbox: the pod stays Pending, as upstream's does.
+            log.info("node %s: pod %s/%s: %s", self.name, record.namespace, record.name, sandbox_error)
+            self._event(pod, "FailedCreatePodSandBox", f"Failed to create pod sandbox: {sandbox_error}", now)
+            return
         if (pod.get("spec") or {}).get("hostNetwork"):
             pod_ip = self.network.address
         else:
@@ -530,6 +547,22 @@ class Kubelet:
         record.worker = PodWorker(self._context, pod, pod_ip, now)
         self._publish()
         await self._after_change(record, True)
+
+    def _runtime_handler_error(self, pod: Obj) -> str:
+        """Why the container runtime cannot make the pod's sandbox (RuntimeClass handler), or ``""``."""
+        name = (pod.get("spec") or {}).get("runtimeClassName")
+        if not name:
+            return ""
+        runtime_class = self.server.store.get(("node.k8s.io", "runtimeclasses"), "", name)
+        if runtime_class is None:
+            return f'RuntimeClass "{name}" not found'
+        handler = runtime_class.get("handler", "")
+        if handler not in nodeobjects.RUNTIME_HANDLERS:
+            return (
+                "rpc error: code = Unknown desc = failed to get sandbox runtime: "
+                f'no runtime for "{handler}" is configured'
+            )
+        return ""
 
     def _runtime_context(self) -> RuntimeContext:
         """What every pod worker of this node shares (after the server has an address)."""
@@ -557,6 +590,13 @@ class Kubelet:
             return
         grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds")
         worker = record.worker
+        statuses = worker.run.status()
+        running = [
+            c["name"]
+            for c in (*statuses.get("initContainerStatuses", ()), *statuses["containerStatuses"])
+            if "running" in (c.get("state") or {})
+        ]
+        self._container_events(pod, podevents.killing(pod, running))
         worker.terminate(float(grace) if isinstance(grace, int) else worker.pod_grace, self.clock.now())
         await self._after_change(record, True)
 
@@ -644,7 +684,24 @@ class Kubelet:
             podIPs=[{"ip": pod_ip}],
         )
         self._write_status(record, run_status, conditions)
+        events = podevents.container_events(record.worker.pod, record.written, run_status)
+        for name, restarts in podevents.started(record.written, run_status):
+            record.worker.simulated_started(name, restarts)
+        record.written = podevents.snapshot(run_status)
+        self._container_events(record.worker.pod, events)
         self._notify_if_changed()
+
+    def _container_events(self, pod: Obj, events: list[podevents.ContainerEvent]) -> None:
+        now = self.clock.now()
+        for event in events:
+            self._event(
+                pod,
+                event.reason,
+                event.message,
+                now,
+                field_path=event.field_path,
+                warning=event.type == "Warning",
+            )
 
     def _event(
         self,
@@ -654,11 +711,14 @@ class Kubelet:
         now: datetime,
         *,
         container: str = "",
+        field_path: str = "",
         warning: bool = True,
     ) -> None:
         body = nodeobjects.rejection_event(pod, reason, message, self.name, now, unique=uuid.uuid4().hex[:16])
         if container:
-            body["involvedObject"]["fieldPath"] = f"spec.containers{{{container}}}"
+            field_path = f"spec.containers{{{container}}}"
+        if field_path:
+            body["involvedObject"]["fieldPath"] = field_path
         if not warning:
             body["type"] = "Normal"
         try:
@@ -752,6 +812,13 @@ class Kubelet:
         self._devices_changed()
 
     # -- what the node serves through the API server's nodes/<name>/proxy ----------------------
+
+    def exec_process(self, uid: str, container: str, command: tuple[str, ...]) -> ProcessSpec | str:
+        """The process ``pods/exec`` runs in a container of the pod ``uid``, or why there is none."""
+        record = self._pods.get(uid)
+        if record is None or record.worker is None or record.finished:
+            return "pod is not running on its node"
+        return record.worker.exec_process(container, command)
 
     def configz(self) -> Obj:
         return nodeobjects.configz(self.spec)

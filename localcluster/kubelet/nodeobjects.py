@@ -31,9 +31,11 @@ __all__ = [
     "KUBELET_VERSION",
     "LEASE_DURATION_SECONDS",
     "NODE_LEASE_NAMESPACE",
+    "RUNTIME_HANDLERS",
     "configz",
     "lease_object",
     "node_conditions",
+    "node_event",
     "node_object",
     "numa_report",
     "rejection_event",
@@ -45,6 +47,9 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 #: ``nodeLeaseDurationSeconds``; the kubelet renews every quarter of it.
 LEASE_DURATION_SECONDS = 40
 CONTAINER_RUNTIME = "containerd://1.7.24"
+#: The runtime handlers the node's container runtime offers (``status.runtimeHandlers``, the
+#: names a RuntimeClass ``handler`` may use); the default one (``""``) is ``runc``.
+RUNTIME_HANDLERS = ("runc", "crun")
 
 _PRESSURE = (
     ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
@@ -115,6 +120,10 @@ def node_object(
                 {"type": "Hostname", "address": spec.name},
             ],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
+            "runtimeHandlers": [
+                {"name": name, "features": {"recursiveReadOnlyMounts": True, "userNamespaces": True}}
+                for name in RUNTIME_HANDLERS
+            ],
             "nodeInfo": {
                 "machineID": machine_id,
                 "systemUUID": f"{machine_id[:8]}-{machine_id[8:12]}-{machine_id[12:16]}-{machine_id[16:20]}-{machine_id[20:32]}",
@@ -175,6 +184,28 @@ def rejection_event(
         "reason": reason,
         "message": message,
         "type": "Warning",
+        "source": {"component": "kubelet", "host": node_name},
+        "reportingComponent": "kubelet",
+        "reportingInstance": node_name,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+def node_event(
+    node_name: str, kind: str, reason: str, message: str, now: datetime, *, unique: str
+) -> dict[str, Any]:
+    """An event a kubelet records on its Node (upstream refers to the node with its name as uid)."""
+    stamp = rfc3339(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{node_name}.{unique}", "namespace": "default"},
+        "involvedObject": {"kind": "Node", "name": node_name, "uid": node_name},
+        "reason": reason,
+        "message": message,
+        "type": kind,
         "source": {"component": "kubelet", "host": node_name},
         "reportingComponent": "kubelet",
         "reportingInstance": node_name,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from nrop.localcluster.apiserver import kubeconfig
 from nrop.localcluster.apiserver.clock import Clock
 from nrop.localcluster.apiserver.podlogs import LogQuery
-from nrop.localcluster.kubelet import containerenv, volumes
+from nrop.localcluster.kubelet import containerenv, podsite, volumes
 from nrop.localcluster.kubelet.entrypoints import (
     EntryPoint,
     RuntimeConfig,
@@ -56,12 +56,12 @@ from nrop.localcluster.kubelet.podruntime import (
 from nrop.localcluster.kubelet.probes import ProbeError, ProbeKind, ProbeSpec, ProbeTracker, container_probes
 from nrop.localcluster.kubelet.probing import ProbeTarget, run_probe
 from nrop.localcluster.kubelet.processes import Handle, ProcessSpec, Supervisor
-from nrop.localcluster.kubelet.simulation import PROCESS
+from nrop.localcluster.kubelet.simulation import PROCESS, behaviour
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer
 
-__all__ = ["MINIMUM_GRACE", "SYNC_RETRY", "PodWorker", "RuntimeContext", "pods_dir"]
+__all__ = ["MINIMUM_GRACE", "SYNC_RETRY", "PodWorker", "RuntimeContext", "pods_dir", "service_env"]
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,22 @@ def pods_dir(root: Path) -> Path:
     return root / _PODS_DIR
 
 
+def service_env(api_url: str) -> dict[str, str]:
+    """The variables the kubelet gives every container for the ``default/kubernetes`` Service."""
+    host, _, port = api_url.removeprefix("https://").rpartition(":")
+    address = f"tcp://{host}:{port}"
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "KUBERNETES_SERVICE_PORT_HTTPS": port,
+        "KUBERNETES_PORT": address,
+        f"KUBERNETES_PORT_{port}_TCP": address,
+        f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+        f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+        f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
+    }
+
+
 class _Unavailable(Exception):
     """A container cannot be created yet: ``(reason, message)``."""
 
@@ -134,6 +150,7 @@ class PodWorker:
             for name, (_, c) in self._specs.items()
             if is_own_image(str(c.get("image", "")), ctx.config.own_images)
         }
+        self._processes = frozenset(processes)
         self.run = PodRun(self.pod, now, processes)
         self._handles: dict[str, tuple[str, Handle]] = {}  # name -> (container id, process)
         self._probes: dict[str, list[asyncio.Task[None]]] = {}
@@ -198,6 +215,17 @@ class PodWorker:
     def _retry_now(self) -> None:
         self._retry = None
         self.ctx.enqueue(("SYNC", self.uid))
+
+    def simulated_started(self, name: str, restart_count: int) -> None:
+        """A simulated container (re)started: a fresh log instance holding what its ``echo`` prints."""
+        if name in self._processes or name not in self._specs:
+            return
+        logs = self.ctx.server.logs
+        if restart_count > 0:
+            logs.rotate(self.namespace, self.name, name)
+        output = behaviour(self._specs[name][1]).output
+        if output:
+            logs.append(self.namespace, self.name, name, output)
 
     def kill(self, name: str, cid: str, grace: float | None, now: datetime) -> bool:
         """A failed liveness/startup probe: the container is stopped (then restarted per policy)."""
@@ -331,6 +359,7 @@ class PodWorker:
         }
         if self._kubeconfig is not None:
             env["KUBECONFIG"] = str(self._kubeconfig)
+        env.update(service_env(self.ctx.api_url))
         return env
 
     def _process(self, name: str, command: list[str], args: list[str]) -> ProcessSpec | str:
@@ -353,6 +382,10 @@ class PodWorker:
             return resolved.message
         environment = self._image_env(name)
         environment.update({key: volumes.rewrite(value, paths) for key, value in env.items()})
+        account_dir = paths.get(podsite.SERVICE_ACCOUNT_DIR)
+        if account_dir is not None:
+            site = podsite.write_site(self._container_dir(name) / "python", account_dir).parent
+            environment["PYTHONPATH"] = ":".join(filter(None, (str(site), environment.get("PYTHONPATH"))))
         argv = (resolved.argv[0], *volumes.rewrite_all(resolved.argv[1:], paths))
         return ProcessSpec(argv, environment, self._container_dir(name))
 
@@ -450,6 +483,20 @@ class PodWorker:
                 if spec.kind == ProbeKind.STARTUP and tracker.result:
                     return
             await asyncio.sleep(spec.period)
+
+    def exec_process(self, name: str, command: tuple[str, ...]) -> ProcessSpec | str:
+        """``pods/exec`` into container ``name``: its process, or why there is none."""
+        if name not in self._specs:
+            return f"container {name} is not valid for pod {self.name}"
+        if name not in self._processes:
+            image = self._specs[name][1].get("image", "")
+            return (
+                f'container "{name}" (image "{image}") is simulated by the embedded cluster: only '
+                "containers of the project's own image run as processes and accept exec"
+            )
+        if name not in self._handles:
+            return f'container "{name}" is not running'
+        return self._exec_process(name, command)
 
     def _exec_process(self, name: str, command: tuple[str, ...]) -> ProcessSpec | str:
         try:

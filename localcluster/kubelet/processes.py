@@ -219,6 +219,27 @@ class Supervisor:
         for handle in handles:  # belt and braces: nothing outlives the kubelet
             _kill_group(handle.pid, signal.SIGKILL)
 
+    async def spawn_interactive(self, spec: ProcessSpec, *, stdin: bool) -> asyncio.subprocess.Process:
+        """Start ``spec`` with its own pipes (``pods/exec``); end it with :meth:`forget_interactive`."""
+        self._check_executable(spec.argv[0])
+        process = await asyncio.create_subprocess_exec(
+            *self._launch_argv(spec.argv),
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(spec.env),
+            cwd=str(spec.cwd),
+            start_new_session=True,
+        )
+        _LIVE_GROUPS.add(process.pid)
+        return process
+
+    @staticmethod
+    def forget_interactive(process: asyncio.subprocess.Process) -> None:
+        """The exec session ended: nothing of its process group stays."""
+        _kill_group(process.pid, signal.SIGKILL)
+        _LIVE_GROUPS.discard(process.pid)
+
     async def run(self, spec: ProcessSpec, timeout: float, limit: int = 10 * 1024) -> tuple[int | None, str]:
         """Run ``spec`` to completion: ``(exit code, output)``; ``(None, ...)`` after a timeout."""
         self._check_executable(spec.argv[0])

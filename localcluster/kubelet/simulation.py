@@ -4,7 +4,8 @@ Containers that do not run as real processes (every image but the project's own,
 :mod:`.entrypoints`) are simulated from their ``command`` and ``args``:
 
 * ``sleep N`` (GNU syntax: ``5``, ``2m``, ``infinity``), ``true``, ``false``, ``exit N``
-  and ``echo ...`` run for the slept seconds and exit with the expected code;
+  and ``echo ...`` run for the slept seconds and exit with the expected code (what ``echo``
+  prints is the container's log);
 * a ``sh -c`` (also ``bash``, ``ash``, ``dash``) script of such commands joined by ``;``
   or ``&&`` runs for the sum of its sleeps and exits with the script's code;
 * anything else, or no command, behaves like ``pause``: it runs until the pod is stopped
@@ -37,6 +38,8 @@ class Behaviour:
     pause: bool = False
     #: Not simulated: a real process, whose exit the kubelet reports.
     process: bool = False
+    #: What the container writes to stdout (``echo``), logged when it starts.
+    output: str = ""
 
 
 PAUSE = Behaviour(None, 0, pause=True)
@@ -79,7 +82,9 @@ def _simple(words: list[str]) -> Behaviour | None:
         except ValueError:
             return Behaviour(0.0, 2)
     if program == "echo":
-        return Behaviour(0.0)
+        newline = not args or args[0] != "-n"
+        text = " ".join(args if newline else args[1:])
+        return Behaviour(0.0, output=text + ("\n" if newline else ""))
     return None
 
 
@@ -87,6 +92,7 @@ def _script(script: str) -> Behaviour:
     """A ``sh -c`` script of simple commands joined by ``;`` or ``&&``."""
     total = 0.0
     code = 0
+    output = ""
     try:
         tokens = shlex.split(script.replace(";", " ; ").replace("&&", " && "))
     except ValueError:
@@ -104,13 +110,14 @@ def _script(script: str) -> Behaviour:
         step = _simple(words)
         if step is None:
             return PAUSE
+        output += step.output
         if step.seconds is None:
-            return Behaviour(None)
+            return Behaviour(None, output=output)
         total += step.seconds
         code = step.exit_code
         if posixpath.basename(words[0]) == "exit" or (separator == "&&" and code != 0):
             break
-    return Behaviour(total, code)
+    return Behaviour(total, code, output=output)
 
 
 def behaviour(container: Mapping[str, Any]) -> Behaviour:

@@ -303,7 +303,9 @@ def _devices(r: _Reader, value: Any, path: str, numa_count: int) -> tuple[Device
         spread = fields.get("perNumaNode", 0)
         where = _join(here, "perNumaNode")
         if isinstance(spread, dict):
-            for node, count in spread.items():
+            for key, count in spread.items():
+                # JSON (and quoted YAML) keys are strings: "0" names NUMA node 0 too.
+                node = int(key) if isinstance(key, str) and key.isdigit() else key
                 if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < numa_count:
                     raise r.fail(_join(where, node), f"no such NUMA node (the machine has {numa_count})")
                 per_numa[node] = r.integer(count, _join(where, node))

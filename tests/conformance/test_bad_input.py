@@ -238,11 +238,23 @@ CASES = [
             CMS,
             415,
             "UnsupportedMediaType",
-            "the body of the request was in an unknown format",
+            "only, not Deployment (apps/v1): use `kubectl create ... --dry-run=client -o yaml",
+            body=b"k8s\x00\n\x15\n\x07apps/v1\x12\nDeployment",
+            content_type="application/vnd.kubernetes.protobuf",
+        ),
+        id="protobuf-body-of-an-unread-kind",
+    ),
+    pytest.param(
+        Case(
+            "POST",
+            CMS,
+            422,
+            "Invalid",
+            "metadata.name: Required value: name or generateName is required",
             body=b"k8s\x00\n\x0f\n\x02v1\x12\tConfigMap",
             content_type="application/vnd.kubernetes.protobuf",
         ),
-        id="protobuf-body",
+        id="protobuf-configmap-without-a-name",
     ),
     pytest.param(
         Case(

@@ -274,7 +274,17 @@ def test_explicit_state_dir_is_kept(start_up: Callable[..., Up], tmp_path: Path)
     assert kubeconfig == state_dir / "kubeconfig"
     code, _ = up.stop()
     assert code == 0, up.stderr()
-    assert kubeconfig.is_file() and (state_dir / "pki").is_dir()
+    # The state stays; the kubeconfig, pointing at a port nothing serves any more, goes.
+    assert not kubeconfig.exists() and (state_dir / "pki").is_dir()
+
+
+def test_keep_kubeconfig_leaves_it_behind(start_up: Callable[..., Up], tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    up = start_up("--profile", "empty", "--state-dir", str(state_dir), "--keep-kubeconfig")
+    kubeconfig = up.wait_ready()
+    code, _ = up.stop()
+    assert code == 0, up.stderr()
+    assert kubeconfig.is_file()
 
 
 def test_kubeconfig_flag_chooses_where_it_is_written(start_up: Callable[..., Up], tmp_path: Path) -> None:
@@ -406,6 +416,7 @@ def test_down_stops_up_and_up_removes_its_pid_file(start_up: Callable[..., Up], 
     assert up.proc.wait(timeout=1) == 0, up.stderr()
     assert time.monotonic() - began < EXIT_TIMEOUT + 2
     assert not (state_dir / "nrop-cluster.pid").exists()
+    assert not (state_dir / "kubeconfig").exists()
     assert "Traceback" not in up.stderr() + result.stderr
 
 

@@ -222,18 +222,18 @@ def test_nodes_register_ready_with_capacity_labels_taints_and_leases(core) -> No
     worker = nodes[WORKER]
     assert "node-role.kubernetes.io/worker" in worker.metadata.labels and not worker.spec.taints
     capacity, allocatable = worker.status.capacity, worker.status.allocatable
-    # 2 x 8 cores x 2 threads; 2 x 16Gi with 512 x 2Mi and 2 x 1Gi pages per NUMA node.
+    # 2 x 10 cores x 2 threads; 2 x 24Gi with 512 x 2Mi and 2 x 1Gi pages per NUMA node.
     assert {k: capacity[k] for k in ("cpu", "memory", "hugepages-2Mi", "hugepages-1Gi", "pods")} == {
-        "cpu": "32",
-        "memory": "32Gi",
+        "cpu": "40",
+        "memory": "48Gi",
         "hugepages-2Mi": "2Gi",
         "hugepages-1Gi": "4Gi",
         "pods": "110",
     }
-    # reservedSystemCPUs 0,16; memory: 500Mi + 500Mi + 100Mi eviction, and every hugepage off.
+    # reservedSystemCPUs 0,20; memory: 500Mi + 500Mi + 100Mi eviction, and every hugepage off.
     assert {k: allocatable[k] for k in ("cpu", "memory", "hugepages-2Mi", "hugepages-1Gi")} == {
-        "cpu": "30",
-        "memory": f"{32 * 1024 - 1100 - 6 * 1024}Mi",
+        "cpu": "38",
+        "memory": f"{48 * 1024 - 1100 - 6 * 1024}Mi",
         "hugepages-2Mi": "2Gi",
         "hugepages-1Gi": "4Gi",
     }
@@ -249,8 +249,8 @@ def test_configz_through_the_api_server_proxy(kubectl) -> None:  # type: ignore[
     result = kubectl("get", "--raw", f"/api/v1/nodes/{WORKER}/proxy/configz")
     config = json.loads(result.stdout)["kubeletconfig"]
     assert config["cpuManagerPolicy"] == "static"
-    assert config["cpuManagerPolicyOptions"] == {"full-pcpus-only": "true"}
-    assert config["reservedSystemCPUs"] == "0,16"
+    assert config["cpuManagerPolicyOptions"] == {}
+    assert config["reservedSystemCPUs"] == "0,20"
     assert config["topologyManagerPolicy"] == "single-numa-node"
     assert config["topologyManagerScope"] == "pod"
     assert config["memoryManagerPolicy"] == "Static"
@@ -261,7 +261,7 @@ def test_configz_through_the_api_server_proxy(kubectl) -> None:  # type: ignore[
 
 def test_sysfs_matches_the_node_capacity(cluster_thread: ClusterThread) -> None:
     zones = numa_cpus(node_root(cluster_thread, WORKER))
-    assert zones == {0: set(range(0, 8)) | set(range(16, 24)), 1: set(range(8, 16)) | set(range(24, 32))}
+    assert zones == {0: set(range(0, 10)) | set(range(20, 30)), 1: set(range(10, 20)) | set(range(30, 40))}
 
 
 # -- pods ---------------------------------------------------------------------------------------
@@ -327,8 +327,8 @@ def test_shared_pool_pods_get_no_exclusive_cpus(
 
 
 def test_pod_fitting_only_across_zones_is_rejected_with_an_event(core, namespace: str, podresources) -> None:  # type: ignore[no-untyped-def]
-    # 20 exclusive CPUs: the node has 30, but no NUMA zone has more than 16.
-    core.create_namespaced_pod(namespace, pod_body("wide", cpu="20", memory="1Gi"))
+    # 24 exclusive CPUs: the node has 38, but no NUMA zone has more than 20.
+    core.create_namespaced_pod(namespace, pod_body("wide", cpu="24", memory="1Gi"))
     status = wait_phase(core, namespace, "wide", ("Running", "Failed"))["status"]
     assert (status["phase"], status["reason"], status["message"]) == (
         "Failed",
@@ -361,7 +361,7 @@ def test_deleting_pods_releases_resources_and_rewrites_checkpoints(
     root = node_root(cluster_thread, "worker-1")
     client = podresources("worker-1")
     allocatable = set(client.allocatable().cpu_ids)
-    assert allocatable == set(range(32)) - {0, 16}
+    assert allocatable == set(range(40)) - {0, 20}
     _, before = read_cpu_state(root)
     created = [
         core.create_namespaced_pod(namespace, pod_body(f"g{i}", node="worker-1", cpu="2", memory="512Mi"))
@@ -433,7 +433,7 @@ def test_nrop_cluster_nodes_prints_every_numa_zone(kubeconfig: Path) -> None:
         ("worker-1", "1"),
     ]
     worker_zone_1 = next(r for r in rows[1:] if r[:2] == ["worker-1", "1"])
-    assert worker_zone_1[2].endswith("/16")
+    assert worker_zone_1[2].endswith("/20")
 
 
 # -- devices --------------------------------------------------------------------------------------
@@ -556,3 +556,175 @@ def test_a_state_dir_too_long_for_node_sockets_is_refused_with_a_reason(tmp_path
     )
     assert result.returncode == 1, result.stderr
     assert "shorter --state-dir" in result.stderr and "Traceback" not in result.stderr
+
+
+# -- runtime classes ------------------------------------------------------------------------------
+
+
+def test_nodes_report_runtime_handlers(core) -> None:  # type: ignore[no-untyped-def]
+    node = core.api_client.sanitize_for_serialization(core.read_node(WORKER))
+    assert [h["name"] for h in node["status"]["runtimeHandlers"]] == ["runc", "crun"]
+
+
+def test_runtime_class_overhead_is_set_by_admission_and_counted_by_the_node(core, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    from kubernetes import client
+
+    node_api = client.NodeV1Api(core.api_client)
+    name = f"crun-{namespace}"
+    node_api.create_runtime_class(
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": name},
+            "handler": "crun",
+            "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}},
+        }
+    )
+    try:
+        body = pod_body("rc", cpu="1", memory="256Mi")
+        body["spec"]["runtimeClassName"] = name
+        created = core.create_namespaced_pod(namespace, body)
+        assert created.spec.overhead == {"cpu": "250m", "memory": "64Mi"}
+        assert wait_phase(core, namespace, "rc", ("Running", "Failed"))["status"]["phase"] == "Running"
+        mismatched = pod_body("rc-bad")
+        mismatched["spec"].update(runtimeClassName=name, overhead={"cpu": "1"})
+        with pytest.raises(client.ApiException) as refused:
+            core.create_namespaced_pod(namespace, mismatched)
+        assert refused.value.status == 403
+        assert json.loads(refused.value.body)["message"] == (
+            'pods "rc-bad" is forbidden: pod rejected: '
+            "Pod's Overhead doesn't match RuntimeClass's defined Overhead"
+        )
+    finally:
+        node_api.delete_runtime_class(name)
+
+
+def test_unknown_runtime_class_is_refused_and_unknown_handler_fails_the_sandbox(core, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    from kubernetes import client
+
+    body = pod_body("norc")
+    body["spec"]["runtimeClassName"] = "nosuch"
+    with pytest.raises(client.ApiException) as refused:
+        core.create_namespaced_pod(namespace, body)
+    assert refused.value.status == 403
+    assert json.loads(refused.value.body)["message"] == (
+        'pods "norc" is forbidden: pod rejected: RuntimeClass "nosuch" not found'
+    )
+    node_api = client.NodeV1Api(core.api_client)
+    name = f"kata-{namespace}"
+    node_api.create_runtime_class(
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": name},
+            "handler": "kata",
+        }
+    )
+    try:
+        body = pod_body("kata")
+        body["spec"]["runtimeClassName"] = name
+        core.create_namespaced_pod(namespace, body)
+
+        def events() -> list[Any]:
+            return core.list_namespaced_event(namespace, field_selector="involvedObject.name=kata").items
+
+        (event,) = wait_for(events, lambda items: len(items) == 1, "a FailedCreatePodSandBox event")
+        assert (event.type, event.reason) == ("Warning", "FailedCreatePodSandBox")
+        assert event.message == (
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox "
+            'runtime: no runtime for "kata" is configured'
+        )
+        assert phase_of(core, namespace, "kata")["status"]["phase"] == "Pending"
+    finally:
+        node_api.delete_runtime_class(name)
+
+
+# -- events -----------------------------------------------------------------------------------------
+
+
+def event_list(core, namespace: str, name: str) -> list[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+    items = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    items.sort(key=lambda e: int(e.metadata.resource_version))
+    return [(e.reason, e.message, e.involved_object.field_path or "") for e in items]
+
+
+def test_kubelet_records_container_events_in_upstream_order(core, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    body = pod_body("ev")
+    body["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+    always = {"name": "always", "image": "registry.example/app:latest"}  # :latest pulls Always
+    body["spec"]["containers"].append(always)
+    core.create_namespaced_pod(namespace, body)
+    wait_phase(core, namespace, "ev", ("Running",))
+    started = wait_for(
+        lambda: event_list(core, namespace, "ev"), lambda e: len(e) >= 7, "seven events for pod ev"
+    )
+    assert started == [
+        ("Pulled", 'Container image "busybox" already present on machine', "spec.containers{c}"),
+        ("Created", "Created container: c", "spec.containers{c}"),
+        ("Started", "Started container c", "spec.containers{c}"),
+        ("Pulling", 'Pulling image "registry.example/app:latest"', "spec.containers{always}"),
+        (
+            "Pulled",
+            'Successfully pulled image "registry.example/app:latest" in 0s (0s including waiting). Image size: 0 bytes.',
+            "spec.containers{always}",
+        ),
+        ("Created", "Created container: always", "spec.containers{always}"),
+        ("Started", "Started container always", "spec.containers{always}"),
+    ]
+    core.delete_namespaced_pod("ev", namespace)
+    wait_gone(core, namespace, "ev")
+    assert event_list(core, namespace, "ev")[7:] == [
+        ("Killing", "Stopping container c", "spec.containers{c}"),
+        ("Killing", "Stopping container always", "spec.containers{always}"),
+    ]
+
+
+def test_crash_looping_container_gets_a_back_off_event(core, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    core.create_namespaced_pod(namespace, pod_body("crash", command=["false"]))
+    uid = core.read_namespaced_pod("crash", namespace).metadata.uid
+    events = wait_for(
+        lambda: event_list(core, namespace, "crash"),
+        lambda e: any(reason == "BackOff" for reason, _, _ in e),
+        "a BackOff event for pod crash",
+    )
+    # busybox (no tag) is pulled Always
+    assert [reason for reason, _, _ in events[:4]] == ["Pulling", "Pulled", "Created", "Started"]
+    assert (
+        "BackOff",
+        f"Back-off restarting failed container c in pod crash_{namespace}({uid})",
+        "spec.containers{c}",
+    ) in events
+
+
+def test_kubelet_records_node_events_when_it_starts(core) -> None:  # type: ignore[no-untyped-def]
+    events = event_list(core, "default", WORKER)
+    assert [reason for reason, _, _ in events][:6] == [
+        "Starting",
+        "NodeHasSufficientMemory",
+        "NodeHasNoDiskPressure",
+        "NodeHasSufficientPID",
+        "NodeAllocatableEnforced",
+        "NodeReady",
+    ]
+    assert events[5][1] == f"Node {WORKER} status is now: NodeReady"
+
+
+def test_simulated_echo_output_is_the_container_log(core, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    body = pod_body("hello", command=["sh", "-c", "echo hello world; exit 3"], restart_policy="OnFailure")
+    core.create_namespaced_pod(namespace, body)
+    wait_for(
+        lambda: core.read_namespaced_pod("hello", namespace).status.container_statuses or [],
+        lambda statuses: bool(statuses) and statuses[0].restart_count >= 1,
+        "pod hello to restart once",
+    )
+    assert core.read_namespaced_pod_log("hello", namespace) == "hello world\n"
+    assert core.read_namespaced_pod_log("hello", namespace, previous=True) == "hello world\n"
+
+
+def test_node_controller_records_registered_node(core) -> None:  # type: ignore[no-untyped-def]
+    events = wait_for(
+        lambda: event_list(core, "default", WORKER),
+        lambda e: any(reason == "RegisteredNode" for reason, _, _ in e),
+        "a RegisteredNode event",
+    )
+    assert ("RegisteredNode", f"Node {WORKER} event: Registered Node {WORKER} in Controller", "") in events

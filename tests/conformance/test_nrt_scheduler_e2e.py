@@ -138,11 +138,12 @@ class Stack:
 
     def pod_events(self, namespace: str, name: str) -> list[tuple[str, str, str]]:
         """(reason, reporting controller, note) of the events about the pod."""
-        items = self.events.list_namespaced_event(namespace).items
+        # Raw JSON: the kubelet's core/v1 events have no eventTime, which the typed client refuses.
+        raw = self.events.list_namespaced_event(namespace, _preload_content=False)
         return [
-            (e.reason, e.reporting_controller, e.note or "")
-            for e in items
-            if e.regarding is not None and e.regarding.name == name
+            (e["reason"], e.get("reportingController"), e.get("note") or "")
+            for e in json.loads(raw.data)["items"]
+            if (e.get("regarding") or {}).get("name") == name
         ]
 
 
@@ -157,7 +158,7 @@ def state_dir() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
     """This module's cluster: the shipped ``default`` profile (overrides the shared ``empty`` one)."""
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", bookmark_interval=1.0))
+    runner = ClusterThread(ClusterConfig(profile="devices", state_dir=state_dir / "c", bookmark_interval=1.0))
     with runner:
         yield runner
 

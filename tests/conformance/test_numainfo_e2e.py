@@ -144,7 +144,7 @@ def cluster_thread() -> Iterator[ClusterThread]:
     """This module's cluster: the ``default`` profile (overrides the shared ``empty`` one)."""
     # Unix socket paths are limited to 107 bytes: keep node roots short.
     state = Path(tempfile.mkdtemp(prefix="nrop-nie-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state / "c", history_size=2000))
+    runner = ClusterThread(ClusterConfig(profile="devices", state_dir=state / "c", history_size=2000))
     try:
         with runner:
             yield runner

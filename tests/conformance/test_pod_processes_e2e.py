@@ -291,7 +291,7 @@ def test_the_exporter_runs_as_a_pod_reading_its_nodes_files(
         zone["name"]: next(r["allocatable"] for r in zone["resources"] if r["name"] == "cpu")
         for zone in nrt["zones"]
     }
-    assert cpus == {"node-0": "14", "node-1": "16"}  # reservedSystemCPUs 0,16 lie in NUMA node 0
+    assert cpus == {"node-0": "18", "node-1": "20"}  # reservedSystemCPUs 0,20 lie in NUMA node 0
 
 
 def test_readiness_probe_and_pods_proxy(
@@ -609,3 +609,130 @@ def test_stopping_the_cluster_leaves_no_process_behind(state_dir: Path) -> None:
     process.wait(timeout=30)
     assert wait_for(lambda: alive(pids[0]), lambda up: not up, f"process {pids[0]} gone", timeout=5) is False
     os.kill(pids[1], signal.SIGKILL)  # its own child is beyond reach of a killed cluster: clean up
+
+
+# -- in-cluster configuration ------------------------------------------------------------------------
+
+INCLUSTER = textwrap.dedent(
+    """
+    import os
+    from kubernetes import client, config
+    config.load_incluster_config()
+    sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+    print("host", os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"])
+    print("namespace", open(sa + "/namespace").read())
+    print("ca", open(sa + "/ca.crt").read().startswith("-----BEGIN CERTIFICATE-----"))
+    api = client.CoreV1Api()
+    print("pods", sorted(p.metadata.name for p in api.list_namespaced_pod(open(sa + "/namespace").read()).items))
+    try:
+        api.list_node()
+    except client.ApiException as exc:
+        print("nodes", exc.status)
+    """
+)
+
+
+def test_load_incluster_config_works_in_a_pod_of_the_own_image(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    service = core.read_namespaced_service("kubernetes", "default")
+    endpoints = core.read_namespaced_endpoints("kubernetes", "default")
+    (port,) = service.spec.ports
+    assert (port.name, service.metadata.labels) == (
+        "https",
+        {"component": "apiserver", "provider": "kubernetes"},
+    )
+    address = endpoints.subsets[0].addresses[0].ip
+    container = {"name": "c", "image": IMAGE, "command": ["python3", "-c", INCLUSTER]}
+    core.create_namespaced_pod(namespace, pod_body("incluster", container, restart="Never"))
+    done = wait_for(
+        lambda: status_of(core, namespace, "incluster"),
+        lambda s: s.get("phase") in ("Succeeded", "Failed"),
+        "pod incluster to finish",
+    )
+    out = logs(kubectl, namespace, "incluster")
+    assert done["phase"] == "Succeeded", out
+    assert out.splitlines() == [
+        f"host {address} {port.port}",
+        f"namespace {namespace}",
+        "ca True",
+        "pods ['incluster']",
+        "nodes 403",
+    ]
+    pod = core.read_namespaced_pod("incluster", namespace)
+    (volume,) = [v for v in pod.spec.volumes if v.name.startswith("kube-api-access-")]
+    assert [m.mount_path for m in pod.spec.containers[0].volume_mounts] == [
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    ]
+    assert {(t.key, t.effect, t.toleration_seconds) for t in pod.spec.tolerations} == {
+        ("node.kubernetes.io/not-ready", "NoExecute", 300),
+        ("node.kubernetes.io/unreachable", "NoExecute", 300),
+    }
+    assert volume.projected.sources[0].service_account_token.expiration_seconds == 3607
+
+
+def test_kubectl_exec_runs_a_command_in_a_process_container(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    container = agent_container()
+    sidecar = {"name": "pause", "image": "quay.io/openshift-kni/pause:test-ci", "command": ["/pause"]}
+    core.create_namespaced_pod(namespace, pod_body("ex", container, sidecar))
+    wait_for_log(kubectl, namespace, "ex", "pid")
+    script = "import os, sys; print(os.environ['NS'], sys.stdin.read().strip()); sys.exit(3)"
+    result = kubectl(
+        "exec",
+        "-i",
+        "-n",
+        namespace,
+        "ex",
+        "-c",
+        "agent",
+        "--",
+        "python3",
+        "-c",
+        script,
+        input="from stdin",
+        check=False,
+    )
+    assert result.stdout == f"{namespace} from stdin\n"
+    assert result.returncode == 3, result.stderr
+    assert "command terminated with exit code 3" in result.stderr
+    ok = kubectl("exec", "-n", namespace, "ex", "-c", "agent", "--", "python3", "-c", "print('hi')")
+    assert ok.stdout == "hi\n"
+    simulated = kubectl("exec", "-n", namespace, "ex", "-c", "pause", "--", "ls", check=False)
+    assert simulated.returncode == 1
+    assert (
+        'container "pause" (image "quay.io/openshift-kni/pause:test-ci") is simulated by the embedded cluster'
+        in simulated.stderr
+    ), simulated.stderr
+
+
+KOPF_LOGIN = textwrap.dedent(
+    """
+    import logging
+    import kopf
+    info = kopf.login_via_client(logger=logging.getLogger("login"), settings=kopf.OperatorSettings())
+    print("server", info.server)
+    print("token", bool(info.token), "ca", info.ca_path.endswith("/ca.crt"))
+    """
+)
+
+
+def test_kopf_logs_in_with_the_service_account_of_its_pod(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    container = {"name": "c", "image": IMAGE, "command": ["python3", "-c", KOPF_LOGIN]}
+    core.create_namespaced_pod(namespace, pod_body("kopf", container, restart="Never"))
+    done = wait_for(
+        lambda: status_of(core, namespace, "kopf"),
+        lambda s: s.get("phase") in ("Succeeded", "Failed"),
+        "pod kopf to finish",
+    )
+    out = logs(kubectl, namespace, "kopf")
+    assert done["phase"] == "Succeeded", out
+    service = core.read_namespaced_service("kubernetes", "default")
+    host = core.read_namespaced_endpoints("kubernetes", "default").subsets[0].addresses[0].ip
+    assert out.splitlines()[:2] == [
+        f"server https://{host}:{service.spec.ports[0].port}",
+        "token True ca True",
+    ]

@@ -1025,3 +1025,108 @@ def test_service_account_token_and_rbac(
         with pytest.raises(ApiException) as err:
             client.CoreV1Api(stale).list_namespaced_config_map(namespace)
         assert err.value.status == 401
+
+
+# -- CEL validation rules ---------------------------------------------------------------------------
+
+SINGLETON_MESSAGE = "This is a singleton resource and the object name must be 'numaresourcesoperator'."
+
+
+@pytest.fixture(scope="module")
+def singleton_crd(api_client: ApiClient) -> Iterator[str]:
+    """A cluster-scoped CRD with NROP's root singleton rule and a field rule with a messageExpression."""
+    ext = client.ApiextensionsV1Api(api_client)
+    name = f"singletons.{GROUP}"
+    schema = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {
+                "rule": "has(self.metadata.name) && self.metadata.name == 'numaresourcesoperator'",
+                "message": SINGLETON_MESSAGE,
+            }
+        ],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "replicas": {
+                        "type": "integer",
+                        "x-kubernetes-validations": [
+                            {
+                                "rule": "self <= 3",
+                                "messageExpression": "'at most 3 replicas, not ' + string(self)",
+                            }
+                        ],
+                    },
+                    "mode": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]},
+                },
+            }
+        },
+    }
+    ext.create_custom_resource_definition(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {
+                "group": GROUP,
+                "scope": "Cluster",
+                "names": {"plural": "singletons", "singular": "singleton", "kind": "Singleton"},
+                "versions": [
+                    {"name": VERSION, "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+                ],
+            },
+        }
+    )
+    wait_for(
+        lambda: ext.read_custom_resource_definition(name),
+        lambda crd: any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or ()),
+        f"CRD {name} to be Established",
+    )
+    yield name
+    ext.delete_custom_resource_definition(name)
+
+
+def test_cel_rules_of_the_schema_are_enforced(custom: client.CustomObjectsApi, singleton_crd: str) -> None:
+    def create(name: str, spec: dict[str, Any]) -> Any:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Singleton",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        return custom.create_cluster_custom_object(GROUP, VERSION, "singletons", body)
+
+    with pytest.raises(ApiException) as refused:
+        create("other", {"replicas": 1})
+    status = json.loads(refused.value.body)
+    assert (refused.value.status, status["reason"]) == (422, "Invalid")
+    assert status["message"] == (
+        f'Singleton.{GROUP} "other" is invalid: <nil>: Invalid value: "object": {SINGLETON_MESSAGE}'
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f'Invalid value: "object": {SINGLETON_MESSAGE}',
+            "field": "<nil>",
+        }
+    ]
+    with pytest.raises(ApiException) as refused:
+        create("numaresourcesoperator", {"replicas": 5})
+    assert json.loads(refused.value.body)["message"] == (
+        f'Singleton.{GROUP} "numaresourcesoperator" is invalid: spec.replicas: '
+        'Invalid value: "integer": at most 3 replicas, not 5'
+    )
+    created = create("numaresourcesoperator", {"replicas": 2, "mode": "a"})
+    try:
+        created["spec"]["mode"] = "b"  # a transition rule: mode is immutable once set
+        with pytest.raises(ApiException) as refused:
+            custom.replace_cluster_custom_object(
+                GROUP, VERSION, "singletons", "numaresourcesoperator", created
+            )
+        assert json.loads(refused.value.body)["message"] == (
+            f'Singleton.{GROUP} "numaresourcesoperator" is invalid: spec.mode: '
+            'Invalid value: "string": failed rule: self == oldSelf'
+        )
+    finally:
+        custom.delete_cluster_custom_object(GROUP, VERSION, "singletons", "numaresourcesoperator")

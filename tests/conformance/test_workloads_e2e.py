@@ -46,8 +46,8 @@ TIMEOUT = 30.0
 NROP_CLUSTER = Path(sys.executable).parent / "nrop-cluster"
 #: What every worker of the default profile has in ``/sys/devices/system/node/online``.
 WORKER_NUMA_ONLINE = "0-1"
-#: Allocatable CPUs of a default worker per NUMA zone (reservedSystemCPUs 0,16 lie in zone 0) and in total.
-ZONE_CPUS = (14, 16)
+#: Allocatable CPUs of a default worker per NUMA zone (reservedSystemCPUs 0,20 lie in zone 0) and in total.
+ZONE_CPUS = (18, 20)
 
 # Reads the hostPath file given as its argument, asks the API for its namespace's pods and for
 # the nodes (which RBAC denies), then serves /healthz on its pod IP for the readiness probe.

@@ -199,8 +199,9 @@ def test_controller_marks_a_silent_node_unknown_then_follows_its_recovery() -> N
     controller.sync("n")
     assert state() == ("Unknown", UNREACHABLE)
     events = server.store.list(("", "events"), "default")
-    assert [(e["reason"], e["message"]) for e in events] == [
-        ("NodeNotReady", "Node n status is now: NodeNotReady")
+    assert sorted((e["reason"], e["message"]) for e in events) == [
+        ("NodeNotReady", "Node n status is now: NodeNotReady"),
+        ("RegisteredNode", "Node n event: Registered Node n in Controller"),  # when first seen
     ]
 
     # The kubelet posts Ready again: the taints go.

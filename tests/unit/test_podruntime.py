@@ -36,7 +36,17 @@ def at(seconds: float) -> datetime:
         pytest.param({"command": ["false"]}, Behaviour(0.0, 1), id="false"),
         pytest.param({"command": ["sh", "-c", "exit 3"]}, Behaviour(0.0, 3), id="sh-exit"),
         pytest.param({"command": ["/bin/sh", "-c", "sleep 2; exit 1"]}, Behaviour(2.0, 1), id="script"),
-        pytest.param({"command": ["sh", "-c", "echo hi && sleep 1"]}, Behaviour(1.0), id="echo-and-sleep"),
+        pytest.param(
+            {"command": ["sh", "-c", "echo hi && sleep 1"]},
+            Behaviour(1.0, output="hi\n"),
+            id="echo-and-sleep",
+        ),
+        pytest.param({"command": ["echo", "-n", "a", "b"]}, Behaviour(0.0, output="a b"), id="echo-n"),
+        pytest.param(
+            {"command": ["sh", "-c", "echo one; echo two; sleep infinity"]},
+            Behaviour(None, output="one\ntwo\n"),
+            id="echo-then-run-forever",
+        ),
         pytest.param({"command": ["sh", "-c", "false && sleep 9"]}, Behaviour(0.0, 1), id="and-stops"),
         pytest.param({"command": ["sh", "-c", "exit 0; sleep 9"]}, Behaviour(0.0), id="exit-stops"),
         pytest.param({"command": ["sh", "-c", "while true; do sleep 1; done"]}, PAUSE, id="loop-is-pause"),

@@ -27,6 +27,7 @@ SHIPPED = [
     "four-numa",
     "none",
     "restricted",
+    "smt-aligned",
 ]
 NODE_COUNTS = {"empty": 0, "fifty": 51}
 
@@ -60,16 +61,32 @@ def test_default_profile_shape() -> None:
     assert [w.name for w in workers] == ["worker-0", "worker-1"]
     for worker in workers:
         topo = worker.machine.topology
-        assert (topo.num_cpus, topo.num_cores, topo.num_sockets, topo.num_numa_nodes) == (32, 16, 2, 2)
-        assert topo.details.cpus_in_numa_nodes(0).to_list() == [*range(8), *range(16, 24)]
-        assert [n.memory_bytes for n in worker.machine.numa_nodes] == [16 * GiB, 16 * GiB]
+        assert (topo.num_cpus, topo.num_cores, topo.num_sockets, topo.num_numa_nodes) == (40, 20, 2, 2)
+        assert topo.details.cpus_in_numa_nodes(0).to_list() == [*range(10), *range(20, 30)]
+        assert topo.details.cpus_in_numa_nodes(1).to_list() == [*range(10, 20), *range(30, 40)]
+        assert [n.memory_bytes for n in worker.machine.numa_nodes] == [24 * GiB, 24 * GiB]
         assert all(n.hugepages == {2 * MiB: 512, GiB: 2} for n in worker.machine.numa_nodes)
         assert [n.distances for n in worker.machine.numa_nodes] == [(10, 21), (21, 10)]
         k = worker.kubelet
         assert (k.cpu_manager_policy, k.memory_manager_policy) == ("static", "Static")
         assert (k.topology_manager_policy, k.topology_manager_scope) == ("single-numa-node", "pod")
-        assert k.reserved_system_cpus == "0,16"
+        assert k.reserved_system_cpus == "0,20"
+        assert k.cpu_manager_policy_options == {}  # full-pcpus-only lives in smt-aligned
+        assert worker.machine.devices == (
+            DeviceGroup("example.com/deviceA", {0: 6, 1: 6}),
+            DeviceGroup("example.com/deviceB", {0: 4, 1: 4}),
+            DeviceGroup("example.com/deviceC", {0: 4}),
+        )
         assert not worker.taints and not worker.control_plane
+
+
+@pytest.mark.parametrize("name", ["container-scope", "restricted", "best-effort", "none", "smt-aligned"])
+def test_variants_keep_the_default_machine(name: str) -> None:
+    default, variant = load_profile("default").nodes(), load_profile(name).nodes()
+    assert [n.name for n in variant] == [n.name for n in default]
+    assert variant[1].machine == default[1].machine
+    options = variant[1].kubelet.cpu_manager_policy_options
+    assert options == ({"full-pcpus-only": "true"} if name == "smt-aligned" else {})
 
 
 def test_fifty_profile_shape() -> None:
@@ -96,6 +113,7 @@ def test_fifty_profile_shape() -> None:
         ("restricted", "restricted", "pod", 2),
         ("best-effort", "best-effort", "pod", 2),
         ("none", "none", "pod", 2),
+        ("smt-aligned", "single-numa-node", "pod", 2),
         ("devices", "single-numa-node", "pod", 2),
         ("fifty", "single-numa-node", "pod", 2),
     ],
@@ -370,7 +388,7 @@ KUBELET = "the kubelet of pool 'worker' would not start: "
             _set([*WK, "reservedSystemCPUs"], "0,64"),
             "pools[1].kubelet.reservedSystemCPUs: "
             + KUBELET
-            + "reserved-cpus: 0,64 is not a subset of online-cpus: 0-31",
+            + "reserved-cpus: 0,64 is not a subset of online-cpus: 0-39",
             id="reserved-cpus-outside-machine",
         ),
         pytest.param(
@@ -379,7 +397,7 @@ KUBELET = "the kubelet of pool 'worker' would not start: "
             id="reserve-hugepages",
         ),
         pytest.param(
-            _set([*WK, "cpuManagerPolicyOptions", "distribute-cpus-across-cores"], True),
+            _set([*WK, "cpuManagerPolicyOptions"], {"distribute-cpus-across-cores": True}),
             "pools[1].kubelet.cpuManagerPolicyOptions: "
             + KUBELET
             + "CPU Manager Policy Alpha-level Options not "

@@ -31,7 +31,7 @@ def _write(root: Path, machine: Machine) -> Path:
 
 @pytest.fixture
 def default_worker(tmp_path: Path) -> tuple[Path, Machine]:
-    machine = load_profile("default").nodes()[1].machine
+    machine = load_profile("devices").nodes()[1].machine
     return _write(tmp_path, machine), machine
 
 

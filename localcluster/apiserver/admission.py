@@ -1,0 +1,164 @@
+"""Mutating admission of new pods, as upstream's default admission plugins do it.
+
+Runs on ``POST pods`` after defaulting and before validation, in upstream's plugin order:
+
+* ``ServiceAccount``: unless ``automountServiceAccountToken`` is false (pod first, then its
+  ServiceAccount), a projected ``kube-api-access-<suffix>`` volume (a bound token of
+  3607 s, ``ca.crt`` from the ``kube-root-ca.crt`` ConfigMap, the namespace from the
+  downward API) mounted read-only at :data:`SERVICE_ACCOUNT_DIR` in every container that
+  does not mount something there already;
+* ``DefaultTolerationSeconds``: the ``not-ready`` and ``unreachable`` ``NoExecute``
+  tolerations for 300 s, unless the pod tolerates those taints already;
+* ``RuntimeClass``: the RuntimeClass named by ``runtimeClassName`` must exist; its
+  ``overhead.podFixed`` becomes ``spec.overhead`` and its ``scheduling`` merges into the
+  pod's nodeSelector and tolerations; a conflict is refused with upstream's text.
+
+Pure: objects are looked up through the callables given.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from . import errors
+
+__all__ = ["SERVICE_ACCOUNT_DIR", "admit_pod"]
+
+Obj = dict[str, Any]
+#: ``(plural, namespace, name) -> object | None``: reads the store.
+Lookup = Callable[[str, str, str], Obj | None]
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+#: Upstream's bound-token lifetime for the projected volume (one hour plus 7 s).
+TOKEN_EXPIRATION_SECONDS = 3607
+DEFAULT_TOLERATION_SECONDS = 300
+_TOLERATED_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def admit_pod(pod: Obj, lookup: Lookup, *, rng: random.Random | None = None) -> None:
+    """Mutate a new pod in place; raises :class:`errors.Forbidden` as the plugins do."""
+    _service_account(pod, lookup, rng or random.Random())
+    _default_tolerations(pod)
+    _runtime_class(pod, lookup)
+
+
+def _forbidden(pod: Obj, why: str) -> errors.Forbidden:
+    return errors.Forbidden.for_object("pods", "", pod["metadata"].get("name", ""), why)
+
+
+# -- ServiceAccount ------------------------------------------------------------------------
+
+
+def _service_account(pod: Obj, lookup: Lookup, rng: random.Random) -> None:
+    spec = pod["spec"]
+    if pod["metadata"].get("annotations", {}).get("kubernetes.io/config.mirror"):
+        return
+    automount = spec.get("automountServiceAccountToken")
+    if automount is None:
+        account = lookup("serviceaccounts", pod["metadata"].get("namespace", ""), spec["serviceAccountName"])
+        automount = (account or {}).get("automountServiceAccountToken")
+    if automount is False:
+        return
+    volumes = spec.setdefault("volumes", [])
+    existing = next((v["name"] for v in volumes if v.get("name", "").startswith("kube-api-access-")), None)
+    name = existing or "kube-api-access-" + "".join(rng.choices(_SUFFIX_CHARS, k=5))
+    if existing is None:
+        volumes.append(_token_volume(name))
+    for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+        mounts = container.setdefault("volumeMounts", [])
+        if any(m.get("mountPath") == SERVICE_ACCOUNT_DIR for m in mounts):
+            continue
+        mounts.append({"name": name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_DIR})
+
+
+def _token_volume(name: str) -> Obj:
+    return {
+        "name": name,
+        "projected": {
+            "defaultMode": 420,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {
+                    "downwardAPI": {
+                        "items": [
+                            {
+                                "path": "namespace",
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                            }
+                        ]
+                    }
+                },
+            ],
+        },
+    }
+
+
+# -- DefaultTolerationSeconds --------------------------------------------------------------
+
+
+def _default_tolerations(pod: Obj) -> None:
+    tolerations = pod["spec"].setdefault("tolerations", [])
+    for key in _TOLERATED_TAINTS:
+        if any(_tolerates_no_execute(t, key) for t in tolerations):
+            continue
+        tolerations.append(
+            {
+                "key": key,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+            }
+        )
+
+
+def _tolerates_no_execute(toleration: Obj, key: str) -> bool:
+    """Upstream skips a default when any toleration already matches the key (or all keys) for NoExecute."""
+    if toleration.get("effect") not in (None, "", "NoExecute"):
+        return False
+    if not toleration.get("key"):
+        return toleration.get("operator") == "Exists"
+    return toleration.get("key") == key
+
+
+# -- RuntimeClass --------------------------------------------------------------------------
+
+
+def _runtime_class(pod: Obj, lookup: Lookup) -> None:
+    spec = pod["spec"]
+    name = spec.get("runtimeClassName")
+    if not name:
+        if spec.get("overhead"):
+            raise _forbidden(pod, "pod rejected: Pod Overhead set without corresponding RuntimeClass")
+        return
+    runtime_class = lookup("runtimeclasses", "", name)
+    if runtime_class is None:
+        raise _forbidden(pod, f'pod rejected: RuntimeClass "{name}" not found')
+    fixed = (runtime_class.get("overhead") or {}).get("podFixed")
+    if fixed:
+        if spec.get("overhead") and spec["overhead"] != fixed:
+            raise _forbidden(
+                pod, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
+            )
+        spec["overhead"] = dict(fixed)
+    elif spec.get("overhead"):
+        raise _forbidden(pod, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")
+    scheduling = runtime_class.get("scheduling") or {}
+    selector = scheduling.get("nodeSelector") or {}
+    if selector:
+        merged = dict(spec.get("nodeSelector") or {})
+        for key, value in selector.items():
+            if key in merged and merged[key] != value:
+                raise _forbidden(
+                    pod,
+                    f"conflict: runtimeClass.scheduling.nodeSelector[{key}] = {value}; "
+                    f"pod.spec.nodeSelector[{key}] = {merged[key]}",
+                )
+            merged[key] = value
+        spec["nodeSelector"] = merged
+    for toleration in scheduling.get("tolerations") or ():
+        if toleration not in spec.setdefault("tolerations", []):
+            spec["tolerations"].append(dict(toleration))
