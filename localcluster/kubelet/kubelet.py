@@ -31,6 +31,7 @@ import asyncio
 import copy
 import logging
 import os
+import random
 import shutil
 import threading
 import uuid
@@ -95,6 +96,9 @@ _OWN_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "Contain
 
 Obj = dict[str, Any]
 
+#: How many pod addresses a node's ``127.<n>.x.y`` range holds.
+POD_ADDRESSES = 254 * 256
+
 
 @dataclass(frozen=True)
 class NodeNetwork:
@@ -114,7 +118,7 @@ class NodeNetwork:
         return f"{self.pod_prefix}.0.0/16"
 
     def pod_ip(self, serial: int) -> str:
-        serial %= 254 * 256
+        serial %= POD_ADDRESSES
         return f"{self.pod_prefix}.{serial // 254}.{serial % 254 + 1}"
 
 
@@ -178,7 +182,10 @@ class Kubelet:
         self._unsubscribe: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
-        self._ip_serial = 0
+        # Pod addresses start at a random point of the node's range, so that embedded clusters running
+        # side by side on one host (pytest-xdist workers, parallel CI jobs) do not hand out the same
+        # loopback address and collide on the ports their pods serve (metrics, health probes).
+        self._ip_serial = random.randrange(POD_ADDRESSES)
         self._running: set[tuple[str, str]] = set()
         self.runtime = runtime or RuntimeConfig.for_this_environment()
         self.ca_pem = ca_pem

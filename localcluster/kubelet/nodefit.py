@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from nrop.api import quantity
+from nrop.api import podrequests
 from nrop.localcluster.kubelet import nodestatus
 from nrop.localcluster.kubelet.machine import NodeSpec
 
@@ -49,10 +48,10 @@ HUGEPAGES_PREFIX = "hugepages-"
 ResourceAmounts = dict[str, int]
 
 
-def resource_amount(name: str, value: Any) -> int:
-    """A quantity as the scheduler framework counts it: cpu in millicores, the rest in units."""
-    parsed = quantity.coerce(value)
-    return parsed.milli_value() if name == CPU else parsed.value()
+resource_amount = podrequests.amount
+container_requests = podrequests.container_requests
+#: ``resourcehelper.PodRequests`` (init-container max, sidecar sums, pod-level resources, overhead).
+pod_requests = podrequests.pod_requests
 
 
 def is_extended_resource(name: str) -> bool:
@@ -60,54 +59,6 @@ def is_extended_resource(name: str) -> bool:
     if "/" not in name or "kubernetes.io/" in name:
         return False
     return not name.startswith("requests.")
-
-
-def container_requests(container: Mapping[str, Any]) -> ResourceAmounts:
-    """A container's requests, defaulted from its limits as the API server does."""
-    resources = container.get("resources") or {}
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return {name: resource_amount(name, value) for name, value in merged.items()}
-
-
-def _add(into: ResourceAmounts, other: Mapping[str, int]) -> None:
-    for name, value in other.items():
-        into[name] = into.get(name, 0) + value
-
-
-def _max(into: ResourceAmounts, other: Mapping[str, int]) -> None:
-    for name, value in other.items():
-        into[name] = max(into.get(name, 0), value)
-
-
-def pod_requests(spec: Mapping[str, Any]) -> ResourceAmounts:
-    """``resourcehelper.PodRequests``: max(app sum + sidecars, each init + earlier sidecars) + overhead.
-
-    With pod-level ``resources`` (PodLevelResources, on by default since 1.34) its cpu and
-    memory requests replace the aggregated container values.
-    """
-    total: ResourceAmounts = {}
-    for container in spec.get("containers") or ():
-        _add(total, container_requests(container))
-    sidecars: ResourceAmounts = {}
-    init_max: ResourceAmounts = {}
-    for container in spec.get("initContainers") or ():
-        requests = container_requests(container)
-        if container.get("restartPolicy") == "Always":
-            _add(total, requests)
-            _add(sidecars, requests)
-            _max(init_max, sidecars)
-        else:
-            effective = dict(requests)
-            _add(effective, sidecars)
-            _max(init_max, effective)
-    _max(total, init_max)
-    pod_level = container_requests({"resources": spec.get("resources") or {}})
-    for name in (CPU, MEMORY):
-        if name in pod_level:
-            total[name] = pod_level[name]
-    _add(total, {n: resource_amount(n, v) for n, v in (spec.get("overhead") or {}).items()})
-    return total
 
 
 @dataclass(frozen=True)
@@ -178,7 +129,8 @@ def fits(
     others = list(others)
     used: ResourceAmounts = {}
     for other in others:
-        _add(used, other)
+        for name, value in other.items():
+            used[name] = used.get(name, 0) + value
     failures: list[InsufficientResource] = []
     allowed_pods = allocatable.get(PODS, 0)
     if len(others) + 1 > allowed_pods:

@@ -29,7 +29,6 @@ from nrop.localcluster.kubelet.machine import (
     NodeSpec,
     NUMANode,
 )
-from nrop.localcluster.kubelet.nodefit import pod_requests
 
 GI = 1024**3
 MI = 1024**2
@@ -697,38 +696,6 @@ def test_restore_drops_pods_that_did_not_come_back() -> None:
 def test_machine_devices_naming_and_health() -> None:
     devices = machine_devices(DeviceGroup("example.com/x", {None: 1, 1: 1, 0: 1}, unhealthy=1))
     assert devices == [Device("x-0", True, (0,)), Device("x-1", True, (1,)), Device("x-2", False, None)]
-
-
-@pytest.mark.parametrize(
-    ("spec", "expected"),
-    [
-        pytest.param(
-            {"containers": [ctr("a", "1", "1Gi"), ctr("b", "500m", "1Gi")]},
-            {"cpu": 1500, "memory": 2 * GI},
-            id="app-containers-add-up",
-        ),
-        pytest.param(
-            {"containers": [ctr("a", "1", "1Gi")], "initContainers": [ctr("i", "3", "512Mi")]},
-            {"cpu": 3000, "memory": GI},
-            id="init-max-vs-app-sum",
-        ),
-        pytest.param(
-            {
-                "containers": [ctr("a", "1", "1Gi")],
-                "initContainers": [sidecar(ctr("s", "1", "1Gi")), ctr("i", "2", "1Gi")],
-            },
-            {"cpu": 3000, "memory": 2 * GI},
-            id="sidecar-counts-for-later-inits-and-apps",
-        ),
-        pytest.param(
-            {"containers": [ctr("a", "1", "1Gi")], "overhead": {"cpu": "250m", "memory": "64Mi"}},
-            {"cpu": 1250, "memory": GI + 64 * MI},
-            id="overhead-added",
-        ),
-    ],
-)
-def test_pod_requests(spec: dict[str, Any], expected: dict[str, int]) -> None:
-    assert pod_requests(spec) == expected
 
 
 def test_admission_checks_fit_against_the_allocatable_the_node_status_shows() -> None:
