@@ -33,7 +33,16 @@ from nrop.sched import registry as plugin_registry
 from nrop.sched.cache import SchedulerCache, is_terminal
 from nrop.sched.config import DEFAULT_SCHEDULER_NAME, ProfileConfig, SchedulerConfiguration
 from nrop.sched.events import EventBroadcaster
-from nrop.sched.framework import NRT_RESOURCE, ActionType, ClusterEvent, CycleState, Obj, Status, pod_key
+from nrop.sched.framework import (
+    NRT_RESOURCE,
+    ActionType,
+    ClusterEvent,
+    CycleState,
+    Obj,
+    PodInfo,
+    Status,
+    pod_key,
+)
 from nrop.sched.informers import Informer, InformerFactory
 from nrop.sched.kubeclient import PODS, ApiError, KubeClient, NotFoundError
 from nrop.sched.metrics import SchedulerMetrics
@@ -329,8 +338,25 @@ class Scheduler:
         profile.run_unreserve(state, pod, node)
         self.cache.forget(pod)
         self._report_failure(profile, item, message, "error", start)
-        self.queue.add_backoff(item)
+        self._requeue_after_failure(item)
         self._wake.set()
+
+    def _requeue_after_failure(self, item: QueuedPodInfo) -> None:
+        """Back-off re-queue after a failed binding cycle (upstream ``handleSchedulingFailure``).
+
+        The pod is looked up in the informer cache first: one deleted while it was being bound
+        (its delete event found it neither queued nor in flight) or bound meanwhile is not re-queued,
+        or the scheduler would retry a pod that no longer exists forever.
+        """
+        current = self.pods.get(item.key)
+        if current is None:
+            log.info("pod %s does not exist in informer cache: not re-queued", item.key)
+            return
+        if (current.get("spec") or {}).get("nodeName"):
+            log.info("pod %s has been assigned to a node meanwhile: not re-queued", item.key)
+            return
+        item.pod_info = PodInfo.of(current)
+        self.queue.add_backoff(item)
 
     def _failed(self, profile: Profile, item: QueuedPodInfo, result: ScheduleResult, start: float) -> None:
         if result.error is None:  # an internal error of a plugin: retry after back-off
