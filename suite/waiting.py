@@ -35,15 +35,20 @@ def wait_for(
     *,
     interval: float = 0.05,
     terminal: Callable[[T], bool] | None = None,
+    immediate: bool = True,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """Poll ``getter`` until ``predicate`` holds; return the value that satisfied it.
 
     ``terminal`` stops the wait at once when the value shows the state can no longer be
-    reached (a pod that ended Failed will never become Running).
+    reached (a pod that ended Failed will never become Running). ``immediate=False`` first
+    waits one ``interval`` (upstream's ``PollUntilContextTimeout(..., immediate=false)``:
+    the first look comes after the change being waited for had a chance to show).
     """
     deadline = clock() + timeout
+    if not immediate:
+        sleep(interval)
     value = getter()
     while not predicate(value):
         if terminal is not None and terminal(value):

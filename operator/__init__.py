@@ -1,0 +1,1 @@
+"""The operator: kopf controllers for NUMAResourcesOperator and NUMAResourcesScheduler, and manifest rendering."""

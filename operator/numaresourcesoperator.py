@@ -1,0 +1,228 @@
+"""The NUMAResourcesOperator controller: exporter DaemonSets per node group, NRT CRD, status.
+
+Thin I/O around pure decisions: :mod:`nropspec` validates and resolves node groups,
+:mod:`kubeletconfig` reads the groups' kubelet settings, :mod:`rtemanifests` renders the
+objects, :mod:`conditions` computes the conditions. An invalid CR only gets its
+``Degraded`` condition: the running exporters are left as they are. API errors become
+``Degraded`` (``InternalError``) and are retried by the next trigger (the periodic resync
+at the latest); nothing here raises into kopf except on deletion.
+
+Triggers: any event of the CR, any event of an object it owns (labelled with its
+name), and a periodic resync. Deletion removes every object the CR owns, then the
+finalizer goes.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import kopf
+
+from nrop.api import crds
+from nrop.operator import certificates, conditions, kubeletconfig, metrics, naming, nropspec, rtemanifests
+from nrop.operator.conditions import Reason, Step, Type
+from nrop.operator.kubeapi import ApiException, error_message, kind
+from nrop.operator.reconciling import Context, now, retrying, write_status
+
+__all__ = ["cleanup", "daemonset_step", "reconcile", "register"]
+
+log = logging.getLogger(__name__)
+CONTROLLER = "numaresourcesoperator"
+NROP = kind(naming.API_VERSION, naming.NROP_KIND)
+NODE = kind("v1", "Node")
+MCP = kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
+DAEMONSET = kind("apps/v1", "DaemonSet")
+CONFIGMAP = kind("v1", "ConfigMap")
+SECRET = kind("v1", "Secret")
+#: What a NUMAResourcesOperator owns, in deletion order.
+OWNED = (
+    DAEMONSET,
+    CONFIGMAP,
+    SECRET,
+    kind("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    kind("rbac.authorization.k8s.io/v1", "Role"),
+    kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    kind("v1", "ServiceAccount"),
+)
+EXTRA_CONDITIONS = (Type.MCP_PAUSED,)
+
+
+def _owner_labels(name: str) -> dict[str, str]:
+    return {naming.OWNER_KIND_LABEL: naming.NROP_KIND, naming.OWNER_NAME_LABEL: name}
+
+
+def daemonset_ready(ds: Mapping[str, Any]) -> bool:
+    """Rolled out and every scheduled pod available (upstream's ``IsDaemonSetRunning``)."""
+    status = ds.get("status") or {}
+    desired = status.get("desiredNumberScheduled", 0)
+    return (
+        status.get("observedGeneration", 0) >= ds["metadata"].get("generation", 0)
+        and status.get("updatedNumberScheduled", 0) >= desired
+        and status.get("numberAvailable", 0) >= desired
+        and status.get("numberReady", 0) >= desired
+    )
+
+
+def daemonset_step(daemonsets: Sequence[Mapping[str, Any]]) -> Step:
+    """Available when every DaemonSet is ready, else Progressing naming the first one pending."""
+    for ds in daemonsets:
+        if not daemonset_ready(ds):
+            return Step.progressing(Reason.DAEMONSET_UPDATING, f"{ds['metadata']['name']} is updating")
+    return Step.available()
+
+
+def related_objects(namespace: str, daemonsets: Sequence[str]) -> list[dict[str, str]]:
+    objects = [
+        {"group": "", "resource": "namespaces", "name": namespace},
+        {"group": "machineconfiguration.openshift.io", "resource": "kubeletconfigs", "name": ""},
+        {"group": "machineconfiguration.openshift.io", "resource": "machineconfigs", "name": ""},
+        {"group": "topology.node.k8s.io", "resource": "noderesourcetopologies", "name": ""},
+    ]
+    objects += [
+        {"group": "apps", "resource": "daemonsets", "namespace": namespace, "name": n} for n in daemonsets
+    ]
+    return objects
+
+
+def _environment_restricts_image(environ: Mapping[str, str]) -> bool:
+    return environ.get(naming.ENV_EXPORTER_IMAGE_RESTRICTION, "true").strip().lower() != "false"
+
+
+def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
+    """Validate, resolve, apply; fills ``status`` and returns the step."""
+    api = ctx.api
+    restricted = _environment_restricts_image(ctx.environ)
+    has_mcps = api.has_api("machineconfiguration.openshift.io/v1")
+    step = nropspec.validate(obj, exporter_image_restricted=restricted, has_mcps=has_mcps)
+    if step is not None:
+        return step
+    nodes = api.list(NODE)
+    groups, errors = nropspec.resolve_groups(obj, api.list(MCP) if has_mcps else [], nodes)
+    if errors:
+        return Step.degraded(Reason.NODE_GROUPS_ERROR, "\n".join(errors))
+    annotations = obj["metadata"].get("annotations") or {}
+    if annotations.get(naming.NRT_API_DEFINITION_ANNOTATION) != "cluster":
+        api.apply(crds.load("noderesourcetopologies"))
+    image = (obj.get("spec") or {}).get("imageSpec") or ctx.image
+    kubelets = kubeletconfig.group_settings(api, groups, nodes)
+    metrics_mode = ctx.environ.get(naming.ENV_EXPORTER_METRICS_MODE) or rtemanifests.DEFAULT_METRICS_MODE
+    if metrics_mode == "httptls" and groups:
+        _ensure_metrics_secret(ctx, obj)
+    desired = rtemanifests.render(obj, groups, kubelets, ctx.namespace, image, metrics_mode)
+    live_daemonsets = []
+    for manifest in desired:
+        live, _ = api.apply(manifest)
+        if manifest["kind"] == "DaemonSet":
+            live_daemonsets.append(live)
+    _delete_stale(ctx, obj["metadata"]["name"], desired)
+    names = [ds["metadata"]["name"] for ds in live_daemonsets]
+    status["daemonsets"] = [{"name": n, "namespace": ctx.namespace} for n in names]
+    status["nodeGroups"] = [
+        {"daemonsets": {"name": n, "namespace": ctx.namespace}, "config": g.config, "selector": g.pool_name}
+        for n, g in zip(names, groups, strict=True)
+    ]
+    # Upstream fills machineconfigpools on every platform but HyperShift; on Kubernetes the name is the pool.
+    status["machineconfigpools"] = [{"name": g.pool_name, "config": g.config} for g in groups]
+    status["relatedObjects"] = related_objects(ctx.namespace, names)
+    return daemonset_step(live_daemonsets)
+
+
+def _ensure_metrics_secret(ctx: Context, obj: Mapping[str, Any]) -> None:
+    """The exporters' metrics certificate: made once, kept while it exists."""
+    if ctx.api.get(SECRET, naming.RTE_METRICS_SECRET, ctx.namespace) is not None:
+        return
+    cert, key = certificates.self_signed(f"resource-topology-exporter.{ctx.namespace}.svc")
+    meta = rtemanifests.owned_metadata(obj, naming.RTE_METRICS_SECRET, ctx.namespace)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": meta,
+        "data": {"tls.crt": base64.b64encode(cert).decode(), "tls.key": base64.b64encode(key).decode()},
+    }
+    ctx.api.create(secret)
+
+
+def _delete_stale(ctx: Context, name: str, desired: Sequence[Mapping[str, Any]]) -> None:
+    """Exporter DaemonSets and ConfigMaps of node groups that are gone."""
+    wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
+    for k in (DAEMONSET, CONFIGMAP):
+        for live in ctx.api.list(k, ctx.namespace, _owner_labels(name)):
+            if (k.kind, live["metadata"]["name"]) not in wanted:
+                log.info("deleting stale %s %s/%s", k.kind, ctx.namespace, live["metadata"]["name"])
+                ctx.api.delete(k, live["metadata"]["name"], ctx.namespace)
+
+
+def reconcile(ctx: Context, name: str) -> Step | None:
+    """One reconciliation of the NUMAResourcesOperator ``name``; its resulting step (None: skipped)."""
+    metrics.WORKQUEUE_ADDS.labels(CONTROLLER, CONTROLLER).inc()
+    with ctx.lock(naming.NROP_KIND, name), metrics.measure(CONTROLLER):
+        obj = ctx.api.get(NROP, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return None
+        if (obj["metadata"].get("annotations") or {}).get(
+            naming.PAUSE_RECONCILIATION_ANNOTATION
+        ) == "enabled":
+            log.info("reconciliation of %s paused by annotation", name)
+            return None
+        status = dict(obj.get("status") or {})
+        try:
+            step = retrying(lambda: _sync(ctx, obj, status))
+        except ApiException as exc:
+            metrics.ERRORS.labels(CONTROLLER).inc()
+            log.warning("reconciling NUMAResourcesOperator %s: %s", name, exc)
+            step = Step.degraded(Reason.INTERNAL_ERROR, error_message(exc))
+        status["conditions"] = conditions.compute(
+            status.get("conditions") or [],
+            step,
+            obj["metadata"].get("generation", 0),
+            now(),
+            EXTRA_CONDITIONS,
+        )
+        metrics.RECONCILIATIONS.labels(CONTROLLER, step.type).inc()
+        try:
+            write_status(ctx.api, NROP, obj, status)
+        except ApiException as exc:
+            metrics.ERRORS.labels(CONTROLLER).inc()
+            log.warning("writing the status of NUMAResourcesOperator %s: %s", name, exc.reason)
+        return step
+
+
+def cleanup(ctx: Context, name: str) -> None:
+    """Delete every object the NUMAResourcesOperator ``name`` owns."""
+    with ctx.lock(naming.NROP_KIND, name):
+        for k in OWNED:
+            for live in ctx.api.list(k, ctx.namespace if k.namespaced else None, _owner_labels(name)):
+                ctx.api.delete(k, live["metadata"]["name"], live["metadata"].get("namespace"))
+
+
+def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:
+    """The kopf handlers of this controller."""
+
+    @kopf.on.event(naming.GROUP, naming.VERSION, naming.NROP_PLURAL, registry=registry)
+    def nrop_event(name: str, type: str | None, **_: Any) -> None:
+        if type != "DELETED":
+            reconcile(ctx, name)
+
+    @kopf.timer(naming.GROUP, naming.VERSION, naming.NROP_PLURAL, interval=resync, registry=registry)
+    def nrop_resync(name: str, **_: Any) -> None:
+        reconcile(ctx, name)
+
+    @kopf.on.delete(naming.GROUP, naming.VERSION, naming.NROP_PLURAL, registry=registry)
+    def nrop_deleted(name: str, **_: Any) -> None:
+        cleanup(ctx, name)
+
+    def owned(kind_group: str, version: str, plural: str) -> None:
+        @kopf.on.event(
+            kind_group, version, plural, id=f"nrop-owned-{plural}",
+            labels={naming.OWNER_KIND_LABEL: naming.NROP_KIND}, registry=registry,
+        )  # fmt: skip
+        def owned_event(labels: Mapping[str, str], **_: Any) -> None:
+            reconcile(ctx, labels[naming.OWNER_NAME_LABEL])
+
+    owned("apps", "v1", "daemonsets")
+    owned("", "v1", "configmaps")

@@ -1,0 +1,172 @@
+"""The NUMAResourcesScheduler controller: the secondary scheduler Deployment and its status.
+
+Thin I/O around pure decisions: :mod:`nrsspec` validates, normalizes and computes the
+replicas, :mod:`schedmanifests` renders, :mod:`conditions` computes the conditions.
+Manual edits of the owned ConfigMap or Deployment trigger a reconciliation that puts
+them back. Deletion removes every object the CR owns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from nrop.operator import conditions, metrics, naming, nrsspec, schedmanifests
+from nrop.operator.conditions import Reason, Step, Type
+from nrop.operator.kubeapi import ApiException, error_message, kind
+from nrop.operator.reconciling import Context, now, retrying, write_status
+
+__all__ = ["cleanup", "deployment_step", "reconcile", "register"]
+
+log = logging.getLogger(__name__)
+CONTROLLER = "numaresourcesscheduler"
+NRS = kind(naming.API_VERSION, naming.NRS_KIND)
+NODE = kind("v1", "Node")
+DEPLOYMENT = kind("apps/v1", "Deployment")
+OWNED = (
+    DEPLOYMENT,
+    kind("v1", "ConfigMap"),
+    kind("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    kind("rbac.authorization.k8s.io/v1", "Role"),
+    kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    kind("v1", "ServiceAccount"),
+)
+EXTRA_CONDITIONS = (Type.DEDICATED_INFORMER,)
+
+
+def _owner_labels(name: str) -> dict[str, str]:
+    return {naming.OWNER_KIND_LABEL: naming.NRS_KIND, naming.OWNER_NAME_LABEL: name}
+
+
+def deployment_step(deployment: Mapping[str, Any]) -> Step:
+    """Available when the Deployment's ``Available`` condition is True and the rollout is done."""
+    status = deployment.get("status") or {}
+    replicas = deployment.get("spec", {}).get("replicas", 1)
+    available = any(
+        c.get("type") == "Available" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+    rolled = (
+        status.get("observedGeneration", 0) >= deployment["metadata"].get("generation", 0)
+        and status.get("updatedReplicas", 0) >= replicas
+        and status.get("availableReplicas", 0) >= replicas
+    )
+    if available and rolled:
+        return Step.available()
+    return Step.progressing()
+
+
+def _count_roles(nodes: list[dict[str, Any]]) -> tuple[int, int]:
+    control_plane = workers = 0
+    for node in nodes:
+        labels = node["metadata"].get("labels") or {}
+        if f"{naming.NODE_ROLE_PREFIX}control-plane" in labels:
+            control_plane += 1
+        elif f"{naming.NODE_ROLE_PREFIX}worker" in labels:
+            workers += 1
+    return control_plane, workers
+
+
+def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
+    step = nrsspec.validate(obj, nrsspec.ImageValidation(ctx.environ))
+    if step is not None:
+        return step
+    spec = nrsspec.normalize(obj.get("spec") or {})
+    try:
+        replicas = nrsspec.compute_replicas(spec.get("replicas"), *_count_roles(ctx.api.list(NODE)))
+    except nrsspec.ReplicasError as exc:
+        return Step.degraded(Reason.INTERNAL_ERROR, str(exc))
+    deployment: dict[str, Any] = {}
+    for manifest in schedmanifests.render(obj, spec, ctx.namespace, replicas):
+        live, _ = ctx.api.apply(manifest)
+        if manifest["kind"] == "Deployment":
+            deployment = live
+    status["schedulerName"] = spec["schedulerName"]
+    status["deployment"] = {"name": naming.SCHEDULER_DEPLOYMENT, "namespace": ctx.namespace}
+    status["cacheResyncPeriod"] = nrsspec.status_period(spec)
+    status["relatedObjects"] = [
+        {"group": "", "resource": "namespaces", "name": ctx.namespace},
+        {
+            "group": "apps",
+            "resource": "deployments",
+            "namespace": ctx.namespace,
+            "name": naming.SCHEDULER_DEPLOYMENT,
+        },
+    ]
+    status["_dedicated"] = spec["schedulerInformer"] == "Dedicated"
+    return deployment_step(deployment)
+
+
+def reconcile(ctx: Context, name: str) -> Step | None:
+    """One reconciliation of the NUMAResourcesScheduler ``name``; its resulting step (None: skipped)."""
+    metrics.WORKQUEUE_ADDS.labels(CONTROLLER, CONTROLLER).inc()
+    with ctx.lock(naming.NRS_KIND, name), metrics.measure(CONTROLLER):
+        obj = ctx.api.get(NRS, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return None
+        if (obj["metadata"].get("annotations") or {}).get(
+            naming.PAUSE_RECONCILIATION_ANNOTATION
+        ) == "enabled":
+            log.info("reconciliation of %s paused by annotation", name)
+            return None
+        status = dict(obj.get("status") or {})
+        try:
+            step = retrying(lambda: _sync(ctx, obj, status))
+        except ApiException as exc:
+            metrics.ERRORS.labels(CONTROLLER).inc()
+            log.warning("reconciling NUMAResourcesScheduler %s: %s", name, exc)
+            step = Step.degraded(Reason.INTERNAL_ERROR, error_message(exc))
+        generation = obj["metadata"].get("generation", 0)
+        conds = conditions.compute(status.get("conditions") or [], step, generation, now(), EXTRA_CONDITIONS)
+        dedicated = status.pop("_dedicated", None)
+        if dedicated is not None:
+            conds = conditions.set_extra(conds, Type.DEDICATED_INFORMER, dedicated, generation, now())
+        status["conditions"] = conds
+        if status.get("cacheResyncPeriod") is None:
+            status.pop("cacheResyncPeriod", None)
+        metrics.RECONCILIATIONS.labels(CONTROLLER, step.type).inc()
+        try:
+            write_status(ctx.api, NRS, obj, status)
+        except ApiException as exc:
+            metrics.ERRORS.labels(CONTROLLER).inc()
+            log.warning("writing the status of NUMAResourcesScheduler %s: %s", name, exc.reason)
+        return step
+
+
+def cleanup(ctx: Context, name: str) -> None:
+    """Delete every object the NUMAResourcesScheduler ``name`` owns."""
+    with ctx.lock(naming.NRS_KIND, name):
+        for k in OWNED:
+            for live in ctx.api.list(k, ctx.namespace if k.namespaced else None, _owner_labels(name)):
+                ctx.api.delete(k, live["metadata"]["name"], live["metadata"].get("namespace"))
+
+
+def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:
+    """The kopf handlers of this controller."""
+
+    @kopf.on.event(naming.GROUP, naming.VERSION, naming.NRS_PLURAL, registry=registry)
+    def nrs_event(name: str, type: str | None, **_: Any) -> None:
+        if type != "DELETED":
+            reconcile(ctx, name)
+
+    @kopf.timer(naming.GROUP, naming.VERSION, naming.NRS_PLURAL, interval=resync, registry=registry)
+    def nrs_resync(name: str, **_: Any) -> None:
+        reconcile(ctx, name)
+
+    @kopf.on.delete(naming.GROUP, naming.VERSION, naming.NRS_PLURAL, registry=registry)
+    def nrs_deleted(name: str, **_: Any) -> None:
+        cleanup(ctx, name)
+
+    def owned(kind_group: str, version: str, plural: str) -> None:
+        @kopf.on.event(
+            kind_group, version, plural, id=f"nrs-owned-{plural}",
+            labels={naming.OWNER_KIND_LABEL: naming.NRS_KIND}, registry=registry,
+        )  # fmt: skip
+        def owned_event(labels: Mapping[str, str], **_: Any) -> None:
+            reconcile(ctx, labels[naming.OWNER_NAME_LABEL])
+
+    owned("apps", "v1", "deployments")
+    owned("", "v1", "configmaps")

@@ -1,0 +1,86 @@
+"""What both controllers share: the context of a run, one lock per object, status writes.
+
+A reconciliation reads its CR afresh, decides, applies and writes the status only when it
+changed (conditions compared without ``lastTransitionTime``), so the watch event its
+own status write causes ends in a no-op. Reconciliations of one object never overlap.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from nrop.api.backoff import Backoff
+from nrop.operator import conditions
+from nrop.operator.kubeapi import Api, ApiException, Kind
+
+__all__ = ["TRANSIENT", "Context", "now", "retrying", "write_status"]
+
+T = TypeVar("T")
+#: API answers worth another attempt at once: conflicts, throttling, server trouble.
+TRANSIENT: Final = frozenset({409, 429, 500, 502, 503, 504})
+ATTEMPTS: Final = 4
+
+log = logging.getLogger(__name__)
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Context:
+    """One operator process: its client, namespace, image and environment."""
+
+    api: Api
+    namespace: str
+    image: str
+    environ: Mapping[str, str]
+    _locks: dict[tuple[str, str], threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock))
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def lock(self, kind: str, name: str) -> threading.Lock:
+        with self._guard:
+            return self._locks[(kind, name)]
+
+
+def retrying(action: Callable[[], T], sleep: Callable[[float], None] = time.sleep) -> T:
+    """Run ``action``, again with back-off after a transient API error (at most ``ATTEMPTS`` times)."""
+    backoff = Backoff(initial=0.2, maximum=2.0)
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return action()
+        except ApiException as exc:
+            if exc.status not in TRANSIENT or attempt == ATTEMPTS:
+                raise
+            delay = backoff.next_delay()
+            log.info("transient API error %s %s: retrying in %.1fs", exc.status, exc.reason, delay)
+            sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _comparable(status: Mapping[str, Any]) -> dict[str, Any]:
+    result = dict(status)
+    result["conditions"] = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions") or []
+    ]
+    return result
+
+
+def write_status(api: Api, kind: Kind, obj: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    """Patch the status when it differs from the object's; True when it was written."""
+    old = obj.get("status") or {}
+    if _comparable(old) == _comparable(status) and conditions.conditions_equal(
+        old.get("conditions") or [], status.get("conditions") or []
+    ):
+        return False
+    # Merge patch: keys that disappeared are nulled.
+    patch = {**{k: None for k in old if k not in status}, **status}
+    api.patch_status(kind, obj["metadata"]["name"], patch)
+    return True

@@ -1,0 +1,103 @@
+"""Running the operator: client, leader election, metrics, and kopf with both controllers.
+
+kopf watches the two CRs and the objects they own cluster-wide; its handlers call the
+controllers' ``reconcile`` functions. kopf's own peering is off (``standalone``): one
+replica leads through the Lease ``numaresources-controller-manager`` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+
+from nrop.operator import metrics, naming, numaresourcesoperator, numaresourcesscheduler
+from nrop.operator.kubeapi import Api, load_client
+from nrop.operator.leaderelection import LeaderElector
+from nrop.operator.reconciling import Context
+from nrop.operator.serving import serve_health, serve_metrics
+
+__all__ = ["RESYNC_SECONDS", "Options", "build_registry", "run"]
+
+log = logging.getLogger(__name__)
+#: Periodic re-reconciliation of every CR (node changes, drift of objects no event covers).
+RESYNC_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Options:
+    namespace: str
+    kubeconfig: str | None
+    image: str
+    metrics_address: str = ""
+    probe_address: str = ""
+    leader_elect: bool = True
+    verbosity: int = 2
+
+
+def build_registry(
+    ctx: Context, kubeconfig: str | None, resync: float = RESYNC_SECONDS
+) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        if kubeconfig or os.environ.get("KUBECONFIG"):
+            return kopf.login_with_kubeconfig(**kwargs)
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.level = logging.WARNING
+        settings.watching.server_timeout = 60
+        settings.watching.client_timeout = 90
+        settings.persistence.finalizer = naming.FINALIZER
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
+            prefix="nodetopology.openshift.io"
+        )
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+            prefix="nodetopology.openshift.io"
+        )
+        settings.execution.max_workers = 8
+
+    numaresourcesoperator.register(registry, ctx, resync)
+    numaresourcesscheduler.register(registry, ctx, resync)
+    return registry
+
+
+def run(options: Options, environ: Mapping[str, str]) -> int:
+    if options.kubeconfig:
+        os.environ["KUBECONFIG"] = options.kubeconfig
+    api = Api(load_client(options.kubeconfig))
+    ctx = Context(api=api, namespace=options.namespace, image=options.image, environ=dict(environ))
+    stop = threading.Event()
+    elector: LeaderElector | None = None
+    metrics.declare((numaresourcesoperator.CONTROLLER, numaresourcesscheduler.CONTROLLER))
+    if options.metrics_address:
+        serve_metrics(options.metrics_address, stop)
+    if options.probe_address:
+        serve_health(options.probe_address, stop)
+    if options.leader_elect:
+        identity = environ.get(naming.ENV_POD_NAME) or socket.gethostname()
+        elector = LeaderElector(api, options.namespace, naming.OPERATOR_NAME, identity)
+        if not elector.acquire(stop):
+            return 0
+        threading.Thread(target=elector.keep, args=(stop,), name="lease", daemon=True).start()
+    log.info("reconciling in namespace %s with image %s", options.namespace, options.image)
+    try:
+        kopf.run(
+            registry=build_registry(ctx, options.kubeconfig),
+            clusterwide=True,
+            standalone=True,
+        )
+    finally:
+        stop.set()
+        if elector is not None:
+            elector.release()
+    return 0
