@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from nrop.api.durations import parse_duration
 from nrop.operator import naming
 from nrop.operator.conditions import Reason, Step
-from nrop.operator.durations import parse_duration
 from nrop.operator.selectors import SelectorError, matches, validate_selector
 
 __all__ = [

@@ -18,10 +18,10 @@ import re
 from collections.abc import Mapping, Set
 from typing import Any, Final
 
+from nrop.api.durations import format_duration, parse_duration
 from nrop.api.images import is_own_image
 from nrop.operator import naming
 from nrop.operator.conditions import Reason, Step
-from nrop.operator.durations import format_duration, parse_duration
 
 __all__ = [
     "DEFAULTS",

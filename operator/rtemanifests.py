@@ -30,8 +30,8 @@ from typing import Any, Final
 
 import yaml
 
+from nrop.api.durations import format_duration, parse_duration
 from nrop.operator import naming
-from nrop.operator.durations import format_duration, parse_duration
 from nrop.operator.nropspec import NodeGroup
 
 __all__ = [

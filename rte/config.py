@@ -27,6 +27,7 @@ from typing import Any, Final
 import yaml
 
 from nrop.api import fingerprint
+from nrop.api.durations import format_duration, parse_duration
 from nrop.api.nrt import TOPOLOGY_MANAGER_POLICIES, TOPOLOGY_MANAGER_SCOPES
 from nrop.rte.nrtinfo import TopologyManager
 from nrop.rte.podreadiness import PodRef, pod_from_env
@@ -60,56 +61,6 @@ class ConfigError(Exception):
 
 
 # ----------------------------------------------------------------------------- value types
-
-_DURATION_RE: Final = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration string (``60s``, ``1m30s``, ``500ms``, ``0``) in seconds."""
-    value = text.strip()
-    sign = 1.0
-    if value[:1] in "+-" and value:
-        sign, value = (-1.0 if value[0] == "-" else 1.0), value[1:]
-    if value == "0":
-        return 0.0
-    if not value:
-        raise ValueError(f"invalid duration {text!r}")
-    total, pos = 0.0, 0
-    while pos < len(value):
-        match = _DURATION_RE.match(value, pos)
-        if match is None or match.group(1) in ("", "."):
-            hint = " (missing unit: s, ms, m, h…)" if value.replace(".", "").isdigit() else ""
-            raise ValueError(f"invalid duration {text!r}{hint}")
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    return sign * total
-
-
-def format_duration(seconds: float) -> str:
-    """Go's ``Duration.String``: ``1m0s``, ``500ms``, ``1.5s``, ``0s``."""
-    nanos = round(seconds * 1e9)
-    if nanos == 0:
-        return "0s"
-    sign = "-" if nanos < 0 else ""
-    nanos = abs(nanos)
-    if nanos < 1_000_000_000:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if nanos >= size:
-                return sign + _trim(nanos / size) + unit
-    hours, rest = divmod(nanos, 3600 * 10**9)
-    minutes, rest = divmod(rest, 60 * 10**9)
-    text = _trim(rest / 1e9) + "s"
-    if hours or minutes:
-        text = f"{minutes}m" + text
-    if hours:
-        text = f"{hours}h" + text
-    return sign + text
-
-
-def _trim(value: float) -> str:
-    return f"{value:.9f}".rstrip("0").rstrip(".")
-
 
 _TRUE: Final = ("1", "t", "T", "TRUE", "true", "True")
 _FALSE: Final = ("0", "f", "F", "FALSE", "false", "False")

@@ -13,13 +13,13 @@ an absent or null field (Go leaves the zero value or a nil pointer), and raises
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import yaml
 
+from nrop.api.durations import parse_duration
 from nrop.sched.errors import ConfigError
 
 __all__ = [
@@ -115,19 +115,6 @@ def get_number(obj: Mapping[str, Any], key: str, path: str) -> float | None:
     return float(value)
 
 
-_DURATION_PART: Final = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS: Final = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
 def get_duration(obj: Mapping[str, Any], key: str, path: str) -> float | None:
     """A ``metav1.Duration``: a Go duration string (``15s``, ``1m30s``, ``-2s``, ``0``), in seconds."""
     value = obj.get(key)
@@ -140,17 +127,10 @@ def get_duration(obj: Mapping[str, Any], key: str, path: str) -> float | None:
 
 
 def _parse_duration(text: str) -> float | None:
-    sign, rest = (-1.0, text[1:]) if text.startswith("-") else (1.0, text.removeprefix("+"))
-    if rest == "0":
-        return 0.0
-    total, pos = 0.0, 0
-    while pos < len(rest):
-        match = _DURATION_PART.match(rest, pos)
-        if match is None:
-            return None
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    return sign * total if rest else None
+    try:
+        return parse_duration(text)
+    except ValueError:
+        return None
 
 
 def read_document(path: str | Path, what: str) -> Any:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nrop.operator import durations, nropspec, nrsspec
+from nrop.operator import nropspec, nrsspec
 from nrop.operator.conditions import Reason
 
 DIGEST = "sha256:" + "a" * 64
@@ -249,19 +249,3 @@ def test_compute_replicas_errors(
 ) -> None:
     with pytest.raises(nrsspec.ReplicasError, match=message):
         nrsspec.compute_replicas(requested, control_plane, workers)
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds", "printed"),
-    [("0", 0.0, "0s"), ("10s", 10.0, "10s"), ("1m30s", 90.0, "1m30s"), ("500ms", 0.5, "500ms"),
-     ("1h", 3600.0, "1h0m0s"), ("1.5m", 90.0, "1m30s"), ("-2s", -2.0, "-2s")],
-)  # fmt: skip
-def test_durations(text: str, seconds: float, printed: str) -> None:
-    assert durations.parse_duration(text) == seconds
-    assert durations.format_duration(seconds) == printed
-
-
-@pytest.mark.parametrize("text", ["", "10", "s", "1x", "1s2", "often"])
-def test_bad_durations(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
-        durations.parse_duration(text)

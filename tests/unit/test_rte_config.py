@@ -227,7 +227,7 @@ def test_readiness_pod_missing(argv: list[str], env: dict[str, str], message: st
         pytest.param(
             ["--sleep-interval", "10"], {}, "--sleep-interval from flag.*missing unit", id="duration-unit"
         ),
-        pytest.param(["--sleep-interval", "soon"], {}, "invalid duration 'soon'", id="duration"),
+        pytest.param(["--sleep-interval", "soon"], {}, 'time: invalid duration "soon"', id="duration"),
         pytest.param(["--sleep-interval=-1s"], {}, "must not be negative", id="negative-interval"),
         pytest.param(["--metrics-mode", "https"], {}, "unknown mode 'https'", id="metrics-mode"),
         pytest.param(["--metrics-port", "70000"], {}, "out of range", id="port-range"),
@@ -461,7 +461,7 @@ def test_cli_bad_value_exits_2_with_a_clear_message() -> None:
     result = _cli("--hostname", "n", "--sleep-interval", "often")
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "resource-topology-exporter: error: --sleep-interval from flag --sleep-interval: invalid duration 'often'"
+        "resource-topology-exporter: error: --sleep-interval from flag --sleep-interval: time: invalid duration \"often\""
     )
 
 
