@@ -1,0 +1,157 @@
+"""The suite-wide configuration every test sees (upstream ``serial/config``): :class:`SuiteConfig`.
+
+It is built once per session, after the stack is up (catalog §3.1, step 4 ``Setup()``):
+the existing ``NUMAResourcesOperator`` named ``numaresourcesoperator`` and
+``NUMAResourcesScheduler`` named ``numaresourcesscheduler`` are read (never created
+here), the scheduler name comes from the NRS ``status.schedulerName``, and the NRT list
+becomes the reference every per-test fixture compares with. The image and device names
+come from the environment (catalog §1.4), with upstream's defaults and legacy names.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nrop.api.images import DEFAULT_IMAGE, PAUSE_IMAGE
+
+from . import kube as k
+from .timeouts import Timeouts
+
+__all__ = [
+    "DEVICE_TYPE_VARS",
+    "NROP_NAME",
+    "NROSCHED_NAME",
+    "NUMACELL_IMAGE",
+    "OPERATOR_NAMESPACE",
+    "PAUSE_COMMAND",
+    "SuiteConfig",
+    "device_types_from_env",
+    "numacell_image_from_env",
+    "pause_image_from_env",
+]
+
+log = logging.getLogger(__name__)
+
+NROP_NAME = "numaresourcesoperator"
+NROSCHED_NAME = "numaresourcesscheduler"
+OPERATOR_NAMESPACE = "numaresources"
+PAUSE_COMMAND = "/pause"
+#: Upstream's numacell device plugin image; the embedded target runs ours instead.
+NUMACELL_IMAGE = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
+DEVICE_TYPE_VARS = ("E2E_NROP_DEVICE_TYPE_1", "E2E_NROP_DEVICE_TYPE_2", "E2E_NROP_DEVICE_TYPE_3")
+
+
+def pause_image_from_env(environ: Mapping[str, str]) -> str:
+    """``E2E_NROP_URL_PAUSE_IMAGE``, legacy ``E2E_PAUSE_IMAGE_URL``, else upstream's pause image."""
+    return environ.get("E2E_NROP_URL_PAUSE_IMAGE") or environ.get("E2E_PAUSE_IMAGE_URL") or PAUSE_IMAGE
+
+
+def numacell_image_from_env(environ: Mapping[str, str], target: str) -> str:
+    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN`` (legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``).
+
+    Unset: the project's image on the embedded target (its kubelets run our ``numacell``
+    console script), upstream's image elsewhere.
+    """
+    explicit = environ.get("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN") or environ.get(
+        "E2E_NUMACELL_DEVICE_PLUGIN_URL"
+    )
+    if explicit:
+        return explicit
+    return DEFAULT_IMAGE if target == "embedded" else NUMACELL_IMAGE
+
+
+def device_types_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """``E2E_NROP_DEVICE_TYPE_1..3``; each unset one is logged as an error, as upstream does."""
+    values = []
+    for var in DEVICE_TYPE_VARS:
+        value = environ.get(var) or None
+        if value is None:
+            log.error("%r environment variable is not set", var)
+        values.append(value)
+    return values[0], values[1], values[2]
+
+
+@dataclass
+class SuiteConfig:
+    """What BeforeSuite learned about the cluster; read-only for tests."""
+
+    kube: k.Kube
+    scheduler_name: str
+    nrop: dict[str, Any]
+    nrosched: dict[str, Any]
+    nrt_reference: list[dict[str, Any]]
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    device_types: tuple[str | None, str | None, str | None] = (None, None, None)
+    target: str = "kubeconfig"
+    profile: str | None = None
+    infra_namespace: str = ""
+    pause_image: str = PAUSE_IMAGE
+    numacell_image: str = NUMACELL_IMAGE
+    operator_namespace: str = OPERATOR_NAMESPACE
+
+    @classmethod
+    def load(
+        cls,
+        kube: k.Kube,
+        *,
+        timeouts: Timeouts,
+        environ: Mapping[str, str],
+        target: str,
+        profile: str | None = None,
+        infra_namespace: str = "",
+        operator_namespace: str = OPERATOR_NAMESPACE,
+    ) -> SuiteConfig:
+        """Read NROP, NRS and the NRT reference from the cluster (upstream ``Setup()``).
+
+        ``AssertionError`` naming what is missing when the CRs are absent or the NRS has
+        not reported its scheduler name yet (upstream: ``Config.Ready()`` must hold).
+        """
+        nrop = kube.get_or_none(k.NROP, NROP_NAME)
+        nrosched = kube.get_or_none(k.NROSCHED, NROSCHED_NAME)
+        missing = [
+            f"{kind} {name!r}"
+            for kind, name, obj in (
+                ("NUMAResourcesOperator", NROP_NAME, nrop),
+                ("NUMAResourcesScheduler", NROSCHED_NAME, nrosched),
+            )
+            if obj is None
+        ]
+        if missing:
+            raise AssertionError(f"suite config not ready: {' and '.join(missing)} not found")
+        assert nrop is not None and nrosched is not None
+        scheduler_name = str((nrosched.get("status") or {}).get("schedulerName") or "")
+        if not scheduler_name:
+            raise AssertionError(
+                f"suite config not ready: NUMAResourcesScheduler {NROSCHED_NAME!r} has no status.schedulerName"
+            )
+        return cls(
+            kube=kube,
+            scheduler_name=scheduler_name,
+            nrop=nrop,
+            nrosched=nrosched,
+            nrt_reference=kube.list(k.NRT),
+            timeouts=timeouts,
+            device_types=device_types_from_env(environ),
+            target=target,
+            profile=profile,
+            infra_namespace=infra_namespace,
+            pause_image=pause_image_from_env(environ),
+            numacell_image=numacell_image_from_env(environ, target),
+            operator_namespace=operator_namespace,
+        )
+
+    def with_nrt_reference(self, nrts: list[dict[str, Any]]) -> SuiteConfig:
+        """A copy with a new reference list (``RecordNRTReference`` after the infra is up)."""
+        return replace(self, nrt_reference=nrts)
+
+    @property
+    def is_local(self) -> bool:
+        return self.target == "embedded"
+
+    @property
+    def device_names(self) -> tuple[str, ...]:
+        """The configured device resource names (unset ones left out)."""
+        return tuple(name for name in self.device_types if name)

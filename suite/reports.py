@@ -1,0 +1,310 @@
+"""What a run of the serial suite leaves behind for people and for CI.
+
+* JUnit ``e2e-serial-run.xml`` in the report directory (upstream's file name), every test
+  case carrying the properties ``test_id``, ``tier``, ``labels`` and ``spec`` (the full text);
+* allure results, when allure-pytest is active (``--alluredir``), with the same labels and
+  the failure diagnostics attached;
+* the failure diagnostics themselves, as report sections of the failed test: the events of
+  the test namespace, the NRT difference from the NRTs the test started with, and the
+  secondary scheduler's recent log;
+* a one-screen summary at the end: passed / failed / skipped per tier, skip reasons grouped,
+  and the wall time;
+* ``report.html`` in the report directory (:mod:`nrop.suite.htmlreport`): one entry per spec
+  built from its phase reports; a failure carries the NRT diff and the NRTs at the failure
+  (:data:`FAILURE_ATTR`), drawn as zone occupancy pictures, which also go to allure.
+
+Diagnostics never raise: a dump that cannot be produced says why instead, so it cannot hide
+the failure it documents.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nrop.suite import htmlreport
+from nrop.suite.htmlreport import ReportEntry
+from nrop.suite.specs import SpecInfo
+
+__all__ = [
+    "FAILURE_ATTR",
+    "HTML_NAME",
+    "JUNIT_NAME",
+    "NO_TIER",
+    "FailureDiagnostics",
+    "HtmlCollector",
+    "RunSummary",
+    "attach_to_allure",
+    "failure_diagnostics",
+    "report_entry",
+    "spec_properties",
+    "write_html_report",
+]
+
+log = logging.getLogger(__name__)
+
+JUNIT_NAME = "e2e-serial-run.xml"
+HTML_NAME = "report.html"
+#: attribute of a failed phase's test report holding ``FailureDiagnostics.html_payload()``
+#: (plain data: pytest and xdist carry extra report attributes over to the controller)
+FAILURE_ATTR = "nrop_failure"
+NO_TIER = "no tier"
+SCHEDULER_POD_LABEL = "app=secondary-scheduler"
+SCHEDULER_LOG_SECONDS = 300
+_LOG_TAIL_CHARS = 20_000
+_MESSAGE_CHARS = 20_000
+
+
+def spec_properties(info: SpecInfo) -> list[tuple[str, str]]:
+    """The JUnit properties of a spec's test case."""
+    return [
+        ("test_id", info.test_id or ""),
+        ("tier", info.tier or ""),
+        ("labels", ",".join(info.labels)),
+        ("spec", info.full_text),
+    ]
+
+
+# ------------------------------------------------------------------------------ the summary
+
+
+@dataclass
+class RunSummary:
+    """Outcomes per tier, built from the test reports (works the same under xdist)."""
+
+    outcomes: dict[str, str] = field(default_factory=dict)
+    tiers: dict[str, str] = field(default_factory=dict)
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if "tier" not in props:
+            return  # not a spec of the suite
+        nodeid = report.nodeid
+        self.tiers[nodeid] = str(props["tier"]) or NO_TIER
+        previous = self.outcomes.get(nodeid)
+        if report.failed:
+            self.outcomes[nodeid] = "failed"
+        elif report.skipped and previous is None:
+            self.outcomes[nodeid] = "skipped"
+            self.skip_reasons[_skip_reason(report)] += 1
+        elif report.when == "call" and report.passed and previous is None:
+            self.outcomes[nodeid] = "passed"
+
+    def table(self) -> list[tuple[str, Counter[str]]]:
+        per_tier: dict[str, Counter[str]] = {}
+        for nodeid, outcome in self.outcomes.items():
+            per_tier.setdefault(self.tiers[nodeid], Counter())[outcome] += 1
+        return sorted(per_tier.items(), key=lambda kv: (kv[0] == NO_TIER, kv[0]))
+
+    def lines(self, wall_seconds: float) -> list[str]:
+        if not self.outcomes:
+            return []
+        out = [f"{'tier':<8} {'passed':>7} {'failed':>7} {'skipped':>8}"]
+        totals: Counter[str] = Counter()
+        for tier, counts in self.table():
+            totals.update(counts)
+            out.append(f"{tier:<8} {counts['passed']:>7} {counts['failed']:>7} {counts['skipped']:>8}")
+        out.append(f"{'total':<8} {totals['passed']:>7} {totals['failed']:>7} {totals['skipped']:>8}")
+        if self.skip_reasons:
+            out.append("skipped because:")
+            out.extend(f"  {count:>3} x {reason}" for reason, count in self.skip_reasons.most_common())
+        out.append(f"wall time {wall_seconds:.1f}s")
+        return out
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ").strip().splitlines()[0] if reason.strip() else "(no reason)"
+
+
+# ------------------------------------------------------------------------- failure diagnostics
+
+
+def _safe(title: str, produce: Any) -> tuple[str, str]:
+    try:
+        text = produce()
+    except Exception as exc:  # the dump documents a failure; it must not replace it
+        text = f"(could not collect: {type(exc).__name__}: {exc})"
+    return title, text or "(none)"
+
+
+def _events_text(events: Sequence[dict[str, Any]]) -> str:
+    def when(event: dict[str, Any]) -> str:
+        return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
+
+    lines = []
+    for event in sorted(events, key=when):
+        obj = event.get("involvedObject") or {}
+        source = event.get("reportingComponent") or (event.get("source") or {}).get("component") or ""
+        lines.append(
+            f"{when(event)} {event.get('type', '')} {obj.get('kind', '')}/{obj.get('name', '')} "
+            f"{event.get('reason', '')} [{source}]: {event.get('message', '')}"
+        )
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class FailureDiagnostics:
+    """What is collected when a spec fails: the report sections and the NRTs at that moment."""
+
+    sections: list[tuple[str, str]]
+    #: the NRT objects at the failure ([] when they could not be listed)
+    nrts: list[dict[str, Any]]
+    #: ``nrt_diff`` from the NRTs the test started with ("" when it could not be made)
+    nrt_diff: str
+
+    def html_payload(self) -> dict[str, Any]:
+        """The part the HTML report needs, as plain data (travels on the test report, also under xdist)."""
+        return {"nrt_diff": self.nrt_diff, "nrts": self.nrts}
+
+
+def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
+    """Diagnostics of a failed test that used the per-test fixture ``fxt``.
+
+    ``events=False`` leaves out the namespace events and the scheduler log (a failing
+    teardown has deleted the namespace already; the NRTs are what matters then).
+    """
+    from nrop.suite import kube as k
+    from nrop.suite import nrt
+
+    kube = fxt.kube
+    namespace = fxt.namespace
+    sections: list[tuple[str, str]] = []
+    if events:
+        sections.append(
+            _safe(f"events in namespace {namespace}", lambda: _events_text(kube.list(k.EVENT, namespace)))
+        )
+    nrts: list[dict[str, Any]] = []
+    diff = ""
+    try:
+        nrts = list(kube.list(k.NRT))
+        diff = nrt.nrt_diff(fxt.initial_nrts, nrts)
+        sections.append(("NRT difference from the start of the test", diff))
+    except Exception as exc:  # the dump documents a failure; it must not replace it
+        sections.append(
+            ("NRT difference from the start of the test", f"(could not collect: {type(exc).__name__}: {exc})")
+        )
+    if not events:
+        return FailureDiagnostics(sections, nrts, diff)
+    operator_ns = getattr(fxt.config, "operator_namespace", "numaresources")
+
+    def scheduler_logs() -> str:
+        pods = kube.list(k.POD, operator_ns, label_selector=SCHEDULER_POD_LABEL)
+        chunks = []
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            text = kube.pod_logs(operator_ns, name, since_seconds=SCHEDULER_LOG_SECONDS)
+            chunks.append(
+                f"--- {operator_ns}/{name} (last {SCHEDULER_LOG_SECONDS}s)\n{text[-_LOG_TAIL_CHARS:]}"
+            )
+        return "\n".join(chunks)
+
+    sections.append(_safe("secondary scheduler logs", scheduler_logs))
+    return FailureDiagnostics(sections, nrts, diff)
+
+
+def attach_to_allure(
+    info: SpecInfo | None,
+    sections: Iterable[tuple[str, str]] = (),
+    html_pages: Iterable[tuple[str, str]] = (),
+) -> None:
+    """Labels and attachments (text ``sections``, ``html_pages``) for the running allure test case.
+
+    A no-op without allure.
+    """
+    try:
+        import allure
+    except ImportError:  # allure-pytest is a dependency, but keep the suite usable without it
+        return
+    try:
+        if info is not None:
+            if info.test_id:
+                allure.dynamic.label("test_id", info.test_id)
+            for label in info.labels:
+                allure.dynamic.tag(label)
+            allure.dynamic.description(info.full_text)
+        for title, text in sections:
+            allure.attach(text, name=title, attachment_type=allure.attachment_type.TEXT)
+        for title, page in html_pages:
+            allure.attach(page, name=title, attachment_type=allure.attachment_type.HTML)
+    except Exception as exc:  # allure outside of a running test case
+        log.debug("allure attachment skipped: %s", exc)
+
+
+# ------------------------------------------------------------------------------ report.html
+
+
+def _phase_message(report: pytest.TestReport) -> str:
+    text = report.longreprtext
+    if len(text) > _MESSAGE_CHARS:
+        text = "…" + text[-_MESSAGE_CHARS:]
+    return text if report.when == "call" else f"[{report.when}] {text}"
+
+
+def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntry:
+    """One test of ``report.html`` from its setup/call/teardown reports.
+
+    Outcome as pytest counts it: a failed call is ``failed``, a failed setup or teardown
+    (e.g. the cooldown) ``error``; the message is every failure's text, or the skip reason.
+    The NRT diff and the NRTs at the failure come from the first failed phase that carries
+    them (:data:`FAILURE_ATTR`, set by the plugin).
+    """
+    props = dict(phases[0].user_properties) if phases else {}
+    failed = [r for r in phases if r.failed]
+    if any(r.when == "call" for r in failed):
+        outcome = "failed"
+    elif failed:
+        outcome = "error"
+    elif any(r.skipped for r in phases):
+        outcome = "skipped"
+    else:
+        outcome = "passed"
+    if failed:
+        message = "\n\n".join(_phase_message(r) for r in failed)
+    elif outcome == "skipped":
+        message = next(_skip_reason(r) for r in phases if r.skipped)
+    else:
+        message = ""
+    snapshot = next((getattr(r, FAILURE_ATTR) for r in failed if getattr(r, FAILURE_ATTR, None)), {})
+    labels = str(props.get("labels") or "")
+    return ReportEntry(
+        nodeid=nodeid,
+        outcome=outcome,
+        duration=sum(float(r.duration or 0.0) for r in phases),
+        description=str(props.get("spec") or ""),
+        test_id=str(props.get("test_id") or "") or None,
+        labels=tuple(label for label in labels.split(",") if label),
+        message=message,
+        nrt_diff=str(snapshot.get("nrt_diff") or ""),
+        nrts=tuple(snapshot.get("nrts") or ()),
+    )
+
+
+@dataclass
+class HtmlCollector:
+    """The phase reports of every spec, in the order they ran (the controller's view under xdist)."""
+
+    phases: dict[str, list[pytest.TestReport]] = field(default_factory=dict)
+
+    def add(self, report: pytest.TestReport) -> None:
+        if "spec" in dict(report.user_properties):
+            self.phases.setdefault(report.nodeid, []).append(report)
+
+    def entries(self) -> list[ReportEntry]:
+        return [report_entry(nodeid, phases) for nodeid, phases in self.phases.items()]
+
+
+def write_html_report(report_dir: Path, entries: Sequence[ReportEntry], wall_seconds: float) -> Path:
+    """Write ``report.html`` into ``report_dir``; returns its path."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    path = report_dir / HTML_NAME
+    path.write_text(htmlreport.render(entries, wall_time=wall_seconds), encoding="utf-8")
+    return path

@@ -1,0 +1,623 @@
+"""Installing and removing the NUMA-aware stack through the operator: the suite's ``--setup`` / ``--teardown``.
+
+Owns what upstream's install, sched-install, sched-uninstall and uninstall suites do
+(catalog §3.2, §4), the way a user would on any cluster:
+
+* :func:`setup` applies :func:`nrop.operator.manifests.install_manifests` (CRDs, namespace,
+  RBAC, the operator Deployment), waits for the CRDs to be established and the operator
+  to be rolled out, creates the ``NUMAResourcesOperator`` (the shipped sample, node group
+  = the ``E2E_NODE_ROLE`` pool, ``logLevel: Debug``) and waits ``Available=True``
+  (5m/10s), the exporter DaemonSets it owns fully scheduled and ready, and an NRT for
+  every worker; then creates the ``NUMAResourcesScheduler`` (the sample, with the given
+  image) and waits ``Available=True``, ``Upgradeable=True``, ``Degraded=False``,
+  ``Progressing=False`` (5m/10s) and its Deployment ready;
+* :func:`teardown` deletes the NRS and waits for its scheduler objects to go, deletes the
+  NROP and waits for the exporters to go, then deletes the operator's own objects;
+* :func:`set_operator_env` / :func:`restore_operator_env` change one variable of the
+  running operator (upstream ``test/internal/envvar``): through its OLM Subscription when
+  there is one (then the Deployment is deleted for OLM to re-create it), else on the
+  Deployment's ``manager`` container, waiting for the rollout either way.
+
+Every step logs a progress line with the time elapsed since the start. Condition checks
+and readiness are pure functions over the objects (tested with tables).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nrop.api import images
+from nrop.suite.kube import (
+    CRD,
+    DAEMONSET,
+    DEPLOYMENT,
+    NAMESPACE,
+    NODE,
+    NROP,
+    NROSCHED,
+    NRT,
+    POD,
+    Kind,
+    Kube,
+    Manifest,
+    UnknownKindError,
+    kind_of,
+)
+from nrop.suite.waiting import wait_for
+
+__all__ = [
+    "CRD_NAMES",
+    "NROP_NAME",
+    "NROSCHED_NAME",
+    "OPERATOR_NAMESPACE",
+    "EnvRestore",
+    "Stack",
+    "StackError",
+    "StackTimings",
+    "condition_status",
+    "daemonset_fully_ready",
+    "deployment_ready",
+    "find_subscription",
+    "has_env",
+    "node_role",
+    "nrop_manifest",
+    "nrosched_manifest",
+    "restore_operator_env",
+    "scheduler_healthy",
+    "set_operator_env",
+    "setup",
+    "teardown",
+    "with_env",
+]
+
+log = logging.getLogger(__name__)
+
+OPERATOR_NAMESPACE = "numaresources"
+OPERATOR_DEPLOYMENT = "numaresources-controller-manager"
+NROP_NAME = "numaresourcesoperator"
+NROSCHED_NAME = "numaresourcesscheduler"
+CRD_NAMES = (
+    "numaresourcesoperators.nodetopology.openshift.io",
+    "numaresourcesschedulers.nodetopology.openshift.io",
+)
+NRT_CRD = "noderesourcetopologies.topology.node.k8s.io"
+RTE_POD_LABEL = "name=resource-topology"
+SCHEDULER_POD_LABEL = "app=secondary-scheduler"
+WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
+OPERATOR_LABELS = {"control-plane": "controller-manager", "app": "numaresources-operator"}
+OPERATOR_CONTAINER = "manager"
+OPERATOR_PACKAGE = "numaresources-operator"
+SUBSCRIPTION = Kind("operators.coreos.com/v1alpha1", "Subscription")
+
+
+class StackError(AssertionError):
+    """The stack is not in a state the suite can work with (what upstream's install suites fail with)."""
+
+
+def _q(text: str) -> str:
+    """Go's ``%q`` for the plain strings these messages quote."""
+    return json.dumps(text)
+
+
+@dataclass(frozen=True)
+class StackTimings:
+    """Upstream's waits (catalog §3.2): conditions 5m/10s, DaemonSet 1m/5s; the embedded target polls faster."""
+
+    available_timeout: float = 300.0
+    available_interval: float = 10.0
+    daemonset_timeout: float = 60.0
+    daemonset_interval: float = 5.0
+    rollout_timeout: float = 300.0
+    deletion_timeout: float = 300.0
+    deletion_interval: float = 5.0
+
+    @classmethod
+    def local(cls) -> StackTimings:
+        return cls(available_interval=0.5, daemonset_interval=0.5, deletion_interval=0.5)
+
+
+@dataclass
+class Stack:
+    """What :func:`setup` created and found."""
+
+    namespace: str
+    nrop: Manifest
+    nrosched: Manifest
+    scheduler_name: str
+    rte_daemonsets: list[str] = field(default_factory=list)
+    nrts: list[Manifest] = field(default_factory=list)
+
+
+class _Progress:
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.started = time.monotonic()
+
+    def __call__(self, step: str) -> None:
+        log.info("%s: %s (%.1fs)", self.what, step, time.monotonic() - self.started)
+
+
+# -- pure ---------------------------------------------------------------------------------------------
+
+
+def condition_status(obj: Mapping[str, Any] | None, kind: str) -> str | None:
+    """``status`` of the condition ``kind`` ("True"/"False"/"Unknown"), ``None`` when absent."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == kind:
+            return str(cond.get("status"))
+    return None
+
+
+def scheduler_healthy(nrosched: Mapping[str, Any] | None) -> bool:
+    """``isReportedAvailable`` of the sched-install suite: Available and Upgradeable True, Degraded and
+    Progressing not True."""
+    return (
+        condition_status(nrosched, "Available") == "True"
+        and condition_status(nrosched, "Upgradeable") == "True"
+        and condition_status(nrosched, "Degraded") not in (None, "True")
+        and condition_status(nrosched, "Progressing") not in (None, "True")
+    )
+
+
+def daemonset_fully_ready(ds: Mapping[str, Any] | None) -> bool:
+    """The install suite's DaemonSet check: none misscheduled or unavailable, every desired pod current and ready."""
+    if ds is None:
+        return False
+    status = ds.get("status") or {}
+    desired = int(status.get("desiredNumberScheduled") or 0)
+    return (
+        int(status.get("observedGeneration") or 0) >= int(ds["metadata"].get("generation") or 0)
+        and int(status.get("numberMisscheduled") or 0) == 0
+        and int(status.get("numberUnavailable") or 0) == 0
+        and int(status.get("currentNumberScheduled") or 0) == desired
+        and int(status.get("numberReady") or 0) == desired
+    )
+
+
+def deployment_ready(dp: Mapping[str, Any] | None) -> bool:
+    """Rolled out at the current generation, every replica updated and ready."""
+    if dp is None:
+        return False
+    want = int((dp.get("spec") or {}).get("replicas", 1))
+    status = dp.get("status") or {}
+    return (
+        int(status.get("observedGeneration") or 0) >= int(dp["metadata"].get("generation") or 0)
+        and int(status.get("updatedReplicas") or 0) == want
+        and int(status.get("readyReplicas") or 0) == want
+        and int(status.get("replicas") or 0) == want
+    )
+
+
+def _crd_established(crd: Mapping[str, Any] | None) -> bool:
+    return condition_status(crd, "Established") == "True"
+
+
+def node_role(environ: Mapping[str, str]) -> str:
+    """The pool the install suite targets: ``E2E_NODE_ROLE`` (default ``worker``; ``master`` on compact clusters)."""
+    return environ.get("E2E_NODE_ROLE") or "worker"
+
+
+def nrop_manifest(
+    pool: str = "worker", log_level: str = "Debug", refresh_period: str | None = None
+) -> Manifest:
+    """The shipped NROP sample with one node group for ``pool`` and ``logLevel`` (the install suite's CR).
+
+    ``refresh_period`` sets the group's ``config.infoRefreshPeriod`` (the mode stays the
+    default ``Periodic``); ``None`` keeps the operator's default (10s).
+    """
+    from nrop.operator import samples
+
+    nrop = samples.load("NUMAResourcesOperator")
+    group: dict[str, Any] = {"poolName": pool}
+    if refresh_period:
+        group["config"] = {"infoRefreshPeriod": refresh_period}
+    nrop["spec"]["nodeGroups"] = [group]
+    nrop["spec"]["logLevel"] = log_level
+    return nrop
+
+
+def nrosched_manifest(image: str | None = None) -> Manifest:
+    """The shipped NRS sample; ``image`` replaces its ``imageSpec`` when given."""
+    from nrop.operator import samples
+
+    nrosched = samples.load("NUMAResourcesScheduler")
+    if image:
+        nrosched["spec"]["imageSpec"] = image
+    return nrosched
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or ())
+
+
+# -- operator environment (upstream test/internal/envvar) ----------------------------------------------------------------------------
+
+
+def with_env(env: Sequence[Mapping[str, Any]], name: str, value: str) -> list[dict[str, Any]]:
+    """``env`` with ``name`` set to ``value`` (replaced in place, or appended)."""
+    out = [dict(e) for e in env]
+    for entry in out:
+        if entry.get("name") == name:
+            entry.clear()
+            entry.update(name=name, value=value)
+            return out
+    return [*out, {"name": name, "value": value}]
+
+
+def has_env(env: Sequence[Mapping[str, Any]], name: str, value: str) -> bool:
+    return any(e.get("name") == name and e.get("value") == value for e in env)
+
+
+def find_subscription(subscriptions: Sequence[Manifest], environ: Mapping[str, str]) -> Manifest | None:
+    """The operator's OLM Subscription: named ``E2E_OPERATOR_SUBSCRIPTION_NAME``, else the one whose
+    ``spec.package`` or ``spec.name`` is ``numaresources-operator``."""
+    wanted = environ.get("E2E_OPERATOR_SUBSCRIPTION_NAME", "")
+    if wanted:
+        for sub in subscriptions:
+            if _name(sub) == wanted:
+                return sub
+    for sub in subscriptions:
+        spec = sub.get("spec") or {}
+        if OPERATOR_PACKAGE in (spec.get("package"), spec.get("name")):
+            return sub
+    return None
+
+
+@dataclass(frozen=True)
+class EnvRestore:
+    """What :func:`set_operator_env` changed, to put back: the original env of the Subscription
+    (``subscription`` set) or of the Deployment's ``manager`` container."""
+
+    namespace: str
+    name: str
+    container_index: int
+    env: tuple[Mapping[str, Any], ...]
+    subscription: str | None = None
+
+
+def _find_operator_deployment(kube: Kube) -> Manifest:
+    found = kube.list(DEPLOYMENT, label_selector=OPERATOR_LABELS)
+    found = [d for d in found if _name(d) == OPERATOR_DEPLOYMENT] or found
+    if not found:
+        raise StackError(
+            f"cannot find the operator deployment {_q(OPERATOR_DEPLOYMENT)} "
+            f"(labels {','.join(f'{k}={v}' for k, v in sorted(OPERATOR_LABELS.items()))})"
+        )
+    return found[0]
+
+
+def _manager_env(dp: Mapping[str, Any], index: int) -> list[Mapping[str, Any]]:
+    return list(dp["spec"]["template"]["spec"]["containers"][index].get("env") or ())
+
+
+def _rolled_out(dp: Mapping[str, Any] | None) -> bool:
+    if dp is None:
+        return False
+    spec, status = dp.get("spec") or {}, dp.get("status") or {}
+    want = int(spec.get("replicas", 1))
+    return (
+        int(status.get("observedGeneration") or 0) >= int(dp["metadata"].get("generation") or 0)
+        and int(status.get("updatedReplicas") or 0) == want
+        and int(status.get("replicas") or 0) == want
+        and int(status.get("availableReplicas") or 0) == want
+    )
+
+
+def _subscriptions(kube: Kube, namespace: str) -> list[Manifest]:
+    try:
+        return kube.list(SUBSCRIPTION, namespace)
+    except UnknownKindError:  # no OLM on this cluster
+        return []
+
+
+def _apply_env(kube: Kube, restore: EnvRestore, env: Sequence[Mapping[str, Any]], timeout: float) -> None:
+    """Put ``env`` in place (Subscription or Deployment) and wait for the operator to run with it."""
+    env = [dict(e) for e in env]
+    if restore.subscription is not None:
+        kube.patch(SUBSCRIPTION, restore.subscription, {"spec": {"config": {"env": env}}}, restore.namespace)
+        # OLM does not always roll the Deployment at once: delete it and let OLM re-create it.
+        kube.delete(DEPLOYMENT, restore.name, restore.namespace)
+    else:
+        kube.patch(
+            DEPLOYMENT,
+            restore.name,
+            [
+                {
+                    "op": "add",
+                    "path": f"/spec/template/spec/containers/{restore.container_index}/env",
+                    "value": env,
+                }
+            ],
+            restore.namespace,
+            patch_type="json",
+        )
+    wanted = {e["name"]: e.get("value") for e in env if "value" in e}
+    wait_for(
+        lambda: kube.get_or_none(DEPLOYMENT, restore.name, restore.namespace),
+        lambda dp: (
+            _rolled_out(dp)
+            and all(has_env(_manager_env(dp, restore.container_index), k, v) for k, v in wanted.items())
+        ),
+        f"deployment {restore.namespace}/{restore.name} rolled out with the new env",
+        timeout,
+        interval=1.0,
+    )
+
+
+def set_operator_env(
+    kube: Kube, name: str, value: str, environ: Mapping[str, str], timeout: float = 900.0
+) -> EnvRestore | None:
+    """``SetOperatorEnvVar``: set ``name=value`` through the operator's OLM Subscription when there is
+    one, else on the Deployment's ``manager`` container, and wait for the rollout.
+
+    Returns what to restore, or ``None`` when the variable already had that value.
+    """
+    dp = _find_operator_deployment(kube)
+    namespace, dp_name = dp["metadata"]["namespace"], _name(dp)
+    containers = dp["spec"]["template"]["spec"]["containers"]
+    index = next((i for i, c in enumerate(containers) if c.get("name") == OPERATOR_CONTAINER), None)
+    if index is None:
+        raise StackError(f"containers {_q(OPERATOR_CONTAINER)} not found in deployment {namespace}/{dp_name}")
+    sub = find_subscription(_subscriptions(kube, namespace), environ)
+    if sub is not None:
+        original = tuple(((sub.get("spec") or {}).get("config") or {}).get("env") or ())
+        where = f"OLM subscription {namespace}/{_name(sub)}"
+    else:
+        original = tuple(_manager_env(dp, index))
+        where = f"deployment {namespace}/{dp_name}"
+    if has_env(original, name, value):
+        log.info("env is already set: %s=%s", name, value)
+        return None
+    log.info("setting operator env via %s: %s=%s", where, name, value)
+    restore = EnvRestore(namespace, dp_name, index, original, _name(sub) if sub is not None else None)
+    _apply_env(kube, restore, with_env(original, name, value), timeout)
+    return restore
+
+
+def restore_operator_env(kube: Kube, restore: EnvRestore, timeout: float = 900.0) -> None:
+    log.info("restoring operator env of %s/%s", restore.namespace, restore.subscription or restore.name)
+    _apply_env(kube, restore, restore.env, timeout)
+
+
+# -- setup --------------------------------------------------------------------------------------------
+
+
+def _install_operator(
+    kube: Kube,
+    namespace: str,
+    image: str,
+    env: Mapping[str, str] | None,
+    timings: StackTimings,
+    step: _Progress,
+) -> None:
+    from nrop.operator.manifests import install_manifests
+
+    manifests = install_manifests(namespace, image, env)
+    for manifest in manifests:
+        kube.apply(manifest)
+    step(f"applied {len(manifests)} operator manifests (namespace {namespace}, image {image})")
+    for name in CRD_NAMES:
+        wait_for(
+            lambda name=name: kube.get_or_none(CRD, name),
+            _crd_established,
+            f"CRD {name} to be Established",
+            timings.available_timeout,
+            interval=timings.available_interval,
+        )
+    step("CRDs established")
+    wait_for(
+        lambda: kube.get_or_none(DEPLOYMENT, OPERATOR_DEPLOYMENT, namespace),
+        deployment_ready,
+        f"deployment {namespace}/{OPERATOR_DEPLOYMENT} to be ready",
+        timings.rollout_timeout,
+        interval=timings.available_interval,
+    )
+    step(f"operator deployment {namespace}/{OPERATOR_DEPLOYMENT} ready")
+
+
+def _deploy_nrop(
+    kube: Kube, pool: str, refresh_period: str | None, timings: StackTimings, step: _Progress
+) -> list[str]:
+    kube.apply(nrop_manifest(pool, refresh_period=refresh_period))
+    step(
+        f"NUMAResourcesOperator {NROP_NAME} created (nodeGroups poolName={pool}, logLevel Debug"
+        + (f", infoRefreshPeriod {refresh_period})" if refresh_period else ")")
+    )
+    nrop = wait_for(
+        lambda: kube.get(NROP, NROP_NAME),
+        lambda obj: condition_status(obj, "Available") == "True",
+        f"NUMAResourcesOperator {NROP_NAME} to report Available=True",
+        timings.available_timeout,
+        interval=timings.available_interval,
+    )
+    step("NUMAResourcesOperator Available=True")
+    for name in (NRT_CRD, *CRD_NAMES):
+        if kube.get_or_none(CRD, name) is None:
+            raise AssertionError(f"CRD {name} is not deployed")
+    uid = nrop["metadata"]["uid"]
+    daemonsets = wait_for(
+        lambda: [ds for ds in kube.list(DAEMONSET) if _owned_by(ds, uid)],
+        lambda found: bool(found) and all(daemonset_fully_ready(ds) for ds in found),
+        f"the exporter DaemonSets owned by {NROP_NAME} to be up and running",
+        timings.daemonset_timeout,
+        interval=timings.daemonset_interval,
+    )
+    names = [f"{ds['metadata']['namespace']}/{_name(ds)}" for ds in daemonsets]
+    step(f"exporter daemonsets ready: {', '.join(names)}")
+    return names
+
+
+def _wait_nrts(kube: Kube, timings: StackTimings, step: _Progress) -> list[Manifest]:
+    workers = sorted(_name(n) for n in kube.list(NODE, label_selector=WORKER_ROLE_LABEL))
+
+    def missing(nrts: list[Manifest]) -> list[str]:
+        have = {_name(n) for n in nrts if n.get("zones")}
+        return [w for w in workers if w not in have]
+
+    nrts = wait_for(
+        lambda: kube.list(NRT),
+        lambda found: not missing(found),
+        f"an NRT with zones for every worker ({', '.join(workers)})",
+        timings.available_timeout,
+        interval=timings.available_interval,
+    )
+    step(f"NRTs published for {len(workers)} workers")
+    return nrts
+
+
+def _deploy_nrosched(
+    kube: Kube, image: str | None, timings: StackTimings, step: _Progress
+) -> tuple[Manifest, str]:
+    kube.apply(nrosched_manifest(image))
+    step(f"NUMAResourcesScheduler {NROSCHED_NAME} created")
+    nrosched = wait_for(
+        lambda: kube.get(NROSCHED, NROSCHED_NAME),
+        scheduler_healthy,
+        f"NUMAResourcesScheduler {NROSCHED_NAME} to report Available/Upgradeable=True, Degraded/Progressing=False",
+        timings.available_timeout,
+        interval=timings.available_interval,
+    )
+    step("NUMAResourcesScheduler Available=True")
+    uid = nrosched["metadata"]["uid"]
+    deployment = wait_for(
+        lambda: next((d for d in kube.list(DEPLOYMENT) if _owned_by(d, uid)), None),
+        deployment_ready,
+        f"the scheduler deployment owned by {NROSCHED_NAME} to be ready",
+        timings.available_timeout,
+        interval=timings.available_interval,
+    )
+    step(f"scheduler deployment {deployment['metadata']['namespace']}/{_name(deployment)} ready")
+    nrosched = kube.get(NROSCHED, NROSCHED_NAME)
+    return nrosched, str((nrosched.get("status") or {}).get("schedulerName") or "")
+
+
+def setup(
+    kube: Kube,
+    *,
+    image: str = images.DEFAULT_IMAGE,
+    namespace: str = OPERATOR_NAMESPACE,
+    env: Mapping[str, str] | None = None,
+    pool: str = "worker",
+    scheduler_image: str | None = None,
+    refresh_period: str | None = None,
+    timings: StackTimings = StackTimings(),
+) -> Stack:
+    """Install the operator, the NROP and the NRS; return once every part is ready (see module doc).
+
+    ``env`` is the operator's extra environment; ``pool`` the node group's pool
+    (:func:`node_role`); ``scheduler_image`` replaces the NRS sample's ``imageSpec``
+    (default: ``image``); ``refresh_period`` the exporters' ``infoRefreshPeriod``.
+    """
+    step = _Progress("stack setup")
+    _install_operator(kube, namespace, image, env, timings, step)
+    daemonsets = _deploy_nrop(kube, pool, refresh_period, timings, step)
+    nrts = _wait_nrts(kube, timings, step)
+    nrosched, scheduler_name = _deploy_nrosched(kube, scheduler_image or image, timings, step)
+    step(f"done: scheduler name {scheduler_name}")
+    return Stack(
+        namespace=namespace,
+        nrop=kube.get(NROP, NROP_NAME),
+        nrosched=nrosched,
+        scheduler_name=scheduler_name,
+        rte_daemonsets=daemonsets,
+        nrts=nrts,
+    )
+
+
+# -- teardown -----------------------------------------------------------------------------------------
+
+
+def _wait_gone(what: str, getter: Any, timings: StackTimings) -> None:
+    wait_for(
+        getter,
+        lambda found: not found,
+        f"{what} to be gone",
+        timings.deletion_timeout,
+        interval=timings.deletion_interval,
+    )
+
+
+def _get_optional(kube: Kube, kind: Kind, name: str) -> Manifest | None:
+    """``kube.get_or_none``, also ``None`` when the cluster does not know the kind (CRD not installed)."""
+    try:
+        return kube.get_or_none(kind, name)
+    except UnknownKindError:
+        return None
+
+
+def _uninstall_nrosched(kube: Kube, timings: StackTimings, step: _Progress) -> None:
+    nrosched = _get_optional(kube, NROSCHED, NROSCHED_NAME)
+    if nrosched is None:
+        step(f"NUMAResourcesScheduler {NROSCHED_NAME} not found: nothing to delete")
+        return
+    deployment = (nrosched.get("status") or {}).get("deployment") or {}
+    kube.delete(NROSCHED, NROSCHED_NAME)
+    _wait_gone(
+        f"NUMAResourcesScheduler {NROSCHED_NAME}", lambda: kube.get_or_none(NROSCHED, NROSCHED_NAME), timings
+    )
+    if deployment.get("name"):
+        _wait_gone(
+            f"scheduler deployment {deployment.get('namespace')}/{deployment['name']}",
+            lambda: kube.get_or_none(DEPLOYMENT, deployment["name"], deployment.get("namespace")),
+            timings,
+        )
+    _wait_gone("scheduler pods", lambda: kube.list(POD, label_selector=SCHEDULER_POD_LABEL), timings)
+    step("NUMAResourcesScheduler and its scheduler deleted")
+
+
+def _uninstall_nrop(kube: Kube, timings: StackTimings, step: _Progress) -> None:
+    nrop = _get_optional(kube, NROP, NROP_NAME)
+    if nrop is None:
+        step(f"NUMAResourcesOperator {NROP_NAME} not found: nothing to delete")
+        return
+    uid = nrop["metadata"]["uid"]
+    kube.delete(NROP, NROP_NAME)
+    _wait_gone(f"NUMAResourcesOperator {NROP_NAME}", lambda: kube.get_or_none(NROP, NROP_NAME), timings)
+    _wait_gone(
+        f"exporter daemonsets of {NROP_NAME}",
+        lambda: [ds for ds in kube.list(DAEMONSET) if _owned_by(ds, uid)],
+        timings,
+    )
+    _wait_gone("exporter pods", lambda: kube.list(POD, label_selector=RTE_POD_LABEL), timings)
+    step("NUMAResourcesOperator and its exporters deleted")
+
+
+def _uninstall_operator(
+    kube: Kube, namespace: str, image: str, timings: StackTimings, step: _Progress
+) -> None:
+    from nrop.operator.manifests import install_manifests
+
+    manifests: Sequence[Manifest] = install_manifests(namespace, image)
+    for manifest in reversed(manifests):
+        if manifest["kind"] == "CustomResourceDefinition":
+            continue  # CRDs stay: deleting one deletes every object of the kind cluster-wide
+        metadata = manifest["metadata"]
+        kube.delete(
+            kind_of(manifest), metadata["name"], metadata.get("namespace"), propagation_policy="Background"
+        )
+    _wait_gone(f"namespace {namespace}", lambda: kube.get_or_none(NAMESPACE, namespace), timings)
+    step(f"operator removed (namespace {namespace} deleted)")
+
+
+def teardown(
+    kube: Kube,
+    *,
+    image: str = images.DEFAULT_IMAGE,
+    namespace: str = OPERATOR_NAMESPACE,
+    timings: StackTimings = StackTimings(),
+) -> None:
+    """sched-uninstall, uninstall, then the operator's own objects; each step tolerates what is already gone."""
+    step = _Progress("stack teardown")
+    _uninstall_nrosched(kube, timings, step)
+    _uninstall_nrop(kube, timings, step)
+    _uninstall_operator(kube, namespace, image, timings, step)
+    step("done")

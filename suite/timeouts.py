@@ -1,0 +1,140 @@
+"""Every timeout and poll interval of the suite, in one dataclass with its ``E2E_NROP_*`` twins.
+
+Defaults are upstream's (catalog §1.4 and §3.6). :meth:`Timeouts.from_env` reads the
+environment variables the way upstream's fixture does: a Go duration (``30s``, ``2m``,
+``1m30s``, ``500ms``); a value that does not parse is logged and the default is kept.
+
+``local=True`` (the embedded cluster, whose exporters publish within a second) shortens
+the *poll intervals* of the NRT settle and cooldown checks and of the waiters; timeouts,
+thresholds and what is checked stay the same. A variable set explicitly always wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+__all__ = ["ENV_VARS", "Timeouts", "parse_go_duration", "settle_interval_covering"]
+
+log = logging.getLogger(__name__)
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go ``time.ParseDuration`` string; ``ValueError`` when it is not one.
+
+    ``"0"`` is the only unit-less value Go accepts; a sign may lead (``-1.5h``).
+    """
+    raw = text
+    sign = 1.0
+    if text[:1] in "+-" and text:
+        sign = -1.0 if text[0] == "-" else 1.0
+        text = text[1:]
+    if text == "0":
+        return 0.0
+    if not text:
+        raise ValueError(f"invalid duration {raw!r}")
+    total = 0.0
+    pos = 0
+    while pos < len(text):
+        match = _PART.match(text, pos)
+        if match is None or match.group(1) in ("", "."):
+            raise ValueError(f"invalid duration {raw!r}")
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    return sign * total
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds (floats) and counts; field comments name the upstream variable and default."""
+
+    #: E2E_NROP_TEST_TEARDOWN (180s): max wait for the per-test namespace to be gone.
+    teardown: float = 180.0
+    #: E2E_NROP_TEST_COOLDOWN (30s): sleep after a test when there is no initial NRT list.
+    cooldown: float = 30.0
+    #: E2E_NROP_TEST_SETTLE_INTERVAL (9s): poll interval of ``settle_nrts`` (MustSettleNRT).
+    settle_interval: float = 9.0
+    #: E2E_NROP_TEST_SETTLE_TIMEOUT (2m): timeout of ``settle_nrts`` and of the post-test cooldown.
+    settle_timeout: float = 120.0
+    #: E2E_NROP_COOLDOWN_THRESHOLD (5): consecutive identical pod fingerprints per NRT = settled.
+    cooldown_threshold: int = 5
+    #: Poll interval of the post-test cooldown (upstream: a constant 5s).
+    cooldown_interval: float = 5.0
+    #: Defaults of the waiters (upstream ``internal/wait``: 1s / 3m).
+    poll_interval: float = 1.0
+    poll_timeout: float = 180.0
+    #: Namespace creation/deletion polling (1s).
+    namespace_interval: float = 1.0
+    #: Padding pods must be Running within this (3m).
+    padding_pods_running: float = 180.0
+    #: Poll interval of ``nrt.get_updated``/``get_updated_for_node`` (5s).
+    nrt_update_interval: float = 5.0
+    #: E2E_NROP_MCP_UPDATE_TIMEOUT (60m) / E2E_NROP_MCP_UPDATE_INTERVAL (30s).
+    mcp_update_timeout: float = 3600.0
+    mcp_update_interval: float = 30.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], local: bool = False) -> Timeouts:
+        values: dict[str, float | int] = {}
+        if local:
+            values.update(_LOCAL_INTERVALS)
+        for name, var in ENV_VARS.items():
+            raw = environ.get(var)
+            if raw is None:
+                continue
+            default = getattr(cls, name)
+            try:
+                values[name] = int(raw, 10) if isinstance(default, int) else parse_go_duration(raw)
+            except ValueError:
+                log.error("cannot parse %s=%r (falling back to the default %s)", var, raw, default)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def as_env(self) -> dict[str, str]:
+        """The ``E2E_NROP_*`` variables that reproduce these values (for child processes)."""
+        out = {}
+        for name, var in ENV_VARS.items():
+            value = getattr(self, name)
+            out[var] = str(value) if isinstance(value, int) else f"{value:g}s"
+        return out
+
+    def describe(self) -> str:
+        return ", ".join(f"{f.name}={getattr(self, f.name):g}" for f in fields(self))
+
+
+def settle_interval_covering(interval: float, threshold: int, refresh_period: float) -> float:
+    """A settle poll interval whose window (``threshold - 1`` intervals) spans one exporter refresh.
+
+    Settling means "the pod fingerprint did not change for the whole window"; a window
+    shorter than the exporter's refresh period could end before the exporter reports a
+    change. Upstream's 9s x 4 = 36s covers its 10s period; a shorter local interval is
+    stretched to cover ``refresh_period`` plus one second.
+    """
+    if threshold <= 1:
+        return interval
+    return max(interval, (refresh_period + 1.0) / (threshold - 1))
+
+
+#: Field -> environment variable (catalog §1.4).
+ENV_VARS: Mapping[str, str] = {
+    "teardown": "E2E_NROP_TEST_TEARDOWN",
+    "cooldown": "E2E_NROP_TEST_COOLDOWN",
+    "settle_interval": "E2E_NROP_TEST_SETTLE_INTERVAL",
+    "settle_timeout": "E2E_NROP_TEST_SETTLE_TIMEOUT",
+    "cooldown_threshold": "E2E_NROP_COOLDOWN_THRESHOLD",
+    "mcp_update_timeout": "E2E_NROP_MCP_UPDATE_TIMEOUT",
+    "mcp_update_interval": "E2E_NROP_MCP_UPDATE_INTERVAL",
+}
+
+#: The embedded cluster's exporters publish within a second: poll faster, wait as long.
+_LOCAL_INTERVALS: Mapping[str, float] = {
+    "settle_interval": 1.0,
+    "cooldown_interval": 1.0,
+    "poll_interval": 0.25,
+    "namespace_interval": 0.25,
+    "nrt_update_interval": 0.5,
+}

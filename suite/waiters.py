@@ -1,0 +1,620 @@
+"""Waiting for cluster objects to reach a state (upstream ``internal/wait``), on :func:`wait_for`.
+
+Every waiter takes the :class:`~nrop.suite.kube.Kube` and plain values, polls with
+``interval`` (default 1s) up to ``timeout`` (default 3m) like upstream's ``Waiter``, and
+returns the last object seen. When the state does not come it raises
+:class:`~nrop.suite.waiting.WaitTimeout` (an ``AssertionError``) saying what was expected
+and what was seen — for pods including their events. The completion rules
+(``is_deployment_complete``, ``are_daemonset_pods_ready``…) are pure functions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import kube as k
+from .nrt import is_nrt_equal, list_to_string, nrt_diff, pod_fingerprint
+from .waiting import WaitTimeout, wait_for
+
+__all__ = [
+    "DEFAULT_INTERVAL",
+    "DEFAULT_TIMEOUT",
+    "PFPState",
+    "are_daemonset_pods_ready",
+    "for_daemonset_deleted",
+    "for_daemonset_pods",
+    "for_daemonset_ready",
+    "for_deployment_complete",
+    "for_deployment_replicas_creation",
+    "for_deployment_replicas_readiness",
+    "for_job_completed",
+    "for_namespace_deleted",
+    "for_nrop_deleted",
+    "for_nrosched_deleted",
+    "for_nrts_equal_to",
+    "for_nrts_settled",
+    "for_pod_deleted",
+    "for_pod_phase",
+    "for_pods_all_deleted",
+    "for_pods_all_running",
+    "for_replicaset_complete",
+    "is_deployment_complete",
+    "is_job_completed",
+    "is_replicaset_complete",
+    "pod_summary",
+    "while_in_pod_phase",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 1.0
+DEFAULT_TIMEOUT = 180.0
+
+Manifest = dict[str, Any]
+_GONE: Manifest = {"deleted": True}
+
+
+# ------------------------------------------------------------------------------- pods
+
+
+def pod_summary(pod: Mapping[str, Any] | None) -> str:
+    """``ns/name phase=... node=... reason=...`` plus not-ready container states."""
+    if not pod:
+        return "<not found>"
+    meta, status = pod.get("metadata", {}), pod.get("status") or {}
+    parts = [
+        f"{meta.get('namespace')}/{meta.get('name')}",
+        f"phase={status.get('phase')}",
+        f"node={(pod.get('spec') or {}).get('nodeName')}",
+    ]
+    if status.get("reason"):
+        parts.append(f"reason={status['reason']}: {status.get('message', '')}")
+    for cond in status.get("conditions") or ():
+        if cond.get("status") != "True" and cond.get("message"):
+            parts.append(f"{cond.get('type')}={cond.get('reason')}: {cond['message']}")
+    return " ".join(parts)
+
+
+def _events_text(kube: k.Kube, namespace: str, name: str) -> str:
+    try:
+        events = kube.events_for(namespace, name)
+    except k.ApiError as err:
+        return f"(cannot list events: {err})"
+    if not events:
+        return "(no events)"
+    return "\n".join(
+        f"+- event: {e.get('type')} {e.get('reportingComponent') or (e.get('source') or {}).get('component')}: "
+        f"{e.get('reason')} {e.get('message')}"
+        for e in events
+    )
+
+
+@dataclass
+class _PodView:
+    """What a pod wait looks at; ``to_dict`` keeps failure messages short."""
+
+    pod: Manifest | None
+
+    @property
+    def phase(self) -> str | None:
+        return None if self.pod is None else (self.pod.get("status") or {}).get("phase")
+
+    def to_dict(self) -> str:
+        return pod_summary(self.pod)
+
+
+def for_pod_phase(
+    kube: k.Kube,
+    namespace: str,
+    name: str,
+    phase: str,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    """Until the pod's phase is ``phase`` (``ForPodPhase``); the failure shows the pod's events.
+
+    A pod that ended (``Failed``/``Succeeded``) while another phase is awaited stops the wait.
+    """
+    ended = {"Failed", "Succeeded"} - {phase}
+    try:
+        view = wait_for(
+            lambda: _PodView(kube.get_or_none(k.POD, name, namespace)),
+            lambda v: v.phase == phase,
+            f"pod {namespace}/{name} to be {phase}",
+            timeout,
+            interval=interval,
+            terminal=lambda v: v.phase in ended,
+        )
+    except WaitTimeout as err:
+        raise WaitTimeout(f"{err}\nevents:\n{_events_text(kube, namespace, name)}") from None
+    assert view.pod is not None
+    return view.pod
+
+
+def for_pods_all_running(
+    kube: k.Kube,
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[list[Manifest], list[Manifest]]:
+    """``(failed, running)``: every pod awaited Running within the same ``timeout`` (``ForPodsAllRunning``).
+
+    A failed entry is the pod as last seen (or its manifest if it vanished).
+    """
+    deadline = time.monotonic() + timeout
+    failed: list[Manifest] = []
+    running: list[Manifest] = []
+    for pod in pods:
+        meta = pod["metadata"]
+        left = max(0.0, deadline - time.monotonic())
+        try:
+            running.append(
+                for_pod_phase(
+                    kube, meta["namespace"], meta["name"], "Running", interval=interval, timeout=left
+                )
+            )
+        except WaitTimeout as err:
+            log.warning("%s", err)
+            failed.append(kube.get_or_none(k.POD, meta["name"], meta["namespace"]) or dict(pod))
+    return failed, running
+
+
+def while_in_pod_phase(
+    kube: k.Kube,
+    namespace: str,
+    name: str,
+    phase: str,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    steps: int = 3,
+) -> Manifest:
+    """Check ``steps`` times, ``interval`` apart, that the pod stays in ``phase`` (``WhileInPodPhase``).
+
+    ``WaitTimeout`` as soon as it is seen in another phase (e.g. a pod expected to stay
+    Pending got scheduled).
+    """
+    seen: list[_PodView] = []
+
+    def observe() -> _PodView:
+        view = _PodView(kube.get_or_none(k.POD, name, namespace))
+        seen.append(view)
+        return view
+
+    try:
+        view = wait_for(
+            observe,
+            lambda v: v.phase == phase and len(seen) > steps,
+            f"pod {namespace}/{name} to stay {phase} for {steps}x{interval:g}s",
+            interval * (steps + 1) + 60.0,
+            interval=interval,
+            terminal=lambda v: len(seen) > 1 and v.phase != phase,
+        )
+    except WaitTimeout as err:
+        raise WaitTimeout(f"{err}\nevents:\n{_events_text(kube, namespace, name)}") from None
+    assert view.pod is not None
+    return view.pod
+
+
+def _deleted(
+    getter: Callable[[], Manifest | None],
+    description: str,
+    interval: float,
+    timeout: float,
+    *,
+    immediate: bool = True,
+) -> None:
+    wait_for(
+        lambda: getter() or _GONE,
+        lambda obj: obj is _GONE,
+        description,
+        timeout,
+        interval=interval,
+        immediate=immediate,
+    )
+
+
+def for_pod_deleted(
+    kube: k.Kube,
+    namespace: str,
+    name: str,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    _deleted(
+        lambda: kube.get_or_none(k.POD, name, namespace),
+        f"pod {namespace}/{name} to be deleted",
+        interval,
+        timeout,
+    )
+
+
+def for_pods_all_deleted(
+    kube: k.Kube,
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    deadline = time.monotonic() + timeout
+    for pod in pods:
+        meta = pod["metadata"]
+        left = max(0.0, deadline - time.monotonic())
+        for_pod_deleted(kube, meta["namespace"], meta["name"], interval=interval, timeout=left)
+
+
+# ------------------------------------------------------------------------------- workloads
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("status") or {}
+
+
+def is_deployment_complete(generation: int, status: Mapping[str, Any], replicas: int) -> bool:
+    """Observed the generation, and replicas == updated == available == ``replicas``."""
+    if int(status.get("observedGeneration", 0)) < generation:
+        return False
+    return all(
+        int(status.get(key, 0)) == replicas for key in ("replicas", "updatedReplicas", "availableReplicas")
+    )
+
+
+def are_daemonset_pods_ready(status: Mapping[str, Any]) -> bool:
+    """desired > 0, current == available == desired, none unavailable (``AreDaemonSetPodsReady``)."""
+    desired = int(status.get("desiredNumberScheduled", 0))
+    return (
+        desired > 0
+        and int(status.get("currentNumberScheduled", 0)) == desired
+        and int(status.get("numberAvailable", 0)) == desired
+        and int(status.get("numberUnavailable", 0)) == 0
+    )
+
+
+def is_replicaset_complete(generation: int, replicas: int, status: Mapping[str, Any]) -> bool:
+    return (
+        all(int(status.get(key, 0)) == replicas for key in ("readyReplicas", "replicas", "availableReplicas"))
+        and int(status.get("observedGeneration", 0)) >= generation
+    )
+
+
+def is_job_completed(job: Mapping[str, Any]) -> bool:
+    """The ``Complete`` condition is ``True`` (the first of that type counts)."""
+    for cond in _status(job).get("conditions") or ():
+        if cond.get("type") == "Complete":
+            return cond.get("status") == "True"
+    return False
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return meta["namespace"], meta["name"]
+
+
+def for_deployment_complete(
+    kube: k.Kube,
+    dp: Mapping[str, Any],
+    *,
+    replicas: int | None = None,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    """Until the Deployment is complete with ``replicas`` (default: its spec's) (``ForDeploymentComplete``)."""
+    ns, name = _key(dp)
+    want = int(dp["spec"].get("replicas", 1)) if replicas is None else replicas
+    generation = int(dp["metadata"].get("generation", 0))
+    return wait_for(
+        lambda: kube.get(k.DEPLOYMENT, name, ns),
+        lambda obj: is_deployment_complete(generation, _status(obj), want),
+        f"deployment {ns}/{name} to be complete with {want} replicas",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_deployment_replicas_creation(
+    kube: k.Kube,
+    dp: Mapping[str, Any],
+    expected: int,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    ns, name = _key(dp)
+    return wait_for(
+        lambda: kube.get(k.DEPLOYMENT, name, ns),
+        lambda obj: int(_status(obj).get("replicas", 0)) == expected,
+        f"deployment {ns}/{name} to have {expected} replicas",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_deployment_replicas_readiness(
+    kube: k.Kube,
+    dp: Mapping[str, Any],
+    expected: int,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    ns, name = _key(dp)
+    return wait_for(
+        lambda: kube.get(k.DEPLOYMENT, name, ns),
+        lambda obj: int(_status(obj).get("readyReplicas", 0)) == expected,
+        f"deployment {ns}/{name} to have {expected} ready replicas",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_daemonset_ready(
+    kube: k.Kube,
+    namespace: str,
+    name: str,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    """Until the DaemonSet exists and all its pods are available (``ForDaemonSetReadyByKey``)."""
+    return wait_for(
+        lambda: kube.get_or_none(k.DAEMONSET, name, namespace) or {},
+        lambda obj: bool(obj) and are_daemonset_pods_ready(_status(obj)),
+        f"daemonset {namespace}/{name} to be ready",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_daemonset_pods(
+    kube: k.Kube,
+    namespace: str,
+    name: str,
+    expected: int,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    """Until the DaemonSet wants ``expected`` pods (``ForDaemonsetPodsCreation``)."""
+    return wait_for(
+        lambda: kube.get_or_none(k.DAEMONSET, name, namespace) or {},
+        lambda obj: bool(obj) and int(_status(obj).get("desiredNumberScheduled", 0)) == expected,
+        f"daemonset {namespace}/{name} to have {expected} pods",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_daemonset_deleted(
+    kube: k.Kube,
+    namespace: str,
+    name: str,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    _deleted(
+        lambda: kube.get_or_none(k.DAEMONSET, name, namespace),
+        f"daemonset {namespace}/{name} to be deleted",
+        interval,
+        timeout,
+    )
+
+
+def for_replicaset_complete(
+    kube: k.Kube,
+    rs: Mapping[str, Any],
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    ns, name = _key(rs)
+    replicas = int(rs["spec"].get("replicas", 1))
+    generation = int(rs["metadata"].get("generation", 0))
+    return wait_for(
+        lambda: kube.get(k.REPLICASET, name, ns),
+        lambda obj: is_replicaset_complete(generation, replicas, _status(obj)),
+        f"replicaset {ns}/{name} to be complete with {replicas} replicas",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_job_completed(
+    kube: k.Kube,
+    namespace: str,
+    name: str,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Manifest:
+    return wait_for(
+        lambda: kube.get(k.JOB, name, namespace),
+        is_job_completed,
+        f"job {namespace}/{name} to complete",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_namespace_deleted(
+    kube: k.Kube, name: str, *, interval: float = DEFAULT_INTERVAL, timeout: float = DEFAULT_TIMEOUT
+) -> None:
+    _deleted(
+        lambda: kube.get_or_none(k.NAMESPACE, name), f"namespace {name} to be deleted", interval, timeout
+    )
+
+
+def for_nrop_deleted(
+    kube: k.Kube,
+    name: str = "numaresourcesoperator",
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    _deleted(
+        lambda: kube.get_or_none(k.NROP, name),
+        f"NUMAResourcesOperator {name} to be deleted",
+        interval,
+        timeout,
+        immediate=False,
+    )
+
+
+def for_nrosched_deleted(
+    kube: k.Kube,
+    name: str = "numaresourcesscheduler",
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    _deleted(
+        lambda: kube.get_or_none(k.NROSCHED, name),
+        f"NUMAResourcesScheduler {name} to be deleted",
+        interval,
+        timeout,
+        immediate=False,
+    )
+
+
+# ------------------------------------------------------------------------------- NRTs
+
+
+@dataclass
+class _NRTComparison:
+    """The NRT list seen, and why it does not match the reference (kept short in messages)."""
+
+    nrts: list[Manifest]
+    mismatched: list[str]
+    missing: list[str]
+    diff: str = ""
+
+    def to_dict(self) -> str:
+        return f"missing={self.missing} mismatched={self.mismatched}\n{self.diff}"
+
+
+def for_nrts_equal_to(
+    kube: k.Kube,
+    reference: Sequence[Mapping[str, Any]],
+    *,
+    ignore: Callable[[Mapping[str, Any]], bool] | None = None,
+    is_reboot_test: bool = False,
+    device_names: Sequence[str] = (),
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[Manifest]:
+    """Until every reference NRT (not ``ignore``-d) is equal to the current one (``is_nrt_equal``).
+
+    A reference NRT that disappeared ends the wait at once. The failure shows the
+    ``available`` diff from the reference to the current data.
+    """
+    wanted = [ref for ref in reference if not (ignore and ignore(ref))]
+
+    def compare() -> _NRTComparison:
+        current = kube.list(k.NRT)
+        by_name = {nrt["metadata"]["name"]: nrt for nrt in current}
+        missing = [ref["metadata"]["name"] for ref in wanted if ref["metadata"]["name"] not in by_name]
+        mismatched = [
+            ref["metadata"]["name"]
+            for ref in wanted
+            if ref["metadata"]["name"] in by_name
+            and not is_nrt_equal(ref, by_name[ref["metadata"]["name"]], is_reboot_test, device_names)
+        ]
+        return _NRTComparison(current, mismatched, missing)
+
+    try:
+        return wait_for(
+            compare,
+            lambda c: not c.missing and not c.mismatched,
+            f"{len(wanted)} NRTs to be equal to the reference",
+            timeout,
+            interval=interval,
+            terminal=lambda c: bool(c.missing),
+            immediate=False,
+        ).nrts
+    except WaitTimeout:
+        last = compare()
+        raise WaitTimeout(
+            f"expected {len(wanted)} NRTs to be equal to the reference within {timeout:g}s; "
+            f"missing: {last.missing}, different: {last.mismatched}\n"
+            f"available, reference -> current:\n{nrt_diff(wanted, last.nrts)}\n"
+            f"{list_to_string(wanted, ' reference')}{list_to_string(last.nrts, ' current')}"
+        ) from None
+
+
+@dataclass
+class PFPState:
+    """Per node, the last pod fingerprint seen and how many times in a row (upstream ``PFPState``)."""
+
+    counts: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def observe(self, node: str, value: str) -> int:
+        last, count = self.counts.get(node, ("", 0))
+        count = count + 1 if node in self.counts and last == value else 1
+        self.counts[node] = (value, count)
+        return count
+
+    def count_ready(self, threshold: int) -> int:
+        return sum(count >= threshold for _, count in self.counts.values())
+
+    def all_ready(self, threshold: int) -> bool:
+        return all(count >= threshold for _, count in self.counts.values())
+
+    def describe(self) -> str:
+        return ", ".join(
+            f"{node}: PFP={value} count={count}" for node, (value, count) in sorted(self.counts.items())
+        )
+
+
+@dataclass
+class _Settling:
+    nrts: list[Manifest]
+    state: PFPState
+    missing_pfp: list[str]
+    threshold: int
+
+    def to_dict(self) -> str:
+        return f"threshold={self.threshold} {self.state.describe()} missing PFP: {self.missing_pfp}"
+
+
+def for_nrts_settled(
+    kube: k.Kube,
+    threshold: int,
+    *,
+    ignore: Callable[[Mapping[str, Any]], bool] | None = None,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[Manifest]:
+    """Until each NRT's pod fingerprint was seen unchanged ``threshold`` times in a row.
+
+    (``ForNodeResourceTopologiesSettled``.) An NRT without the fingerprint attribute ends
+    the wait at once: settling cannot be observed without it.
+    """
+    state = PFPState()
+
+    def observe() -> _Settling:
+        nrts = kube.list(k.NRT)
+        missing = []
+        for nrt in nrts:
+            if ignore and ignore(nrt):
+                continue
+            value = pod_fingerprint(nrt)
+            if value is None:
+                missing.append(nrt["metadata"]["name"])
+                continue
+            state.observe(nrt["metadata"]["name"], value)
+        return _Settling(nrts, state, missing, threshold)
+
+    return wait_for(
+        observe,
+        lambda s: not s.missing_pfp and s.state.all_ready(threshold),
+        f"NRTs to settle ({threshold} identical pod fingerprints in a row)",
+        timeout,
+        interval=interval,
+        terminal=lambda s: bool(s.missing_pfp),
+    ).nrts
