@@ -1,0 +1,84 @@
+"""Benchmark: wall time of the serial suite, as users feel it.
+
+Runs ``pytest serial --tier-up-to N`` against fresh embedded clusters (started by the suite
+itself, as ``make e2e`` does), once serially and once with ``-n 2`` (one cluster per worker),
+and prints each run's wall time, outcome counts and the ratio between the two, next to the
+target (tier0 within 3 minutes on 2 cores). Never run in CI: the figures depend on the
+machine and its load.
+
+    python bench/suite.py [--tier 0] [--workers 2] [--only serial|parallel] [-- extra pytest args]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_S = {0: 180.0}
+_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|xpassed)")
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    seconds: float
+    exit_code: int
+    counts: dict[str, int]
+
+
+def run(label: str, tier: int, extra: list[str]) -> Run:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "serial",
+        "--tier-up-to",
+        str(tier),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *extra,
+    ]
+    print(f"[{label}] {' '.join(cmd)}", flush=True)
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    tail = proc.stdout.strip().splitlines()[-1:] or [""]
+    counts = {kind: int(n) for n, kind in _COUNTS.findall(tail[0])}
+    if proc.returncode != 0:
+        print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")
+    return Run(label, seconds, proc.returncode, counts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tier", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", choices=("serial", "parallel"))
+    args, extra = parser.parse_known_args()
+    extra = [a for a in extra if a != "--"]
+    runs: list[Run] = []
+    if args.only != "parallel":
+        runs.append(run("serial", args.tier, extra))
+    if args.only != "serial":
+        runs.append(run(f"-n {args.workers}", args.tier, ["-n", str(args.workers), *extra]))
+    target = TARGET_S.get(args.tier)
+    print(f"\nserial suite, tier0..tier{args.tier}" + (f" (target {target:.0f} s)" if target else ""))
+    print(f"{'run':<10} {'wall s':>8} {'exit':>5}  outcomes")
+    for r in runs:
+        outcomes = ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items())) or "-"
+        verdict = "" if target is None else ("  within target" if r.seconds <= target else "  OVER target")
+        print(f"{r.label:<10} {r.seconds:8.1f} {r.exit_code:5d}  {outcomes}{verdict}")
+    if len(runs) == 2:
+        print(f"ratio serial / -n {args.workers}: {runs[0].seconds / runs[1].seconds:.2f}x")
+    return 0 if all(r.exit_code == 0 for r in runs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
