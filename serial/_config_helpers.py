@@ -1,0 +1,852 @@
+"""Private helpers of the operator-configuration spec families.
+
+Shared by ``test_configuration``, ``test_tolerations``, ``test_workload_placement_no_nrt``,
+``test_metrics``, ``test_network_policy``, ``test_version`` and ``test_introspection``: the
+things those specs do to the NUMAResourcesOperator (update the CR with retries, read its
+conditions and status), to RTE DaemonSets and their pods, to node taints, and how they tell
+which platform they run on (so OpenShift-only specs skip with a reason read from the
+cluster, never unconditionally). Pure decisions (condition checks, taint arithmetic, RTE
+config parsing, related-object lists) are plain functions over dicts; the rest are thin
+loops on :func:`nrop.suite.waiting.wait_for`.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+from nrop.suite import waiters
+from nrop.suite.kube import DAEMONSET, NODE, NROP, POD, ApiError, Kind, Kube, Manifest
+from nrop.suite.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+# -- names (upstream constants) -----------------------------------------------------------
+
+LABEL_OPERATOR_NAME = "numaresourcesoperator.nodetopology.openshift.io/name"
+LABEL_NODEGROUP_MCP = "nodegroup.nodetopology.openshift.io/machineconfigpool"
+RTE_CONFIG_KEY = "config.yaml"
+RTE_POD_LABEL_NAME = "resource-topology"
+OPERATOR_POD_LABELS = {"app": "numaresources-operator"}
+SCHEDULER_POD_LABELS = {"app": "secondary-scheduler"}
+LABEL_ROLE = "node-role.kubernetes.io"
+ROLE_WORKER = "worker"
+ROLE_CONTROL_PLANE = "control-plane"
+ROLE_MCP_TEST = "mcp-test"
+NODEPOOL_LABEL = "hypershift.openshift.io/nodePool"
+SELINUX_POLICY_ANNOTATION = "config.node.openshift-kni.io/selinux-policy"
+SELINUX_POLICY_CUSTOM = "custom"
+TERMINATION_FALLBACK = "FallbackToLogsOnError"
+
+CONDITION_AVAILABLE = "Available"
+CONDITION_DEGRADED = "Degraded"
+REASON_INTERNAL_ERROR = "InternalError"
+REASON_NODEGROUPS_ERROR = "ValidationErrorUnderNodeGroups"
+
+MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
+KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")
+CLUSTERVERSION = Kind("config.openshift.io/v1", "ClusterVersion")
+INFRASTRUCTURE = Kind("config.openshift.io/v1", "Infrastructure")
+SCHEDULER_CONFIG = Kind("config.openshift.io/v1", "Scheduler")
+APISERVER_CONFIG = Kind("config.openshift.io/v1", "APIServer")
+
+# loglevel.ToKlog: the RTE -v value for each operator LogLevel
+KLOG_LEVELS = {"Normal": "2", "Debug": "4", "Trace": "6", "TraceAll": "8"}
+
+
+def role_label(role: str) -> str:
+    return f"{LABEL_ROLE}/{role}"
+
+
+# -- platform -------------------------------------------------------------------------------
+
+
+class Platform(enum.StrEnum):
+    KUBERNETES = "Kubernetes"
+    OPENSHIFT = "OpenShift"
+    HYPERSHIFT = "HyperShift"
+
+
+@dataclass(frozen=True)
+class ClusterPlatform:
+    """What the cluster is, read from its API (upstream ``detect.Platform`` + version)."""
+
+    platform: Platform
+    version: tuple[int, ...] | None
+
+    @property
+    def is_openshift_like(self) -> bool:
+        return self.platform in (Platform.OPENSHIFT, Platform.HYPERSHIFT)
+
+    def at_least(self, version: str) -> bool:
+        """``PlatVersion.AtLeast`` for OpenShift versions; False when the version is unknown."""
+        if self.version is None:
+            return False
+        return self.version >= parse_version(version)
+
+    def describe(self) -> str:
+        if self.version is None:
+            return self.platform.value
+        return f"{self.platform.value} {'.'.join(str(part) for part in self.version)}"
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``4.18.3`` / ``v1.30.0+k3s`` -> ``(4, 18, 3)``: the leading numeric dotted part."""
+    match = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
+    if not match:
+        raise ValueError(f"not a version: {text!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def serves(kube: Kube, kind: Kind) -> bool:
+    """Whether the API server serves ``kind`` (discovery knows it)."""
+    try:
+        kube._resource(kind)
+    except ResourceNotFoundError:
+        return False
+    return True
+
+
+def detect_platform(kube: Kube) -> ClusterPlatform:
+    """OpenShift when ``config.openshift.io`` ClusterVersion is served, HyperShift when its
+    Infrastructure reports an External control plane, else Kubernetes (with the server version)."""
+    if serves(kube, CLUSTERVERSION):
+        version = None
+        cv = kube.get_or_none(CLUSTERVERSION, "version")
+        desired = ((cv or {}).get("status") or {}).get("desired") or {}
+        if desired.get("version"):
+            version = parse_version(str(desired["version"]))
+        infra = kube.get_or_none(INFRASTRUCTURE, "cluster") or {}
+        topology = (infra.get("status") or {}).get("controlPlaneTopology")
+        platform = Platform.HYPERSHIFT if topology == "External" else Platform.OPENSHIFT
+        return ClusterPlatform(platform, version)
+    return ClusterPlatform(Platform.KUBERNETES, None)
+
+
+def openshift_kinds_missing(kube: Kube, *kinds: Kind) -> str | None:
+    """The skip reason when one of the OpenShift ``kinds`` is not served, else None."""
+    missing = [str(kind) for kind in kinds if not serves(kube, kind)]
+    if not missing:
+        return None
+    return f"requires OpenShift: {', '.join(missing)} not served by this cluster"
+
+
+def custom_policy_support_enabled(platform: ClusterPlatform, nrop: Mapping[str, Any]) -> bool:
+    """``isCustomPolicySupportEnabled``: the custom SELinux policy (a MachineConfig, MCP roll-out)
+    is in effect. Only OpenShift has MachineConfigs; before 4.18 it is always on."""
+    if platform.platform is not Platform.OPENSHIFT:
+        return False
+    if not platform.at_least("4.18"):
+        return True
+    groups = (nrop.get("spec") or {}).get("nodeGroups") or []
+    return any(
+        ((group.get("annotations") or {}).get(SELINUX_POLICY_ANNOTATION)) == SELINUX_POLICY_CUSTOM
+        for group in groups
+    )
+
+
+# -- polling --------------------------------------------------------------------------------
+
+
+def poll(target: str, upstream_interval: float) -> float:
+    """The poll interval to use: upstream's on a real cluster, at most 1 s on the embedded one
+    (same timeouts and semantics, CONTRACTS: local targets may poll faster)."""
+    return upstream_interval if target != "embedded" else min(upstream_interval, 1.0)
+
+
+def eventually(attempt: Callable[[], str | None], description: str, timeout: float, interval: float) -> None:
+    """Gomega ``Eventually(...).Should(Succeed())``: ``attempt`` returns None on success or what
+    is still wrong; the last problem is in the failure message."""
+    wait_for(attempt, lambda problem: problem is None, description, timeout, interval=interval)
+
+
+def consistently(
+    attempt: Callable[[], str | None], description: str, duration: float, interval: float
+) -> None:
+    """Gomega ``Consistently``: ``attempt`` must return None on every poll for ``duration``."""
+    import time
+
+    deadline = time.monotonic() + duration
+    while True:
+        problem = attempt()
+        if problem is not None:
+            raise AssertionError(f"{description}: {problem}")
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(interval)
+
+
+# -- conditions -----------------------------------------------------------------------------
+
+
+def find_condition(conditions: Iterable[Mapping[str, Any]] | None, ctype: str) -> Mapping[str, Any] | None:
+    return next((cond for cond in conditions or () if cond.get("type") == ctype), None)
+
+
+def synced_at_problem(status: Mapping[str, Any] | None, ctype: str, generation: int) -> str | None:
+    """``isNROOperSyncedAt`` / ``isNROSchedSyncedAt``: None when condition ``ctype`` is True at
+    ``generation``, else the upstream error text."""
+    if status is None:
+        return "nil status"
+    cond = find_condition(status.get("conditions"), ctype)
+    if cond is None:
+        return "missing condition"
+    if cond.get("status") != "True":
+        return "condition not true"
+    if cond.get("observedGeneration") != generation:
+        return f"condition at {cond.get('observedGeneration')} expected {generation}"
+    return None
+
+
+def is_degraded_with(conditions: Iterable[Mapping[str, Any]] | None, msg_contains: str, reason: str) -> bool:
+    """``isDegradedWith``: Degraded=True, message containing ``msg_contains``, reason ``reason``."""
+    cond = find_condition(conditions, CONDITION_DEGRADED)
+    if cond is None or cond.get("status") != "True":
+        return False
+    if msg_contains not in str(cond.get("message", "")):
+        log.info("Degraded message is not as expected: %s (expected to contain %r)", cond, msg_contains)
+        return False
+    if cond.get("reason") != reason:
+        log.info("Degraded reason is not as expected: %s (expected %r)", cond, reason)
+        return False
+    return True
+
+
+def available_true_problem(obj: Mapping[str, Any]) -> str | None:
+    cond = find_condition((obj.get("status") or {}).get("conditions"), CONDITION_AVAILABLE)
+    if cond is None:
+        return f"condition Available was not found: {(obj.get('status') or {}).get('conditions')}"
+    if cond.get("status") != "True":
+        return f"Expected operator condition to be Available=True, got: {(obj.get('status') or {}).get('conditions')}"
+    return None
+
+
+# -- CR updates -----------------------------------------------------------------------------
+
+
+def update_object(
+    kube: Kube,
+    kind: Kind,
+    name: str,
+    mutate: Callable[[Manifest], None],
+    *,
+    timeout: float,
+    interval: float,
+    namespace: str | None = None,
+) -> Manifest:
+    """``Eventually(Get; mutate; Update)``: a full-object update at the read resourceVersion,
+    retried (conflicts, transient errors) until it succeeds; returns the stored object."""
+    result: list[Manifest] = []
+
+    def attempt() -> str | None:
+        try:
+            obj = kube.get(kind, name, namespace)
+            mutate(obj)
+            result[:] = [kube.replace(obj)]
+        except ApiError as exc:
+            return f"update failed: {exc}"
+        return None
+
+    eventually(attempt, f"{kind.kind} {name} to be updated", timeout, interval)
+    return result[0]
+
+
+def update_nrop(
+    kube: Kube, name: str, mutate: Callable[[Manifest], None], *, timeout: float, interval: float
+) -> Manifest:
+    return update_object(kube, NROP, name, mutate, timeout=timeout, interval=interval)
+
+
+def first_group_config(nrop: Manifest) -> dict[str, Any]:
+    """``nodeGroups[0].config``, created empty when missing (mutates ``nrop``)."""
+    group = nrop["spec"]["nodeGroups"][0]
+    if group.get("config") is None:
+        group["config"] = {}
+    return group["config"]
+
+
+def set_rte_tolerations(
+    kube: Kube, nrop_name: str, tolerations: Sequence[Mapping[str, Any]], *, target: str
+) -> Manifest:
+    """``setRTETolerations``: nodeGroups[0].config.tolerations = ``tolerations`` (5m / 30s)."""
+
+    def mutate(obj: Manifest) -> None:
+        first_group_config(obj)["tolerations"] = [dict(tol) for tol in tolerations]
+
+    return update_nrop(kube, nrop_name, mutate, timeout=300, interval=poll(target, 30))
+
+
+# -- node group config ----------------------------------------------------------------------
+
+DEFAULT_NODE_GROUP_CONFIG: Mapping[str, Any] = {
+    "podsFingerprinting": "EnabledExclusiveResources",
+    "infoRefreshMode": "Periodic",
+    "infoRefreshPeriod": "10s",
+    "infoRefreshPause": "Disabled",
+}
+_MERGED_FIELDS = ("podsFingerprinting", "infoRefreshPeriod", "infoRefreshMode", "infoRefreshPause")
+
+
+def merged_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``DefaultNodeGroupConfig().Merge(user)``: the four knobs overlaid on the defaults
+    (Merge does not carry tolerations)."""
+    conf = dict(DEFAULT_NODE_GROUP_CONFIG)
+    for field_name in _MERGED_FIELDS:
+        if (user or {}).get(field_name) is not None:
+            conf[field_name] = user[field_name]  # type: ignore[index]
+    return conf
+
+
+def config_equal(status_conf: Mapping[str, Any] | None, expected: Mapping[str, Any]) -> bool:
+    """``cmp.Equal`` of a reported NodeGroupConfig with the expected one (durations compared as
+    Go durations, so ``10s`` equals ``10.000s``)."""
+    if status_conf is None:
+        return False
+    left = {key: value for key, value in status_conf.items() if value not in (None, [], {})}
+    right = {key: value for key, value in expected.items() if value not in (None, [], {})}
+    if "infoRefreshPeriod" in left and "infoRefreshPeriod" in right:
+        from nrop.suite.timeouts import parse_go_duration
+
+        if parse_go_duration(str(left["infoRefreshPeriod"])) == parse_go_duration(
+            str(right["infoRefreshPeriod"])
+        ):
+            left["infoRefreshPeriod"] = right["infoRefreshPeriod"]
+    return left == right
+
+
+def pool_of_status(nrop: Mapping[str, Any], pool: str) -> Mapping[str, Any] | None:
+    """The ``status.nodeGroups`` entry of ``pool`` (JSON key ``selector``)."""
+    for group in (nrop.get("status") or {}).get("nodeGroups") or ():
+        if group.get("selector") == pool:
+            return group
+    return None
+
+
+# -- tolerations and taints -----------------------------------------------------------------
+
+TEST_KEY = "testkey"
+
+
+def toleration(key: str, operator: str, effect: str, value: str | None = None) -> dict[str, Any]:
+    tol: dict[str, Any] = {"key": key, "operator": operator, "effect": effect}
+    if value is not None:
+        tol["value"] = value
+    return tol
+
+
+def test_toleration() -> list[dict[str, Any]]:
+    """``testToleration``: tolerate ``testkey`` (Exists) for NoSchedule."""
+    return [toleration(TEST_KEY, "Exists", "NoSchedule")]
+
+
+test_toleration.__test__ = False  # type: ignore[attr-defined]
+
+
+def sriov_toleration() -> dict[str, Any]:
+    return toleration("sriov", "Equal", "NoSchedule", "true")
+
+
+def sorted_tolerations(tols: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """``nropv1.SortedTolerations``: by key, operator, value, effect (missing fields as "")."""
+    cleaned = [{key: value for key, value in tol.items() if value not in (None, "")} for tol in tols or ()]
+    return sorted(
+        cleaned,
+        key=lambda tol: (
+            tol.get("key", ""),
+            tol.get("operator", ""),
+            tol.get("value", ""),
+            tol.get("effect", ""),
+        ),
+    )
+
+
+def parse_taint(text: str) -> dict[str, str]:
+    """``taints.ParseTaints`` for one spec ``key[=value]:Effect``."""
+    key_value, sep, effect = text.rpartition(":")
+    if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+        raise ValueError(f"invalid taint spec: {text}")
+    key, _, value = key_value.partition("=")
+    taint = {"key": key, "effect": effect}
+    if value:
+        taint["value"] = value
+    return taint
+
+
+def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")
+
+
+def add_or_update_taint(
+    taints: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], bool]:
+    """``taints.AddOrUpdateTaint``: replace a taint with the same key and effect, or append."""
+    result: list[dict[str, Any]] = []
+    updated = False
+    found = False
+    for existing in taints:
+        if _same_taint(existing, taint):
+            found = True
+            if existing.get("value", "") == taint.get("value", ""):
+                result.append(dict(existing))
+                continue
+            updated = True
+            result.append(dict(taint))
+        else:
+            result.append(dict(existing))
+    if not found:
+        result.append(dict(taint))
+        updated = True
+    return result, updated
+
+
+def remove_taint(
+    taints: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], bool]:
+    """``taints.RemoveTaint``: drop taints with the same key and effect."""
+    kept = [dict(existing) for existing in taints if not _same_taint(existing, taint)]
+    return kept, len(kept) != len(taints)
+
+
+def _set_node_taints(
+    kube: Kube, node_name: str, change: Callable[[list[dict[str, Any]]], tuple[list[dict[str, Any]], bool]]
+) -> str | None:
+    try:
+        node = kube.get(NODE, node_name)
+        taints = list((node.get("spec") or {}).get("taints") or [])
+        new_taints, updated = change(taints)
+        if not updated:
+            return None
+        node.setdefault("spec", {})["taints"] = new_taints
+        kube.replace(node)
+    except ApiError as exc:
+        return f"updating the taints of node {node_name} failed: {exc}"
+    return None
+
+
+def apply_taint_to_node(kube: Kube, node_name: str, taint: Mapping[str, Any], *, target: str) -> None:
+    """``applyTaintToNode`` (1m / 1s)."""
+    log.info("adding taint %s to node %s", taint, node_name)
+    eventually(
+        lambda: _set_node_taints(kube, node_name, lambda taints: add_or_update_taint(taints, taint)),
+        f"node {node_name} tainted with {taint}",
+        60,
+        poll(target, 1),
+    )
+
+
+def untaint_nodes(kube: Kube, node_names: Iterable[str], taint: Mapping[str, Any], *, target: str) -> None:
+    """``untaintNodes`` (1m / 5s per node)."""
+    for node_name in node_names:
+        log.info("removing taint %s from node %s", taint, node_name)
+        eventually(
+            lambda node_name=node_name: _set_node_taints(  # type: ignore[misc]
+                kube, node_name, lambda taints: remove_taint(taints, taint)
+            ),
+            f"taint {taint} removed from node {node_name}",
+            60,
+            poll(target, 5),
+        )
+
+
+# -- nodes ----------------------------------------------------------------------------------
+
+
+def worker_nodes(kube: Kube) -> list[Manifest]:
+    """``nodes.GetWorkers``: nodes carrying the worker role label."""
+    return kube.list(NODE, label_selector=role_label(ROLE_WORKER))
+
+
+def selector_text(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{key}={value}" if value else key for key, value in sorted(labels.items()))
+
+
+def nodes_by_selector(kube: Kube, labels: Mapping[str, str]) -> list[Manifest]:
+    return kube.list(NODE, label_selector=selector_text(labels)) if labels else kube.list(NODE)
+
+
+# -- daemonsets and pods --------------------------------------------------------------------
+
+
+def wait_deleted(
+    kube: Kube, kind: Kind, namespace: str | None, name: str, *, timeout: float, interval: float
+) -> None:
+    wait_for(
+        lambda: kube.get_or_none(kind, name, namespace),
+        lambda obj: obj is None,
+        f"{kind.kind} {namespace or ''}/{name} deleted",
+        timeout,
+        interval=interval,
+    )
+
+
+def pods_of_daemonset(kube: Kube, ds: Mapping[str, Any]) -> list[Manifest]:
+    """``podlist.ByDaemonset``: pods matching the DaemonSet selector and owned by it."""
+    meta = ds["metadata"]
+    match_labels = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    pods = kube.list(POD, meta["namespace"], label_selector=selector_text(match_labels))
+    uid = meta.get("uid")
+    return [
+        pod
+        for pod in pods
+        if any(ref.get("uid") == uid for ref in pod["metadata"].get("ownerReferences") or ())
+    ]
+
+
+def pod_names(pods: Iterable[Mapping[str, Any]]) -> str:
+    return " ".join(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}" for pod in pods)
+
+
+def rte_pod_on_node(kube: Kube, node_name: str) -> Manifest | None:
+    """``isRTEPodFoundOnNode``: an RTE pod (label name=resource-topology) bound to the node."""
+    for pod in kube.list(POD, field_selector=f"spec.nodeName={node_name}"):
+        if (pod["metadata"].get("labels") or {}).get("name") == RTE_POD_LABEL_NAME:
+            return pod
+    return None
+
+
+def wait_for_daemonset_update(
+    kube: Kube, namespace: str, name: str, old_pods: Sequence[Mapping[str, Any]], *, target: str
+) -> None:
+    """``waitForDaemonSetUpdate``: the old RTE pods are gone, then as many new ones are ready."""
+    waiters.for_pods_all_deleted(kube, old_pods, timeout=300, interval=poll(target, 30))
+    waiters.for_daemonset_pods(kube, namespace, name, len(old_pods), timeout=180, interval=poll(target, 10))
+    waiters.for_daemonset_ready(kube, namespace, name, timeout=180, interval=poll(target, 10))
+
+
+def first_pod(kube: Kube, namespace: str, labels: Mapping[str, str], *, exactly_one: bool) -> Manifest:
+    """``deploy.FindNUMAResourcesOperatorPod`` (exactly one) / ``FindNUMAResourcesSchedulerPod``."""
+    pods = kube.list(POD, namespace, label_selector=selector_text(labels))
+    if (exactly_one and len(pods) != 1) or not pods:
+        raise AssertionError(f"unexpected number of pods found: {len(pods)}")
+    return pods[0]
+
+
+def operator_pod(kube: Kube, nrop: Mapping[str, Any]) -> Manifest:
+    daemonsets = (nrop.get("status") or {}).get("daemonsets") or []
+    if not daemonsets:
+        raise AssertionError("node groups not reported, nothing to do")
+    return first_pod(kube, daemonsets[0]["namespace"], OPERATOR_POD_LABELS, exactly_one=True)
+
+
+def scheduler_pod(kube: Kube, nrs: Mapping[str, Any]) -> Manifest:
+    deployment = (nrs.get("status") or {}).get("deployment") or {}
+    if not deployment.get("name") or not deployment.get("namespace"):
+        raise AssertionError("scheduler deployment not reported in status")
+    return first_pod(kube, deployment["namespace"], SCHEDULER_POD_LABELS, exactly_one=False)
+
+
+def daemonsets_by_name(kube: Kube, names: Iterable[Mapping[str, str]]) -> list[Manifest]:
+    """``objects.GetDaemonSetsByNamespacedName``."""
+    return [kube.get(DAEMONSET, item["name"], item["namespace"]) for item in names]
+
+
+# -- RTE configuration ----------------------------------------------------------------------
+
+_RTE_CONFIG_KEYS = {"kubelet", "resourceExclude", "podExclude"}
+_RTE_LEGACY_KEYS = {"topologyManagerPolicy", "topologyManagerScope", "excludeList", "podExcludes"}
+
+
+@dataclass(frozen=True)
+class TMConfig:
+    policy: str
+    scope: str
+
+
+def rte_tm_config(configmap: Mapping[str, Any]) -> TMConfig:
+    """``configuration.ValidateAndExtractRTEConfigData``: parse ``config.yaml`` strictly (falling
+    back to the legacy layout) and require the single-numa-node policy."""
+    meta = configmap.get("metadata") or {}
+    raw = (configmap.get("data") or {}).get(RTE_CONFIG_KEY)
+    if raw is None:
+        raise AssertionError(f"config.yaml not found in ConfigMap {meta.get('namespace')}/{meta.get('name')}")
+    data = yaml.safe_load(raw) or {}
+    if not isinstance(data, dict):
+        raise AssertionError(f"config.yaml of ConfigMap {meta.get('name')} is not a mapping")
+    if set(data) <= _RTE_CONFIG_KEYS and set(data.get("kubelet") or {}) <= {
+        "topologyManagerPolicy",
+        "topologyManagerScope",
+    }:
+        kubelet = data.get("kubelet") or {}
+        conf = TMConfig(
+            str(kubelet.get("topologyManagerPolicy", "")), str(kubelet.get("topologyManagerScope", ""))
+        )
+    elif set(data) <= _RTE_LEGACY_KEYS:
+        log.error(
+            "failed to unmarshal config.yaml; falling back to legacy config (ConfigMap %s)", meta.get("name")
+        )
+        conf = TMConfig(str(data.get("topologyManagerPolicy", "")), str(data.get("topologyManagerScope", "")))
+    else:
+        raise AssertionError(
+            f"failed to unmarshal legacy config.yaml: unknown fields {sorted(set(data) - _RTE_CONFIG_KEYS)}"
+        )
+    if conf.policy != "single-numa-node":
+        raise AssertionError(f'invalid topologyManagerPolicy: got "{conf.policy}", want "single-numa-node"')
+    return conf
+
+
+def tm_config_mismatch(nrt: Mapping[str, Any], conf: TMConfig) -> str:
+    """``configuration.CheckTopologyManagerConfigMatching``: empty when the NRT attributes agree."""
+    problems = ""
+    for attr in nrt.get("attributes") or ():
+        name, value = attr.get("name"), attr.get("value")
+        if name == "topologyManagerPolicy" and value != conf.policy:
+            problems += f'"{name}" value is different; want: {conf.policy} got: {value}\n'
+        if name == "topologyManagerScope" and conf.scope and value != conf.scope:
+            problems += f'"{name}" value is different; want: {conf.scope} got: {value}\n'
+    return problems
+
+
+def pool_node_selector(
+    kube: Kube, platform: ClusterPlatform, nrop: Mapping[str, Any], pool: str
+) -> dict[str, str]:
+    """``nodegroups.NodeSelectorFromPoolName``: the NodePool label on HyperShift, the MCP node
+    selector on OpenShift; on Kubernetes (no MCPs) the node selector the operator gave the
+    pool's RTE DaemonSet, which is the operator's own statement of the pool's nodes."""
+    if platform.platform is Platform.HYPERSHIFT:
+        return {NODEPOOL_LABEL: pool}
+    if serves(kube, MCP):
+        mcp = kube.get(MCP, pool)
+        return dict(((mcp.get("spec") or {}).get("nodeSelector") or {}).get("matchLabels") or {})
+    group = pool_of_status(nrop, pool)
+    if group is None:
+        raise AssertionError(
+            f"no node group status for pool {pool!r} in {(nrop.get('status') or {}).get('nodeGroups')}"
+        )
+    ds_ref = group.get("daemonsets") or group.get("daemonset") or {}
+    ds = kube.get(DAEMONSET, ds_ref["name"], ds_ref["namespace"])
+    return dict(ds["spec"]["template"]["spec"].get("nodeSelector") or {})
+
+
+def container_flag(args: Iterable[str], flag: str) -> str | None:
+    """``flagcodec.ParseArgvKeyValue(..., WithFlagNormalization).GetFlag("-" + flag)``."""
+    for arg in args:
+        if not arg.startswith("-"):
+            continue
+        name, sep, value = arg.lstrip("-").partition("=")
+        if name == flag and sep:
+            return value
+    return None
+
+
+# -- related objects ------------------------------------------------------------------------
+
+
+def _ref(group: str, resource: str, namespace: str = "", name: str = "") -> str:
+    return f"{group}/{resource}/{namespace}/{name}"
+
+
+def related_objects_rte(namespace: str, daemonsets: Iterable[Mapping[str, str]]) -> list[str]:
+    """``relatedobjects.ResourceTopologyExporter`` as sorted ``group/resource/ns/name`` strings."""
+    refs = [
+        _ref("", "namespaces", "", namespace),
+        _ref("machineconfiguration.openshift.io", "kubeletconfigs"),
+        _ref("machineconfiguration.openshift.io", "machineconfigs"),
+        _ref("topology.node.k8s.io", "noderesourcetopologies"),
+    ]
+    refs += [_ref("apps", "daemonsets", ds["namespace"], ds["name"]) for ds in daemonsets]
+    return sorted(refs)
+
+
+def related_objects_scheduler(namespace: str, deployment: Mapping[str, str]) -> list[str]:
+    """``relatedobjects.Scheduler`` as sorted strings."""
+    return sorted(
+        [
+            _ref("", "namespaces", "", namespace),
+            _ref("apps", "deployments", deployment["namespace"], deployment["name"]),
+        ]
+    )
+
+
+def object_refs(refs: Iterable[Mapping[str, Any]] | None) -> list[str]:
+    """``objRefListToStringList``."""
+    return sorted(
+        _ref(ref.get("group", ""), ref.get("resource", ""), ref.get("namespace", ""), ref.get("name", ""))
+        for ref in refs or ()
+    )
+
+
+# -- in-pod commands and pod endpoints --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def exec_in_pod(
+    kube: Kube, pod: Mapping[str, Any], command: Sequence[str], container: str | None = None
+) -> ExecResult:
+    """``remoteexec.CommandOnPod``: run ``command`` in the pod's (first) container via pods/exec.
+
+    The exit status comes from the exec error channel: ``Success`` is 0, a ``NonZeroExitCode``
+    carries the code, any other failure (e.g. the command cannot be started) is -1 with the
+    server's message appended to stderr.
+    """
+    from kubernetes import client
+    from kubernetes.stream import stream
+    from kubernetes.stream.ws_client import ERROR_CHANNEL
+
+    meta = pod["metadata"]
+    core = client.CoreV1Api(kube.api_client)
+    resp = stream(
+        core.connect_get_namespaced_pod_exec,
+        meta["name"],
+        meta["namespace"],
+        command=list(command),
+        container=container or pod["spec"]["containers"][0]["name"],
+        stderr=True,
+        stdin=False,
+        stdout=True,
+        tty=False,
+        _preload_content=False,
+    )
+    stdout: list[str] = []
+    stderr: list[str] = []
+    while resp.is_open():
+        resp.update(timeout=1)
+        if resp.peek_stdout():
+            stdout.append(resp.read_stdout())
+        if resp.peek_stderr():
+            stderr.append(resp.read_stderr())
+    status_text = resp.read_channel(ERROR_CHANNEL)
+    resp.close()
+    return ExecResult(_exit_code(status_text, stderr), "".join(stdout), "".join(stderr))
+
+
+def _exit_code(status_text: str, stderr: list[str]) -> int:
+    """The exit code an exec error-channel Status (``metav1.Status`` JSON) stands for."""
+    import json
+
+    if not status_text:
+        return 0
+    status = json.loads(status_text)
+    if status.get("status") == "Success":
+        return 0
+    for cause in (status.get("details") or {}).get("causes") or ():
+        if cause.get("reason") == "ExitCode":
+            return int(cause.get("message", "-1"))
+    stderr.append(str(status.get("message", "")))
+    return -1
+
+
+def join_host_port(host: str, port: str) -> str:
+    """``net.JoinHostPort``."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def fetch_pod_https(kube: Kube, pod: Mapping[str, Any], port: str, path: str) -> str:
+    """GET ``https://<pod>:<port>/<path>`` through the API server's pods/proxy (certificate not
+    verified, like ``curl -k``)."""
+    from kubernetes import client
+
+    meta = pod["metadata"]
+    core = client.CoreV1Api(kube.api_client)
+    return str(
+        core.connect_get_namespaced_pod_proxy_with_path(
+            f"https:{meta['name']}:{port}", meta["namespace"], path
+        )
+    )
+
+
+# -- MachineConfigPools (OpenShift roll-outs) -------------------------------------------------
+
+
+def mcp_condition_true(kube: Kube, name: str, ctype: str) -> str | None:
+    mcp = kube.get_or_none(MCP, name)
+    if mcp is None:
+        return f"MCP {name} not found"
+    cond = find_condition((mcp.get("status") or {}).get("conditions"), ctype)
+    if cond is None or cond.get("status") != "True":
+        return f"MCP {name} condition {ctype} is {cond}"
+    return None
+
+
+def wait_mcp_condition(kube: Kube, suite_config: Any, name: str, ctype: str) -> None:
+    t = suite_config.timeouts
+    eventually(
+        lambda: mcp_condition_true(kube, name, ctype),
+        f"MCP {name} condition {ctype}",
+        t.mcp_update_timeout,
+        poll(suite_config.target, t.mcp_update_interval),
+    )
+
+
+CURRENT_CONFIG_ANNOTATION = "machineconfiguration.openshift.io/currentConfig"
+DESIRED_CONFIG_ANNOTATION = "machineconfiguration.openshift.io/desiredConfig"
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """``metav1.LabelSelectorAsSelector(sel).Matches(labels)`` (nil selector matches nothing)."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or ():
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or ()
+        present = key in labels
+        if (
+            (op == "In" and (not present or labels[key] not in values))
+            or (op == "NotIn" and present and labels[key] in values)
+            or (op == "Exists" and not present)
+            or (op == "DoesNotExist" and present)
+        ):
+            return False
+    return True
+
+
+def nrop_mcps(kube: Kube, nrop: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``nropmcp.GetListByNodeGroupsV1``: MCPs selected by the node groups (selector or name)."""
+    mcps = kube.list(MCP)
+    selected: dict[str, dict[str, Any]] = {}
+    for group in (nrop.get("spec") or {}).get("nodeGroups") or ():
+        for mcp in mcps:
+            name = mcp["metadata"]["name"]
+            if group.get("poolName") == name or selector_matches(
+                group.get("machineConfigPoolSelector"), mcp["metadata"].get("labels") or {}
+            ):
+                selected[name] = mcp
+    return list(selected.values())
+
+
+def mcps_info(kube: Kube, nrop: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """``buildMCPsInfo``: (mcp name, initial rendered config, a sample node) per NROP MCP."""
+    info = []
+    for mcp in nrop_mcps(kube, kube.get(NROP, nrop["metadata"]["name"])):
+        labels = ((mcp.get("spec") or {}).get("nodeSelector") or {}).get("matchLabels") or {}
+        nodes = nodes_by_selector(kube, labels)
+        if not nodes:
+            raise AssertionError(f"empty node list for mcp {mcp['metadata']['name']}")
+        config = ((mcp.get("status") or {}).get("configuration") or {}).get("name", "")
+        info.append((mcp["metadata"]["name"], config, nodes[0]["metadata"]["name"]))
+    return info
+
+
+def wait_for_mcp_update(
+    kube: Kube, suite_config: Any, infos: list[tuple[str, str, str]], config_update: bool
+) -> None:
+    """``waitForMcpUpdate``: every MCP Updated, its rendered config changed (MachineConfig update)
+    and the sample node's desired and current config equal to it."""
+    for name, _, _ in infos:
+        wait_mcp_condition(kube, suite_config, name, "Updated")
+    for name, initial, sample in infos:
+        mcp = kube.get(MCP, name)
+        updated = ((mcp.get("status") or {}).get("configuration") or {}).get("name", "")
+        if config_update:
+            assert updated != initial, f"config of MCP {name} was not updated"
+        annotations = kube.get(NODE, sample)["metadata"].get("annotations") or {}
+        assert annotations.get(DESIRED_CONFIG_ANNOTATION) == updated, (
+            f"desired mc mismatch for node {sample!r}"
+        )
+        assert annotations.get(CURRENT_CONFIG_ANNOTATION) == updated, (
+            f"current mc mismatch for node {sample!r}"
+        )

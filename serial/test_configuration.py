@@ -1,0 +1,1508 @@
+"""Serial specs of upstream ``configuration.go``: operator configuration management.
+
+Node groups (MCP selector vs poolName, validation -> Degraded), RTE log level, the NodeGroupConfig
+reported in the NROP status, relatedObjects, KubeletConfig tracking (TM policy/scope reaching
+the RTE ConfigMap and the NRT attributes), the NRS scheduler name, and the TLS profile of the
+RTE. OpenShift-only steps (MachineConfigPools, KubeletConfigs, PerformanceProfiles, the
+APIServer TLS profile, cluster types) run when the cluster serves those APIs; otherwise the
+spec skips saying which API is missing. On Kubernetes a pool named ``P`` is the set of nodes
+labelled ``node-role.kubernetes.io/P`` (the operator's poolName convention), so specs that only
+need "a pool with no machines" run there with no MCP object.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import _config_helpers as h
+import pytest
+import yaml
+
+from nrop.api import qos
+from nrop.suite import nrt as e2enrt
+from nrop.suite import resourcelist as rl
+from nrop.suite import scheduling, waiters
+from nrop.suite.kube import CONFIGMAP, DAEMONSET, DEPLOYMENT, NODE, NROP, NROSCHED, NRT, POD, Kube
+from nrop.suite.objects import new_test_pod_pause, randomize_name
+from nrop.suite.specs import entry, spec
+from nrop.suite.waiting import WaitTimeout, wait_for
+
+log = logging.getLogger(__name__)
+
+pytestmark = spec(
+    "[serial][disruptive] numaresources configuration management", "Serial", "disruptive", "feature:config"
+)
+FIXTURE_BASENAME = "e2e-test-configuration"
+
+SCHEDULER_TEST_NAME = "test-topology-scheduler"
+MIN_CUSTOM_POLICY_VERSION = "4.18"
+SNN = "single-numa-node"
+
+
+def _nrop(kube: Kube, suite_config: Any) -> dict[str, Any]:
+    return kube.get(NROP, suite_config.nrop["metadata"]["name"])
+
+
+def _nrs(kube: Kube, suite_config: Any) -> dict[str, Any]:
+    return kube.get(NROSCHED, suite_config.nrosched["metadata"]["name"])
+
+
+@pytest.fixture(autouse=True)
+def _suitable_nrts(fxt: Any) -> list[Mapping[str, Any]]:
+    """The Describe's BeforeEach: at least two NRTs with a valid (single-numa-node) policy."""
+    nrts = fxt.kube.list(NRT)
+    candidates = e2enrt.filter_by_policy(nrts, SNN)
+    if len(candidates) < 2:
+        pytest.skip(f"not enough nodes with valid policy - found {len(candidates)}")
+    return nrts
+
+
+@pytest.fixture
+def platform(kube: Kube) -> h.ClusterPlatform:
+    return h.detect_platform(kube)
+
+
+def _revert_spec(
+    kube: Kube, name: str, initial_spec: Mapping[str, Any], target: str, timeout: float = 600
+) -> None:
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["spec"] = dict(initial_spec)
+
+    h.update_nrop(kube, name, mutate, timeout=timeout, interval=h.poll(target, 30))
+
+
+def _revert_node_groups_and_wait_available(
+    kube: Kube, name: str, node_groups: list[Any], target: str
+) -> None:
+    """The node-group specs' deferred revert: restore the groups, then Available=True (5m / 5s)."""
+
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["spec"]["nodeGroups"] = node_groups
+
+    h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
+    h.eventually(
+        lambda: h.available_true_problem(kube.get(NROP, name)),
+        "operator did not return to Available state in time",
+        300,
+        h.poll(target, 5),
+    )
+
+
+def _append_node_group(kube: Kube, name: str, group: Mapping[str, Any], target: str) -> dict[str, Any]:
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["spec"]["nodeGroups"] = [*obj["spec"].get("nodeGroups", []), dict(group)]
+
+    return h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
+
+
+def _create_test_mcp(
+    kube: Kube, machine_config_selector: Mapping[str, Any], name: str = h.ROLE_MCP_TEST
+) -> dict[str, Any]:
+    """``objects.TestMCP`` with the spec's selectors; zero machines (no node has the role)."""
+    mcp = {
+        "apiVersion": h.MCP.api_version,
+        "kind": h.MCP.kind,
+        "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": name}},
+        "spec": {
+            "machineConfigSelector": dict(machine_config_selector),
+            "nodeSelector": {"matchLabels": {h.role_label(name): ""}},
+        },
+    }
+    return kube.create(mcp)
+
+
+def _delete_mcp(kube: Kube, suite_config: Any, name: str) -> None:
+    kube.delete(h.MCP, name)
+    t = suite_config.timeouts
+    h.wait_deleted(
+        kube,
+        h.MCP,
+        None,
+        name,
+        timeout=t.mcp_update_timeout,
+        interval=h.poll(suite_config.target, t.mcp_update_interval),
+    )
+
+
+PERFORMANCE_PROFILE = h.Kind("performance.openshift.io/v2", "PerformanceProfile")
+
+
+def _kubelet_config_of(kc: Mapping[str, Any]) -> dict[str, Any]:
+    return dict((kc.get("spec") or {}).get("kubeletConfig") or {})
+
+
+def _targeted_kubelet_config(kube: Kube, nrop: Mapping[str, Any]) -> dict[str, Any]:
+    targeted = None
+    kcs = kube.list(h.KUBELETCONFIG)
+    for mcp in h.nrop_mcps(kube, nrop):
+        for kc in kcs:
+            if h.selector_matches(
+                (kc.get("spec") or {}).get("machineConfigPoolSelector"), mcp["metadata"].get("labels") or {}
+            ):
+                targeted = kc
+    assert targeted is not None, "there should be at least one kubeletconfig.machineconfiguration object"
+    return targeted
+
+
+def _set_kubelet_config_field(kube: Kube, target: str, kc_name: str, field_name: str, value: str) -> None:
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["spec"].setdefault("kubeletConfig", {})[field_name] = value
+
+    h.update_object(kube, h.KUBELETCONFIG, kc_name, mutate, timeout=600, interval=h.poll(target, 30))
+
+
+def _update_performance_profile(kube: Kube, target: str, name: str, value: str, *path: str) -> None:
+    """``updatePerformanceProfileFieldUnstructured``: the field path must exist, then is set."""
+    profile = kube.get(PERFORMANCE_PROFILE, name)
+    current: Any = profile
+    for key in path[:-1]:
+        assert isinstance(current.get(key), dict), (
+            f"Key '{key}' in path {list(path)} does not exist in PerformanceProfile {name}"
+        )
+        current = current[key]
+    assert path[-1] in current, (
+        f"Final field '{path[-1]}' in path {list(path)} does not exist in PerformanceProfile {name}"
+    )
+
+    def mutate(obj: dict[str, Any]) -> None:
+        node = obj
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    h.update_object(kube, PERFORMANCE_PROFILE, name, mutate, timeout=600, interval=h.poll(target, 30))
+
+
+def _new_tm_scope(old: str) -> str:
+    """``getNewTopologyManagerScopeValue``."""
+    return "pod" if old in ("container", "") else "container"
+
+
+def _cluster_type(kube: Kube) -> str:
+    """``getClusterType``: compact / mno-masters-schedulable / mno."""
+    nodes = kube.list(NODE)
+    masters_schedulable = False
+    if h.serves(kube, h.SCHEDULER_CONFIG):
+        sched = kube.get_or_none(h.SCHEDULER_CONFIG, "cluster")
+        masters_schedulable = bool(((sched or {}).get("spec") or {}).get("mastersSchedulable"))
+    infra = kube.get_or_none(h.INFRASTRUCTURE, "cluster") if h.serves(kube, h.INFRASTRUCTURE) else None
+    if (
+        infra is not None
+        and (infra.get("status") or {}).get("controlPlaneTopology") == "HighlyAvailable"
+        and masters_schedulable
+    ):
+        return "compact" if len(nodes) == 3 else "mno-masters-schedulable"
+    return "mno"
+
+
+class TestClusterHasAtLeastOneSuitableNode:
+    pytestmark = spec("cluster has at least one suitable node")
+
+    @spec(
+        "[test_id:47674] should be able to modify the configurable values under the NUMAResourcesOperator CR",
+        "images",
+        "tier2",
+        "openshift",
+    )
+    def test_47674_modify_nrop_configurable_values(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+        target = suite_config.target
+        name = suite_config.nrop["metadata"]["name"]
+        initial = _nrop(kube, suite_config)
+        # A new node group for a pool with zero machines (no reboot). On OpenShift: a new MCP selected by
+        # its labels; on Kubernetes (no MCPs) the same pool by name, whose nodes are the role label's.
+        mcp_served = h.serves(kube, h.MCP)
+        if mcp_served:
+            mcp = _create_test_mcp(
+                kube,
+                {
+                    "matchLabels": {
+                        "machineconfiguration.openshift.io/role": h.ROLE_WORKER,
+                        "test-id": "47674",
+                    }
+                },
+            )
+            test_group: dict[str, Any] = {
+                "machineConfigPoolSelector": {"matchLabels": dict(mcp["metadata"]["labels"])}
+            }
+            pool_selector = dict(mcp["spec"]["nodeSelector"]["matchLabels"])
+        else:
+            test_group = {"poolName": h.ROLE_MCP_TEST}
+            pool_selector = {h.role_label(h.ROLE_MCP_TEST): ""}
+        try:
+            new_level: list[str] = ["Trace"]
+
+            def mutate(obj: dict[str, Any]) -> None:
+                obj["spec"]["nodeGroups"] = [*obj["spec"].get("nodeGroups", []), test_group]
+                new_level[0] = "Debug" if obj["spec"].get("logLevel") == "Trace" else "Trace"
+                obj["spec"]["logLevel"] = new_level[0]
+
+            applied = h.update_nrop(kube, name, mutate, timeout=300, interval=h.poll(target, 30))
+            try:
+                updated: dict[str, Any] = {}
+
+                def synced() -> str | None:
+                    updated.update(kube.get(NROP, name))
+                    return h.synced_at_problem(
+                        updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                    )
+
+                h.eventually(synced, "failed to update RTE daemonset node selector", 600, h.poll(target, 30))
+                dss = h.daemonsets_by_name(kube, updated["status"].get("daemonsets") or [])
+                assert len(dss) == len(applied["spec"]["nodeGroups"]), (
+                    "daemonsets found owned by NRO object doesn't align with specified NodeGroups"
+                )
+                for ds in dss:
+                    pod_spec = ds["spec"]["template"]["spec"]
+                    if ds["metadata"]["name"] == f"{name}-{h.ROLE_MCP_TEST}":
+                        assert pod_spec.get("nodeSelector") == pool_selector
+                    cnt = pod_spec["containers"][0]
+                    value = h.container_flag(cnt.get("args") or (), "v")
+                    assert value is not None, (
+                        f"-v flag doesn't exist in container {cnt['name']!r} args under DaemonSet: {ds['metadata']['name']!r}"
+                    )
+                    assert value == h.KLOG_LEVELS[new_level[0]], (
+                        f"LogLevel {updated['spec'].get('logLevel')} doesn't match the existing -v flag in container: "
+                        f"{cnt['name']!r} managed by DaemonSet: {ds['metadata']['name']!r}"
+                    )
+            finally:
+                _revert_spec(kube, name, initial["spec"], target)
+        finally:
+            if mcp_served:
+                _delete_mcp(kube, suite_config, h.ROLE_MCP_TEST)
+
+    @spec("should converge with mixed SELinux policy across node groups", "tier2", "openshift")
+    def test_mixed_selinux_policy(
+        self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+    ) -> None:
+        if platform.platform is not h.Platform.OPENSHIFT:
+            pytest.skip(
+                f"requires OpenShift: the custom SELinux policy is a MachineConfig (platform {platform.describe()})"
+            )
+        if not platform.at_least(MIN_CUSTOM_POLICY_VERSION):
+            pytest.skip("mixed SELinux policy test requires platform >= 4.18")
+        reason = h.openshift_kinds_missing(kube, h.MCP)
+        if reason:
+            pytest.skip(reason)
+        target = suite_config.target
+        name = suite_config.nrop["metadata"]["name"]
+        initial = _nrop(kube, suite_config)
+        mcp = _create_test_mcp(
+            kube,
+            {
+                "matchExpressions": [
+                    {
+                        "key": "machineconfiguration.openshift.io/role",
+                        "operator": "In",
+                        "values": [h.ROLE_MCP_TEST, h.ROLE_WORKER],
+                    }
+                ]
+            },
+        )
+        try:
+            test_group = {
+                "machineConfigPoolSelector": {"matchLabels": dict(mcp["metadata"]["labels"])},
+                "annotations": {h.SELINUX_POLICY_ANNOTATION: h.SELINUX_POLICY_CUSTOM},
+            }
+            applied = _append_node_group(kube, name, test_group, target)
+            try:
+                updated: dict[str, Any] = {}
+
+                def synced() -> str | None:
+                    updated.update(kube.get(NROP, name))
+                    return h.synced_at_problem(
+                        updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                    )
+
+                h.eventually(synced, "operator to converge with mixed policy", 600, h.poll(target, 30))
+                dss = h.daemonsets_by_name(kube, updated["status"].get("daemonsets") or [])
+                assert len(dss) == len(applied["spec"]["nodeGroups"]), (
+                    "daemonsets found owned by NRO object doesn't align with specified NodeGroups"
+                )
+            finally:
+                _revert_spec(kube, name, initial["spec"], target)
+        finally:
+            _delete_mcp(kube, suite_config, mcp["metadata"]["name"])
+
+    @spec(
+        "[test_id:54916] should be able to modify the configurable values under the NUMAResourcesScheduler CR",
+        "tier2",
+        "schedrst",
+        "feature:schedrst",
+    )
+    def test_54916_modify_nrs_configurable_values(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+        target = suite_config.target
+        nrs_name = suite_config.nrosched["metadata"]["name"]
+        initial = kube.get(NROSCHED, nrs_name)
+        initial_name = (initial.get("status") or {}).get("schedulerName", "")
+
+        def set_name(value: str) -> None:
+            def mutate(obj: dict[str, Any]) -> None:
+                obj["spec"]["schedulerName"] = value
+
+            h.update_object(kube, NROSCHED, nrs_name, mutate, timeout=600, interval=h.poll(target, 30))
+
+        set_name(SCHEDULER_TEST_NAME)
+        try:
+            updated: dict[str, Any] = {}
+
+            def synced() -> str | None:
+                updated.clear()
+                updated.update(kube.get(NROSCHED, nrs_name))
+                return h.synced_at_problem(
+                    updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                )
+
+            h.eventually(synced, "failed to update the schedulerName field", 60, h.poll(target, 15))
+            got = updated["status"].get("schedulerName")
+            assert got == SCHEDULER_TEST_NAME, (
+                f"failed to update the schedulerName field,expected {SCHEDULER_TEST_NAME!r} but found {got!r}"
+            )
+
+            h.consistently(synced, "unexpected mutation in NUMAResourcesScheduler", 60, h.poll(target, 5))
+
+            pod = new_test_pod_pause(fxt.namespace, randomize_name("testpod"), image=suite_config.pause_image)
+            pod["spec"]["schedulerName"] = SCHEDULER_TEST_NAME
+            kube.create(pod)
+            running = waiters.for_pod_phase(
+                kube,
+                fxt.namespace,
+                pod["metadata"]["name"],
+                "Running",
+                timeout=300,
+                interval=h.poll(target, 1),
+            )
+            meta = running["metadata"]
+            assert scheduling.check_pod_was_scheduled_with(
+                kube, meta["namespace"], meta["name"], SCHEDULER_TEST_NAME
+            ), (
+                f"pod {meta['namespace']}/{meta['name']} not scheduled with expected scheduler {SCHEDULER_TEST_NAME}"
+            )
+        finally:
+            set_name(initial_name)
+            h.eventually(
+                lambda: (
+                    None
+                    if (kube.get(NROSCHED, nrs_name).get("status") or {}).get("schedulerName") == initial_name
+                    else "schedulerName not reverted yet"
+                ),
+                f"failed to revert the schedulerName field, expected {initial_name!r}",
+                60,
+                h.poll(target, 15),
+            )
+
+    @spec("[test_id:84307] should report the NodeGroupConfig in the status", "tier2", "openshift")
+    def test_84307_report_node_group_config(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+        nrop = _nrop(kube, suite_config)
+        groups = nrop["spec"].get("nodeGroups") or []
+        if len(groups) != 1:
+            fxt.skip(f"more than one NodeGroup not yet supported, found {len(groups)}")
+        seen = [False]
+
+        def attempt() -> str | None:
+            obj = _nrop(kube, suite_config)
+            status = obj.get("status") or {}
+            mcps, ng_status = status.get("machineconfigpools") or [], status.get("nodeGroups") or []
+            spec_groups = obj["spec"].get("nodeGroups") or []
+            if len(mcps) != len(spec_groups):
+                return f"MCP Status mismatch: found {len(mcps)}, expected {len(spec_groups)}"
+            if len(ng_status) != len(spec_groups):
+                return f"NodeGroupStatus mismatch: found {len(ng_status)}, expected {len(spec_groups)}"
+            # the assumption here is that the configured node group selector targets one pool
+            assert mcps[0]["name"] == ng_status[0].get("selector")
+            assert len(status.get("daemonsets") or []) == 1  # always one daemonset per pool
+            assert status["daemonsets"][0] == ng_status[0].get("daemonsets")
+            conf_from_mcp = mcps[0].get("config")
+            if conf_from_mcp is None:
+                return "the config is not reported in status.machineconfigpools yet"
+            seen[0] = True
+            expected = h.merged_config(spec_groups[0].get("config"))
+            match_mcp = h.config_equal(conf_from_mcp, expected)
+            match_group = h.config_equal(ng_status[0].get("config"), expected)
+            log.info(
+                "status (MCP) %s status (group) %s spec %s",
+                conf_from_mcp,
+                ng_status[0].get("config"),
+                expected,
+            )
+            return None if match_mcp and match_group else "config status mismatch"
+
+        try:
+            h.eventually(
+                attempt, "the NodeGroupConfig status to match the spec", 300, h.poll(suite_config.target, 10)
+            )
+        except WaitTimeout:
+            if not seen[0]:
+                fxt.skip("NodeGroupConfig never reported in status, assuming not supported")
+            raise
+
+    @spec("[test_id:84309] should report relatedObjects in the status", "related_objects")
+    def test_84309_report_related_objects(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+        nrop = _nrop(kube, suite_config)
+        groups = nrop["spec"].get("nodeGroups") or []
+        if len(groups) != 1:
+            fxt.skip(f"more than one NodeGroup not yet supported, found {len(groups)}")
+        status = nrop.get("status") or {}
+        dss = h.daemonsets_by_name(kube, status.get("daemonsets") or [])
+        assert len(dss) == 1, f"unexpected DaemonSet count: {len(dss)}"
+        expected = h.related_objects_rte(dss[0]["metadata"]["namespace"], status.get("daemonsets") or [])
+        got = h.object_refs(status.get("relatedObjects"))
+        assert got == expected, "mismatching related objects for NUMAResourcesOperator"
+
+        nrs = _nrs(kube, suite_config)
+        deployment = (nrs.get("status") or {}).get("deployment") or {}
+        assert deployment.get("name"), "unexpected missing scheduler deployment"
+        expected_nrs = h.related_objects_scheduler(deployment["namespace"], deployment)
+        got_nrs = h.object_refs((nrs.get("status") or {}).get("relatedObjects"))
+        assert got_nrs == expected_nrs, "mismatching related objects for NUMAResourcesScheduler"
+
+    @spec("[test_id:84310] ignores non-matching kubeletconfigs", "slow", "tier1", "openshift")
+    def test_84310_ignores_non_matching_kubeletconfigs(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+        reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG)
+        if reason:
+            pytest.skip(reason)
+        nrop_name = suite_config.nrop["metadata"]["name"]
+
+        def kc_configmap_names() -> list[str]:
+            cms = kube.list(CONFIGMAP, label_selector=f"{h.LABEL_OPERATOR_NAME}={nrop_name}")
+            return sorted({cm["metadata"]["name"] for cm in cms})
+
+        before = kc_configmap_names()
+        log.info("initial set of configmaps from kubeletconfigs: %s", ",".join(before))
+        # intobjs.NewKubeletConfigAutoresizeControlPlane
+        kc = {
+            "apiVersion": h.KUBELETCONFIG.api_version,
+            "kind": h.KUBELETCONFIG.kind,
+            "metadata": {"name": "autoresize-ctrlplane"},
+            "spec": {
+                "autoSizingReserved": True,
+                "machineConfigPoolSelector": {
+                    "matchLabels": {"pools.operator.machineconfiguration.openshift.io/master": ""}
+                },
+            },
+        }
+        kube.create(kc)
+        try:
+            h.consistently(
+                lambda: (
+                    None if kc_configmap_names() == before else f"configmaps changed: {kc_configmap_names()}"
+                ),
+                "the KubeletConfig ConfigMaps changed",
+                300,
+                h.poll(suite_config.target, 10),
+            )
+        finally:
+            kube.delete(h.KUBELETCONFIG, kc["metadata"]["name"])
+            h.wait_deleted(kube, h.KUBELETCONFIG, None, kc["metadata"]["name"], timeout=180, interval=1)
+
+    @spec(
+        "[test_id:47585] can change kubeletconfig and controller should adapt",
+        "reboot_required",
+        "slow",
+        "tier2",
+        "openshift",
+    )
+    def test_47585_kubeletconfig_change_adapts(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+        reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG, h.MCP)
+        if reason:
+            pytest.skip(reason)
+        fxt.is_reboot_test = True
+        target = suite_config.target
+        nrop = _nrop(kube, suite_config)
+        initial_nrts = kube.list(NRT)
+        infos = h.mcps_info(kube, nrop)
+        assert infos
+        kc = _targeted_kubelet_config(kube, nrop)
+        kc_name = kc["metadata"]["name"]
+        initial_scope = str(_kubelet_config_of(kc).get("topologyManagerScope", ""))
+        new_scope = _new_tm_scope(initial_scope)
+        assert initial_scope != new_scope
+        owners = kc["metadata"].get("ownerReferences") or []
+        assert len(owners) < 2
+
+        def set_scope(value: str) -> None:
+            if not owners:
+                _set_kubelet_config_field(kube, target, kc_name, "topologyManagerScope", value)
+                return
+            if owners[0]["kind"] != "PerformanceProfile":
+                pytest.skip(f"owner object {owners[0]['kind']!r} is not supported in this test")
+            annotation = f'{{"topologyManagerScope": "{value}", "cpuManagerPolicyOptions": {{"full-pcpus-only": "false"}}}}'
+            _update_performance_profile(
+                kube,
+                target,
+                owners[0]["name"],
+                annotation,
+                "metadata",
+                "annotations",
+                "kubeletconfig.experimental",
+            )
+
+        set_scope(new_scope)
+        try:
+            h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+            kc = kube.get(h.KUBELETCONFIG, kc_name)
+            cm = next(
+                (
+                    item
+                    for item in kube.list(CONFIGMAP)
+                    if any(
+                        ref.get("uid") == kc["metadata"]["uid"]
+                        for ref in item["metadata"].get("ownerReferences") or ()
+                    )
+                ),
+                None,
+            )
+            assert cm is not None, (
+                f"NUMAResourcesOperator {nrop['metadata']['name']!r} should have a ConfigMap owned by KubeletConfig {kc_name!r}"
+            )
+
+            def cm_updated() -> str | None:
+                current = kube.get(CONFIGMAP, cm["metadata"]["name"], cm["metadata"]["namespace"])
+                data = (current.get("data") or {}).get(h.RTE_CONFIG_KEY)
+                assert data is not None, (
+                    f"failed to obtain config.yaml key from ConfigMap {cm['metadata']['name']!r} data"
+                )
+                scope = ((yaml.safe_load(data) or {}).get("kubelet") or {}).get("topologyManagerScope", "")
+                return (
+                    None
+                    if scope != initial_scope
+                    else "ConfigMap not updated with the new TopologyManagerScope yet"
+                )
+
+            h.eventually(cm_updated, "the RTE ConfigMap to carry the new scope", 300, h.poll(target, 30))
+            _schedule_gu_pod_and_check(fxt, kube, suite_config, initial_nrts)
+        finally:
+            kc_now = kube.get(h.KUBELETCONFIG, kc_name)
+            if str(_kubelet_config_of(kc_now).get("topologyManagerScope", "")) != initial_scope:
+                infos = h.mcps_info(kube, nrop)
+                set_scope(initial_scope)
+                h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+
+    @spec(
+        "[test_id:75354] should be able to correctly identify topology manager policy without scheduler restarting",
+        "reboot_required",
+        "slow",
+        "unsched",
+        "schedrst",
+        "tier2",
+        "openshift",
+        "feature:schedattrwatch",
+        "feature:schedrst",
+    )
+    def test_75354_tm_policy_without_scheduler_restart(
+        self, fxt: Any, kube: Kube, suite_config: Any, _suitable_nrts: Any
+    ) -> None:
+        reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG, h.MCP)
+        if reason:
+            pytest.skip(reason)
+        fxt.is_reboot_test = True
+        target = suite_config.target
+        candidates = [nrt for nrt in _suitable_nrts if len(nrt.get("zones") or ()) == 2]
+        if len(candidates) < 1:
+            fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}")
+        zone = candidates[0]["zones"][0]
+        cpu = next((res for res in zone.get("resources") or () if res["name"] == "cpu"), None)
+        assert cpu is not None, (
+            f"no CPU resource in zone {zone['name']!r} node {candidates[0]['metadata']['name']!r}"
+        )
+        cpu_num = int(str(cpu["available"]))
+        cpus = str(math.floor(cpu_num * 1.5))
+
+        nrop = _nrop(kube, suite_config)
+        infos = h.mcps_info(kube, nrop)
+        assert infos
+        kc = _targeted_kubelet_config(kube, nrop)
+        kc_name = kc["metadata"]["name"]
+        owners = kc["metadata"].get("ownerReferences") or []
+        assert len(owners) < 2
+        kconf = _kubelet_config_of(kc)
+        initial_policy = str(kconf.get("topologyManagerPolicy", ""))
+
+        def set_policy(value: str) -> None:
+            if not owners:
+                _set_kubelet_config_field(kube, target, kc_name, "topologyManagerPolicy", value)
+                return
+            if owners[0]["kind"] != "PerformanceProfile":
+                fxt.skip(f"owner object {owners[0]['kind']!r} is not supported in this test")
+            _update_performance_profile(
+                kube, target, owners[0]["name"], value, "spec", "numa", "topologyPolicy"
+            )
+
+        try:
+            if initial_policy != "none":
+                set_policy("none")
+            h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+            nrs = _nrs(kube, suite_config)
+            dp_ref = nrs["status"]["deployment"]
+            dp = kube.get(DEPLOYMENT, dp_ref["name"], dp_ref["namespace"])
+            sched_pods = kube.list(
+                POD,
+                dp_ref["namespace"],
+                label_selector=h.selector_text(dp["spec"]["selector"]["matchLabels"]),
+            )
+            assert len(sched_pods) == int(dp["spec"].get("replicas", 1))
+            scheduler_name = (nrs.get("status") or {}).get("schedulerName", "")
+            assert scheduler_name, "cannot autodetect the TAS scheduler name from the cluster"
+            kube.delete(POD, sched_pods[0]["metadata"]["name"], dp_ref["namespace"])
+            waiters.for_deployment_complete(kube, dp, timeout=60, interval=h.poll(target, 10))
+
+            infos = h.mcps_info(kube, nrop)
+            set_policy(SNN)
+            h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+
+            dp_name = "testdp"
+            deployment = _tae_deployment(
+                fxt.namespace, dp_name, suite_config.scheduler_name, cpus, suite_config.pause_image
+            )
+            deployment_obj = kube.create(deployment)
+            for step in range(3):
+                time.sleep(10)
+                current = kube.get(DEPLOYMENT, dp_name, fxt.namespace)
+                complete = waiters.is_deployment_complete(
+                    int(deployment_obj["metadata"].get("generation", 0)), current.get("status") or {}, 1
+                )
+                assert not complete, f"deployment {dp_name!r} become ready ({step + 1}/3)"
+            pods = kube.list(POD, fxt.namespace, label_selector="test=test-dp")
+            pending = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Pending"]
+            assert len(pending) == 1
+            scope = str(_kubelet_config_of(kc).get("topologyManagerScope", ""))
+            pod_meta = pending[0]["metadata"]
+            failed = scheduling.check_pod_scheduling_failed_with_msg(
+                kube, pod_meta["namespace"], pod_meta["name"], scheduler_name, f"cannot align {scope}"
+            )
+            assert failed, (
+                f"pod {pod_meta['namespace']}/{pod_meta['name']} with scheduler {scheduler_name} did NOT fail\n{failed}"
+            )
+        finally:
+            kc_now = kube.get(h.KUBELETCONFIG, kc_name)
+            if str(_kubelet_config_of(kc_now).get("topologyManagerPolicy", "")) != initial_policy:
+                infos = h.mcps_info(kube, nrop)
+                set_policy(initial_policy)
+                h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+
+    class TestNodeGroupWithPoolNameSupport:
+        pytestmark = spec("[ngpoolname] node group with PoolName support", "ngpoolname", "feature:ngpoolname")
+
+        @spec(
+            "[test_id:84311] should not allow configuring PoolName and MCP selector on same node group",
+            "tier2",
+        )
+        def test_84311_pool_name_and_mcp_selector(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+            target = suite_config.target
+            name = suite_config.nrop["metadata"]["name"]
+            initial = _nrop(kube, suite_config)
+            group = {"machineConfigPoolSelector": {"matchLabels": {"test2": "test2"}}, "poolName": "test2"}
+            _append_node_group(kube, name, group, target)
+            try:
+
+                def degraded() -> str | None:
+                    obj = kube.get(NROP, name)
+                    problem = h.synced_at_problem(
+                        obj.get("status"), h.CONDITION_DEGRADED, obj["metadata"]["generation"]
+                    )
+                    if problem:
+                        return problem
+                    conds = (obj.get("status") or {}).get("conditions")
+                    if not h.is_degraded_with(
+                        conds, "must have only a single specifier set", h.REASON_NODEGROUPS_ERROR
+                    ):
+                        return f"Condition not degraded as expected: {conds}"
+                    return None
+
+                h.eventually(degraded, "Timed out waiting for degraded condition", 300, h.poll(target, 5))
+            finally:
+                _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
+
+        @spec(
+            "[test_id:84312] should report the NodeGroupConfig in the NodeGroupStatus with NodePool set and allow updates",
+            "tier1",
+            "openshift",
+        )
+        def test_84312_node_group_status_with_pool_name(
+            self, fxt: Any, kube: Kube, suite_config: Any
+        ) -> None:
+            target = suite_config.target
+            name = suite_config.nrop["metadata"]["name"]
+            initial = _nrop(kube, suite_config)
+            orig_groups = list(initial["spec"]["nodeGroups"])
+            pool = h.ROLE_MCP_TEST
+            # an RTE DaemonSet is created for a pool with zero machines: no reboot. On OpenShift
+            # that pool is an MCP; on Kubernetes it is the (absent) node-role label of the name.
+            mcp_created = h.serves(kube, h.MCP)
+            if mcp_created:
+                _create_test_mcp(
+                    kube,
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "machineconfiguration.openshift.io/role",
+                                "operator": "In",
+                                "values": [h.ROLE_MCP_TEST, h.ROLE_WORKER],
+                            }
+                        ]
+                    },
+                )
+            try:
+                conf = {
+                    "podsFingerprinting": "Enabled",
+                    "infoRefreshMode": "Periodic",
+                    "infoRefreshPause": "Enabled",
+                }
+                expected = h.merged_config(conf)
+
+                def set_groups(groups: list[Any]) -> dict[str, Any]:
+                    def mutate(obj: dict[str, Any]) -> None:
+                        obj["spec"]["nodeGroups"] = groups
+
+                    return h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
+
+                applied = set_groups([*orig_groups, {"poolName": pool, "config": conf}])
+                try:
+                    _verify_status_update(kube, target, name, applied, pool, expected)
+
+                    conf2 = {"podsFingerprinting": "Disabled", "infoRefreshMode": "Events"}
+                    expected2 = h.merged_config(conf2)
+                    applied = set_groups([*orig_groups, {"poolName": pool, "config": conf2}])
+                    _verify_status_update(kube, target, name, applied, pool, expected2)
+
+                    current = kube.get(NROP, name)
+                    group_status = h.pool_of_status(current, pool)
+                    assert group_status is not None
+                    ds_ref = group_status["daemonsets"]
+
+                    set_groups(orig_groups)
+                    waiters.for_daemonset_deleted(
+                        kube, ds_ref["namespace"], ds_ref["name"], timeout=60, interval=h.poll(target, 10)
+                    )
+                    current = kube.get(NROP, name)
+                    status = current.get("status") or {}
+                    for ds in status.get("daemonsets") or ():
+                        assert ds != ds_ref, (
+                            f"daemonset {ds_ref} is still reported in the daemonsets slice in status"
+                        )
+                    for group in status.get("nodeGroups") or ():
+                        assert group.get("selector") != pool, (
+                            f"node group status {group} still exists under the operator status"
+                        )
+                        assert group.get("daemonsets") != ds_ref, (
+                            f"daemonset {ds_ref} is still reported in {group}"
+                        )
+                    for mcp in status.get("machineconfigpools") or ():
+                        assert mcp.get("name") != pool, f"status MCPs still contain deleted node group: {mcp}"
+                finally:
+                    if kube.get(NROP, name)["spec"].get("nodeGroups") != orig_groups:
+                        set_groups(orig_groups)
+                    assert (
+                        h.find_condition(
+                            (kube.get(NROP, name).get("status") or {}).get("conditions"),
+                            h.CONDITION_AVAILABLE,
+                        )
+                        is not None
+                    ), "expected operators conditions to be Available but was found something else"
+            finally:
+                if mcp_created:
+                    _delete_mcp(kube, suite_config, pool)
+
+        class TestShouldNotAllowDuplicateAndEmptyPoolNameValuesOnTheSameNodeGroup:
+            pytestmark = spec(
+                "[test_id:80823] should not allow duplicate and empty PoolName values on the same node group",
+                "hypershift",
+            )
+
+            @pytest.mark.parametrize(
+                "msg_type",
+                [entry("duplicate pool name", "duplicate"), entry("empty pool name", "empty")],
+            )
+            def test_80823_pool_name_validation(
+                self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform, msg_type: str
+            ) -> None:
+                if platform.platform is not h.Platform.HYPERSHIFT:
+                    pytest.skip(
+                        f"requires HyperShift: a spec of the hypershift lane (platform {platform.describe()})"
+                    )
+                target = suite_config.target
+                name = suite_config.nrop["metadata"]["name"]
+                initial = _nrop(kube, suite_config)
+                if msg_type == "duplicate":
+                    pool = initial["spec"]["nodeGroups"][0]["poolName"]
+                    expected_msg = f'the pool name "{pool}" has duplicates'
+                else:
+                    pool = ""
+                    expected_msg = "pool name for pool #1 cannot be empty"
+                try:
+                    _append_node_group(kube, name, {"poolName": pool}, target)
+
+                    def degraded() -> str | None:
+                        obj = kube.get(NROP, name)
+                        problem = h.synced_at_problem(
+                            obj.get("status"), h.CONDITION_AVAILABLE, obj["metadata"]["generation"]
+                        )
+                        if problem:
+                            return problem
+                        conds = (obj.get("status") or {}).get("conditions")
+                        if not h.is_degraded_with(conds, expected_msg, h.REASON_NODEGROUPS_ERROR):
+                            return f"Condition not degraded as expected for pool name: {pool!r}"
+                        return None
+
+                    h.eventually(degraded, "Timed out waiting for degraded condition", 300, h.poll(target, 5))
+                finally:
+                    _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
+
+        @spec(
+            "[test_id:80912] should not allow MCP selector on hypershift",
+            "feature:ngpoolname",
+            "tier2",
+            "hypershift",
+        )
+        def test_80912_mcp_selector_on_hypershift(
+            self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+        ) -> None:
+            if platform.platform is not h.Platform.HYPERSHIFT:
+                pytest.skip(
+                    f"requires HyperShift: MachineConfigPoolSelector is refused only there (platform {platform.describe()})"
+                )
+            target = suite_config.target
+            name = suite_config.nrop["metadata"]["name"]
+            initial = _nrop(kube, suite_config)
+            try:
+                _append_node_group(
+                    kube, name, {"machineConfigPoolSelector": {"matchLabels": {"test2": "test2"}}}, target
+                )
+
+                def degraded() -> str | None:
+                    obj = kube.get(NROP, name)
+                    problem = h.synced_at_problem(
+                        obj.get("status"), h.CONDITION_AVAILABLE, obj["metadata"]["generation"]
+                    )
+                    if problem:
+                        return problem
+                    conds = (obj.get("status") or {}).get("conditions")
+                    if not h.is_degraded_with(
+                        conds, "Should specify PoolName only", h.REASON_NODEGROUPS_ERROR
+                    ):
+                        return "Condition not degraded as expected"
+                    return None
+
+                h.eventually(degraded, "Timed out waiting for degraded condition", 300, h.poll(target, 5))
+            finally:
+                _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
+
+    class TestSchedulableControlPlaneNodeGroupConfiguration:
+        pytestmark = spec("schedulable control-plane node group configuration")
+
+        @spec(
+            "[test_id:83869] should configure NRO CR with multiple non-overlapping node groups and check e2e results",
+            "tier2",
+            "openshift",
+            "mno-masters-schedulable",
+        )
+        def test_83869_non_overlapping_node_groups(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+            cluster_type = _cluster_type(kube)
+            if cluster_type != "mno-masters-schedulable":
+                fxt.skip(f'test requires "mno-masters-schedulable" cluster type, got "{cluster_type}"')
+            target = suite_config.target
+            name = suite_config.nrop["metadata"]["name"]
+            initial = _nrop(kube, suite_config)
+            worker_cnf = "worker-cnf"
+            cnf_label = h.role_label(worker_cnf)
+            cp_label = h.role_label(h.ROLE_CONTROL_PLANE)
+            dedicated = [
+                node
+                for node in kube.list(NODE, label_selector=h.role_label(h.ROLE_WORKER))
+                if cp_label not in node["metadata"].get("labels", {})
+                and sum(1 for key in node["metadata"].get("labels", {}) if key.startswith(h.LABEL_ROLE)) < 2
+            ]
+            assert dedicated, (
+                f"no dedicated worker nodes found while running on cluster type {cluster_type!r}"
+            )
+            node_name = dedicated[0]["metadata"]["name"]
+            kube.patch(NODE, node_name, {"metadata": {"labels": {cnf_label: ""}}})
+            _create_test_mcp(
+                kube,
+                {
+                    "matchExpressions": [
+                        {
+                            "key": "machineconfiguration.openshift.io/role",
+                            "operator": "In",
+                            "values": [h.ROLE_WORKER, worker_cnf],
+                        }
+                    ]
+                },
+                name=worker_cnf,
+            )
+            try:
+                h.wait_mcp_condition(kube, suite_config, worker_cnf, "Updated")
+                groups = [{"poolName": "master"}, {"poolName": worker_cnf}]
+
+                def mutate(obj: dict[str, Any]) -> None:
+                    obj["spec"]["nodeGroups"] = groups
+
+                h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
+                try:
+                    updated: dict[str, Any] = {}
+
+                    def synced() -> str | None:
+                        updated.update(kube.get(NROP, name))
+                        return h.synced_at_problem(
+                            updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                        )
+
+                    h.eventually(
+                        synced,
+                        "operator did not become Available after adding node group",
+                        600,
+                        h.poll(target, 30),
+                    )
+                    ds_refs = updated["status"].get("daemonsets") or []
+                    assert len(ds_refs) == len(updated["spec"]["nodeGroups"]), (
+                        "expected one DaemonSet per NodeGroup"
+                    )
+                    for ds in h.daemonsets_by_name(kube, ds_refs):
+                        st = ds.get("status") or {}
+                        assert st.get("desiredNumberScheduled", 0) > 0, (
+                            f"DaemonSet {ds['metadata']['name']!r} has no scheduled pods"
+                        )
+                        assert st.get("numberReady", 0) == st.get("desiredNumberScheduled"), (
+                            f"DaemonSet {ds['metadata']['name']!r} not all pods ready"
+                        )
+                        assert st.get("numberMisscheduled", 0) == 0, (
+                            f"DaemonSet {ds['metadata']['name']!r} has misscheduled pods"
+                        )
+                    nrt_names = {nrt["metadata"]["name"] for nrt in kube.list(NRT)}
+                    assert nrt_names, "expected at least one NRT for the active node groups"
+                    expected_nodes = {
+                        node["metadata"]["name"]
+                        for node in kube.list(NODE)
+                        if cp_label in node["metadata"].get("labels", {})
+                        or cnf_label in node["metadata"].get("labels", {})
+                    }
+                    assert expected_nodes, "expected at least one target node for node groups"
+                    for node in sorted(expected_nodes):
+                        assert node in nrt_names, f"missing NRT for expected target node {node!r}"
+                finally:
+                    _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
+            finally:
+                kube.patch(NODE, node_name, {"metadata": {"labels": {cnf_label: None}}})
+                h.wait_mcp_condition(kube, suite_config, "worker", "Updated")
+                _delete_mcp(kube, suite_config, worker_cnf)
+
+        @spec(
+            "[test_id:83870] should handle overlapping node group pools by keeping the duplicate RTE pods pending",
+            "tier2",
+            "openshift",
+            "compact",
+            "mno-masters-schedulable",
+        )
+        def test_83870_overlapping_node_groups(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+            cluster_type = _cluster_type(kube)
+            if cluster_type not in ("compact", "mno-masters-schedulable"):
+                fxt.skip(
+                    f'test requires one of ["compact", "mno-masters-schedulable"] cluster types, got "{cluster_type}"'
+                )
+            target = suite_config.target
+            name = suite_config.nrop["metadata"]["name"]
+            initial = _nrop(kube, suite_config)
+
+            def mutate(obj: dict[str, Any]) -> None:
+                obj["spec"]["nodeGroups"] = [{"poolName": "master"}, {"poolName": "worker"}]
+
+            h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
+            try:
+                namespace = initial["status"]["daemonsets"][0]["namespace"]
+                master, worker = f"{name}-master", f"{name}-worker"
+
+                def both_exist() -> str | None:
+                    m = kube.get_or_none(DAEMONSET, master, namespace)
+                    w = kube.get_or_none(DAEMONSET, worker, namespace)
+                    if m is None or w is None:
+                        return "DaemonSets were not created"
+                    total = (m.get("status") or {}).get("desiredNumberScheduled", 0) + (
+                        w.get("status") or {}
+                    ).get("desiredNumberScheduled", 0)
+                    return None if total > 0 else "DaemonSets have no desired pods yet"
+
+                h.eventually(both_exist, "DaemonSets were not created", 300, h.poll(target, 10))
+
+                def some_pending() -> str | None:
+                    st = [(kube.get(DAEMONSET, ds, namespace).get("status") or {}) for ds in (master, worker)]
+                    desired = sum(s.get("desiredNumberScheduled", 0) for s in st)
+                    ready = sum(s.get("numberReady", 0) for s in st)
+                    if desired > ready:
+                        return None
+                    return f"expected some pods to be pending due to anti-affinity, but all {desired} desired pods are ready"
+
+                h.consistently(
+                    some_pending, "overlapping DaemonSets should have pending pods", 60, h.poll(target, 10)
+                )
+            finally:
+                _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
+
+    class TestKubeletConfigChangesAreBeingTrackedCorrectlyByTheOperator:
+        pytestmark = spec("KubeletConfig changes are being tracked correctly by the operator")
+
+        @spec("[test_id:84315] should reflect correct TM configuration in the NRT object attributes", "tier0")
+        def test_84315_tm_configuration_in_nrt_attributes(
+            self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+        ) -> None:
+            target = suite_config.target
+            nrop = _nrop(kube, suite_config)
+            nrop_name = nrop["metadata"]["name"]
+            found: list[dict[str, Any]] = []
+
+            def configmap_listed() -> str | None:
+                cms = kube.list(CONFIGMAP, label_selector=f"{h.LABEL_OPERATOR_NAME}={nrop_name}")
+                if not cms:
+                    return "RTE configmap mismatch: current 0, desired 1"
+                found[:] = [cms[0]]  # choose the first one arbitrarily
+                return None
+
+            h.eventually(
+                configmap_listed,
+                f"an RTE ConfigMap labelled {h.LABEL_OPERATOR_NAME}={nrop_name}",
+                300,
+                h.poll(target, 10),
+            )
+            rte_cm = found[0]
+            log.info("found RTE configmap: %s", rte_cm)
+            pool = (rte_cm["metadata"].get("labels") or {}).get(h.LABEL_NODEGROUP_MCP, "")
+            selector = h.pool_node_selector(kube, platform, nrop, pool)
+            nodes = h.nodes_by_selector(kube, selector)
+            assert nodes, f"no nodes found with the nodeSelector {h.selector_text(selector)}"
+            conf = h.rte_tm_config(rte_cm)
+
+            for node in nodes:
+                node_name = node["metadata"]["name"]
+
+                def matching(node_name: str = node_name) -> str | None:
+                    nrt = kube.get(NRT, node_name)
+                    problem = h.tm_config_mismatch(nrt, conf)
+                    return problem or None
+
+                h.eventually(
+                    matching,
+                    f"NRT {node_name} to match the RTE topology manager configuration",
+                    300,
+                    h.poll(target, 10),
+                )
+
+        @spec(
+            "[test_id:84316] should change NRT attributes correctly when RTE is pointing to a different nodeGroup",
+            "openshift",
+            "slow",
+            "tier2",
+            "reboot_required",
+        )
+        def test_84316_nrt_attributes_for_different_node_group(
+            self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+        ) -> None:
+            reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG, h.MCP)
+            if reason:
+                pytest.skip(reason)
+            fxt.is_reboot_test = True
+            target = suite_config.target
+            name = suite_config.nrop["metadata"]["name"]
+            initial = _nrop(kube, suite_config)
+
+            def wait_mcp_rollout(mcp_name: str) -> None:
+                # upstream ignores both results (TODO there: use ObservedGeneration)
+                for ctype in ("Updating", "Updated"):
+                    try:
+                        h.wait_mcp_condition(kube, suite_config, mcp_name, ctype)
+                    except AssertionError as exc:
+                        log.info("MCP %s condition %s: %s", mcp_name, ctype, exc)
+
+            selector = {
+                "matchExpressions": [
+                    {
+                        "key": "machineconfiguration.openshift.io/role",
+                        "operator": "In",
+                        "values": [h.ROLE_WORKER, h.ROLE_MCP_TEST],
+                    }
+                ]
+            }
+            mcp = _create_test_mcp(kube, selector)
+            try:
+                kc = _test_kubelet_config(mcp["metadata"]["labels"], scope="pod")
+                kube.create(kc)
+                try:
+                    workers = h.worker_nodes(kube)
+                    node, removed_role = _mutate_node_custom_label(workers)
+                    node_name = node["metadata"]["name"]
+                    initial_labels = dict(node["metadata"].get("labels") or {})
+                    labels_patch: dict[str, Any] = {h.role_label(h.ROLE_MCP_TEST): ""}
+                    if removed_role:
+                        labels_patch[removed_role] = None
+                    kube.patch(NODE, node_name, {"metadata": {"labels": labels_patch}})
+                    wait_mcp_rollout(h.ROLE_MCP_TEST)
+                    try:
+
+                        def mutate(obj: dict[str, Any]) -> None:
+                            obj["spec"]["nodeGroups"] = [
+                                *obj["spec"]["nodeGroups"],
+                                {"poolName": h.ROLE_MCP_TEST},
+                            ]
+
+                        h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
+                        custom = h.custom_policy_support_enabled(platform, kube.get(NROP, name))
+                        if custom:
+                            wait_mcp_rollout(h.ROLE_MCP_TEST)
+                        try:
+                            namespace = initial["status"]["daemonsets"][0]["namespace"]
+                            ds_name = f"{name}-{h.ROLE_MCP_TEST}"
+                            waiters.for_daemonset_ready(
+                                kube,
+                                namespace,
+                                ds_name,
+                                timeout=suite_config.timeouts.poll_timeout,
+                                interval=h.poll(target, 1),
+                            )
+                            cm = wait_for(
+                                lambda: kube.get_or_none(CONFIGMAP, ds_name, namespace),
+                                lambda obj: obj is not None,
+                                f"RTE ConfigMap {namespace}/{ds_name}",
+                                300,
+                                interval=h.poll(target, 10),
+                            )
+                            pool = (cm["metadata"].get("labels") or {}).get(h.LABEL_NODEGROUP_MCP, "")
+                            selected = h.nodes_by_selector(
+                                kube, h.pool_node_selector(kube, platform, kube.get(NROP, name), pool)
+                            )
+                            assert selected, "no nodes found with the nodeSelector"
+                            conf = h.rte_tm_config(cm)
+                            for sel_node in selected:
+                                sel_name = sel_node["metadata"]["name"]
+
+                                def matching(sel_name: str = sel_name) -> str | None:
+                                    nrt = kube.get_or_none(NRT, sel_name)
+                                    if nrt is None:
+                                        return f"NRT {sel_name} was not found, waiting for its creation"
+                                    return h.tm_config_mismatch(nrt, conf) or None
+
+                                h.eventually(
+                                    matching,
+                                    f"NRT {sel_name} to match the RTE ConfigMap",
+                                    300,
+                                    h.poll(target, 10),
+                                )
+                        finally:
+                            _revert_spec(kube, name, initial["spec"], target)
+                            if custom:
+                                wait_mcp_rollout(h.ROLE_MCP_TEST)
+                    finally:
+                        restore = {key: initial_labels.get(key) for key in labels_patch}
+                        kube.patch(NODE, node_name, {"metadata": {"labels": restore}})
+                        back_to = next(
+                            (
+                                m["metadata"]["name"]
+                                for m in kube.list(h.MCP)
+                                if removed_role
+                                and removed_role
+                                in (
+                                    ((m.get("spec") or {}).get("nodeSelector") or {}).get("matchLabels") or {}
+                                )
+                            ),
+                            h.ROLE_WORKER,
+                        )
+                        wait_mcp_rollout(back_to)
+                finally:
+                    kube.delete(h.KUBELETCONFIG, kc["metadata"]["name"])
+            finally:
+                kube.delete(h.MCP, mcp["metadata"]["name"])
+
+
+class TestTLSComplianceRteCompliesWithTLSProfileModifications:
+    pytestmark = spec(
+        "[tlscompliance][rte] rte complies with TLS Profile modifications", "feature:tlscompliance"
+    )
+
+    @spec(
+        "[test_id:88383] should update RTE daemonset TLS args to adhere to modified TLS profile",
+        "reboot_required",
+        "slow",
+        "tier2",
+    )
+    def test_88383_rte_tls_args_follow_profile(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+        reason = h.openshift_kinds_missing(kube, h.APISERVER_CONFIG, h.MCP)
+        if reason:
+            pytest.skip(reason)
+        fxt.is_reboot_test = True
+        target = suite_config.target
+        apiserver = kube.get(h.APISERVER_CONFIG, "cluster")
+        original_spec = dict(apiserver.get("spec") or {})
+        # OpenShift defaults to Intermediate when no profile is explicitly set
+        original_type = (original_spec.get("tlsSecurityProfile") or {}).get("type") or "Intermediate"
+        new_type = "Modern" if original_type != "Modern" else "Intermediate"
+        new_profile = {"type": new_type, new_type.lower(): {}}
+
+        def set_spec(spec_value: dict[str, Any]) -> None:
+            def mutate(obj: dict[str, Any]) -> None:
+                obj["spec"] = spec_value
+
+            h.update_object(
+                kube, h.APISERVER_CONFIG, "cluster", mutate, timeout=600, interval=h.poll(target, 10)
+            )
+
+        log.info("updating APIServer TLS profile from %s to %s", original_type, new_type)
+        set_spec({**original_spec, "tlsSecurityProfile": new_profile})
+        try:
+            _wait_mcps_and_verify_nodes(kube, target, "after MCP rollout")
+            expected = TLS_PROFILE_SETTINGS[new_type]
+            log.info("verifying RTE DaemonSet TLS flags match the updated profile: %s", expected)
+            h.eventually(
+                lambda: _rte_tls_flags_problem(kube, suite_config.nrop["metadata"]["name"], expected),
+                "RTE DaemonSet TLS flags to match the TLS profile",
+                30,
+                h.poll(target, 5),
+            )
+        finally:
+            log.info("reverting APIServer TLS profile from %s to %s", new_type, original_type)
+            set_spec(original_spec)
+            _wait_mcps_and_verify_nodes(kube, target, "after MCP rollback")
+
+
+# -- helpers of the specs above ----------------------------------------------------------------
+
+
+def _verify_status_update(
+    kube: Kube, target: str, name: str, applied: Mapping[str, Any], pool: str, expected: Mapping[str, Any]
+) -> None:
+    """``verifyStatusUpdate``: Available at the generation, the status changed since the update,
+    the pool in status.nodeGroups and status.machineconfigpools with the expected config, and its
+    DaemonSet listed in status.daemonsets (5m / 10s around it)."""
+
+    def attempt() -> str | None:
+        obj = kube.get(NROP, name)
+        status = obj.get("status") or {}
+        problem = h.synced_at_problem(status, h.CONDITION_AVAILABLE, obj["metadata"]["generation"])
+        if problem:
+            return problem
+        if len(status.get("nodeGroups") or []) != len(applied["spec"]["nodeGroups"]):
+            return (
+                f"NodeGroups Status mismatch: found {len(status.get('nodeGroups') or [])}, "
+                f"expected {len(applied['spec']['nodeGroups'])}"
+            )
+        if status == (applied.get("status") or {}):
+            return "the status was not updated since the spec change"
+        group = h.pool_of_status(obj, pool)
+        if group is None:
+            return f"no NodeGroupStatus found for pool name {pool!r} yet"
+        mcp = next((m for m in status.get("machineconfigpools") or () if m.get("name") == pool), None)
+        if mcp is None:
+            return f"node group with pool name {pool!r} set is still not reflected in the operator status"
+        if mcp.get("config") is None:
+            return f"the config of the node group with pool name {pool!r} set is still not reflected in the operator status"
+        if group.get("daemonsets") not in (status.get("daemonsets") or []):
+            return (
+                "the corresponding daemonset for node group with PoolName set still not reflected in the operator "
+                f"status: expected {group.get('daemonsets')} to be among {status.get('daemonsets')}"
+            )
+        if not (
+            h.config_equal(mcp.get("config"), expected) and h.config_equal(group.get("config"), expected)
+        ):
+            return f"config status mismatch: MCP {mcp.get('config')} group {group.get('config')} expected {dict(expected)}"
+        return None
+
+    h.eventually(attempt, f"NodeGroupStatus of pool {pool} to reflect the spec", 300, h.poll(target, 10))
+
+
+def _tae_deployment(
+    namespace: str, name: str, scheduler_name: str, cpus: str, pause_image: str
+) -> dict[str, Any]:
+    """``createTAEDeployment``: one GU replica asking ``cpus`` CPUs and 256Mi."""
+    labels = {"test": "test-dp"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "schedulerName": scheduler_name,
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": f"{name}-cnt",
+                            "image": pause_image,
+                            "command": ["/pause"],
+                            "resources": {"limits": {"cpu": cpus, "memory": "256Mi"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _test_kubelet_config(mcp_labels: Mapping[str, str], scope: str) -> dict[str, Any]:
+    """``objects.TestKC`` (the install suite's kc-test) for the pool labels, with ``scope``."""
+    return {
+        "apiVersion": h.KUBELETCONFIG.api_version,
+        "kind": h.KUBELETCONFIG.kind,
+        "metadata": {"name": "kc-test", "labels": {"test": "test"}},
+        "spec": {
+            "machineConfigPoolSelector": {"matchLabels": dict(mcp_labels)},
+            "kubeletConfig": {
+                "cpuManagerPolicy": "static",
+                "cpuManagerReconcilePeriod": "5s",
+                "reservedSystemCPUs": "0,1",
+                "memoryManagerPolicy": "Static",
+                "systemReserved": {"memory": "512Mi"},
+                "kubeReserved": {"memory": "512Mi"},
+                "evictionHard": {"memory.available": "100Mi"},
+                "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
+                "topologyManagerPolicy": SNN,
+                "topologyManagerScope": scope,
+            },
+        },
+    }
+
+
+def _mutate_node_custom_label(workers: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """``mutateNodeCustomLabel``: a worker with only the worker role, else the first worker minus
+    its custom role (returned so it can be restored)."""
+    for node in workers:
+        roles = [key for key in node["metadata"].get("labels", {}) if key.startswith(h.LABEL_ROLE)]
+        if len(roles) < 2:
+            return node, ""
+    node = workers[0]
+    worker_role = h.role_label(h.ROLE_WORKER)
+    custom = next(
+        (
+            key
+            for key in node["metadata"].get("labels", {})
+            if key.startswith(h.LABEL_ROLE) and key != worker_role
+        ),
+        "",
+    )
+    return node, custom
+
+
+def _schedule_gu_pod_and_check(
+    fxt: Any, kube: Kube, suite_config: Any, initial_nrts: list[dict[str, Any]]
+) -> None:
+    """The tail of 47585: a GU pod (1 CPU, 100M) by the TAS runs, is Scheduled by it, and some
+    NRT zone of its node shows the consumption."""
+    target = suite_config.target
+    scheduler_name = (_nrs(kube, suite_config).get("status") or {}).get("schedulerName", "")
+    # upstream: GetUpdated(initial list) after the roll-out is the pre-pod reference
+    updated = e2enrt.get_updated(kube, initial_nrts, timeout=300)
+    before = {nrt["metadata"]["name"]: nrt for nrt in updated}
+    pod = new_test_pod_pause(fxt.namespace, randomize_name("testpod"), image=suite_config.pause_image)
+    pod["spec"]["schedulerName"] = scheduler_name
+    res = {"cpu": "1", "memory": "100M"}
+    pod["spec"]["containers"][0]["resources"] = {"limits": dict(res), "requests": dict(res)}
+    kube.create(pod)
+    running = waiters.for_pod_phase(
+        kube, fxt.namespace, pod["metadata"]["name"], "Running", timeout=300, interval=h.poll(target, 1)
+    )
+    meta = running["metadata"]
+    assert scheduling.check_pod_was_scheduled_with(kube, meta["namespace"], meta["name"], scheduler_name), (
+        f"pod {meta['namespace']}/{meta['name']} not scheduled with expected scheduler {scheduler_name}"
+    )
+    node_name = running["spec"]["nodeName"]
+    assert node_name in before, f"no NRT for node {node_name!r}"
+    fxt.settle_nrts()
+    _expect_nrt_consumed(kube, before[node_name], running)
+
+
+def _expect_nrt_consumed(kube: Kube, before: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
+    """``expectNRTConsumedResources``: the node's NRT changes (1m) and some zone shows at least
+    the pod's guaranteed resources consumed."""
+    required = rl.from_guaranteed_pod(pod)
+    after = e2enrt.get_updated_for_node(kube, before, timeout=60)
+    zone = e2enrt.check_zone_consumed_resources_at_least(
+        before, after, required, qos.pod_qos_class(pod["spec"])
+    )
+    assert zone, (
+        f"no NUMA zone of node {before['metadata']['name']!r} shows the consumption of {rl.to_string(required)}"
+    )
+
+
+# The RTE TLS flags of each APIServer profile: ``objtls.NewSettings`` of the tls.Config that
+# ``ctrltls.NewTLSConfigFromProfile`` builds from openshift/api's profile (Go cipher names; TLS 1.3
+# cipher suites are not configurable, so the Modern profile sets none).
+TLS_PROFILE_SETTINGS: dict[str, tuple[str, str]] = {
+    "Intermediate": (
+        "VersionTLS12",
+        ",".join(
+            (
+                "TLS_AES_128_GCM_SHA256",
+                "TLS_AES_256_GCM_SHA384",
+                "TLS_CHACHA20_POLY1305_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+                "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+                "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+                "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+            )
+        ),
+    ),
+    "Modern": ("VersionTLS13", ""),
+}
+RTE_CONTAINER = "resource-topology-exporter"
+
+
+def _rte_tls_flags_problem(kube: Kube, nrop_name: str, expected: tuple[str, str]) -> str | None:
+    """``intls.CheckRTEDaemonSetTLSFlags``: every node group's RTE container carries the flags."""
+    nrop = kube.get(NROP, nrop_name)
+    groups = (nrop.get("status") or {}).get("nodeGroups") or []
+    if not groups:
+        return "expect the numaresourcesoperator to have at least one NodeGroup in status"
+    for group in groups:
+        ref = group["daemonsets"]
+        ds = kube.get(DAEMONSET, ref["name"], ref["namespace"])
+        cnt = next(
+            (c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == RTE_CONTAINER), None
+        )
+        if cnt is None:
+            return f"main container not found daemonsetName={ref['name']!r}"
+        for flag, want in zip(
+            ("metrics-tls-min-version", "metrics-tls-cipher-suites"), expected, strict=True
+        ):
+            got = h.container_flag(cnt.get("args") or (), flag)
+            if not want:
+                if got:
+                    return f"--{flag} should be absent or empty for this TLS profile daemonsetName={ref['name']!r} got={got!r}"
+            elif got != want:
+                return f"--{flag} mismatch daemonsetName={ref['name']!r} expected={want!r} got={got or ''!r}"
+    return None
+
+
+def _wait_mcps_and_verify_nodes(kube: Kube, target: str, reason: str) -> None:
+    """88383's roll-out wait: every MCP goes Updating then Updated (40m / 20s, in parallel), then
+    each node of each MCP runs its pool's rendered config."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mcps = [mcp["metadata"]["name"] for mcp in kube.list(h.MCP)]
+
+    def rollout(name: str) -> None:
+        for ctype in ("Updating", "Updated"):
+            h.eventually(
+                lambda ctype=ctype: h.mcp_condition_true(kube, name, ctype),
+                f"MCP {name} condition {ctype}",
+                2400,
+                h.poll(target, 20),
+            )
+
+    with ThreadPoolExecutor(max_workers=max(1, len(mcps))) as pool:
+        for future in [pool.submit(rollout, name) for name in mcps]:
+            future.result()
+    log.info("verifying per-node MachineConfig alignment %s", reason)
+    for name in mcps:
+        mcp = kube.get(h.MCP, name)
+        rendered = ((mcp.get("status") or {}).get("configuration") or {}).get("name", "")
+        assert rendered, f"MCP {name!r} has empty status.configuration.name"
+        selector = ((mcp.get("spec") or {}).get("nodeSelector") or {}).get("matchLabels") or {}
+        for node in h.nodes_by_selector(kube, selector):
+            current = (node["metadata"].get("annotations") or {}).get(h.CURRENT_CONFIG_ANNOTATION)
+            assert current == rendered, (
+                f"node {node['metadata']['name']!r} currentConfig={current!r} does not match MCP {name!r} "
+                f"rendered config={rendered!r}"
+            )

@@ -1,0 +1,41 @@
+"""Serial specs of upstream ``introspection.go``: the operator and its operand end containers
+with ``terminationMessagePolicy: FallbackToLogsOnError``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import _config_helpers as h
+import pytest
+
+from nrop.suite.kube import NROP, Kube
+from nrop.suite.specs import spec
+
+pytestmark = spec("[serial] numaresources operator introspection", "Serial", "tier3", "feature:introspection")
+
+
+class TestWhenCheckingTheNumaresourcesOperatorPodProper:
+    pytestmark = spec("when checking the numaresources operator pod proper")
+
+    @pytest.fixture
+    def nrop(self, kube: Kube, suite_config: Any) -> dict[str, Any]:
+        return kube.get(NROP, suite_config.nrop["metadata"]["name"])
+
+    @spec("should verify the terminationMessagePolicy", "terminationMessage")
+    def test_operator_termination_message_policy(self, kube: Kube, nrop: dict[str, Any]) -> None:
+        pod = h.operator_pod(kube, nrop)
+        for cnt in pod["spec"]["containers"]:
+            assert cnt.get("terminationMessagePolicy") == h.TERMINATION_FALLBACK, (
+                f"container {cnt['name']!r}: terminationMessagePolicy {cnt.get('terminationMessagePolicy')!r}"
+            )
+
+    @spec("should set terminationMessagePolicy in the operand", "terminationMessage")
+    def test_operand_termination_message_policy(self, kube: Kube, nrop: dict[str, Any]) -> None:
+        dss = h.daemonsets_by_name(kube, (nrop.get("status") or {}).get("daemonsets") or [])
+        assert dss, f"unexpected DaemonSet count: {len(dss)}"
+        for ds in dss:
+            for cnt in ds["spec"]["template"]["spec"]["containers"]:
+                assert cnt.get("terminationMessagePolicy") == h.TERMINATION_FALLBACK, (
+                    f"DaemonSet {ds['metadata']['name']!r} container {cnt['name']!r}: "
+                    f"terminationMessagePolicy {cnt.get('terminationMessagePolicy')!r}"
+                )

@@ -1,0 +1,524 @@
+"""Serial specs of upstream ``tolerations.go``: RTE tolerations set through the NROP node group.
+
+Invalid tolerations make the operator Degraded; valid ones reach the RTE DaemonSet; NoSchedule
+and NoExecute taints on worker nodes keep or evict RTE pods depending on the tolerations, both
+while the RTEs run and when the NROP is (re)created. Every spec restores taints, tolerations and
+the NROP it changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import _config_helpers as h
+import pytest
+
+from nrop.suite import waiters
+from nrop.suite.fixture import pick_node_index
+from nrop.suite.kube import DAEMONSET, NROP, POD, Kube
+from nrop.suite.specs import spec
+from nrop.suite.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+pytestmark = spec(
+    "[serial][disruptive][rtetols] numaresources RTE tolerations support",
+    "Serial",
+    "disruptive",
+    "rtetols",
+    "feature:rtetols",
+)
+FIXTURE_BASENAME = "e2e-test-configuration"
+
+# The RTE DaemonSet manifest the operator starts from (deployer's rte/daemonset.yaml) has no
+# tolerations, so with no node-group tolerations the DaemonSet must carry none.
+BUILTIN_RTE_TOLERATIONS: list[dict[str, Any]] = []
+
+
+class RteTarget:
+    """The Context's BeforeEach state: the NROP, its single RTE DaemonSet and the workers."""
+
+    def __init__(self, kube: Kube, suite_config: Any, nrop: dict[str, Any]) -> None:
+        self.kube = kube
+        self.suite_config = suite_config
+        self.target = suite_config.target
+        self.nrop = nrop
+        self.nrop_name = nrop["metadata"]["name"]
+        ds_ref = nrop["status"]["daemonsets"][0]
+        self.ds_namespace = ds_ref["namespace"]
+        self.ds_name = ds_ref["name"]
+        self.ds = kube.get(DAEMONSET, self.ds_name, self.ds_namespace)
+        self.workers: list[dict[str, Any]] = []
+        self.tainted: list[str] = []
+        self.taints: list[dict[str, str]] = []
+        self.extra_tolerations = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.ds_namespace}/{self.ds_name}"
+
+    def set_tolerations(self, tolerations: list[dict[str, Any]]) -> dict[str, Any]:
+        return h.set_rte_tolerations(self.kube, self.nrop_name, tolerations, target=self.target)
+
+    def pods_creation(self, expected: int, timeout: float, interval: float) -> dict[str, Any]:
+        return waiters.for_daemonset_pods(
+            self.kube,
+            self.ds_namespace,
+            self.ds_name,
+            expected,
+            timeout=timeout,
+            interval=h.poll(self.target, interval),
+        )
+
+    def ready(self, timeout: float = 180, interval: float = 10) -> dict[str, Any]:
+        return waiters.for_daemonset_ready(
+            self.kube,
+            self.ds_namespace,
+            self.ds_name,
+            timeout=timeout,
+            interval=h.poll(self.target, interval),
+        )
+
+    def pick_worker(self) -> dict[str, Any]:
+        self.workers = h.worker_nodes(self.kube)
+        log.info("randomly picking the target node (among %d)", len(self.workers))
+        index, ok = pick_node_index(self.workers)
+        assert ok
+        return self.workers[index]
+
+    def taint(self, node_name: str, taint: dict[str, str]) -> None:
+        h.apply_taint_to_node(self.kube, node_name, taint, target=self.target)
+        if node_name not in self.tainted:
+            self.tainted.append(node_name)
+        log.info("considering node %s tainted with %s", node_name, taint)
+
+    def untaint_all(self) -> None:
+        for taint in self.taints:
+            h.untaint_nodes(self.kube, self.tainted, taint, target=self.target)
+
+    def wait_pod_deleted(self, pod: dict[str, Any], timeout: float = 120) -> None:
+        meta = pod["metadata"]
+        waiters.for_pod_deleted(
+            self.kube, meta["namespace"], meta["name"], timeout=timeout, interval=h.poll(self.target, 1)
+        )
+        log.info("pod %s/%s deleted", meta["namespace"], meta["name"])
+
+
+@pytest.fixture
+def rte(fxt: Any, kube: Kube, suite_config: Any) -> RteTarget:
+    nrop = kube.get(NROP, suite_config.nrop["metadata"]["name"])
+    groups = nrop["spec"].get("nodeGroups") or []
+    if len(groups) != 1:
+        fxt.skip(f"more than one NodeGroup not yet supported, found {len(groups)}")
+    return RteTarget(kube, suite_config, nrop)
+
+
+def _reset_and_wait_ready(rte: RteTarget) -> None:
+    """The invalid-toleration specs' deferred reset: no tolerations, then the DS ready (3m / 10s)."""
+    rte.set_tolerations([])
+    # no need to wait for an update - the original change must not have gone through
+    rte.ready(timeout=180, interval=10)
+
+
+def _expect_degraded_unsupported(rte: RteTarget, platform: h.ClusterPlatform) -> None:
+    expected_reason = h.CONDITION_DEGRADED
+    if not platform.is_openshift_like or platform.at_least("4.18"):
+        expected_reason = h.REASON_INTERNAL_ERROR
+
+    def degraded() -> str | None:
+        conds = (rte.kube.get(NROP, rte.nrop_name).get("status") or {}).get("conditions")
+        if h.is_degraded_with(conds, "Unsupported value", expected_reason):
+            return None
+        return f"Condition not degraded as expected: {conds}"
+
+    h.eventually(degraded, "Degraded with an Unsupported value", 300, h.poll(rte.target, 30))
+
+
+def _expect_equal_tolerations(got: list[Any] | None, expected: list[Any] | None) -> None:
+    assert h.sorted_tolerations(got) == h.sorted_tolerations(expected), "mismatched tolerations"
+
+
+class TestClusterHasAtLeastOneSuitableNode:
+    pytestmark = spec("cluster has at least one suitable node")
+
+    class TestWhenInvalidTolerationsAreSubmitted:
+        pytestmark = spec("when invalid tolerations are submitted ", "tier2")
+
+        @spec("[test_id:84302] should handle invalid field: operator")
+        def test_84302_invalid_operator(self, rte: RteTarget, kube: Kube) -> None:
+            platform = h.detect_platform(kube)
+            rte.set_tolerations(
+                [{"key": "invalid", "operator": "foo", "value": "abc", "effect": "NoSchedule"}]
+            )
+            try:
+                _expect_degraded_unsupported(rte, platform)
+            finally:
+                _reset_and_wait_ready(rte)
+
+        @spec("[test_id:72862] should handle invalid field: effect")
+        def test_72862_invalid_effect(self, rte: RteTarget, kube: Kube) -> None:
+            platform = h.detect_platform(kube)
+            rte.set_tolerations(
+                [{"key": "invalid", "operator": "Equal", "value": "abc", "effect": "__foobar__"}]
+            )
+            try:
+                _expect_degraded_unsupported(rte, platform)
+            finally:
+                _reset_and_wait_ready(rte)
+
+    @spec("[test_id:84303] should enable to change tolerations in the RTE daemonsets", "tier3")
+    def test_84303_change_tolerations(self, rte: RteTarget) -> None:
+        kube = rte.kube
+        _expect_equal_tolerations(
+            rte.ds["spec"]["template"]["spec"].get("tolerations"), BUILTIN_RTE_TOLERATIONS
+        )
+        rte_pods = h.pods_of_daemonset(kube, rte.ds)
+        assert rte_pods, f"cannot find any pods for daemonset {rte.key}"
+        log.info("RTE pods before updating tolerations: %s", h.pod_names(rte_pods))
+        updated_nrop = rte.set_tolerations([h.sriov_toleration()])
+        try:
+            h.wait_for_daemonset_update(kube, rte.ds_namespace, rte.ds_name, rte_pods, target=rte.target)
+            ds = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
+            _expect_equal_tolerations(
+                ds["spec"]["template"]["spec"].get("tolerations"),
+                updated_nrop["spec"]["nodeGroups"][0]["config"]["tolerations"],
+            )
+        finally:
+            current = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
+            pods = h.pods_of_daemonset(kube, current)
+            log.info("RTE pods before reverting tolerations: %s", h.pod_names(pods))
+            rte.set_tolerations([])
+            h.wait_for_daemonset_update(kube, rte.ds_namespace, rte.ds_name, pods, target=rte.target)
+
+    class TestWhenAddingTolerationsToTheTargetMCP:
+        pytestmark = spec("when adding tolerations to the target MCP")
+
+        @pytest.fixture(autouse=True)
+        def _restore(self, rte: RteTarget) -> Any:
+            yield
+            if rte.taints and rte.tainted:
+                rte.untaint_all()
+            if rte.extra_tolerations:
+                rte.set_tolerations([])
+            workers = len(rte.workers)
+            ds = rte.pods_creation(workers, timeout=60, interval=1)
+            ready = rte.ready(timeout=180, interval=10)
+            assert ready["status"].get("numberReady") == workers, (
+                f"RTE DS ready={ready['status'].get('numberReady')} original worker nodes={workers} ({ds['status']})"
+            )
+
+        @spec(
+            "[test_id:72857] should handle untolerations of tainted nodes while RTEs are running",
+            "slow",
+            "tier2",
+        )
+        def test_72857_untolerations_while_running(self, rte: RteTarget) -> None:
+            kube = rte.kube
+            rte.set_tolerations(h.test_toleration())
+            rte.extra_tolerations = True
+            target = rte.pick_worker()
+            taint = h.parse_taint(f"{h.TEST_KEY}:NoSchedule")
+            rte.taints = [taint]
+            rte.taint(target["metadata"]["name"], taint)
+            workers = len(rte.workers)
+
+            rte.pods_creation(workers, timeout=60, interval=10)
+            ds = rte.ready()
+            # extra check, not required by the test case: the operator recreates a deleted DS
+            kube.delete(DAEMONSET, rte.ds_name, rte.ds_namespace)
+            wait_for(
+                lambda: kube.get_or_none(DAEMONSET, rte.ds_name, rte.ds_namespace),
+                lambda obj: obj is not None and obj["metadata"].get("uid") != ds["metadata"].get("uid"),
+                f"daemonset {rte.key} recreated",
+                120,
+                interval=h.poll(rte.target, 1),
+            )
+            rte.pods_creation(workers, timeout=120, interval=1)
+            ready = rte.ready()
+            assert ready["status"].get("numberReady") == workers, (
+                f"updated DS ready={ready['status'].get('numberReady')} original worker nodes={workers}"
+            )
+
+            rte.set_tolerations([])
+            rte.extra_tolerations = False
+            # the taint is still there
+            log.info("ensuring the RTE DS is running with less pods because taints: expected %d", workers - 1)
+            rte.pods_creation(workers - 1, timeout=60, interval=10)
+            rte.ready()
+
+        @spec(
+            "[test_id:84304] should evict running RTE pod if taint-toleration matching criteria is shaken - NROP CR toleration update",
+            "tier3",
+            "slow",
+        )
+        def test_84304_evict_on_toleration_update(self, rte: RteTarget) -> None:
+            tolerate = h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val1")
+            rte.set_tolerations([tolerate])
+            rte.extra_tolerations = True
+            target = rte.pick_worker()
+            node_name = target["metadata"]["name"]
+            taint = h.parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
+            rte.taints = [taint]
+            rte.taint(node_name, taint)
+            workers = len(rte.workers)
+
+            rte.pods_creation(workers, timeout=180, interval=1)
+            rte.ready()
+            pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
+            assert pod_on_node is not None
+
+            rte.set_tolerations([h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val2")])
+            rte.pods_creation(workers - 1, timeout=60, interval=1)
+            rte.ready()
+            log.info("verify the rte pod on node %s is evicted", node_name)
+            rte.wait_pod_deleted(pod_on_node, timeout=120)
+
+        @spec(
+            "[test_id:84305] should evict running RTE pod if taint-tolartion matching criteria is shaken - node taints update",
+            "tier3",
+            "slow",
+        )
+        def test_84305_evict_on_taint_update(self, rte: RteTarget) -> None:
+            target = rte.pick_worker()
+            node_name = target["metadata"]["name"]
+            taint1 = h.parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
+            rte.taints = [taint1]
+            rte.taint(node_name, taint1)
+            rte.set_tolerations([h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val1")])
+            rte.extra_tolerations = True
+            workers = len(rte.workers)
+
+            rte.pods_creation(workers, timeout=180, interval=1)
+            rte.ready()
+            pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
+            assert pod_on_node is not None
+
+            taint2 = h.parse_taint(f"{h.TEST_KEY}=val2:NoExecute")
+            rte.taints = [taint2]  # AddOrUpdateTaint replaced val1 by val2 (same key and effect)
+            rte.taint(node_name, taint2)
+            rte.pods_creation(workers - 1, timeout=60, interval=1)
+            rte.ready()
+            log.info("verify the rte pod on node %s is evicted", node_name)
+            rte.wait_pod_deleted(pod_on_node, timeout=120)
+
+    class TestWhenAddingTaintsToNodesInTheTargetMCP:
+        pytestmark = spec("when adding taints to nodes in the target MCP")
+
+        @pytest.fixture(autouse=True)
+        def _restore(self, rte: RteTarget) -> Any:
+            yield
+            if rte.taints and rte.tainted:
+                rte.untaint_all()
+            rte.pods_creation(len(rte.workers), timeout=60, interval=1)
+            rte.ready()
+
+        @spec(
+            "[test_id:72861] should tolerate partial taints and not schedule or evict the pod on the tainted node",
+            "tier2",
+        )
+        def test_72861_partial_taints(self, rte: RteTarget) -> None:
+            kube = rte.kube
+            target = rte.pick_worker()
+            node_name = target["metadata"]["name"]
+            rte.tainted.append(node_name)
+            no_sched = h.parse_taint(f"{h.TEST_KEY}NoSched:NoSchedule")
+            no_exec = h.parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
+            rte.taints = [no_sched, no_exec]
+            workers = len(rte.workers)
+
+            rte.taint(node_name, no_sched)
+            # no DS/pod recreation is expected
+            ds = rte.ready()
+            pods = h.pods_of_daemonset(kube, ds)
+            assert len(pods) == workers, f"updated DS ready={len(pods)} original worker nodes={workers}"
+
+            rte.taint(node_name, no_exec)
+
+            # NoExecute evicts "immediately" but termination takes nonzero time: count only pods
+            # that are not terminating
+            def fewer_pods() -> str | None:
+                current = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
+                all_pods = h.pods_of_daemonset(kube, current)
+                running = [pod for pod in all_pods if not pod["metadata"].get("deletionTimestamp")]
+                ready = (current.get("status") or {}).get("numberReady", 0)
+                if ready != workers - 1:
+                    return f"updated DS ready={ready} original worker nodes={workers - 1}"
+                if len(running) != workers - 1:
+                    return f"running DS pods={len(running)} expected={workers - 1} (total including terminating={len(all_pods)})"
+                return None
+
+            h.eventually(fewer_pods, "the RTE DS running with one pod less", 300, h.poll(rte.target, 10))
+
+        @spec(
+            "[test_id:72859] should not restart a running RTE pod on tainted node with NoSchedule effect",
+            "tier3",
+        )
+        def test_72859_no_restart_on_noschedule(self, rte: RteTarget) -> None:
+            kube = rte.kube
+            target = rte.pick_worker()
+            node_name = target["metadata"]["name"]
+            taint = h.parse_taint(f"{h.TEST_KEY}:NoSchedule")
+            rte.taints = [taint]
+            rte.taint(node_name, taint)
+            workers = len(rte.workers)
+
+            ds = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
+            pods = h.pods_of_daemonset(kube, ds)
+            assert len(pods) == workers, (
+                f"pods number is not as expected for RTE daemonset: expected {workers} found {len(pods)}"
+            )
+            to_delete = next((pod for pod in pods if pod["spec"].get("nodeName") == node_name), None)
+            assert to_delete is not None, f"RTE pod was not found on node {node_name!r}"
+            kube.delete(POD, to_delete["metadata"]["name"], to_delete["metadata"]["namespace"])
+            rte.wait_pod_deleted(to_delete, timeout=120)
+
+            rte.pods_creation(workers - 1, timeout=60, interval=1)
+            rte.ready()
+            assert h.rte_pod_on_node(kube, node_name) is None, (
+                f"RTE pod was found on node {node_name!r} while expected not to be found"
+            )
+
+        class TestWhenRTEPodsAreNotRunningYet:
+            pytestmark = spec("when RTE pods are not running yet")
+
+            @pytest.fixture
+            def tainted_without_nrop(self, fxt: Any, rte: RteTarget) -> Any:
+                """BeforeEach: delete the NROP (its DS and RTE pods go), taint a worker; AfterEach:
+                restore the NROP (recreate it if missing)."""
+                kube = rte.kube
+                platform = h.detect_platform(kube)
+                custom = h.custom_policy_support_enabled(platform, rte.nrop)
+                rte.workers = h.worker_nodes(kube)
+                dss = h.daemonsets_by_name(kube, rte.nrop["status"].get("daemonsets") or [])
+                assert len(dss) == 1
+                rte_pods = h.pods_of_daemonset(kube, dss[0])
+                assert rte_pods, f"cannot find any pods for daemonset {rte.key}"
+                infos = h.mcps_info(kube, rte.nrop) if custom else []
+                kube.delete(NROP, rte.nrop_name)
+                if custom:
+                    h.wait_for_mcp_update(kube, rte.suite_config, infos, config_update=True)
+                try:
+                    waiters.for_daemonset_deleted(
+                        kube, rte.ds_namespace, rte.ds_name, timeout=120, interval=h.poll(rte.target, 30)
+                    )
+                    waiters.for_pods_all_deleted(kube, rte_pods, timeout=120, interval=h.poll(rte.target, 30))
+                    taint = h.parse_taint(f"{h.TEST_KEY}:NoSchedule")
+                    rte.taints = [taint]
+                    index, ok = pick_node_index(rte.workers)
+                    assert ok
+                    tainted = rte.workers[index]
+                    rte.taint(tainted["metadata"]["name"], taint)
+                    fxt.is_reboot_test = custom
+                    yield tainted["metadata"]["name"]
+                finally:
+                    current = kube.get_or_none(NROP, rte.nrop_name)
+                    if current is None:
+                        log.warning("NROP CR is not found on the cluster")
+                        kube.create(_fresh_nrop(rte.nrop))
+                        if custom:
+                            h.wait_for_mcp_update(
+                                kube, rte.suite_config, h.mcps_info(kube, rte.nrop), config_update=False
+                            )
+                    else:
+
+                        def mutate(obj: dict[str, Any]) -> None:
+                            obj["spec"] = rte.nrop["spec"]
+
+                        h.update_nrop(
+                            kube, rte.nrop_name, mutate, timeout=600, interval=h.poll(rte.target, 30)
+                        )
+
+            @spec(
+                "[test_id:72854] should add tolerations in-place while RTEs are running",
+                "reboot_required",
+                "slow",
+                "tier2",
+            )
+            def test_72854_add_tolerations_in_place(self, rte: RteTarget, tainted_without_nrop: str) -> None:
+                kube = rte.kube
+                workers = len(rte.workers)
+                kube.create(_fresh_nrop(rte.nrop))
+                _wait_machine_count_update(rte)
+                rte.pods_creation(workers - 1, timeout=60, interval=1)
+                rte.ready()
+                assert h.rte_pod_on_node(kube, tainted_without_nrop) is None, (
+                    "found RTE pod running on tainted node without toleration on NROP obj"
+                )
+                rte.set_tolerations(h.test_toleration())
+                rte.pods_creation(workers, timeout=60, interval=1)
+                rte.ready()
+                assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
+                    f"no RTE pod was found on node {tainted_without_nrop!r}"
+                )
+
+            @spec(
+                "[test_id:72855] should tolerate node taint on NROP CR creation",
+                "reboot_required",
+                "slow",
+                "tier2",
+            )
+            def test_72855_tolerate_taint_on_creation(
+                self, rte: RteTarget, tainted_without_nrop: str
+            ) -> None:
+                kube = rte.kube
+                workers = len(rte.workers)
+                fresh = _fresh_nrop(rte.nrop)
+                group = fresh["spec"]["nodeGroups"][0]
+                if group.get("config") is None:
+                    group["config"] = {}
+                group["config"]["tolerations"] = h.test_toleration()
+                kube.create(fresh)
+                _wait_machine_count_update(rte)
+                rte.pods_creation(workers, timeout=60, interval=1)
+                rte.ready()
+                assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
+                    f"RTE pod is not found on node {tainted_without_nrop!r}"
+                )
+
+        @spec(
+            "[test_id:84306] should evict RTE pod on tainted node with NoExecute effect and restore it when taint is removed",
+            "tier3",
+        )
+        def test_84306_evict_and_restore_on_noexecute(self, rte: RteTarget) -> None:
+            kube = rte.kube
+            target = rte.pick_worker()
+            node_name = target["metadata"]["name"]
+            taint = h.parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
+            rte.taints = [taint]
+            rte.taint(node_name, taint)
+            workers = len(rte.workers)
+
+            ds = rte.pods_creation(workers - 1, timeout=60, interval=1)
+            rte.ready()
+            # even after eviction the pod takes time to terminate and is still owned by the DS
+            for pod in h.pods_of_daemonset(kube, ds):
+                if pod["spec"].get("nodeName") == node_name:
+                    rte.wait_pod_deleted(pod, timeout=120)
+                    break
+
+            h.untaint_nodes(kube, [node_name], taint, target=rte.target)
+            rte.tainted = []
+            rte.pods_creation(workers, timeout=60, interval=1)
+            rte.ready()
+            assert h.rte_pod_on_node(kube, node_name) is not None, (
+                f"RTE pod is not found on node {node_name!r}"
+            )
+
+
+def _wait_machine_count_update(rte: RteTarget) -> None:
+    """With the custom SELinux policy the re-created NROP rolls its MachineConfig out again."""
+    if h.custom_policy_support_enabled(h.detect_platform(rte.kube), rte.nrop):
+        h.wait_for_mcp_update(
+            rte.kube, rte.suite_config, h.mcps_info(rte.kube, rte.nrop), config_update=False
+        )
+
+
+def _fresh_nrop(nrop: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the NROP for re-creation: its spec under a bare ``metadata.name``."""
+    return {
+        "apiVersion": nrop["apiVersion"],
+        "kind": nrop["kind"],
+        "metadata": {"name": nrop["metadata"]["name"]},
+        "spec": dict(nrop["spec"]),
+    }
