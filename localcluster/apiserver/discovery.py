@@ -146,6 +146,7 @@ def _subresource_kind(kind: Kind, sub: str) -> tuple[str, str, str]:
         "token": ("authentication.k8s.io", "v1", "TokenRequest"),
         "proxy": ("", "v1", f"{kind.kind}ProxyOptions"),
         "log": ("", "v1", "Pod"),
+        "exec": ("", "v1", "PodExecOptions"),
     }.get(sub, (kind.group, kind.version, kind.kind))
 
 

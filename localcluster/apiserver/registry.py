@@ -24,6 +24,7 @@ SUBRESOURCE_VERBS = {
     "binding": ("create",),
     "eviction": ("create",),
     "log": ("get",),
+    "exec": ("create", "get"),
     "finalize": ("update",),
     "token": ("create",),
     "proxy": ("create", "delete", "get", "patch", "update"),

@@ -208,7 +208,7 @@ class APIServer:
     def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
         if request.method != "GET":
             raise errors.MethodNotAllowed(f"{request.method} is not supported on {path}")
-        if path == "/version":
+        if path in ("/version", "/version/"):  # client-go asks /version, the Python client /version/
             return json_response(discovery.version_info())
         if path == "/openapi/v3":
             return json_response(self._openapi_root())

@@ -1130,3 +1130,16 @@ def test_cel_rules_of_the_schema_are_enforced(custom: client.CustomObjectsApi, s
         )
     finally:
         custom.delete_cluster_custom_object(GROUP, VERSION, "singletons", "numaresourcesoperator")
+
+
+def test_version_answers_the_python_clients_path(api_client: client.ApiClient) -> None:
+    """``VersionApi`` asks ``/version/`` (with the slash); kubectl asks ``/version``."""
+    info = client.VersionApi(api_client).get_code()
+    assert info.major and info.git_version.startswith("v")
+
+
+def test_discovery_lists_pods_exec(api_client: client.ApiClient) -> None:
+    """``pods/exec`` works (own-image containers), so discovery names it as upstream does."""
+    resources = {r.name: r for r in client.CoreV1Api(api_client).get_api_resources().resources}
+    assert resources["pods/exec"].kind == "PodExecOptions"
+    assert sorted(resources["pods/exec"].verbs) == ["create", "get"]
