@@ -1,10 +1,19 @@
 """Fixtures shared by the project's own tests: an embedded cluster and clients pointed at it.
 
-``cluster`` starts one embedded cluster (profile ``empty``) per test module in
-a background thread; ``kubeconfig`` is its admin kubeconfig; ``kubectl`` runs
-the real kubectl binary against it (skipped with a reason where kubectl is
-absent); ``api_client`` is an official Python client; ``namespace`` is a fresh
-namespace per test, deleted afterwards.
+Two kinds of cluster, one per test module:
+
+* by default ``cluster`` starts the API-conformance cluster (profile ``empty``, no
+  controllers, no default scheduler) in a background thread of the test process;
+* a module marked ``pytest.mark.cluster_profile("<profile>")`` runs against ``embedded``:
+  the embedded cluster of that profile started exactly as the suite starts its target
+  (:func:`nrop.suite.target.start`, ``nrop-cluster up`` as a child process), its node
+  roots below ``state_dir``.
+
+``kubeconfig`` is the admin kubeconfig of whichever the module uses; ``kubectl`` runs
+the real kubectl binary against it (skipped with a reason where kubectl is absent);
+``api_client`` is an official Python client (``core`` its CoreV1Api, ``kube`` the suite's
+client over it); ``namespace`` is a fresh namespace per test, deleted afterwards;
+``state_dir`` is a short per-module directory.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,8 +30,46 @@ import pytest
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
 from nrop.localcluster.controllers import ControllerSettings
+from nrop.suite import target
 
 KUBECTL = shutil.which("kubectl")
+PROFILE_MARKER = "cluster_profile"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{PROFILE_MARKER}(name): the module runs against the embedded cluster of that profile, "
+        "started as the suite starts its target (fixture ``embedded``)",
+    )
+
+
+def _profile(request: pytest.FixtureRequest) -> str | None:
+    marker = request.node.get_closest_marker(PROFILE_MARKER)
+    return None if marker is None else str(marker.args[0])
+
+
+@pytest.fixture(scope="module")
+def state_dir() -> Iterator[Path]:
+    """A per-module directory with a short path: node roots hold unix sockets (107 bytes at most)."""
+    path = Path(tempfile.mkdtemp(prefix="nrop-t-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def embedded(request: pytest.FixtureRequest, state_dir: Path) -> Iterator[target.EmbeddedCluster]:
+    """The module's ``cluster_profile`` cluster, as the suite's embedded target; node roots in ``nodes/``."""
+    profile = _profile(request)
+    if profile is None:
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: the embedded fixture needs a {PROFILE_MARKER} marker"
+        )
+    cluster = target.start(profile, state_dir / "c")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +98,12 @@ def cluster(cluster_thread: ClusterThread) -> LocalCluster:
 
 
 @pytest.fixture(scope="module")
-def kubeconfig(cluster: LocalCluster) -> Path:
+def kubeconfig(request: pytest.FixtureRequest) -> Path:
+    """The admin kubeconfig of the module's cluster: ``embedded`` if it has a profile, else ``cluster``."""
+    if _profile(request) is not None:
+        embedded: target.EmbeddedCluster = request.getfixturevalue("embedded")
+        return embedded.kubeconfig
+    cluster: LocalCluster = request.getfixturevalue("cluster")
     return cluster.kubeconfig_path
 
 
@@ -105,6 +158,25 @@ def api_client(kubeconfig: Path):  # type: ignore[no-untyped-def]
     config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     with client.ApiClient(configuration) as api:
         yield api
+
+
+@pytest.fixture(scope="module")
+def core(api_client):  # type: ignore[no-untyped-def]
+    """The official client's CoreV1Api."""
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="module")
+def kube(api_client):  # type: ignore[no-untyped-def]
+    """The suite's client (``nrop.suite.kube.Kube``) on the module's cluster, nothing installed.
+
+    It stands in for the suite plugin's session ``kube``, which would install the whole stack.
+    """
+    from nrop.suite.kube import Kube
+
+    return Kube(api_client)
 
 
 @pytest.fixture

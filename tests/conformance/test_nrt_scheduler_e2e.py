@@ -1,8 +1,8 @@
 """``nrop-scheduler`` end to end: real exporter, real scheduler process, real kubelets.
 
-One embedded cluster on the shipped ``default`` profile (two workers with two NUMA zones
+One embedded cluster on the shipped ``devices`` profile (two workers with two NUMA zones
 each; static CPU and memory managers; topology manager ``single-numa-node`` with scope
-``pod``) runs in this process. The NRT CRD is installed and one
+``pod``) runs as the suite's embedded target. The NRT CRD is installed and one
 ``resource-topology-exporter`` per worker runs as a subprocess (periodic mode, 1s), so the
 NodeResourceTopology objects are the exporter's own. Each test starts ``nrop-scheduler``
 as a subprocess with a ``KubeSchedulerConfiguration`` file (profile
@@ -22,12 +22,7 @@ what the API shows:
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -37,14 +32,24 @@ from typing import Any
 
 import pytest
 import yaml
+from _helpers_e2e import (
+    Process,
+    exporter_env,
+    install_nrt_crd,
+    program,
+    start_exporter,
+    stopped_cleanly,
+    wait_nrts,
+)
 from kubernetes import client
 
-from nrop.api import crds
-from nrop.api.nrt import GROUP, PLURAL, VERSION, NodeResourceTopology
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
+from nrop.api.nrt import NodeResourceTopology
+from nrop.suite import waiters
+from nrop.suite.kube import NRT, Kube
+from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("devices")]
 
 SCHEDULER_NAME = "topo-aware-scheduler"
 WORKERS = ("worker-0", "worker-1")
@@ -82,43 +87,14 @@ def scheduler_config(*, cache: bool) -> dict[str, Any]:
     }
 
 
-def _command(script: str, module: str) -> list[str]:
-    path = Path(sys.executable).with_name(script)
-    return [str(path)] if path.exists() else [sys.executable, "-m", module]
-
-
-class Process:
-    """A subprocess whose output goes to a log file; ``stop()`` sends SIGTERM and returns the code."""
-
-    def __init__(self, command: list[str], log_path: Path, env: dict[str, str]) -> None:
-        self.log_path = log_path
-        self._log = log_path.open("w")
-        self.proc = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, env=env)
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log.close()
-        return self.proc.returncode
-
-
 # ----------------------------------------------------------------------------- fixtures
 
 
 @dataclass
 class Stack:
-    runner: ClusterThread
+    kube: Kube
     core: client.CoreV1Api
     events: client.EventsV1Api
-    custom: client.CustomObjectsApi
     kubeconfig: Path
     state_dir: Path
     env: dict[str, str]
@@ -128,7 +104,7 @@ class Stack:
         path = self.state_dir / f"sched-{name}-{uuid.uuid4().hex[:4]}.yaml"
         path.write_text(yaml.safe_dump(scheduler_config(cache=cache)))
         command = [
-            *_command("nrop-scheduler", "nrop.sched.main"),
+            *program("nrop-scheduler", "nrop.sched.main"),
             "--config", str(path), "--kubeconfig", str(self.kubeconfig), "-v", "2",
         ]  # fmt: skip
         return Process(command, path.with_suffix(".log"), self.env)
@@ -148,86 +124,28 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    # Unix socket paths are limited to 107 bytes: keep node roots short.
-    path = Path(tempfile.mkdtemp(prefix="nrop-nsch-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
-    """This module's cluster: the shipped ``default`` profile (overrides the shared ``empty`` one)."""
-    runner = ClusterThread(ClusterConfig(profile="devices", state_dir=state_dir / "c", bookmark_interval=1.0))
-    with runner:
-        yield runner
-
-
-def _kubelet_config(core: client.CoreV1Api, node: str, path: Path) -> Path:
-    raw = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False)
-    body = json.loads(raw.data)["kubeletconfig"]
-    doc = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **body}
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
-
-@pytest.fixture(scope="module")
 def stack(
-    cluster_thread: ClusterThread, api_client: client.ApiClient, kubeconfig: Path, state_dir: Path
+    embedded: EmbeddedCluster, kube: Kube, api_client: client.ApiClient, state_dir: Path
 ) -> Iterator[Stack]:
-    core = client.CoreV1Api(api_client)
-    ext = client.ApiextensionsV1Api(api_client)
-    crd = crds.load("noderesourcetopologies")
-    ext.create_custom_resource_definition(crd)
-    wait_for(
-        lambda: ext.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or [],
-        lambda conds: any(c.type == "Established" and c.status == "True" for c in conds),
-        "the NodeResourceTopology CRD to be Established",
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REFERENCE_")}
+    install_nrt_crd(kube)
     stack = Stack(
-        cluster_thread,
-        core,
+        kube,
+        client.CoreV1Api(api_client),
         client.EventsV1Api(api_client),
-        client.CustomObjectsApi(api_client),
-        kubeconfig,
+        embedded.kubeconfig,
         state_dir,
-        env,
+        exporter_env(),
     )
-    exporters: dict[str, Process] = {}
-    for node in WORKERS:
-        root = cluster_thread.cluster.state_dir / "nodes" / node
-        args = [
-            "--kubeconfig", str(kubeconfig), "--hostname", node, "--sysfs", str(root / "sys"),
-            "--podresources-socket", f"unix://{root / 'var/lib/kubelet/pod-resources/kubelet.sock'}",
-            "--kubelet-config-file", str(_kubelet_config(core, node, state_dir / f"{node}-kubelet.yaml")),
-            "--sleep-interval", "1s", "--podreadiness=false",
-        ]  # fmt: skip
-        command = [*_command("resource-topology-exporter", "nrop.rte.main"), *args]
-        exporters[node] = Process(command, state_dir / f"{node}-exporter.log", env)
-    try:
-        for node in WORKERS:
-            wait_for(lambda node=node: _nrt_or_none(stack, node), lambda o: o is not None, f"NRT {node}")
+    periodic = ("--sleep-interval", "1s", "--podreadiness=false")
+    exporters = {node: start_exporter(embedded, kube, node, state_dir, *periodic) for node in WORKERS}
+    with stopped_cleanly(exporters):
+        wait_nrts(kube, WORKERS, lambda _: True, "to exist")
         yield stack
-    finally:
-        codes = {node: proc.stop() for node, proc in exporters.items()}
-        assert codes == {node: 0 for node in WORKERS}, {n: p.log() for n, p in exporters.items()}
-
-
-def _nrt_or_none(stack: Stack, node: str) -> dict[str, Any] | None:
-    try:
-        return stack.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, node)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 def zone_cpus(stack: Stack, node: str) -> dict[str, int]:
     """Available CPUs per zone of the node's NRT, as the exporter published them."""
-    obj = _nrt_or_none(stack, node)
-    assert obj is not None
-    nrt = NodeResourceTopology.from_dict(obj)
+    nrt = NodeResourceTopology.from_dict(stack.kube.get(NRT, node))
     return {z.name: int(str(r.available)) for z in nrt.zones for r in z.resources if r.name == "cpu"}
 
 
@@ -268,14 +186,9 @@ def _delete_all(stack: Stack, namespace: str) -> None:
 
 def test_fitting_pod_is_bound_and_admitted(stack: Stack, passthrough: Process, namespace: str) -> None:
     stack.core.create_namespaced_pod(namespace, guaranteed("fits", 8))
-    pod = wait_for(
-        lambda: stack.pod(namespace, "fits"),
-        lambda p: p.status.phase == "Running",
-        f"pod {namespace}/fits to be Running",
-        TIMEOUT,
-        terminal=lambda p: p.status.phase == "Failed",
-    )
-    assert pod.spec.node_name in WORKERS
+    pod = waiters.for_pod_phase(stack.kube, namespace, "fits", "Running", interval=0.05, timeout=TIMEOUT)
+    node = pod["spec"]["nodeName"]
+    assert node in WORKERS
     events = wait_for(
         lambda: stack.pod_events(namespace, "fits"),
         lambda evs: any(reason == "Scheduled" for reason, _, _ in evs),
@@ -283,12 +196,12 @@ def test_fitting_pod_is_bound_and_admitted(stack: Stack, passthrough: Process, n
     )
     scheduled = [(ctl, note) for reason, ctl, note in events if reason == "Scheduled"]
     assert scheduled[0][0] == SCHEDULER_NAME
-    assert pod.spec.node_name in scheduled[0][1]
+    assert node in scheduled[0][1]
     # The exporter then shows the 8 exclusive CPUs gone from one zone of that node.
     wait_for(
-        lambda: zone_cpus(stack, pod.spec.node_name),
+        lambda: zone_cpus(stack, node),
         lambda zones: sorted(zones.values()) in ([6, 16], [8, 14]),
-        f"NRT {pod.spec.node_name} to show 8 CPUs taken from one zone",
+        f"NRT {node} to show 8 CPUs taken from one zone",
     )
     _delete_all(stack, namespace)
 
@@ -382,7 +295,7 @@ def test_invalid_configuration_exits_1_naming_the_field(state_dir: Path) -> None
     path = state_dir / "invalid.yaml"
     path.write_text(yaml.safe_dump(doc))
     result = subprocess.run(
-        [*_command("nrop-scheduler", "nrop.sched.main"), "--config", str(path)],
+        [*program("nrop-scheduler", "nrop.sched.main"), "--config", str(path)],
         capture_output=True,
         text=True,
         timeout=30,

@@ -1,6 +1,7 @@
 """The numacell device plugin end to end: a DaemonSet of the project's image on the embedded cluster.
 
-One cluster on the shipped ``default`` profile runs in this process. The suite's own
+One cluster on the shipped ``default`` profile runs as the suite's embedded target
+(``nrop-cluster up``, fixture ``embedded``). The suite's own
 manifests (:func:`nrop.suite.infra.numacell_manifests`, the project's image and its
 ``numacell`` program) are created through the API; the kubelets run the plugin as a real
 process per worker, which reads the node's sysfs through ``/host-sys`` and registers on
@@ -13,74 +14,42 @@ the plugin's pod is replaced.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
-from kubernetes import client
+from _helpers_e2e import (
+    NUMACELL_DAEMONSET,
+    NUMACELL_POD_LABELS,
+    deploy_numacell,
+    install_nrt_crd,
+    node_root,
+    pod_resources,
+    podresources_socket,
+    program,
+)
 
-from nrop.api import crds
-from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
-from nrop.api.images import DEFAULT_IMAGE
 from nrop.api.nrt import NodeResourceTopology
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.rte.sysinfo import parse_cpulist
 from nrop.suite import infra, numacell
-from nrop.suite.kube import CRD, DAEMONSET, NODE, NRT, POD, Kube
+from nrop.suite.kube import DAEMONSET, NODE, NRT, POD, Kube
+from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 
 WORKERS = ("worker-0", "worker-1")
 NAMESPACE = "e2e-test-infra-1234"
-DS_NAME = "numacell-dp-worker-ds"
 TIMEOUT = 30.0
 CELLS = {"kni.node/numacell00": "15", "kni.node/numacell01": "15"}
 
 
 @pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    # Unix socket paths are limited to 107 bytes: keep node roots short.
-    path = Path(tempfile.mkdtemp(prefix="nrop-nc-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", history_size=5000))
-    with runner:
-        yield runner
-
-
-@pytest.fixture(scope="module")
-def kube(api_client: client.ApiClient) -> Kube:
-    return Kube(api_client)
-
-
-@pytest.fixture(scope="module")
 def deployed(kube: Kube) -> Iterator[dict[str, Any]]:
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    pools = infra.node_group_pools([{"poolName": "worker"}])
-    for manifest in infra.numacell_manifests(
-        NAMESPACE, pools, DEFAULT_IMAGE, infra.numacell_program(DEFAULT_IMAGE)
-    ):
-        kube.create(manifest)
-    ds = wait_for(
-        lambda: kube.get_or_none(DAEMONSET, DS_NAME, NAMESPACE),
-        infra.daemonset_ready,
-        f"daemonset {NAMESPACE}/{DS_NAME} ready",
-        TIMEOUT,
-        interval=0.2,
-    )
-    yield ds
-    kube.delete(DAEMONSET, DS_NAME, NAMESPACE)
+    yield deploy_numacell(kube, NAMESPACE, TIMEOUT)
+    kube.delete(DAEMONSET, NUMACELL_DAEMONSET, NAMESPACE)
 
 
 def numacell_resources(kube: Kube, node: str, which: str) -> dict[str, str]:
@@ -88,13 +57,9 @@ def numacell_resources(kube: Kube, node: str, which: str) -> dict[str, str]:
     return {k: v for k, v in (status.get(which) or {}).items() if numacell.is_resource_name(k)}
 
 
-def node_root(runner: ClusterThread, node: str) -> Path:
-    return runner.cluster.state_dir / "nodes" / node
-
-
 def test_daemonset_runs_the_plugin_on_every_worker(kube: Kube, deployed: dict[str, Any]) -> None:
     assert deployed["status"]["desiredNumberScheduled"] == len(WORKERS)
-    pods = kube.list(POD, NAMESPACE, label_selector={"name": "numacell-dp-worker-pod"})
+    pods = kube.list(POD, NAMESPACE, label_selector=NUMACELL_POD_LABELS)
     assert sorted(p["spec"]["nodeName"] for p in pods) == list(WORKERS)
     for pod in pods:
         logs = wait_for(
@@ -120,18 +85,9 @@ def test_cells_appear_in_node_capacity_and_allocatable(kube: Kube, deployed: dic
     assert numacell_resources(kube, "control-plane", "allocatable") == {}
 
 
-def _podresources(root: Path, namespace: str, name: str) -> Any:
-    with grpc.insecure_channel(f"unix://{root}/var/lib/kubelet/pod-resources/kubelet.sock") as channel:
-        response = api_pb2_grpc.PodResourcesListerStub(channel).List(
-            api_pb2.ListPodResourcesRequest(), timeout=5
-        )
-    (pod,) = [p for p in response.pod_resources if (p.namespace, p.name) == (namespace, name)]
-    return pod
-
-
 @pytest.mark.parametrize("cell", [0, 1])
 def test_a_pod_asking_for_a_cell_gets_cpus_of_that_numa_node(
-    kube: Kube, deployed: dict[str, Any], cluster_thread: ClusterThread, namespace: str, cell: int
+    kube: Kube, deployed: dict[str, Any], embedded: EmbeddedCluster, namespace: str, cell: int
 ) -> None:
     node = WORKERS[1]
     wait_for(lambda: numacell_resources(kube, node, "allocatable"), lambda f: f == CELLS, "cells", TIMEOUT)
@@ -163,8 +119,8 @@ def test_a_pod_asking_for_a_cell_gets_cpus_of_that_numa_node(
         TIMEOUT,
         interval=0.2,
     )
-    root = node_root(cluster_thread, node)
-    (container,) = _podresources(root, namespace, name).containers
+    root = node_root(embedded, node)
+    (container,) = pod_resources(root, namespace, name).containers
     (device,) = container.devices
     assert device.resource_name == numacell.resource_name(cell)
     assert [d.split("-")[0] for d in device.device_ids] == [numacell.device_id(cell)]
@@ -175,23 +131,10 @@ def test_a_pod_asking_for_a_cell_gets_cpus_of_that_numa_node(
     kube.delete(POD, name, namespace, grace_period_seconds=0)
 
 
-def _exporter() -> list[str]:
-    script = Path(sys.executable).with_name("resource-topology-exporter")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "nrop.rte.main"]
-
-
 def test_nrt_zones_expose_the_cells(
-    kube: Kube, deployed: dict[str, Any], cluster_thread: ClusterThread, kubeconfig: Path
+    kube: Kube, deployed: dict[str, Any], embedded: EmbeddedCluster, kubeconfig: Path
 ) -> None:
-    crd = crds.load("noderesourcetopologies")
-    if kube.get_or_none(CRD, crd["metadata"]["name"]) is None:
-        kube.create(crd)
-        wait_for(
-            lambda: kube.get(CRD, crd["metadata"]["name"]).get("status", {}).get("conditions") or [],
-            lambda conds: any(c["type"] == "Established" and c["status"] == "True" for c in conds),
-            "the NRT CRD to be Established",
-            TIMEOUT,
-        )
+    install_nrt_crd(kube, TIMEOUT)
     for node in WORKERS:
         wait_for(
             lambda node=node: numacell_resources(kube, node, "allocatable"),
@@ -199,13 +142,13 @@ def test_nrt_zones_expose_the_cells(
             "cells",
             TIMEOUT,
         )
-        root = node_root(cluster_thread, node)
+        root = node_root(embedded, node)
         kubelet = infra.kubelet_configuration(kube, node)
         assert kubelet is not None, "configz through the API server's node proxy"
         subprocess.run(
             [
-                *_exporter(), "--kubeconfig", str(kubeconfig), "--hostname", node, "--sysfs", str(root / "sys"),
-                "--podresources-socket", f"unix://{root}/var/lib/kubelet/pod-resources/kubelet.sock",
+                *program("resource-topology-exporter", "nrop.rte.main"), "--kubeconfig", str(kubeconfig), "--hostname", node, "--sysfs", str(root / "sys"),
+                "--podresources-socket", f"unix://{podresources_socket(root)}",
                 "--topology-manager-policy", kubelet["topologyManagerPolicy"],
                 "--topology-manager-scope", kubelet["topologyManagerScope"],
                 "--oneshot", "--podreadiness=false",
@@ -228,14 +171,14 @@ def test_a_replaced_plugin_pod_registers_again(kube: Kube, deployed: dict[str, A
     node = WORKERS[0]
     (old,) = [
         p
-        for p in kube.list(POD, NAMESPACE, label_selector={"name": "numacell-dp-worker-pod"})
+        for p in kube.list(POD, NAMESPACE, label_selector=NUMACELL_POD_LABELS)
         if p["spec"].get("nodeName") == node
     ]
     kube.delete(POD, old["metadata"]["name"], NAMESPACE, grace_period_seconds=0)
     new = wait_for(
         lambda: [
             p
-            for p in kube.list(POD, NAMESPACE, label_selector={"name": "numacell-dp-worker-pod"})
+            for p in kube.list(POD, NAMESPACE, label_selector=NUMACELL_POD_LABELS)
             if p["spec"].get("nodeName") == node
             and p["metadata"]["uid"] != old["metadata"]["uid"]
             and p["status"].get("phase") == "Running"

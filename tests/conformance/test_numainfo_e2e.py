@@ -1,7 +1,7 @@
 """numainfo-exporter, as a real process, against the nodes of an embedded cluster.
 
-A cluster on the shipped ``default`` profile (two 2-NUMA workers, static CPU and memory
-managers) runs in this process. ``numainfo-exporter`` runs as a subprocess on a worker's
+A cluster on the shipped ``devices`` profile (two 2-NUMA workers, static CPU and memory
+managers) runs as the suite's embedded target (``nrop-cluster up``). ``numainfo-exporter`` runs as a subprocess on a worker's
 node root (``-Y <root>/sys -K <root>/var/lib/kubelet``) and is scraped over HTTP. Pods are
 created with ``spec.nodeName`` through the official client; which NUMA node they landed
 on is read independently, from the kubelet's podresources API and the sysfs cpulists.
@@ -10,51 +10,43 @@ Corruption is done on a copy of a node root, never on the kubelet's own files.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import grpc
 import pytest
+from _helpers_e2e import node_root, pod_resources
 from prometheus_client.parser import text_string_to_metric_families
 
 from nrop.api.checkpoints import encode_cpu_manager_checkpoint
-from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.localcluster.apiserver.tls import client_context, generate_ca, issue_server_cert
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
+from nrop.suite import waiters, waiting
+from nrop.suite.kube import POD, Kube
+from nrop.suite.target import EmbeddedCluster
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("devices")]
 
 WORKER = "worker-0"
 OTHER_WORKER = "worker-1"
 TIMEOUT = 10.0
 GI = 1024**3
 MI = 1024**2
-T = TypeVar("T")
 Series = dict[tuple[tuple[str, str], ...], float]
 EXPORTER = str(Path(sys.executable).with_name("numainfo-exporter"))
 
 
-def wait_for(getter: Callable[[], T], predicate: Callable[[T], bool], description: str) -> T:
-    deadline = time.monotonic() + TIMEOUT
-    value = getter()
-    while not predicate(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"expected {description}, got instead:\n{value}")
-        time.sleep(0.05)
-        value = getter()
-    return value
+#: The suite's waiter with this module's timeout.
+wait_for = functools.partial(waiting.wait_for, timeout=TIMEOUT, interval=0.05)
 
 
 # ----------------------------------------------------------------------------- the exporter process
@@ -140,32 +132,8 @@ def valid(metrics: dict[str, Series], checkpoint: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def cluster_thread() -> Iterator[ClusterThread]:
-    """This module's cluster: the ``default`` profile (overrides the shared ``empty`` one)."""
-    # Unix socket paths are limited to 107 bytes: keep node roots short.
-    state = Path(tempfile.mkdtemp(prefix="nrop-nie-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    runner = ClusterThread(ClusterConfig(profile="devices", state_dir=state / "c", history_size=2000))
-    try:
-        with runner:
-            yield runner
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-
-
-def node_root(runner: ClusterThread, node: str) -> Path:
-    return runner.cluster.state_dir / "nodes" / node
-
-
-@pytest.fixture(scope="module")
-def core(api_client):  # type: ignore[no-untyped-def]
-    from kubernetes import client
-
-    return client.CoreV1Api(api_client)
-
-
-@pytest.fixture(scope="module")
-def exporter(cluster_thread: ClusterThread) -> Iterator[Exporter]:
-    root = node_root(cluster_thread, WORKER)
+def exporter(embedded: EmbeddedCluster) -> Iterator[Exporter]:
+    root = node_root(embedded, WORKER)
     process = Exporter(WORKER, root / "sys", root / "var/lib/kubelet")
     yield process
     assert process.stop() == 0
@@ -191,33 +159,16 @@ def guaranteed_pod(
     }
 
 
-def run_pod(core, namespace: str, body: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
-    name = body["metadata"]["name"]
-    core.create_namespaced_pod(namespace, body)
-    wait_for(
-        lambda: core.read_namespaced_pod(name, namespace).status,
-        lambda status: status.phase in ("Running", "Failed"),
-        f"pod {namespace}/{name} to be Running",
+def run_pod(kube: Kube, namespace: str, body: dict[str, Any]) -> None:
+    kube.create({**body, "metadata": {**body["metadata"], "namespace": namespace}})
+    waiters.for_pod_phase(
+        kube, namespace, body["metadata"]["name"], "Running", interval=0.05, timeout=TIMEOUT
     )
-    status = core.read_namespaced_pod(name, namespace).status
-    assert status.phase == "Running", (status.reason, status.message)
 
 
-def delete_pod(core, namespace: str, name: str) -> None:  # type: ignore[no-untyped-def]
-    from kubernetes import client
-
-    core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-
-    def present() -> bool:
-        try:
-            core.read_namespaced_pod(name, namespace)
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
-
-    wait_for(present, lambda exists: not exists, f"pod {namespace}/{name} to be gone")
+def delete_pod(kube: Kube, namespace: str, name: str) -> None:
+    kube.delete(POD, name, namespace, grace_period_seconds=0)
+    waiters.for_pod_deleted(kube, namespace, name, interval=0.05, timeout=TIMEOUT)
 
 
 def placement(root: Path, namespace: str, name: str) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
@@ -228,11 +179,7 @@ def placement(root: Path, namespace: str, name: str) -> tuple[dict[str, int], di
         for part in (node_dir / "cpulist").read_text().strip().split(","):
             low, _, high = part.partition("-")
             numa_of.update(dict.fromkeys(range(int(low), int(high or low) + 1), int(node_dir.name[4:])))
-    with grpc.insecure_channel(f"unix://{root / 'var/lib/kubelet/pod-resources/kubelet.sock'}") as channel:
-        response = api_pb2_grpc.PodResourcesListerStub(channel).List(
-            api_pb2.ListPodResourcesRequest(), timeout=5
-        )
-    (pod,) = [p for p in response.pod_resources if (p.namespace, p.name) == (namespace, name)]
+    pod = pod_resources(root, namespace, name)
     cpus: dict[str, int] = {}
     blocks: dict[tuple[str, str], int] = {}
     for container in pod.containers:
@@ -261,13 +208,10 @@ def test_capacity_without_allocations(exporter: Exporter) -> None:
 
 
 def test_allocation_follows_a_guaranteed_pod(
-    cluster_thread: ClusterThread,
-    exporter: Exporter,
-    core,
-    namespace: str,  # type: ignore[no-untyped-def]
+    embedded: EmbeddedCluster, exporter: Exporter, kube: Kube, namespace: str
 ) -> None:
-    root = node_root(cluster_thread, WORKER)
-    run_pod(core, namespace, guaranteed_pod("background", WORKER, 2, "512Mi"))
+    root = node_root(embedded, WORKER)
+    run_pod(kube, namespace, guaranteed_pod("background", WORKER, 2, "512Mi"))
     base_cpus, _ = placement(root, namespace, "background")
     baseline = wait_for(
         exporter.scrape,
@@ -278,7 +222,7 @@ def test_allocation_follows_a_guaranteed_pod(
     base_memory = memory(baseline, "memory", "allocation")
     base_hugepages = memory(baseline, "hugepages-2Mi", "allocation")
 
-    run_pod(core, namespace, guaranteed_pod("measured", WORKER, 4, "1Gi", "128Mi"))
+    run_pod(kube, namespace, guaranteed_pod("measured", WORKER, 4, "1Gi", "128Mi"))
     cpus, blocks = placement(root, namespace, "measured")
     (numa,) = cpus  # single-numa-node: one NUMA node
     assert cpus[numa] == 4
@@ -294,7 +238,7 @@ def test_allocation_follows_a_guaranteed_pod(
     assert memory(after, "hugepages-2Mi", "allocation")[numa] == base_hugepages[numa] + 128 * MI
     assert cores(after, WORKER, "capacity") == {"node00": 16, "node01": 16}
 
-    delete_pod(core, namespace, "measured")
+    delete_pod(kube, namespace, "measured")
     back = wait_for(
         exporter.scrape,
         lambda m: cores(m, WORKER, "allocation") == cores(baseline, WORKER, "allocation"),
@@ -303,7 +247,7 @@ def test_allocation_follows_a_guaranteed_pod(
     assert memory(back, "memory", "allocation") == base_memory
     assert memory(back, "hugepages-2Mi", "allocation") == base_hugepages
 
-    delete_pod(core, namespace, "background")
+    delete_pod(kube, namespace, "background")
     empty = wait_for(
         exporter.scrape,
         lambda m: cores(m, WORKER, "allocation") == {},
@@ -313,13 +257,10 @@ def test_allocation_follows_a_guaranteed_pod(
 
 
 def test_corrupt_checkpoints_warn_keep_serving_and_recover(
-    cluster_thread: ClusterThread,
-    core,
-    namespace: str,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
+    embedded: EmbeddedCluster, kube: Kube, namespace: str, tmp_path: Path
 ) -> None:
-    real = node_root(cluster_thread, OTHER_WORKER)
-    run_pod(core, namespace, guaranteed_pod("held", OTHER_WORKER, 2, "256Mi"))
+    real = node_root(embedded, OTHER_WORKER)
+    run_pod(kube, namespace, guaranteed_pod("held", OTHER_WORKER, 2, "256Mi"))
     cpus, _ = placement(real, namespace, "held")
     real_state = real / "var/lib/kubelet"
     wait_for((real_state / "cpu_manager_state").read_bytes, lambda b: b'"entries"' in b, "an entry")
@@ -369,11 +310,11 @@ def test_corrupt_checkpoints_warn_keep_serving_and_recover(
     finally:
         assert process.stop() == 0
     assert (real_state / "cpu_manager_state").read_bytes() == good_cpu  # the kubelet's file was never touched
-    delete_pod(core, namespace, "held")
+    delete_pod(kube, namespace, "held")
 
 
-def test_dump_metrics_prints_once_and_exits(cluster_thread: ClusterThread) -> None:
-    root = node_root(cluster_thread, WORKER)
+def test_dump_metrics_prints_once_and_exits(embedded: EmbeddedCluster) -> None:
+    root = node_root(embedded, WORKER)
     result = subprocess.run(
         [
             EXPORTER,
@@ -397,8 +338,8 @@ def test_dump_metrics_prints_once_and_exits(cluster_thread: ClusterThread) -> No
     assert result.stderr == ""
 
 
-def test_serves_https_with_cert_and_key(cluster_thread: ClusterThread, tmp_path: Path) -> None:
-    root = node_root(cluster_thread, WORKER)
+def test_serves_https_with_cert_and_key(embedded: EmbeddedCluster, tmp_path: Path) -> None:
+    root = node_root(embedded, WORKER)
     ca = generate_ca()
     cert, key = issue_server_cert(ca, ["127.0.0.1"]).write_pair(tmp_path, "metrics")
     process = Exporter(

@@ -1,6 +1,7 @@
 """Pods of the project's own image run as real processes on the emulated nodes, end to end.
 
-A cluster on the shipped ``default`` profile runs in this process. The tests create pods
+A cluster on the shipped ``default`` profile runs as the suite's embedded target
+(``nrop-cluster up``, fixture ``embedded``). The tests create pods
 with ``spec.nodeName`` through the official client (and ``kubectl``), whose container is
 ``python3 -c AGENT`` in an image matching ``*numaresources-operator-tests*``: the agent
 reads a hostPath file and a ConfigMap volume, reports its downward-API environment, calls
@@ -15,14 +16,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,8 +28,9 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client, watch
 
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
-from nrop.suite import waiting
+from nrop.suite import target, waiting
+
+pytestmark = pytest.mark.cluster_profile("default")
 
 WORKER = "worker-0"
 IMAGE = "quay.io/openshift-kni/numaresources-operator-tests:4.20"
@@ -81,29 +80,6 @@ AGENT = textwrap.dedent(
     http.server.ThreadingHTTPServer((os.environ["POD_IP"], 8080), Handler).serve_forever()
     """
 )
-
-
-# -- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="nrop-pp-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
-    """This module's cluster: the shipped ``default`` profile (overrides the shared ``empty`` one)."""
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", history_size=5000))
-    with runner:
-        yield runner
-
-
-@pytest.fixture(scope="module")
-def core(api_client: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(api_client)
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -562,25 +538,10 @@ NOTICE = textwrap.dedent(
 
 def _cluster_with_a_process(state: Path) -> tuple[subprocess.Popen[str], list[int]]:
     """``nrop-cluster up`` with a pod whose process forked a child; returns the cluster and both PIDs."""
-    kubeconfig = state / "kubeconfig"
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "nrop-cluster"),
-            "up",
-            "--profile",
-            "default",
-            "--state-dir",
-            str(state),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().startswith("ready: kubeconfig=")
+    cluster = target.start("default", state)
     from kubernetes import config
 
-    core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
     core.create_namespaced_service_account("default", {"metadata": {"name": "reader"}})
     core.create_namespaced_pod(
         "default",
@@ -593,7 +554,7 @@ def _cluster_with_a_process(state: Path) -> tuple[subprocess.Popen[str], list[in
     )
     pids = [int(word) for word in text.split()[1:3]]
     assert all(alive(pid) for pid in pids)
-    return process, pids
+    return cluster.process, pids
 
 
 @pytest.mark.slow

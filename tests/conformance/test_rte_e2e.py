@@ -1,8 +1,8 @@
 """resource-topology-exporter end to end: real processes against the embedded cluster's real kubelets.
 
 One cluster on the shipped ``devices`` profile (two 2-NUMA workers with static CPU and
-memory managers, hugepages and ``example.com/deviceA`` devices per NUMA node) runs in
-this process. Per worker, ``resource-topology-exporter`` runs as a plain subprocess
+memory managers, hugepages and ``example.com/deviceA`` devices per NUMA node) runs as
+the suite's embedded target (``nrop-cluster up``). Per worker, ``resource-topology-exporter`` runs as a plain subprocess
 against that node's root — its sysfs tree, the kubelet's podresources socket, a
 KubeletConfiguration file written from ``/configz`` — and the API server:
 
@@ -26,12 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import urllib.request
 import uuid
@@ -40,19 +35,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
-import yaml
+from _helpers_e2e import (
+    Process,
+    install_nrt_crd,
+    node_root,
+    pod_resources,
+    podresources_socket,
+    program,
+    start_exporter,
+    stopped_cleanly,
+    wait_nrts,
+    write_kubelet_config,
+)
 from kubernetes import client, config, watch
 
 from nrop.api import crds, fingerprint
-from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.nrt import GROUP, PLURAL, VERSION, NodeResourceTopology
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.rte.terminalpods import TerminalPods
+from nrop.suite import waiters
+from nrop.suite.kube import NRT, POD, Kube
+from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("devices")]
 
 GiB = 1024**3
 MiB = 1024**2
@@ -117,44 +123,6 @@ def annotation(obj: dict[str, Any], key: str) -> str | None:
     return (obj["metadata"].get("annotations") or {}).get(key)
 
 
-# ----------------------------------------------------------------------------- the exporter process
-
-
-def _exporter_command() -> list[str]:
-    script = Path(sys.executable).with_name("resource-topology-exporter")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "nrop.rte.main"]
-
-
-class ExporterProcess:
-    """One ``resource-topology-exporter`` subprocess; its log goes to a file the test reads."""
-
-    def __init__(self, args: list[str], log_path: Path, env: dict[str, str]) -> None:
-        self.log_path = log_path
-        self._log = log_path.open("w")
-        self.proc = subprocess.Popen(
-            [*_exporter_command(), *args], stdout=subprocess.PIPE, stderr=self._log, text=True, env=env
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log.close()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        return self.proc.returncode
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -162,32 +130,6 @@ def free_port() -> int:
 
 
 # ----------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    # Unix socket paths are limited to 107 bytes: keep node roots short.
-    path = Path(tempfile.mkdtemp(prefix="nrop-rte-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
-    """This module's cluster: the shipped ``devices`` profile (overrides the shared ``empty`` one)."""
-    runner = ClusterThread(
-        ClusterConfig(profile="devices", state_dir=state_dir / "c", bookmark_interval=1.0, history_size=5000)
-    )
-    with runner:
-        yield runner
-
-
-def node_root(runner: ClusterThread, node: str) -> Path:
-    return runner.cluster.state_dir / "nodes" / node
-
-
-def podresources_socket(root: Path) -> Path:
-    return root / "var/lib/kubelet/pod-resources/kubelet.sock"
 
 
 def pod_body(
@@ -211,123 +153,64 @@ def pod_body(
 
 @dataclass
 class Stack:
-    runner: ClusterThread
+    cluster: EmbeddedCluster
+    kube: Kube
     core: client.CoreV1Api
-    custom: client.CustomObjectsApi
-    exporters: dict[str, ExporterProcess]
+    exporters: dict[str, Process]
     initial: dict[str, dict[str, Any]]
     metrics_port: int
     env: dict[str, str]
     kubelet_configs: dict[str, Path] = field(default_factory=dict)
 
     def root(self, node: str) -> Path:
-        return node_root(self.runner, node)
+        return node_root(self.cluster, node)
 
     def nrt(self, node: str) -> dict[str, Any] | None:
-        try:
-            return self.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, node)
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.kube.get_or_none(NRT, node)
 
     def wait_nrt(
         self, node: str, predicate: Callable[[dict[str, Any]], bool], description: str
     ) -> dict[str, Any]:
-        return wait_for(
-            lambda: self.nrt(node),
-            lambda o: o is not None and predicate(o),
-            f"NRT {node} {description}",
-            TIMEOUT,
-        )
+        return wait_nrts(self.kube, [node], predicate, description, TIMEOUT)[node]
 
-    def run_pod(self, namespace: str, body: dict[str, Any], phase: str = "Running") -> client.V1Pod:
-        name = body["metadata"]["name"]
-        self.core.create_namespaced_pod(namespace, body)
-        return wait_for(
-            lambda: self.core.read_namespaced_pod(name, namespace),
-            lambda pod: pod.status.phase == phase,
-            f"pod {namespace}/{name} to be {phase}",
-            TIMEOUT,
-            terminal=lambda pod: pod.status.phase in ("Failed", "Succeeded") and pod.status.phase != phase,
+    def run_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.kube.create({**body, "metadata": {**body["metadata"], "namespace": namespace}})
+        return waiters.for_pod_phase(
+            self.kube, namespace, body["metadata"]["name"], "Running", interval=0.05, timeout=TIMEOUT
         )
 
     def delete_pods(self, namespace: str, *names: str) -> None:
         for name in names:
-            self.core.delete_namespaced_pod(name, namespace)
+            self.kube.delete(POD, name, namespace)
         for name in names:
-            wait_for(
-                lambda name=name: self._exists(namespace, name),
-                lambda present: not present,
-                f"pod {namespace}/{name} to be gone",
-                TIMEOUT,
-            )
-
-    def _exists(self, namespace: str, name: str) -> bool:
-        try:
-            self.core.read_namespaced_pod(name, namespace)
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+            waiters.for_pod_deleted(self.kube, namespace, name, interval=0.05, timeout=TIMEOUT)
 
     def zone_of(self, node: str, namespace: str, name: str) -> str:
         """The NUMA zone the kubelet allocated the pod's exclusive resources from (podresources API)."""
-        with grpc.insecure_channel(f"unix://{podresources_socket(self.root(node))}") as channel:
-            response = api_pb2_grpc.PodResourcesListerStub(channel).List(
-                api_pb2.ListPodResourcesRequest(), timeout=5
-            )
-        (pod,) = [p for p in response.pod_resources if (p.namespace, p.name) == (namespace, name)]
+        pod = pod_resources(self.root(node), namespace, name)
         numa = {n.ID for c in pod.containers for m in c.memory for n in m.topology.nodes}
         numa |= {n.ID for c in pod.containers for d in c.devices for n in d.topology.nodes}
         assert len(numa) == 1, pod
         return f"node-{numa.pop()}"
 
 
-def _write_kubelet_config(core: client.CoreV1Api, node: str, path: Path) -> None:
-    raw = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False)
-    body = json.loads(raw.data)["kubeletconfig"]
-    path.write_text(
-        yaml.safe_dump(
-            {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **body}
-        )
-    )
-
-
-def _create_crd(ext: client.ApiextensionsV1Api) -> None:
-    crd = crds.load("noderesourcetopologies")
-    ext.create_custom_resource_definition(crd)
-    wait_for(
-        lambda: ext.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or [],
-        lambda conds: any(c.type == "Established" and c.status == "True" for c in conds),
-        "the NodeResourceTopology CRD to be Established",
-    )
-
-
 @pytest.fixture(scope="module")
-def stack(
-    cluster_thread: ClusterThread, api_client: client.ApiClient, kubeconfig: Path, state_dir: Path
-) -> Iterator[Stack]:
-    core = client.CoreV1Api(api_client)
-    _create_crd(client.ApiextensionsV1Api(api_client))
+def stack(embedded: EmbeddedCluster, kube: Kube, core: client.CoreV1Api, state_dir: Path) -> Iterator[Stack]:
+    install_nrt_crd(kube)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=OWN_PODS_NAMESPACE)))
     for node in WORKERS:
         own_pod = pod_body(f"rte-{node}", "control-plane", tolerate_control_plane=True)
         own_pod["spec"]["restartPolicy"] = "Always"
         core.create_namespaced_pod(OWN_PODS_NAMESPACE, own_pod)
 
-    stack = Stack(
-        cluster_thread, core, client.CustomObjectsApi(api_client), {}, {}, free_port(), env=dict(os.environ)
-    )
+    stack = Stack(embedded, kube, core, {}, {}, free_port(), env=dict(os.environ))
     for node in WORKERS:
         wait_for(
             lambda node=node: core.read_namespaced_pod(f"rte-{node}", OWN_PODS_NAMESPACE).status.phase,
             lambda phase: phase == "Running",
             f"pod {OWN_PODS_NAMESPACE}/rte-{node} to be Running",
         )
-        stack.kubelet_configs[node] = state_dir / f"{node}-kubelet.yaml"
-        _write_kubelet_config(core, node, stack.kubelet_configs[node])
+        stack.kubelet_configs[node] = write_kubelet_config(kube, node, state_dir / f"{node}-kubelet.yaml")
     stack.env.pop("REFERENCE_CONTAINER_NAME", None)
     stack.env["REFERENCE_NAMESPACE"] = OWN_PODS_NAMESPACE
     mode = {
@@ -336,23 +219,15 @@ def stack(
         PERIODIC: ["--sleep-interval", "1s", "--exclude-terminal-pods"],
     }  # fmt: skip
     for node in WORKERS:
-        root = stack.root(node)
-        args = [
-            "--kubeconfig", str(kubeconfig), "--hostname", node, "--sysfs", str(root / "sys"),
-            "--podresources-socket", f"unix://{podresources_socket(root)}",
-            "--kubelet-config-file", str(stack.kubelet_configs[node]), *mode[node],
-        ]  # fmt: skip
         env = {**stack.env, "REFERENCE_POD_NAME": f"rte-{node}"}
-        stack.exporters[node] = ExporterProcess(args, state_dir / f"{node}-exporter.log", env)
-    try:
-        for node in WORKERS:
-            stack.initial[node] = stack.wait_nrt(node, lambda o: True, "to exist")
+        stack.exporters[node] = start_exporter(
+            embedded, kube, node, state_dir, *mode[node], env=env, kubelet_config=stack.kubelet_configs[node]
+        )
+    with stopped_cleanly(stack.exporters):
+        stack.initial = wait_nrts(kube, WORKERS, lambda _: True, "to exist", TIMEOUT)
         yield stack
-    finally:
-        codes = {node: proc.stop() for node, proc in stack.exporters.items()}
-        logs = {node: proc.log() for node, proc in stack.exporters.items()}
-        assert codes == {node: 0 for node in WORKERS}, logs
-        assert not any("Traceback" in text for text in logs.values()), logs
+    logs = {node: proc.log() for node, proc in stack.exporters.items()}
+    assert not any("Traceback" in text for text in logs.values()), logs
 
 
 def test_initial_nrt_describes_each_worker(stack: Stack) -> None:
@@ -532,7 +407,8 @@ def test_no_publish_waits_for_a_late_socket_then_prints_once(stack: Stack, state
         "--sysfs", str(stack.root(REACTIVE) / "sys"), "--podresources-socket", f"unix://{late}",
         "--kubelet-config-file", str(stack.kubelet_configs[REACTIVE]),
     ]  # fmt: skip
-    proc = ExporterProcess(args, state_dir / "no-publish.log", stack.env)
+    command = [*program("resource-topology-exporter", "nrop.rte.main"), *args]
+    proc = Process(command, state_dir / "no-publish.log", stack.env, pipe_stdout=True)
     try:
         wait_for(
             proc.log, lambda text: "does not exist (is the kubelet running?)" in text, "a missing-socket line"
@@ -599,7 +475,7 @@ def test_failed_writes_turn_node_topology_updated_false_until_they_succeed(
         "the periodic exporter's pod to report failed updates",
     )
     assert conditions["PodresourcesFetched"] == ("True", None, None)  # scanning still works
-    _create_crd(ext)
+    install_nrt_crd(stack.kube)
     wait_for(
         lambda: own_conditions(stack, PERIODIC),
         lambda c: c.get("NodeTopologyUpdated") == ("True", None, None),

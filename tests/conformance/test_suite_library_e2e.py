@@ -1,8 +1,9 @@
 """The suite's library against a real embedded cluster: fixture, padding, waiters, event checks.
 
 One embedded cluster on the ``default`` profile (two workers, two NUMA zones each,
-``single-numa-node`` with scope ``pod``) runs in this process, with the NRT CRD, the
-numacell device plugin as a DaemonSet on the workers (as BeforeSuite deploys it) and one
+``single-numa-node`` with scope ``pod``) runs as the suite's embedded target, with the NRT
+CRD, the numacell device plugin as a DaemonSet on the workers (the suite's own manifests,
+as BeforeSuite deploys it) and one
 ``resource-topology-exporter`` per worker (periodic, 1s, pod fingerprint on), so every
 NRT the library reads is an exporter's and every zone exposes ``kni.node/numacellNN``.
 Pods are scheduled by the cluster's ``default-scheduler``. What is checked, through the
@@ -25,163 +26,57 @@ library's public API only:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from kubernetes import client
+from _helpers_e2e import deploy_numacell, install_nrt_crd, start_exporter, stopped_cleanly, wait_nrts
 
-from nrop.api import crds
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.api.nrt import NodeResourceTopology
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
-from nrop.suite import baseload, objects, scheduling, waiters
+from nrop.suite import baseload, infra, objects, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as nrtutil
 from nrop.suite.config import SuiteConfig
 from nrop.suite.fixture import COOLDOWN_FAILED, Fixture
 from nrop.suite.padding import PADDER_LABEL, Padder
 from nrop.suite.resourcelist import of
+from nrop.suite.target import EmbeddedCluster
 from nrop.suite.timeouts import Timeouts
 from nrop.suite.waiting import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 
 WORKERS = ("worker-0", "worker-1")
 SCHEDULER = "default-scheduler"
 BASE_NAME = "e2e-test-library"
-
-
-def _command(script: str, module: str) -> list[str]:
-    path = Path(sys.executable).with_name(script)
-    return [str(path)] if path.exists() else [sys.executable, "-m", module]
-
-
-@pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    # Unix socket paths are limited to 107 bytes: keep node roots short.
-    path = Path(tempfile.mkdtemp(prefix="nrop-lib-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
-    """This module's cluster: the shipped ``default`` profile (overrides the shared ``empty`` one)."""
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", bookmark_interval=1.0))
-    with runner:
-        yield runner
-
-
-def _kubelet_config(core: client.CoreV1Api, node: str, path: Path) -> Path:
-    raw = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False)
-    body = json.loads(raw.data)["kubeletconfig"]
-    doc = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **body}
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
-
-@pytest.fixture(scope="module")
-def kube(cluster_thread: ClusterThread, kubeconfig: Path, api_client: client.ApiClient, state_dir: Path):
-    """The suite's client, with the NRT CRD installed and one exporter per worker running."""
-    ext = client.ApiextensionsV1Api(api_client)
-    crd = crds.load("noderesourcetopologies")
-    ext.create_custom_resource_definition(crd)
-    wait_for(
-        lambda: ext.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or [],
-        lambda conds: any(c.type == "Established" and c.status == "True" for c in conds),
-        "the NodeResourceTopology CRD to be Established",
-    )
-    core = client.CoreV1Api(api_client)
-    suite_kube = k.Kube.from_kubeconfig(kubeconfig)
-    _start_numacell(suite_kube)
-    env = {key: value for key, value in os.environ.items() if not key.startswith("REFERENCE_")}
-    exporters: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
-    for node in WORKERS:
-        root = cluster_thread.cluster.state_dir / "nodes" / node
-        args = [
-            "--kubeconfig", str(kubeconfig), "--hostname", node, "--sysfs", str(root / "sys"),
-            "--podresources-socket", f"unix://{root / 'var/lib/kubelet/pod-resources/kubelet.sock'}",
-            "--kubelet-config-file", str(_kubelet_config(core, node, state_dir / f"{node}-kubelet.yaml")),
-            "--sleep-interval", "1s", "--podreadiness=false", "--refresh-node-resources",
-        ]  # fmt: skip
-        log_path = state_dir / f"{node}-exporter.log"
-        with log_path.open("w") as out:
-            proc = subprocess.Popen(
-                [*_command("resource-topology-exporter", "nrop.rte.main"), *args],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        exporters[node] = (proc, log_path)
-    try:
-        for node in WORKERS:
-            wait_for(
-                lambda node=node: suite_kube.get_or_none(k.NRT, node),
-                lambda obj: (
-                    bool(obj) and all(nrtutil.numacell_resource_found(z) for z in nrtutil.zones_of(obj))
-                ),
-                f"NRT {node} with numacell resources in every zone",
-                60.0,
-                interval=0.5,
-            )
-        yield suite_kube
-    finally:
-        suite_kube.close()
-        for proc, _ in exporters.values():
-            proc.send_signal(signal.SIGTERM)
-        codes = {node: proc.wait(timeout=15) for node, (proc, _) in exporters.items()}
-        assert codes == {node: 0 for node in WORKERS}, {n: p.read_text() for n, (_, p) in exporters.items()}
-
-
 NUMACELL_NAMESPACE = "e2e-test-library-infra"
-DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
-
-
-def _start_numacell(kube: k.Kube) -> None:
-    """The numacell device plugin (the project's ``numacell``) on every worker, as BeforeSuite runs it."""
-    kube.create(objects.new_namespace(NUMACELL_NAMESPACE))
-    container = {
-        "name": "numacell",
-        "image": DEFAULT_IMAGE,
-        "command": ["numacell"],
-        "args": ["--sysfs", "/host-sys", "--device-plugin-path", DEVICE_PLUGIN_PATH],
-        "securityContext": {"privileged": True},
-        "volumeMounts": [
-            {"name": "kubeletsockets", "mountPath": DEVICE_PLUGIN_PATH},
-            {"name": "sysfs", "mountPath": "/host-sys", "readOnly": True},
-        ],
-    }
-    spec = {
-        "terminationGracePeriodSeconds": 0,
-        "containers": [container],
-        "volumes": [
-            {"name": "kubeletsockets", "hostPath": {"path": DEVICE_PLUGIN_PATH, "type": "Directory"}},
-            {"name": "sysfs", "hostPath": {"path": "/sys", "type": "Directory"}},
-        ],
-    }
-    selector = {"node-role.kubernetes.io/worker": ""}
-    kube.create(
-        objects.new_test_daemonset_with_pod_spec(
-            {"app": "numacell"}, selector, NUMACELL_NAMESPACE, "numacell", spec
-        )
-    )
-    waiters.for_daemonset_ready(kube, NUMACELL_NAMESPACE, "numacell", interval=0.25, timeout=60)
 
 
 @pytest.fixture(scope="module")
-def suite_config(kube: k.Kube) -> SuiteConfig:
+def nrts(embedded: EmbeddedCluster, kube: k.Kube, state_dir: Path) -> Iterator[dict[str, dict[str, Any]]]:
+    """The NRT CRD, numacell on the workers and one exporter per worker running; the workers' NRTs once
+    every zone exposes the numacell resources."""
+    install_nrt_crd(kube)
+    deploy_numacell(kube, NUMACELL_NAMESPACE, 60.0)
+    periodic = ("--sleep-interval", "1s", "--podreadiness=false", "--refresh-node-resources")
+    exporters = {node: start_exporter(embedded, kube, node, state_dir, *periodic) for node in WORKERS}
+    with stopped_cleanly(exporters):
+        yield wait_nrts(
+            kube,
+            WORKERS,
+            infra.zones_expose_numacell,
+            "with numacell resources in every zone",
+            60.0,
+            interval=0.5,
+        )
+
+
+@pytest.fixture(scope="module")
+def suite_config(kube: k.Kube, nrts: dict[str, dict[str, Any]]) -> SuiteConfig:
     """The config BeforeSuite would record: the settled NRTs as the reference."""
     timeouts = dataclasses.replace(Timeouts.from_env({}, local=True), settle_timeout=30.0, teardown=60.0)
     config = SuiteConfig(

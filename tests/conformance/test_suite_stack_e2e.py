@@ -1,7 +1,8 @@
 """The suite's --setup / BeforeSuite / AfterSuite / --teardown end to end on an embedded ``default`` cluster.
 
-One cluster on the shipped ``default`` profile runs in this process, with nothing of the
-stack installed. In file order, as a run of the suite does:
+One cluster on the shipped ``default`` profile runs as the suite's embedded target
+(``nrop-cluster up``, fixture ``embedded``), with nothing of the stack installed. In file
+order, as a run of the suite does:
 
 0. without the stack, the preconditions name what is missing and teardown has nothing to do;
 1. :func:`nrop.suite.stack.setup` installs the operator from its rendered manifests, creates
@@ -18,45 +19,21 @@ stack installed. In file order, as a run of the suite does:
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
+from _helpers_e2e import wait_nrts
 
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.suite import infra, numacell, stack
 from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NAMESPACE, NODE, NROP, NROSCHED, NRT, POD, Kube
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 
 WORKERS = ["worker-0", "worker-1"]
 TIMINGS = stack.StackTimings.local()
 INFRA_TIMINGS = infra.InfraTimings.local()
-
-
-@pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="nrop-st-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", history_size=5000))
-    with runner:
-        yield runner
-
-
-@pytest.fixture(scope="module")
-def kube(api_client: client.ApiClient) -> Kube:
-    return Kube(api_client)
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +131,11 @@ def test_after_suite_keeps_the_infra_when_told_to(kube: Kube, installed: stack.S
 
 def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: stack.Stack) -> None:
     # Upstream's plugin image is simulated by the embedded kubelets: its pods run, but no
-    # device plugin registers, so the NRTs never show numacell resources.
+    # device plugin registers, so the NRTs never show numacell resources. The earlier tests'
+    # plugins must be gone from the NRTs first: the exporters notice at their next refresh.
+    wait_nrts(
+        kube, WORKERS, lambda nrt: not infra.zones_expose_numacell(nrt), "without numacell devices", 30.0
+    )
     timings = replace(INFRA_TIMINGS, ready_timeout=2.0)
     with pytest.raises(AssertionError, match="to expose numacell resources in every zone within 2s"):
         infra.before_suite(kube, environ={}, image=infra.NUMACELL_IMAGE_CI, timings=timings)
