@@ -23,10 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from nrop.api import tolerations as tolerations_rules
 from nrop.api.durations import parse_duration
+from nrop.api.selectors import SelectorError, label_selector_from_dict, matches
 from nrop.operator import naming
 from nrop.operator.conditions import Reason, Step
-from nrop.operator.selectors import SelectorError, matches, validate_selector
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -34,7 +35,6 @@ __all__ = [
     "NodeGroup",
     "effective_config",
     "resolve_groups",
-    "tolerations_errors",
     "validate",
 ]
 
@@ -48,8 +48,6 @@ DEFAULT_CONFIG: Final[dict[str, Any]] = {
     "infoRefreshPeriod": "10s",
     "infoRefreshPause": "Disabled",
 }
-_OPERATORS: Final = ("Equal", "Exists")
-_EFFECTS: Final = ("NoExecute", "NoSchedule", "PreferNoSchedule")
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,7 @@ def _node_group_errors(groups: Sequence[Obj], has_mcps: bool) -> list[str]:
             )
             continue
         try:
-            validate_selector(selector, f"spec.nodeGroups[{idx}].machineConfigPoolSelector")
+            label_selector_from_dict(selector, path=f"spec.nodeGroups[{idx}].machineConfigPoolSelector")
         except SelectorError as exc:
             errors.append(str(exc))
     if errors:
@@ -136,38 +134,6 @@ def _node_group_errors(groups: Sequence[Obj], has_mcps: bool) -> list[str]:
         except ValueError as exc:
             errors.append(
                 f"spec.nodeGroups[{idx}].config.infoRefreshPeriod: invalid duration {_quote(period)}: {exc}"
-            )
-    return errors
-
-
-def tolerations_errors(tolerations: Sequence[Obj], path: str) -> list[str]:
-    """The API server's refusals of these tolerations (``validateTolerations``)."""
-    errors = []
-    for i, tol in enumerate(tolerations):
-        where = f"{path}[{i}]"
-        operator = tol.get("operator") or ("Equal" if tol.get("key") else "")
-        key, value, effect = tol.get("key") or "", tol.get("value") or "", tol.get("effect") or ""
-        if operator and operator not in _OPERATORS:
-            supported = ", ".join(_quote(o) for o in _OPERATORS)
-            errors.append(
-                f"{where}.operator: Unsupported value: {_quote(operator)}: supported values: {supported}"
-            )
-        if effect and effect not in _EFFECTS:
-            supported = ", ".join(_quote(e) for e in _EFFECTS)
-            errors.append(
-                f"{where}.effect: Unsupported value: {_quote(effect)}: supported values: {supported}"
-            )
-        if not key and operator != "Exists":
-            errors.append(
-                f'{where}.operator: Invalid value: {_quote(operator)}: operator must be Exists when `key` is empty, which means "match all values and all keys"'
-            )
-        if operator == "Exists" and value:
-            errors.append(
-                f"{where}.operator: Invalid value: {_quote(value)}: value must be empty when `operator` is 'Exists'"
-            )
-        if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
-            errors.append(
-                f"{where}.effect: Invalid value: {_quote(effect)}: effect must be 'NoExecute' when `tolerationSeconds` is set"
             )
     return errors
 
@@ -190,7 +156,9 @@ def validate(obj: Obj, *, exporter_image_restricted: bool, has_mcps: bool) -> St
         return Step.degraded(Reason.NODE_GROUPS_ERROR, "\n".join(errors))
     for idx, group in enumerate(groups):
         tolerations = (group.get("config") or {}).get("tolerations") or []
-        errors += tolerations_errors(tolerations, f"spec.nodeGroups[{idx}].config.tolerations")
+        errors += tolerations_rules.tolerations_errors(
+            tolerations, f"spec.nodeGroups[{idx}].config.tolerations"
+        )
     if errors:
         return Step.degraded(Reason.INTERNAL_ERROR, "\n".join(errors))
     return None

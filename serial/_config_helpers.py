@@ -5,7 +5,7 @@ Shared by ``test_configuration``, ``test_tolerations``, ``test_workload_placemen
 things those specs do to the NUMAResourcesOperator (update the CR with retries, read its
 conditions and status), to RTE DaemonSets and their pods, to node taints, and how they tell
 which platform they run on (so OpenShift-only specs skip with a reason read from the
-cluster, never unconditionally). Pure decisions (condition checks, taint arithmetic, RTE
+cluster, never unconditionally). Pure decisions (condition checks, RTE
 config parsing, related-object lists) are plain functions over dicts; the rest are thin
 loops on :func:`nrop.suite.waiting.wait_for`.
 """
@@ -22,6 +22,12 @@ from typing import Any
 import yaml
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from nrop.api.selectors import matches as selector_matches
+from nrop.api.tolerations import (
+    add_or_update_taint,
+    parse_taint,  # noqa: F401  (test_workload_placement_taint reads cfg.parse_taint)
+    remove_taint,
+)
 from nrop.suite import waiters
 from nrop.suite.kube import DAEMONSET, NODE, NROP, POD, ApiError, Kind, Kube, Manifest
 from nrop.suite.waiting import wait_for
@@ -351,67 +357,6 @@ test_toleration.__test__ = False  # type: ignore[attr-defined]
 
 def sriov_toleration() -> dict[str, Any]:
     return toleration("sriov", "Equal", "NoSchedule", "true")
-
-
-def sorted_tolerations(tols: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    """``nropv1.SortedTolerations``: by key, operator, value, effect (missing fields as "")."""
-    cleaned = [{key: value for key, value in tol.items() if value not in (None, "")} for tol in tols or ()]
-    return sorted(
-        cleaned,
-        key=lambda tol: (
-            tol.get("key", ""),
-            tol.get("operator", ""),
-            tol.get("value", ""),
-            tol.get("effect", ""),
-        ),
-    )
-
-
-def parse_taint(text: str) -> dict[str, str]:
-    """``taints.ParseTaints`` for one spec ``key[=value]:Effect``."""
-    key_value, sep, effect = text.rpartition(":")
-    if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-        raise ValueError(f"invalid taint spec: {text}")
-    key, _, value = key_value.partition("=")
-    taint = {"key": key, "effect": effect}
-    if value:
-        taint["value"] = value
-    return taint
-
-
-def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")
-
-
-def add_or_update_taint(
-    taints: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]
-) -> tuple[list[dict[str, Any]], bool]:
-    """``taints.AddOrUpdateTaint``: replace a taint with the same key and effect, or append."""
-    result: list[dict[str, Any]] = []
-    updated = False
-    found = False
-    for existing in taints:
-        if _same_taint(existing, taint):
-            found = True
-            if existing.get("value", "") == taint.get("value", ""):
-                result.append(dict(existing))
-                continue
-            updated = True
-            result.append(dict(taint))
-        else:
-            result.append(dict(existing))
-    if not found:
-        result.append(dict(taint))
-        updated = True
-    return result, updated
-
-
-def remove_taint(
-    taints: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]
-) -> tuple[list[dict[str, Any]], bool]:
-    """``taints.RemoveTaint``: drop taints with the same key and effect."""
-    kept = [dict(existing) for existing in taints if not _same_taint(existing, taint)]
-    return kept, len(kept) != len(taints)
 
 
 def _set_node_taints(
@@ -782,26 +727,6 @@ def wait_mcp_condition(kube: Kube, suite_config: Any, name: str, ctype: str) -> 
 
 CURRENT_CONFIG_ANNOTATION = "machineconfiguration.openshift.io/currentConfig"
 DESIRED_CONFIG_ANNOTATION = "machineconfiguration.openshift.io/desiredConfig"
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """``metav1.LabelSelectorAsSelector(sel).Matches(labels)`` (nil selector matches nothing)."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or ():
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or ()
-        present = key in labels
-        if (
-            (op == "In" and (not present or labels[key] not in values))
-            or (op == "NotIn" and present and labels[key] in values)
-            or (op == "Exists" and not present)
-            or (op == "DoesNotExist" and present)
-        ):
-            return False
-    return True
 
 
 def nrop_mcps(kube: Kube, nrop: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 import _config_helpers as h
 import pytest
 
+from nrop.api.tolerations import parse_taint, sorted_tolerations
 from nrop.suite import waiters
 from nrop.suite.fixture import pick_node_index
 from nrop.suite.kube import DAEMONSET, NROP, POD, Kube
@@ -136,7 +137,7 @@ def _expect_degraded_unsupported(rte: RteTarget, platform: h.ClusterPlatform) ->
 
 
 def _expect_equal_tolerations(got: list[Any] | None, expected: list[Any] | None) -> None:
-    assert h.sorted_tolerations(got) == h.sorted_tolerations(expected), "mismatched tolerations"
+    assert sorted_tolerations(got) == sorted_tolerations(expected), "mismatched tolerations"
 
 
 class TestClusterHasAtLeastOneSuitableNode:
@@ -218,7 +219,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.set_tolerations(h.test_toleration())
             rte.extra_tolerations = True
             target = rte.pick_worker()
-            taint = h.parse_taint(f"{h.TEST_KEY}:NoSchedule")
+            taint = parse_taint(f"{h.TEST_KEY}:NoSchedule")
             rte.taints = [taint]
             rte.taint(target["metadata"]["name"], taint)
             workers = len(rte.workers)
@@ -258,7 +259,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.extra_tolerations = True
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint = h.parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
+            taint = parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
             rte.taints = [taint]
             rte.taint(node_name, taint)
             workers = len(rte.workers)
@@ -282,7 +283,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         def test_84305_evict_on_taint_update(self, rte: RteTarget) -> None:
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint1 = h.parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
+            taint1 = parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
             rte.taints = [taint1]
             rte.taint(node_name, taint1)
             rte.set_tolerations([h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val1")])
@@ -294,7 +295,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
             assert pod_on_node is not None
 
-            taint2 = h.parse_taint(f"{h.TEST_KEY}=val2:NoExecute")
+            taint2 = parse_taint(f"{h.TEST_KEY}=val2:NoExecute")
             rte.taints = [taint2]  # AddOrUpdateTaint replaced val1 by val2 (same key and effect)
             rte.taint(node_name, taint2)
             rte.pods_creation(workers - 1, timeout=60, interval=1)
@@ -322,8 +323,8 @@ class TestClusterHasAtLeastOneSuitableNode:
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
             rte.tainted.append(node_name)
-            no_sched = h.parse_taint(f"{h.TEST_KEY}NoSched:NoSchedule")
-            no_exec = h.parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
+            no_sched = parse_taint(f"{h.TEST_KEY}NoSched:NoSchedule")
+            no_exec = parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
             rte.taints = [no_sched, no_exec]
             workers = len(rte.workers)
 
@@ -358,7 +359,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             kube = rte.kube
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint = h.parse_taint(f"{h.TEST_KEY}:NoSchedule")
+            taint = parse_taint(f"{h.TEST_KEY}:NoSchedule")
             rte.taints = [taint]
             rte.taint(node_name, taint)
             workers = len(rte.workers)
@@ -403,7 +404,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                         kube, rte.ds_namespace, rte.ds_name, timeout=120, interval=h.poll(rte.target, 30)
                     )
                     waiters.for_pods_all_deleted(kube, rte_pods, timeout=120, interval=h.poll(rte.target, 30))
-                    taint = h.parse_taint(f"{h.TEST_KEY}:NoSchedule")
+                    taint = parse_taint(f"{h.TEST_KEY}:NoSchedule")
                     rte.taints = [taint]
                     index, ok = pick_node_index(rte.workers)
                     assert ok
@@ -484,7 +485,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             kube = rte.kube
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint = h.parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
+            taint = parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
             rte.taints = [taint]
             rte.taint(node_name, taint)
             workers = len(rte.workers)

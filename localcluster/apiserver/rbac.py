@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nrop.api import selectors as label_selectors
 from nrop.localcluster.apiserver.errors import Forbidden
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -287,31 +288,6 @@ def rule_allows(attrs: Attributes, rule: Obj) -> bool:
     )
 
 
-# --------------------------------------------------------------------------- label selectors
-
-
-def selector_matches(selector: Obj, labels: Mapping[str, str]) -> bool:
-    """``metav1.LabelSelector`` semantics: matchLabels AND matchExpressions; ``{}`` matches all."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or ():
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or ()
-        if op == "In":
-            ok = key in labels and labels[key] in values
-        elif op == "NotIn":
-            ok = key not in labels or labels[key] not in values
-        elif op == "Exists":
-            ok = key in labels
-        elif op == "DoesNotExist":
-            ok = key not in labels
-        else:
-            ok = False  # upstream rejects the selector; a broken selector selects nothing
-        if not ok:
-            return False
-    return True
-
-
 def _labels(obj: Obj) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
@@ -342,7 +318,7 @@ def aggregate_cluster_roles(cluster_roles: Iterable[Obj]) -> list[dict[str, Any]
             selected[name] = sorted(
                 other
                 for other, obj in by_name.items()
-                if other != name and any(selector_matches(s, _labels(obj)) for s in selectors)
+                if other != name and any(label_selectors.matches(s, _labels(obj)) for s in selectors)
             )
     # Iterate to a fixed point, as the controller converges: an aggregated role's stored
     # rules are derived, never a source, so they start empty and only ever grow.
@@ -853,6 +829,5 @@ __all__ = [
     "parse_service_account_username",
     "request_attributes",
     "rule_allows",
-    "selector_matches",
     "service_account_user",
 ]

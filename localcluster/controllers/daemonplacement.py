@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from nrop.api.tolerations import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint, same_toleration
 from nrop.localcluster.apiserver.clock import parse_time
 
 from .workloads import is_available, is_ready, is_terminal, scaled_value
@@ -42,7 +43,6 @@ __all__ = [
     "add_daemon_tolerations",
     "daemon_pod_template",
     "daemon_set_status",
-    "find_untolerated_taint",
     "is_pod_updated",
     "manage",
     "node_affinity_matches",
@@ -50,7 +50,6 @@ __all__ = [
     "rolling_update",
     "should_run",
     "target_node",
-    "tolerates",
 ]
 
 Obj = dict[str, Any]
@@ -80,13 +79,6 @@ _NAME_FIELD = "metadata.name"
 # -- tolerations and taints ------------------------------------------------------------------------
 
 
-def _same_toleration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """``Toleration.MatchToleration``: same key, operator, value and effect."""
-    return all((a.get(k) or "") == (b.get(k) or "") for k in ("key", "effect", "value")) and (
-        a.get("operator") or "Equal"
-    ) == (b.get("operator") or "Equal")
-
-
 def add_daemon_tolerations(spec: Mapping[str, Any]) -> list[Obj]:
     """``AddOrUpdateDaemonPodTolerations``: the pod's tolerations with the defaults added or replacing equals."""
     tolerations = [dict(t) for t in spec.get("tolerations") or ()]
@@ -96,40 +88,12 @@ def add_daemon_tolerations(spec: Mapping[str, Any]) -> list[Obj]:
     for wanted in defaults:
         replaced = False
         for index, existing in enumerate(tolerations):
-            if _same_toleration(existing, wanted):
+            if same_toleration(existing, wanted):
                 tolerations[index] = dict(wanted)
                 replaced = True
         if not replaced:
             tolerations.append(dict(wanted))
     return tolerations
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """``Toleration.ToleratesTaint``."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if key and key != taint.get("key"):
-        return False
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
-
-
-def find_untolerated_taint(
-    taints: Iterable[Mapping[str, Any]], tolerations: Sequence[Mapping[str, Any]], effects: Iterable[str]
-) -> Mapping[str, Any] | None:
-    wanted = set(effects)
-    for taint in taints:
-        if taint.get("effect") not in wanted:
-            continue
-        if not any(tolerates(t, taint) for t in tolerations):
-            return taint
-    return None
 
 
 # -- node affinity -------------------------------------------------------------------------------------
@@ -195,9 +159,9 @@ def should_run(ds: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[bool, bo
         return False, False
     tolerations = add_daemon_tolerations(spec)
     taints = (node.get("spec") or {}).get("taints") or ()
-    if find_untolerated_taint(taints, tolerations, ("NoSchedule", "NoExecute")) is None:
+    if find_untolerated_taint(taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)) is None:
         return True, True
-    return False, find_untolerated_taint(taints, tolerations, ("NoExecute",)) is None
+    return False, find_untolerated_taint(taints, tolerations, (NO_EXECUTE,)) is None
 
 
 # -- the pods ---------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""Small helpers the in-tree plugins share: score normalisation, taint toleration and args checks.
+"""Small helpers the in-tree plugins share: score normalisation, a pod's tolerations and args checks.
 
-These mirror upstream's ``plugins/helper`` and ``v1helper`` functions so that every
-plugin normalises scores and matches tolerations in the one upstream way.
+These mirror upstream's ``plugins/helper`` functions so that every plugin normalises
+scores in the one upstream way; whether a toleration tolerates a taint is
+:mod:`nrop.api.tolerations`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,6 @@ from typing import Any
 
 from nrop.sched.errors import ConfigError
 from nrop.sched.framework import Obj, Status
-
-NO_SCHEDULE = "NoSchedule"
-PREFER_NO_SCHEDULE = "PreferNoSchedule"
-NO_EXECUTE = "NoExecute"
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: MutableMapping[str, int]) -> Status:
@@ -43,28 +40,6 @@ def go_div(a: int, b: int) -> int:
 
 
 # ------------------------------------------------------------------------------ taints
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """Whether one toleration tolerates one taint (upstream ``Toleration.ToleratesTaint``).
-
-    An empty effect or key matches any; the empty operator means ``Equal``; an unknown
-    operator tolerates nothing.
-    """
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return operator == "Exists"
-
-
-def tolerations_tolerate(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
-    return any(tolerates(t, taint) for t in tolerations)
 
 
 def pod_tolerations(pod: Obj) -> Sequence[Mapping[str, Any]]:

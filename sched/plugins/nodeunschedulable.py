@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from nrop.api.tolerations import NO_SCHEDULE, tolerations_tolerate
 from nrop.sched.framework import ActionType, ClusterEvent, CycleState, Handle, NodeInfo, Obj, Status
 
-from .helper import NO_SCHEDULE, pod_tolerations, tolerations_tolerate
+from .helper import pod_tolerations
 
 NAME = "NodeUnschedulable"
 ERR_REASON = "node(s) were unschedulable"

@@ -11,31 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nrop.api.tolerations import PREFER_NO_SCHEDULE, find_untolerated_taint, tolerations_tolerate
 from nrop.sched.framework import ActionType, ClusterEvent, CycleState, Handle, NodeInfo, Obj, Status
 
-from .helper import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
-    PREFER_NO_SCHEDULE,
-    default_normalize_score,
-    node_taints,
-    pod_tolerations,
-    tolerations_tolerate,
-)
+from .helper import default_normalize_score, node_taints, pod_tolerations
 
 NAME = "TaintToleration"
 _PRE_SCORE_KEY = "PreScore" + NAME
-_FILTERED_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
-
-
-def untolerated_taint(
-    taints: Sequence[Mapping[str, Any]], tolerations: Sequence[Mapping[str, Any]]
-) -> Mapping[str, Any] | None:
-    """The first NoSchedule/NoExecute taint not tolerated (upstream ``FindMatchingUntoleratedTaint``)."""
-    for taint in taints:
-        if taint.get("effect") in _FILTERED_EFFECTS and not tolerations_tolerate(tolerations, taint):
-            return taint
-    return None
 
 
 def count_intolerable_prefer_no_schedule(
@@ -58,7 +40,7 @@ class TaintToleration:
         taints = node_taints(node_info.node)
         if not taints:
             return Status.success()
-        taint = untolerated_taint(taints, pod_tolerations(pod))
+        taint = find_untolerated_taint(taints, pod_tolerations(pod))
         if taint is None:
             return Status.success()
         return Status.unresolvable(

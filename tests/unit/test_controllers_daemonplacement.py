@@ -41,33 +41,6 @@ def taint(key: str, effect: str, value: str | None = None) -> dict:
     return {"key": key, "effect": effect, **({"value": value} if value else {})}
 
 
-@pytest.mark.parametrize(
-    ("toleration", "t", "expected"),
-    [
-        pytest.param(
-            {"key": "a", "operator": "Exists"}, taint("a", "NoSchedule"), True, id="exists-any-effect"
-        ),
-        pytest.param(
-            {"key": "a", "operator": "Equal", "value": "x"},
-            taint("a", "NoSchedule", "x"),
-            True,
-            id="equal-value",
-        ),
-        pytest.param({"key": "a", "value": "y"}, taint("a", "NoSchedule", "x"), False, id="other-value"),
-        pytest.param(
-            {"key": "a", "operator": "Exists", "effect": "NoExecute"},
-            taint("a", "NoSchedule"),
-            False,
-            id="other-effect",
-        ),
-        pytest.param({"operator": "Exists"}, taint("b", "NoExecute"), True, id="tolerate-everything"),
-        pytest.param({"key": "b", "operator": "Exists"}, taint("a", "NoSchedule"), False, id="other-key"),
-    ],
-)
-def test_tolerates(toleration: dict, t: dict, expected: bool) -> None:
-    assert dp.tolerates(toleration, t) is expected
-
-
 def test_default_tolerations_are_added_once_and_replace_equal_ones() -> None:
     spec = {
         "tolerations": [

@@ -21,7 +21,6 @@ from nrop.localcluster.apiserver.rbac import (
     parse_service_account_username,
     request_attributes,
     rule_allows,
-    selector_matches,
     service_account_user,
 )
 
@@ -370,54 +369,6 @@ def test_a_missing_role_does_not_hide_a_grant() -> None:
 
 
 # --------------------------------------------------------------------------- aggregation
-
-
-@pytest.mark.parametrize(
-    ("selector", "labels", "expected"),
-    [
-        pytest.param({}, {}, True, id="empty-selects-all"),
-        pytest.param({"matchLabels": {"a": "1"}}, {"a": "1", "b": "2"}, True, id="labels-subset"),
-        pytest.param({"matchLabels": {"a": "1"}}, {"a": "2"}, False, id="labels-value-differs"),
-        pytest.param(
-            {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]},
-            {"a": "2"},
-            True,
-            id="in",
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {}, False, id="in-absent"
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]},
-            {},
-            True,
-            id="notin-absent",
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]},
-            {"a": "1"},
-            False,
-            id="notin-present",
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True, id="exists"
-        ),
-        pytest.param(
-            {"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]},
-            {"a": ""},
-            False,
-            id="doesnotexist",
-        ),
-        pytest.param(
-            {"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]},
-            {"a": "1"},
-            False,
-            id="labels-and-expressions",
-        ),
-    ],
-)
-def test_selector_matches(selector: dict[str, Any], labels: dict[str, str], expected: bool) -> None:
-    assert selector_matches(selector, labels) is expected
 
 
 NRT_READER = cluster_role(

@@ -13,7 +13,7 @@ from nrop.sched.framework import Code, CycleState, NodeInfo, Status, implements,
 from nrop.sched.plugins.balancedallocation import NodeResourcesBalancedAllocation, balanced_resource_score
 from nrop.sched.plugins.defaultbinder import DefaultBinder
 from nrop.sched.plugins.defaultpreemption import DefaultPreemption, pick_candidate
-from nrop.sched.plugins.helper import default_normalize_score, tolerates
+from nrop.sched.plugins.helper import default_normalize_score
 from nrop.sched.plugins.nodeaffinity import NodeAffinity
 from nrop.sched.plugins.nodename import NodeName
 from nrop.sched.plugins.nodeports import NodePorts, conflicts
@@ -87,73 +87,6 @@ def scores_of(plugin: Any, p: dict, nodes: list[NodeInfo], normalize: bool = Tru
     if normalize and hasattr(plugin, "normalize_score"):
         assert plugin.normalize_score(state, p, scores).ok
     return scores
-
-
-# ------------------------------------------------------------------------------ tolerations and taints
-
-
-@pytest.mark.parametrize(
-    ("toleration", "taint", "expected"),
-    [
-        pytest.param(
-            {"operator": "Exists"},
-            {"key": "a", "value": "b", "effect": "NoSchedule"},
-            True,
-            id="exists-no-key-tolerates-all",
-        ),
-        pytest.param(
-            {"key": "a", "operator": "Exists"},
-            {"key": "a", "value": "x", "effect": "NoExecute"},
-            True,
-            id="exists-any-value",
-        ),
-        pytest.param(
-            {"key": "a", "operator": "Exists"},
-            {"key": "b", "effect": "NoSchedule"},
-            False,
-            id="exists-other-key",
-        ),
-        pytest.param(
-            {"key": "a", "operator": "Equal", "value": "v", "effect": "NoSchedule"},
-            {"key": "a", "value": "v", "effect": "NoSchedule"},
-            True,
-            id="equal-all-match",
-        ),
-        pytest.param(
-            {"key": "a", "operator": "Equal", "value": "v"},
-            {"key": "a", "value": "w", "effect": "NoSchedule"},
-            False,
-            id="equal-other-value",
-        ),
-        pytest.param(
-            {"key": "a", "value": "v"},
-            {"key": "a", "value": "v", "effect": "NoExecute"},
-            True,
-            id="empty-operator-is-equal",
-        ),
-        pytest.param({"key": "a"}, {"key": "a", "effect": "NoSchedule"}, True, id="equal-empty-values"),
-        pytest.param(
-            {"key": "a", "operator": "Exists", "effect": "NoSchedule"},
-            {"key": "a", "effect": "NoExecute"},
-            False,
-            id="effect-mismatch",
-        ),
-        pytest.param(
-            {"key": "a", "operator": "Exists", "effect": ""},
-            {"key": "a", "effect": "PreferNoSchedule"},
-            True,
-            id="empty-effect-any",
-        ),
-        pytest.param(
-            {"key": "a", "operator": "Gt", "value": "1"},
-            {"key": "a", "value": "1", "effect": "NoSchedule"},
-            False,
-            id="unknown-operator",
-        ),
-    ],
-)
-def test_toleration_matching(toleration, taint, expected):
-    assert tolerates(toleration, taint) is expected
 
 
 CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
