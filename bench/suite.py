@@ -2,9 +2,11 @@
 
 Runs ``pytest serial --tier-up-to N`` against fresh embedded clusters (started by the suite
 itself, as ``make e2e`` does), once serially and once with ``-n 2`` (one cluster per worker),
-and prints each run's wall time, outcome counts and the ratio between the two, next to the
-target (tier0 within 3 minutes on 2 cores). Never run in CI: the figures depend on the
-machine and its load.
+and prints each run's wall time, outcome counts, the machine's load average before and after
+it, and the ratio between the two, next to the target (tier0 within 3 minutes on 2 cores).
+Each run writes its reports (junit, report.html, cluster logs) into its own temporary
+directory, named in the output. Never run in CI: the figures depend on the machine and its
+load.
 
     python bench/suite.py [--tier 0] [--workers 2] [--only serial|parallel] [-- extra pytest args]
 """
@@ -12,9 +14,11 @@ machine and its load.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +34,13 @@ class Run:
     seconds: float
     exit_code: int
     counts: dict[str, int]
+    load_before: float
+    load_after: float
+    report_dir: str
 
 
 def run(label: str, tier: int, extra: list[str]) -> Run:
+    report_dir = tempfile.mkdtemp(prefix="nrop-bench-suite-")
     cmd = [
         sys.executable,
         "-m",
@@ -43,9 +51,12 @@ def run(label: str, tier: int, extra: list[str]) -> Run:
         "-q",
         "-p",
         "no:cacheprovider",
+        "--report-dir",
+        report_dir,
         *extra,
     ]
     print(f"[{label}] {' '.join(cmd)}", flush=True)
+    load_before = os.getloadavg()[0]
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
@@ -53,7 +64,7 @@ def run(label: str, tier: int, extra: list[str]) -> Run:
     counts = {kind: int(n) for n, kind in _COUNTS.findall(tail[0])}
     if proc.returncode != 0:
         print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")
-    return Run(label, seconds, proc.returncode, counts)
+    return Run(label, seconds, proc.returncode, counts, load_before, os.getloadavg()[0], report_dir)
 
 
 def main() -> int:
@@ -70,11 +81,15 @@ def main() -> int:
         runs.append(run(f"-n {args.workers}", args.tier, ["-n", str(args.workers), *extra]))
     target = TARGET_S.get(args.tier)
     print(f"\nserial suite, tier0..tier{args.tier}" + (f" (target {target:.0f} s)" if target else ""))
-    print(f"{'run':<10} {'wall s':>8} {'exit':>5}  outcomes")
+    print(f"cores: {os.cpu_count()}")
+    print(f"{'run':<10} {'wall s':>8} {'exit':>5} {'load 1m before/after':>21}  outcomes")
     for r in runs:
         outcomes = ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items())) or "-"
         verdict = "" if target is None else ("  within target" if r.seconds <= target else "  OVER target")
-        print(f"{r.label:<10} {r.seconds:8.1f} {r.exit_code:5d}  {outcomes}{verdict}")
+        load = f"{r.load_before:.2f} / {r.load_after:.2f}"
+        print(f"{r.label:<10} {r.seconds:8.1f} {r.exit_code:5d} {load:>21}  {outcomes}{verdict}")
+    for r in runs:
+        print(f"reports of {r.label}: {r.report_dir}")
     if len(runs) == 2:
         print(f"ratio serial / -n {args.workers}: {runs[0].seconds / runs[1].seconds:.2f}x")
     return 0 if all(r.exit_code == 0 for r in runs) else 1

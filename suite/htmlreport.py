@@ -41,6 +41,8 @@ class ReportEntry:
     test_id: str | None = None
     labels: tuple[str, ...] = ()
     message: str = ""
+    #: the full failure text (traceback), shown folded below the pictures
+    traceback: str = ""
     nrt_diff: str = ""
     #: the NRT objects at the end of the test (failures only), as the API returns them
     nrts: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
@@ -139,6 +141,11 @@ def _test_section(record: ReportEntry) -> str:
         )
     if record.nrts:
         body.append(f'<h4>NUMA zones at failure</h4><div class="zones">{zone_pictures(record.nrts)}</div>')
+    if record.traceback:
+        body.append(
+            f'<details class="traceback"><summary>traceback</summary><pre>{html.escape(record.traceback)}</pre>'
+            "</details>"
+        )
     test_id = (
         f" [test_id:{html.escape(record.test_id)}]" if record.test_id and record.test_id not in title else ""
     )

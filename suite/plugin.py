@@ -14,9 +14,10 @@ Targets. With a kubeconfig (``--kubeconfig`` / ``KUBECONFIG``) every spec runs a
 that cluster, serially (``-n`` is refused: the specs disturb the whole cluster). Without
 one, an embedded cluster is started per needed profile: specs labelled ``tmscope:cnt``
 need ``container-scope``, the others ``--cluster-profile`` (default ``default``). Specs are
-ordered by profile so that a serial run has one cluster at a time; with ``-n`` every
-xdist worker starts its own clusters and a profile other than the default one is kept on
-one worker (``--dist loadgroup``).
+ordered by profile; a serial run prepares the next cluster in the background
+(:data:`PREPARE_AHEAD` specs before it is needed) and closes the previous one in the
+background. With ``-n`` every xdist worker starts its own clusters and a profile other than
+the default one is kept on one worker (``--dist loadgroup``).
 
 Fixtures (CONTRACTS.md): ``kube`` (session) the client of the target, with the stack
 installed; ``timeouts`` (session); ``suite_config`` (session) the BeforeSuite result,
@@ -26,7 +27,12 @@ skipping the spec with the reason when the cluster lacks what the suite needs; `
 
 A test directory declares itself the serial suite with ``NROP_SERIAL_SUITE = True`` in its
 conftest.py; then an empty selection is a usage error (exit 4) instead of pytest's exit 5,
-and the JUnit file is written.
+and the JUnit file and ``report.html`` are written into the report directory.
+
+Timeouts (pytest-timeout): a spec gets :data:`SPEC_TIMEOUT` for setup, body and teardown
+unless ``--timeout`` or a ``timeout`` mark says otherwise (pyproject's 300s is for the
+project's own tests), and the run upstream's 5h (:data:`SESSION_TIMEOUT`) unless
+``--session-timeout`` is given.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import contextlib
 import logging
 import os
 import re
+import threading
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -50,7 +57,7 @@ from nrop.suite.options import SELECTION_FLAGS, SuiteOptions, add_options, resol
 from nrop.suite.session import Context, Targets
 from nrop.suite.specs import SPEC_MARK, SpecInfo, spec_info
 
-__all__ = ["CONTAINER_SCOPE_PROFILE", "SUITE_FLAG", "profile_for"]
+__all__ = ["CONTAINER_SCOPE_PROFILE", "PREPARE_AHEAD", "SUITE_FLAG", "prepare_points", "profile_for"]
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +66,33 @@ CONTAINER_SCOPE_PROFILE = "container-scope"
 CONTAINER_SCOPE_LABELS = frozenset({"tmscope:cnt", "tmscope:container"})
 DEFAULT_FIXTURE_BASENAME = "e2e-test"
 
-#: pytest-timeout limit of one spec when neither the spec nor ``--timeout`` sets one: upstream bounds
-#: only the whole run (5h); scheduler-cache specs legitimately take several minutes each.
+#: pytest-timeout limit of one spec (setup, body and teardown with its cooldown) when neither the
+#: spec nor ``--timeout`` sets one: pyproject's 300s is for the project's own tests; upstream bounds
+#: only the whole run, and scheduler-cache specs legitimately take several minutes each.
 SPEC_TIMEOUT = 1800.0
+#: pytest-timeout's ``--session-timeout`` of a suite run when none is given: upstream's whole-run
+#: timeout (5h). It is soft: the spec running when it expires ends, then the run stops.
+SESSION_TIMEOUT = 5 * 3600.0
+
+#: A serial run on embedded clusters prepares its next target (cluster, stack, BeforeSuite) in
+#: the background when the spec this many places before the first one needing it starts.
+PREPARE_AHEAD = 2
 
 _OPTION_DESTS = (*SELECTION_FLAGS, "nrop_keep_namespace")
 _LOADGROUP_INPUT = "nrop_loadgroup"
+
+
+def prepare_points(profiles: list[str], ahead: int) -> dict[int, str]:
+    """Where a serial run starts preparing its next target: spec index -> profile to prepare.
+
+    ``profiles`` are the profiles of the specs in run order; each change of profile is
+    prepared when the spec ``ahead`` places before it starts (the first spec at the earliest).
+    """
+    points: dict[int, str] = {}
+    for index in range(1, len(profiles)):
+        if profiles[index] != profiles[index - 1] and profiles[index] not in profiles[:index]:
+            points.setdefault(max(0, index - ahead), profiles[index])
+    return points
 
 
 def profile_for(labels: tuple[str, ...], default_profile: str) -> str:
@@ -102,8 +130,10 @@ class _State:
 
 
 _STATE = pytest.StashKey[_State]()
+_SAY_LOCK = threading.Lock()
 _SPEC = pytest.StashKey[SpecInfo]()
 _PROFILE = pytest.StashKey[str]()
+_PREPARE = pytest.StashKey[str]()
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 
@@ -134,7 +164,7 @@ def _say_for(config: pytest.Config) -> Callable[[str], None]:
             return
         capman = config.pluginmanager.get_plugin("capturemanager")
         guard = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
-        with guard:
+        with _SAY_LOCK, guard:  # the cluster's stderr relay says lines from its own thread
             terminal.ensure_newline()
             terminal.write_line(f"nrop: {line}")
 
@@ -163,6 +193,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.markexpr = _labels.rewrite_mark_expression(markexpr)
 
     suite_run = _is_suite_run(config)
+    if suite_run and _session_timeout_unset(config):
+        config.option.session_timeout = SESSION_TIMEOUT  # read by pytest-timeout's pytest_configure
     cli = {dest: config.getoption(dest, None) for dest in _OPTION_DESTS}
     options: SuiteOptions | None = None
     error: pytest.UsageError | None = None
@@ -193,6 +225,30 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.dist = "loadgroup"
     if not options.dry_run and not config.option.collectonly and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.report_dir / reports.JUNIT_NAME)
+
+
+def _session_timeout_unset(config: pytest.Config) -> bool:
+    if not config.pluginmanager.hasplugin("timeout") or config.getoption("session_timeout", None) is not None:
+        return False
+    try:
+        return not config.getini("session_timeout")
+    except ValueError:
+        return True
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(_STATE, None)
+    if state is None or not state.suite_run or not config.pluginmanager.hasplugin("timeout"):
+        return None
+    spec_limit = config.getoption("timeout", None)
+    spec_text = f"{spec_limit}s (--timeout)" if spec_limit is not None else f"{SPEC_TIMEOUT:g}s"
+    session = config.getoption("session_timeout", None)
+    return [
+        f"nrop: each spec may take {spec_text} (setup, body, teardown; a timeout mark overrides), "
+        f"the whole run {session:g}s (--session-timeout)"
+        if session
+        else f"nrop: each spec may take {spec_text} (setup, body, teardown; a timeout mark overrides)"
+    ]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -252,7 +308,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep = [item for item in items if selected(item)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if not selected(item)])
-    # one cluster at a time in a serial run: the specs of the default profile first
+    # a serial run uses one target after the other: the specs of the default profile first
     keep.sort(key=lambda item: (item.stash.get(_PROFILE, options.cluster_profile) != options.cluster_profile,
                                 item.stash.get(_PROFILE, "")))  # fmt: skip
     items[:] = keep
@@ -276,6 +332,13 @@ def _suffix_group_ids(items: list[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = _state(session.config)
     state.selected_specs = sum(1 for item in session.items if _SPEC in item.stash)
+    options = state.options
+    if options is not None and options.embedded and state.worker is None and not _distributed(session.config):
+        # after every deselection (-k, -m): the specs that will run, in order
+        targeted = [i for i in session.items if _PROFILE in i.stash and "_nrop_context" in i.fixturenames]
+        points = prepare_points([item.stash[_PROFILE] for item in targeted], PREPARE_AHEAD)
+        for index, profile in points.items():
+            targeted[index].stash[_PREPARE] = profile
     if state.worker is not None and getattr(session.config.option, "loadgroup", False):
         _suffix_group_ids(session.items)
 
@@ -306,6 +369,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     key = state.targets.key_for(item.stash.get(_PROFILE, options.cluster_profile))
     previous = state.active_key
     state.active_key = key
+    ahead = item.stash.get(_PREPARE, None)
+    if ahead is not None:
+        state.targets.prepare(state.targets.key_for(ahead))
     if previous is None or previous == key:
         return
     # The session-scoped fixtures hold the previous target: finish them (and what depends on
@@ -314,11 +380,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for fixturedef in fixturedefs:
         fixturedef.finish(item._request)  # type: ignore[attr-defined]
     if state.worker is None:
-        # a serial run orders specs by profile: the previous target is not needed again
-        try:
-            state.targets.close(previous)
-        except Exception as exc:  # AfterSuite of the previous target: not this spec's failure
-            state.close_errors.append(f"closing {previous}: {type(exc).__name__}: {exc}")
+        # a serial run orders specs by profile: the previous target is not needed again; its
+        # AfterSuite and teardown run while this spec does (errors come out at the end)
+        state.targets.close_in_background(previous)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -445,9 +509,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is not None and state.targets is not None:
         # a last resort after an internal error: never leave embedded clusters running
-        for context in state.targets.contexts.values():
-            if context.cluster is not None:
-                context.cluster.stop()
+        state.targets.stop_clusters()
 
 
 # -------------------------------------------------------------------------------- fixtures

@@ -242,10 +242,15 @@ def attach_to_allure(
 # ------------------------------------------------------------------------------ report.html
 
 
+def _clip(text: str) -> str:
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "…"
+
+
 def _phase_message(report: pytest.TestReport) -> str:
-    text = report.longreprtext
-    if len(text) > _MESSAGE_CHARS:
-        text = "…" + text[-_MESSAGE_CHARS:]
+    """Where and why a phase failed: the crash line of its traceback (all of it when there is none)."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = f"{crash.path}:{crash.lineno}: {crash.message}" if crash is not None else report.longreprtext
+    text = _clip(text)
     return text if report.when == "call" else f"[{report.when}] {text}"
 
 
@@ -253,7 +258,8 @@ def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntr
     """One test of ``report.html`` from its setup/call/teardown reports.
 
     Outcome as pytest counts it: a failed call is ``failed``, a failed setup or teardown
-    (e.g. the cooldown) ``error``; the message is every failure's text, or the skip reason.
+    (e.g. the cooldown) ``error``; the message is where and why each phase failed (the
+    traceback goes along, folded), or the skip reason.
     The NRT diff and the NRTs at the failure come from the first failed phase that carries
     them (:data:`FAILURE_ATTR`, set by the plugin).
     """
@@ -267,6 +273,7 @@ def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntr
         outcome = "skipped"
     else:
         outcome = "passed"
+    traceback = "\n\n".join(_clip(r.longreprtext) for r in failed)
     if failed:
         message = "\n\n".join(_phase_message(r) for r in failed)
     elif outcome == "skipped":
@@ -283,6 +290,7 @@ def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntr
         test_id=str(props.get("test_id") or "") or None,
         labels=tuple(label for label in labels.split(",") if label),
         message=message,
+        traceback=traceback,
         nrt_diff=str(snapshot.get("nrt_diff") or ""),
         nrts=tuple(snapshot.get("nrts") or ()),
     )

@@ -9,6 +9,12 @@ and builds the :class:`~nrop.suite.config.SuiteConfig`. A cluster that cannot ru
 suite leaves a skip reason instead of an error. Closing runs AfterSuite, the stack
 teardown when asked, and stops the embedded cluster, keeping its log in the report
 directory. Progress lines of the stack and infra helpers are relayed to the terminal.
+
+A serial run that needs a second embedded target prepares it ahead on a thread
+(:meth:`Targets.prepare`: cluster, stack, BeforeSuite) while the last specs of the first
+one run, and closes the first one on a thread (:meth:`Targets.close_in_background`) while
+the specs of the second one run; the lines and errors of both come out when they are
+joined. Only the embedded target does this: each context is its own cluster.
 """
 
 from __future__ import annotations
@@ -18,22 +24,28 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from nrop.suite.options import SuiteOptions
 from nrop.suite.target import EmbeddedCluster
 
-__all__ = ["EMBEDDED_DEVICE_TYPES", "KUBECONFIG_KEY", "Context", "Targets"]
+__all__ = ["EMBEDDED_DEVICE_TYPES", "EMBEDDED_REFRESH_PERIOD", "KUBECONFIG_KEY", "Context", "Targets"]
 
 log = logging.getLogger(__name__)
 
 KUBECONFIG_KEY = "kubeconfig"
 #: Loggers whose INFO lines are shown on the terminal while a target is being prepared.
 PROGRESS_LOGGERS = ("nrop.suite.stack", "nrop.suite.infra")
+#: ``infoRefreshPeriod`` of the NROP the suite creates on an embedded cluster. The mode stays
+#: ``Periodic`` (the scheduler-cache specs need it); every wait that spans one exporter refresh
+#: (settling, cooldown, BeforeSuite's numacell check, re-publication grace) reads the period from
+#: the NROP, so they shrink with it. A real cluster keeps the operator's default (10s).
+EMBEDDED_REFRESH_PERIOD = "2s"
 #: What the embedded profiles advertise as devices (CONTRACTS.md, "Embedded cluster target").
 EMBEDDED_DEVICE_TYPES = {
     "E2E_NROP_DEVICE_TYPE_1": "example.com/deviceA",
@@ -57,34 +69,93 @@ class Context:
     suite_error: BaseException | None = None
 
 
+def _embedded_operator_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The operator env of a throwaway embedded cluster: what BeforeSuite would set, set at install.
+
+    BeforeSuite turns the scheduler image validation off (unless E2E_VALIDATE_SCHEDULER_IMAGE=true)
+    by rolling the operator out again, and AfterSuite rolls it back; installing the operator with
+    the value BeforeSuite wants makes both a no-op ("already set") instead of two rollouts.
+    """
+    from nrop.suite import infra
+
+    if infra.scheduler_image_validation_enabled(environ):
+        return {}
+    return {infra.SCHEDULER_IMAGE_VALIDATION: "false"}
+
+
 class _ProgressHandler(logging.Handler):
+    """Relays INFO records emitted by one thread (a target prepared in the background has its own)."""
+
     def __init__(self, say: Callable[[str], None]) -> None:
         super().__init__(logging.INFO)
         self.say = say
+        self.thread = threading.get_ident()
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.say(record.getMessage())
+        if record.thread == self.thread:
+            self.say(record.getMessage())
+
+
+_LEVELS_LOCK = threading.Lock()
+#: levels of the progress loggers before the first relay began (restored when the last one ends)
+_SAVED_LEVELS: list[int] = []
+_RELAYS = 0
 
 
 @contextlib.contextmanager
 def _progress_from_loggers(say: Callable[[str], None]) -> Iterator[None]:
+    global _RELAYS
     handler = _ProgressHandler(say)
     loggers = [logging.getLogger(name) for name in PROGRESS_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.addHandler(handler)
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
+    with _LEVELS_LOCK:
+        if _RELAYS == 0:
+            _SAVED_LEVELS[:] = [logger.level for logger in loggers]
+            for logger in loggers:
+                if logger.getEffectiveLevel() > logging.INFO:
+                    logger.setLevel(logging.INFO)
+        _RELAYS += 1
+        for logger in loggers:
+            logger.addHandler(handler)
     try:
         yield
     finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.removeHandler(handler)
-            logger.setLevel(level)
+        with _LEVELS_LOCK:
+            for logger in loggers:
+                logger.removeHandler(handler)
+            _RELAYS -= 1
+            if _RELAYS == 0:
+                for logger, level in zip(loggers, _SAVED_LEVELS, strict=True):
+                    logger.setLevel(level)
+
+
+@dataclass
+class _Background:
+    """A context prepared or closed on a thread; its progress lines wait for the main thread."""
+
+    key: str
+    lines: list[str] = field(default_factory=list)
+    context: Context | None = None
+    error: BaseException | None = None
+    thread: threading.Thread | None = None
+    began: float = field(default_factory=time.monotonic)
+
+    def start(self, work: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                work()
+            except BaseException as exc:
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, daemon=True, name=f"nrop-{self.key}")
+        self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
 
 
 class Targets:
-    """The contexts of one pytest process, opened lazily and closed at the end."""
+    """The contexts of one pytest process, opened lazily (or ahead, in the background) and closed at the end."""
 
     def __init__(self, options: SuiteOptions, say: Callable[[str], None], worker: str | None) -> None:
         self.options = options
@@ -92,6 +163,11 @@ class Targets:
         self.worker = worker
         self.contexts: dict[str, Context] = {}
         self._state_root: Path | None = None
+        self._lock = threading.Lock()
+        self._preparing: dict[str, _Background] = {}
+        self._closing: list[_Background] = []
+        #: every embedded cluster started, for a last-resort stop
+        self._clusters: list[EmbeddedCluster] = []
         from nrop.suite.timeouts import Timeouts
 
         self.timeouts = Timeouts.from_env(os.environ, local=options.embedded)
@@ -102,24 +178,63 @@ class Targets:
     def get(self, key: str) -> Context:
         context = self.contexts.get(key)
         if context is None:
-            context = self._open(key)
+            pending = self._preparing.pop(key, None)
+            context = self._open(key, self._say(key)) if pending is None else self._finish_prepared(pending)
             self.contexts[key] = context
         return context
 
+    def prepare(self, key: str) -> None:
+        """Start opening ``key`` and its BeforeSuite on a thread, while the current specs run.
+
+        :meth:`get` then waits for it and shows its progress. Only embedded targets are
+        prepared ahead (a kubeconfig target is a single context).
+        """
+        if not self.options.embedded or key in self.contexts or key in self._preparing:
+            return
+        pending = _Background(key)
+        prefix = self._prefix(key)
+
+        def work() -> None:
+            say = lambda line: pending.lines.append(prefix + line)  # noqa: E731
+            pending.context = self._open(key, say)
+            with contextlib.suppress(Exception):  # kept in context.suite_error, raised when used
+                self._before_suite(pending.context, say)
+
+        self.say(f"{prefix}preparing the target in the background")
+        self._preparing[key] = pending
+        pending.start(work)
+
+    def _finish_prepared(self, pending: _Background) -> Context:
+        waited = time.monotonic()
+        pending.join()
+        for line in pending.lines:
+            self.say(line)
+        self.say(
+            f"{self._prefix(pending.key)}prepared in the background in {time.monotonic() - pending.began:.1f}s "
+            f"(waited {time.monotonic() - waited:.1f}s for it)"
+        )
+        if pending.error is not None:
+            raise pending.error
+        assert pending.context is not None
+        return pending.context
+
     def _state_dir(self, key: str) -> Path:
-        if self._state_root is None:
-            self._state_root = Path(tempfile.mkdtemp(prefix="nrop-e2e-"))
-        return self._state_root / key
+        with self._lock:
+            if self._state_root is None:
+                self._state_root = Path(tempfile.mkdtemp(prefix="nrop-e2e-"))
+            return self._state_root / key
+
+    def _prefix(self, key: str) -> str:
+        return f"[{key}{'@' + self.worker if self.worker else ''}] "
 
     def _say(self, key: str) -> Callable[[str], None]:
-        prefix = f"[{key}{'@' + self.worker if self.worker else ''}] "
+        prefix = self._prefix(key)
         return lambda line: self.say(prefix + line)
 
-    def _open(self, key: str) -> Context:
+    def _open(self, key: str, say: Callable[[str], None]) -> Context:
         from nrop.suite import kube as k
         from nrop.suite import stack
 
-        say = self._say(key)
         options = self.options
         cluster: EmbeddedCluster | None = None
         began = time.monotonic()
@@ -128,6 +243,7 @@ class Targets:
 
             say(f"starting the embedded cluster (profile {key})")
             cluster = target.start(key, self._state_dir(key), progress=say)
+            self._clusters.append(cluster)
             say(f"embedded cluster up in {cluster.started_in:.1f}s: {cluster.kubeconfig}")
             for var, value in EMBEDDED_DEVICE_TYPES.items():
                 os.environ.setdefault(var, value)
@@ -141,18 +257,28 @@ class Targets:
             if options.do_setup:
                 say("installing the operator and creating the NUMAResourcesOperator/Scheduler CRs")
                 timings = stack.StackTimings.local() if options.embedded else stack.StackTimings()
+                refresh = EMBEDDED_REFRESH_PERIOD if options.embedded else None
                 with _progress_from_loggers(say):
-                    stack.setup(context.kube, pool=os.environ.get("E2E_NODE_ROLE", "worker"), timings=timings)
+                    stack.setup(
+                        context.kube,
+                        env=_embedded_operator_env(os.environ) if options.embedded else None,
+                        pool=stack.node_role(os.environ),
+                        refresh_period=refresh,
+                        timings=timings,
+                    )
                 context.stack_installed = True
                 say(f"stack ready in {time.monotonic() - began:.1f}s")
         except BaseException:
             with contextlib.suppress(Exception):  # the setup error is the one to report
-                self._close(context)
+                self._close(context, say)
             raise
         return context
 
     def before_suite(self, context: Context) -> None:
         """BeforeSuite once per context: topology checks, numacell, labels, NRT reference."""
+        self._before_suite(context, self._say(context.key))
+
+    def _before_suite(self, context: Context, say: Callable[[str], None]) -> None:
         if context.config is not None or context.skip_reason is not None:
             return
         if context.suite_error is not None:
@@ -160,8 +286,8 @@ class Targets:
         from nrop.suite import infra
         from nrop.suite.config import SuiteConfig
 
-        say = self._say(context.key)
         embedded = self.options.embedded
+        began = time.monotonic()
         try:
             log.info("%s", infra.dump_environment(os.environ))
             problems = infra.check_nodes_topology(context.kube)
@@ -192,15 +318,16 @@ class Targets:
                 config.with_nrt_reference(context.infra.nrt_reference),
                 numacell_image=context.infra.numacell_image,
             )
+            say(f"BeforeSuite done in {time.monotonic() - began:.1f}s")
         except BaseException as exc:
             context.suite_error = exc
             raise
 
-    def _close(self, context: Context) -> None:
+    def _close(self, context: Context, say: Callable[[str], None]) -> None:
         from nrop.suite import infra, stack
 
-        say = self._say(context.key)
         options = self.options
+        began = time.monotonic()
         try:
             if context.infra is not None and context.kube is not None:
                 timings = infra.InfraTimings.local() if options.embedded else infra.InfraTimings()
@@ -223,7 +350,7 @@ class Targets:
             if context.cluster is not None:
                 self._keep_cluster_log(context.cluster)
                 context.cluster.stop()
-                say("embedded cluster stopped")
+                say(f"embedded cluster stopped ({time.monotonic() - began:.1f}s after AfterSuite began)")
 
     def _keep_cluster_log(self, cluster: EmbeddedCluster) -> None:
         suffix = f"-{self.worker}" if self.worker else ""
@@ -238,10 +365,35 @@ class Targets:
     def close(self, key: str) -> None:
         context = self.contexts.pop(key, None)
         if context is not None:
-            self._close(context)
+            self._close(context, self._say(key))
+
+    def close_in_background(self, key: str) -> None:
+        """AfterSuite, teardown and stop of ``key`` on a thread (a serial run does not need it again).
+
+        Its errors and progress lines come out in :meth:`close_all`.
+        """
+        context = self.contexts.pop(key, None)
+        if context is None:
+            return
+        closing = _Background(key)
+        prefix = self._prefix(key)
+        closing.start(lambda: self._close(context, lambda line: closing.lines.append(prefix + line)))
+        self._closing.append(closing)
 
     def close_all(self) -> None:
         errors: list[BaseException] = []
+        for key, pending in list(self._preparing.items()):  # prepared ahead but never used
+            del self._preparing[key]
+            pending.join()
+            if pending.context is not None:
+                self.contexts.setdefault(key, pending.context)
+        for closing in self._closing:
+            closing.join()
+            for line in closing.lines:
+                self.say(line)
+            if closing.error is not None:
+                errors.append(closing.error)
+        self._closing.clear()
         for key in list(self.contexts):
             try:
                 self.close(key)
@@ -252,3 +404,8 @@ class Targets:
             self._state_root = None
         if errors:
             raise errors[0]
+
+    def stop_clusters(self) -> None:
+        """Last resort after an internal error: stop every embedded cluster started by this process."""
+        for cluster in self._clusters:
+            cluster.stop()

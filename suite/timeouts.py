@@ -130,10 +130,12 @@ ENV_VARS: Mapping[str, str] = {
     "mcp_update_interval": "E2E_NROP_MCP_UPDATE_INTERVAL",
 }
 
-#: The embedded cluster's exporters publish within a second: poll faster, wait as long.
+#: The embedded cluster's exporters publish within a second of their refresh period (2s, see
+#: ``nrop.suite.session.EMBEDDED_REFRESH_PERIOD``): poll faster, wait as long. The settle window
+#: is stretched to span one refresh period anyway (:func:`settle_interval_covering`: 0.75s x 4).
 _LOCAL_INTERVALS: Mapping[str, float] = {
-    "settle_interval": 1.0,
-    "cooldown_interval": 1.0,
+    "settle_interval": 0.5,
+    "cooldown_interval": 0.5,
     "poll_interval": 0.25,
     "namespace_interval": 0.25,
     "nrt_update_interval": 0.5,

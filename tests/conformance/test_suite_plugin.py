@@ -368,7 +368,7 @@ def test_nothing_starts_for_tests_that_do_not_use_the_suite_fixtures(
     result = _run(pytester)
     assert result.ret == 0
     assert started == []
-    assert "nrop: " not in result.stdout.str()
+    assert "nrop: [" not in result.stdout.str()  # no target says anything
 
 
 def test_a_suite_fixture_starts_the_embedded_cluster_of_the_spec_profile(
@@ -412,19 +412,20 @@ FAKE_TARGETS = textwrap.dedent(
         with open(LOG, "a") as f:
             f.write(" ".join(words) + "\\n")
 
-    def _open(self, key):
+    def _open(self, key, say):
         _record("open", key, self.worker or "main")
         return session.Context(key=key, kube=f"kube-of-{key}", timeouts=self.timeouts)
 
-    def _before_suite(self, context):
+    def _before_suite(self, context, say):
         if context.config is None:
+            _record("before-suite", context.key)
             context.config = f"config-of-{context.key}"
 
-    def _close(self, context):
+    def _close(self, context, say):
         _record("close", context.key, self.worker or "main")
 
     session.Targets._open = _open
-    session.Targets.before_suite = _before_suite
+    session.Targets._before_suite = _before_suite
     session.Targets._close = _close
     """
 )
@@ -460,24 +461,59 @@ PROFILED = textwrap.dedent(
 )
 
 
-def test_a_serial_run_has_one_target_at_a_time_in_profile_order(pytester: pytest.Pytester) -> None:
+def test_a_serial_run_uses_targets_in_profile_order_preparing_the_next_one_ahead(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makeconftest(FAKE_TARGETS)
     pytester.makepyfile(test_profiles=PROFILED)
-    result = pytester.runpytest_subprocess(*BASE_ARGS, "--report-dir", str(pytester.path / "r"))
+    # -k deselects after the plugin ordered the specs: the point of preparing ahead follows
+    result = pytester.runpytest_subprocess(
+        *BASE_ARGS, "--report-dir", str(pytester.path / "r"), "-k", "not default_1"
+    )
     assert result.ret == 0, result.stdout.str()
     seen = (pytester.path / "seen.log").read_text().split("\n")
-    assert seen[:4] == [
-        "default_1 kube-of-default config-of-default main",
+    assert seen[:3] == [
         "default_2 kube-of-default config-of-default main",
         "cnt_1 kube-of-container-scope config-of-container-scope main",
         "cnt_2 kube-of-container-scope config-of-container-scope main",
     ]
-    assert (pytester.path / "targets.log").read_text().split("\n")[:4] == [
-        "open default main",
-        "close default main",
-        "open container-scope main",
-        "close container-scope main",
-    ]
+    # two specs before it is needed (here: the first spec) container-scope is opened and its
+    # BeforeSuite run on a thread; default is closed on a thread once the run switched
+    log = (pytester.path / "targets.log").read_text().splitlines()
+    assert sorted(log) == sorted(
+        [
+            "open default main",
+            "before-suite default",
+            "open container-scope main",
+            "before-suite container-scope",
+            "close default main",
+            "close container-scope main",
+        ]
+    )
+    assert log.index("before-suite container-scope") < log.index("close default main")
+    assert log[-1] == "close container-scope main"
+    result.stdout.fnmatch_lines(
+        [
+            "nrop: [[]container-scope[]] preparing the target in the background",
+            "nrop: [[]container-scope[]] prepared in the background in *s (waited *s for it)",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("profiles", "ahead", "points"),
+    [
+        (["d", "d", "d", "d", "c", "c"], 2, {2: "c"}),
+        (["d", "c"], 2, {0: "c"}),
+        (["d", "d", "c"], 0, {2: "c"}),
+        (["d", "d", "d"], 2, {}),
+        (["c", "c"], 2, {}),
+        ([], 2, {}),
+        (["d", "d", "c", "s"], 1, {1: "c", 2: "s"}),
+    ],
+)
+def test_prepare_points(profiles: list[str], ahead: int, points: dict[int, str]) -> None:
+    assert plugin.prepare_points(profiles, ahead) == points
 
 
 def test_with_xdist_each_worker_has_its_own_targets_and_a_profile_stays_on_one_worker(
@@ -698,7 +734,8 @@ def test_report_html_shows_the_failed_spec_with_nrt_diff_and_zone_pictures(
     failed = page[page.index('<details class="test failed" open') :]
     failed = failed[: failed.index("</details>")]
     assert "[test_id:9] fails on purpose" in failed and "feature:tmpol" in failed
-    assert "pod stayed Pending" in failed
+    assert ".py:5: AssertionError: pod stayed Pending" in failed  # where and why; the traceback is folded
+    assert '<details class="traceback"><summary>traceback</summary>' in failed
     # the diff from the initial NRTs and one picture per zone of the NRTs at the failure
     assert '<pre class="nrt-diff">worker-0:\n  node-00: cpu -14</pre>' in failed
     assert failed.count('<figure class="zone"') == 2
@@ -789,12 +826,16 @@ def test_progress_line(line: str, shown: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
-    [((), "(1800.0,)"), (("--timeout", "7"), "None")],
-    ids=["spec-default", "cli-timeout-wins"],
+    ("args", "expected", "header"),
+    [
+        ((), "(1800.0,) 18000.0", "each spec may take 1800s *, the whole run 18000s (--session-timeout)"),
+        (("--timeout", "7"), "None 18000.0", "each spec may take 7.0s (--timeout) *"),
+        (("--session-timeout", "60"), "(1800.0,) 60.0", "*, the whole run 60s (--session-timeout)"),
+    ],
+    ids=["spec-default", "cli-timeout-wins", "cli-session-timeout-wins"],
 )
-def test_specs_get_a_long_timeout_unless_one_is_given(
-    pytester: pytest.Pytester, args: tuple[str, ...], expected: str
+def test_specs_get_a_long_timeout_and_the_run_upstream_s_5h_unless_given(
+    pytester: pytest.Pytester, args: tuple[str, ...], expected: str, header: str
 ) -> None:
     pytester.makeconftest(SUITE_CONFTEST)
     pytester.makepyfile(
@@ -802,8 +843,8 @@ def test_specs_get_a_long_timeout_unless_one_is_given(
         "@spec('a slow spec', 'tier0')\n"
         "def test_spec(request):\n"
         "    mark = request.node.get_closest_marker('timeout')\n"
-        "    print('TIMEOUT', mark.args if mark else None)\n"
+        "    print('TIMEOUT', mark.args if mark else None, request.config.getoption('session_timeout'))\n"
     )
     result = _run(pytester, "-s", *args)
     assert result.ret == 0
-    result.stdout.fnmatch_lines([f"*TIMEOUT {expected}"])
+    result.stdout.fnmatch_lines([f"nrop: {header}", f"*TIMEOUT {expected}"])

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import ReprFileLocation
 
 from nrop.suite.htmlreport import ReportEntry, ZoneUsage, failure_page, render, zone_usage
 from nrop.suite.reports import report_entry
@@ -120,6 +121,15 @@ PROPS = [
 SNAPSHOT = {"nrt_diff": "worker-0:\n  node-00: cpu -4", "nrts": [nrt("worker-0", [res("cpu", "18", "14")])]}
 
 
+class Traceback:
+    """A failure as pytest keeps it: a crash location and a traceback to print."""
+
+    reprcrash = ReprFileLocation("t.py", 7, "AssertionError: pod stayed Pending")
+
+    def toterminal(self, tw: Any) -> None:
+        tw.line("def test(): ...\nE   AssertionError: pod stayed Pending")
+
+
 def phase(when: str, outcome: str, longrepr: Any = None, **extra: Any) -> pytest.TestReport:
     return pytest.TestReport(
         "t.py::test",
@@ -140,6 +150,10 @@ def phase(when: str, outcome: str, longrepr: Any = None, **extra: Any) -> pytest
         pytest.param(
             [phase("setup", "passed"), phase("call", "passed"), phase("teardown", "passed")], "passed", "", "",
             id="passed",
+        ),
+        pytest.param(
+            [phase("setup", "passed"), phase("call", "failed", Traceback(), nrop_failure=SNAPSHOT)],
+            "failed", "t.py:7: AssertionError: pod stayed Pending", SNAPSHOT["nrt_diff"], id="crash-line-not-traceback",
         ),
         pytest.param(
             [phase("setup", "passed"), phase("call", "failed", "AssertionError: pending", nrop_failure=SNAPSHOT),
@@ -172,6 +186,8 @@ def test_report_entry(phases: list[pytest.TestReport], outcome: str, message: st
         "[test_id:47575] x",
     )
     assert len(entry.nrts) == (1 if diff else 0)
+    failed = [p for p in phases if p.failed]
+    assert entry.traceback == "\n\n".join(p.longreprtext for p in failed)
 
 
 def test_failure_page_is_a_page_of_its_own() -> None:

@@ -54,7 +54,8 @@ def test_upstream_defaults() -> None:
         ({"E2E_NROP_COOLDOWN_THRESHOLD": "7"}, False, "cooldown_threshold", 7),
         ({"E2E_NROP_COOLDOWN_THRESHOLD": "x"}, False, "cooldown_threshold", 5),
         ({"E2E_NROP_TEST_TEARDOWN": "soon"}, False, "teardown", 180.0),
-        ({}, True, "settle_interval", 1.0),
+        ({}, True, "settle_interval", 0.5),
+        ({}, True, "cooldown_interval", 0.5),
         ({}, True, "settle_timeout", 120.0),
         ({}, True, "cooldown_threshold", 5),
         ({"E2E_NROP_TEST_SETTLE_INTERVAL": "9s"}, True, "settle_interval", 9.0),
@@ -77,6 +78,7 @@ def test_as_env_round_trips() -> None:
         (9.0, 5, 10.0, 9.0),  # upstream: 4 x 9s = 36s already spans a 10s refresh
         (1.0, 5, 10.0, 2.75),  # local: stretched to (10s + 1s) / 4
         (1.0, 5, 1.0, 1.0),
+        (0.5, 5, 2.0, 0.75),  # local with the embedded target's 2s refresh period: a 3s window
         (1.0, 1, 10.0, 1.0),  # a single observation has no window
         (0.5, 3, 3.0, 2.0),
     ],
