@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nrop.api import fingerprint
+from nrop.api.durations import parse_duration
 from nrop.api.nrt import (
     ATTR_TOPOLOGY_MANAGER_POLICY,
     ATTR_TOPOLOGY_MANAGER_SCOPE,
@@ -43,7 +44,6 @@ from nrop.api.quantity import Quantity
 
 from . import kube as k
 from .resourcelist import ResourceList, drop_host_level
-from .timeouts import parse_go_duration
 from .waiting import wait_for
 
 __all__ = [
@@ -552,7 +552,7 @@ def refresh_period_of(nrops: Iterable[Mapping[str, Any]]) -> float:
             raw = (group.get("config") or {}).get("infoRefreshPeriod")
             if raw:
                 try:
-                    periods.append(parse_go_duration(str(raw)))
+                    periods.append(parse_duration(str(raw)))
                 except ValueError:
                     log.warning("ignoring invalid infoRefreshPeriod %r", raw)
     return max(periods, default=DEFAULT_REFRESH_PERIOD)

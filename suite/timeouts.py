@@ -12,41 +12,14 @@ thresholds and what is checked stay the same. A variable set explicitly always w
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-__all__ = ["ENV_VARS", "Timeouts", "parse_go_duration", "settle_interval_covering"]
+from nrop.api.durations import parse_duration
+
+__all__ = ["ENV_VARS", "Timeouts", "settle_interval_covering"]
 
 log = logging.getLogger(__name__)
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_duration(text: str) -> float:
-    """Seconds in a Go ``time.ParseDuration`` string; ``ValueError`` when it is not one.
-
-    ``"0"`` is the only unit-less value Go accepts; a sign may lead (``-1.5h``).
-    """
-    raw = text
-    sign = 1.0
-    if text[:1] in "+-" and text:
-        sign = -1.0 if text[0] == "-" else 1.0
-        text = text[1:]
-    if text == "0":
-        return 0.0
-    if not text:
-        raise ValueError(f"invalid duration {raw!r}")
-    total = 0.0
-    pos = 0
-    while pos < len(text):
-        match = _PART.match(text, pos)
-        if match is None or match.group(1) in ("", "."):
-            raise ValueError(f"invalid duration {raw!r}")
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    return sign * total
 
 
 @dataclass(frozen=True)
@@ -89,7 +62,7 @@ class Timeouts:
                 continue
             default = getattr(cls, name)
             try:
-                values[name] = int(raw, 10) if isinstance(default, int) else parse_go_duration(raw)
+                values[name] = int(raw, 10) if isinstance(default, int) else parse_duration(raw)
             except ValueError:
                 log.error("cannot parse %s=%r (falling back to the default %s)", var, raw, default)
         return cls(**values)  # type: ignore[arg-type]

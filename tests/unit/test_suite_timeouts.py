@@ -1,34 +1,10 @@
-"""Table tests of nrop.suite.timeouts: Go durations, E2E_NROP_* variables, local intervals."""
+"""Table tests of nrop.suite.timeouts: E2E_NROP_* variables (Go durations), local intervals."""
 
 from __future__ import annotations
 
 import pytest
 
-from nrop.suite.timeouts import ENV_VARS, Timeouts, parse_go_duration, settle_interval_covering
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        ("0", 0.0),
-        ("30s", 30.0),
-        ("2m", 120.0),
-        ("1m30s", 90.0),
-        ("500ms", 0.5),
-        ("1.5h", 5400.0),
-        ("-1s", -1.0),
-        ("1h2m3s4ms", 3723.004),
-        ("10us", 1e-5),
-    ],
-)
-def test_parse_go_duration(text: str, seconds: float) -> None:
-    assert parse_go_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "30", "s", "1x", "1m 30s", ".s", "abc"])
-def test_parse_go_duration_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
-        parse_go_duration(text)
+from nrop.suite.timeouts import ENV_VARS, Timeouts, settle_interval_covering
 
 
 def test_upstream_defaults() -> None:
