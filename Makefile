@@ -13,8 +13,9 @@ REPORT_DIR ?= _report
 # The image: no registry is reachable, so the base is built locally (`make base-image`).
 IMAGE      ?= localhost/numaresources-operator-tests:latest
 BASE_IMAGE ?= localhost/nrop-base:bookworm
-# On machines like CI's (cgroup v1, no crun, no bridge networking) podman needs runc and the host network,
-# and explicit limits: runc may not raise them above the caller's hard limit (nofile) or a modest nproc.
+# The host network lets a mounted kubeconfig that names 127.0.0.1 (an nrop-cluster on the host) work from
+# the container; runc is named because crun is often missing; on machines without CAP_SYS_RESOURCE (CI's)
+# runc may not raise limits above the caller's hard nofile limit or a modest nproc, so they are explicit.
 NOFILE       := $(shell ulimit -Hn 2>/dev/null || echo 4096)
 PODMAN_FLAGS ?= --runtime=runc --network=host --ulimit nofile=$(NOFILE):$(NOFILE) --ulimit nproc=4096:4096
 
@@ -53,7 +54,6 @@ base-image: podman
 image: $(STAMP) base-image
 	rm -rf build/wheels
 	$(BIN)/pip wheel --quiet --wheel-dir build/wheels .
-	rm -rf build/lib build/bdist.*
 	rm -rf build/lib build/bdist.*
 	podman build $(PODMAN_FLAGS) --build-arg BASE_IMAGE=$(BASE_IMAGE) -f Dockerfile.tests -t $(IMAGE) .
 

@@ -8,12 +8,15 @@ containers of an image matching ``*numaresources-operator-tests*`` as real proce
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["DEFAULT_IMAGE", "OWN_IMAGE_MARKER", "PAUSE_IMAGE", "is_own_image"]
+__all__ = ["DEFAULT_IMAGE", "IMAGE_VAR", "OWN_IMAGE_MARKER", "PAUSE_IMAGE", "is_own_image", "own_image"]
 
 #: The project's image, as ``make image`` tags it (and the embedded cluster recognises it).
 DEFAULT_IMAGE: Final = "localhost/numaresources-operator-tests:latest"
+#: The variable naming the project's image to install (``--setup``) and run numacell from.
+IMAGE_VAR: Final = "E2E_NROP_IMAGE"
 #: What every reference to the project's image contains, whatever the registry and tag.
 OWN_IMAGE_MARKER: Final = "numaresources-operator-tests"
 #: The image of the suite's pause pods (command ``/pause``).
@@ -24,3 +27,8 @@ def is_own_image(image: str) -> bool:
     """True when ``image`` is the project's image (any registry, tag or digest)."""
     name = image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
     return name == OWN_IMAGE_MARKER
+
+
+def own_image(environ: Mapping[str, str]) -> str:
+    """The project's image to deploy: ``E2E_NROP_IMAGE``, else :data:`DEFAULT_IMAGE`."""
+    return environ.get(IMAGE_VAR) or DEFAULT_IMAGE

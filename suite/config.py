@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nrop.api.images import DEFAULT_IMAGE, PAUSE_IMAGE
+from nrop.api.images import PAUSE_IMAGE, own_image
 
 from . import kube as k
 from .timeouts import Timeouts
@@ -60,7 +60,7 @@ def numacell_image_from_env(environ: Mapping[str, str], target: str) -> str:
     )
     if explicit:
         return explicit
-    return DEFAULT_IMAGE if target == "embedded" else NUMACELL_IMAGE
+    return own_image(environ) if target == "embedded" else NUMACELL_IMAGE
 
 
 def device_types_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:

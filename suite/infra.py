@@ -318,8 +318,8 @@ OWN_PROGRAM = NumacellProgram(
 
 
 def numacell_program(image: str) -> NumacellProgram:
-    """The project's ``numacell`` for the project's own default image, upstream's binary otherwise."""
-    return OWN_PROGRAM if image == images.DEFAULT_IMAGE else UPSTREAM_PROGRAM
+    """The project's ``numacell`` for the project's own image (any registry or tag), upstream's binary otherwise."""
+    return OWN_PROGRAM if images.is_own_image(image) else UPSTREAM_PROGRAM
 
 
 def numacell_manifests(

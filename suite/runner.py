@@ -14,9 +14,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from nrop.api.images import IMAGE_VAR
+from nrop.suite.options import DEFAULT_REPORT_DIR
+
+#: Where allure results go, inside the report directory.
+ALLURE_DIR = "allure-results"
 #: pytest's "no tests collected".
 _NO_TESTS = 5
 _USAGE_ERROR = 4
@@ -29,11 +34,10 @@ def _parser() -> argparse.ArgumentParser:
             "Run the serial suite of numaresources-operator-tests against the cluster in KUBECONFIG, "
             "or against an embedded cluster started for the run when none is given."
         ),
-        epilog="Arguments after '--' are passed to pytest. Every option has an environment twin, read by the plugin.",
+        epilog="Other arguments (or all after '--') are passed to pytest. Every option has an environment twin, read by the plugin.",
     )
     p.add_argument(
         "--tests",
-        default=os.environ.get("E2E_NROP_TESTS_DIR"),
         help="the serial tests directory [env E2E_NROP_TESTS_DIR; default: ./serial]",
     )
     p.add_argument("--kubeconfig", help="target cluster [env KUBECONFIG; none: an embedded cluster]")
@@ -55,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="uninstall the stack at the end [env E2E_NROP_TEARDOWN]",
     )
+    p.add_argument("--no-teardown", dest="teardown", action="store_false", help="leave the stack installed")
+    p.add_argument(
+        "--image",
+        help="the project's image --setup installs [env E2E_NROP_IMAGE; default: "
+        "localhost/numaresources-operator-tests:latest]",
+    )
     p.add_argument(
         "--tier-up-to", metavar="N", help="run tier0..tierN [env E2E_NROP_TIER_UPTO, E2E_SERIAL_TIER_UPTO]"
     )
@@ -62,15 +72,21 @@ def _parser() -> argparse.ArgumentParser:
         "--label-filter", metavar="EXPR", help="Ginkgo label-filter expression [env E2E_NROP_LABEL_FILTER]"
     )
     p.add_argument(
-        "--focus", metavar="REGEX", help="run specs whose description matches [env E2E_SERIAL_FOCUS]"
+        "--focus",
+        metavar="REGEX",
+        action="append",
+        help="run specs whose description matches (repeatable) [env E2E_SERIAL_FOCUS]",
     )
     p.add_argument(
-        "--skip", metavar="REGEX", help="skip specs whose description matches [env E2E_SERIAL_SKIP]"
+        "--skip",
+        metavar="REGEX",
+        action="append",
+        help="skip specs whose description matches (repeatable) [env E2E_SERIAL_SKIP]",
     )
     p.add_argument(
         "--report-dir",
         metavar="DIR",
-        help="junit e2e-serial-run.xml and allure results [env E2E_NROP_REPORT_DIR]",
+        help="junit e2e-serial-run.xml, report.html and allure-results/ [env E2E_NROP_REPORT_DIR; default: /tmp/artifacts/nrop]",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="list the selected specs with tiers and test_ids, run nothing"
@@ -87,34 +103,40 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def pytest_args(argv: Sequence[str]) -> list[str]:
-    """The pytest command line for a runner command line (pure)."""
+def pytest_args(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The pytest command line and the environment additions for a runner command line (pure)."""
     own, _, extra = _split(argv)
-    ns = _parser().parse_args(own)
-    args: list[str] = [ns.tests or "serial"]
+    ns, unknown = _parser().parse_known_args(own)
+    extra = [*unknown, *extra]  # pytest's own options pass through, with or without '--'
+    args: list[str] = [ns.tests or environ.get("E2E_NROP_TESTS_DIR") or "serial"]
     for flag, value in (
         ("--kubeconfig", ns.kubeconfig),
         ("--cluster-profile", ns.cluster_profile),
         ("--tier-up-to", ns.tier_up_to),
         ("--label-filter", ns.label_filter),
-        ("--focus", ns.focus),
-        ("--skip", ns.skip),
         ("--report-dir", ns.report_dir),
         ("-n", ns.numprocesses),
     ):
         if value is not None:
             args += [flag, value]
+    for flag, values in (("--focus", ns.focus), ("--skip", ns.skip)):
+        for value in values or ():
+            args += [flag, value]
     if ns.setup is not None:
         args.append("--setup" if ns.setup else "--no-setup")
-    if ns.teardown:
-        args.append("--teardown")
+    if ns.teardown is not None:
+        args.append("--teardown" if ns.teardown else "--no-teardown")
     if ns.dry_run:
         args.append("--dry-run-specs")
     if ns.keep_namespace_on_failure:
         args.append("--keep-namespace-on-failure")
     if ns.verbose:
         args.append("-v")
-    return args + list(extra)
+    if not any(a == "--alluredir" or a.startswith("--alluredir=") for a in extra):
+        report_dir = Path(ns.report_dir or environ.get("E2E_NROP_REPORT_DIR") or DEFAULT_REPORT_DIR)
+        args.append(f"--alluredir={report_dir / ALLURE_DIR}")
+    env = {IMAGE_VAR: ns.image} if ns.image else {}
+    return args + list(extra), env
 
 
 def _split(argv: Sequence[str]) -> tuple[list[str], str, list[str]]:
@@ -128,7 +150,8 @@ def _split(argv: Sequence[str]) -> tuple[list[str], str, list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     import pytest
 
-    args = pytest_args(sys.argv[1:] if argv is None else argv)
+    args, env = pytest_args(sys.argv[1:] if argv is None else argv, os.environ)
+    os.environ.update(env)
     if not Path(args[0]).is_dir():
         sys.stderr.write(
             f"nrop-e2e: no serial tests at {args[0]!r} (use --tests DIR or E2E_NROP_TESTS_DIR)" + "\n"

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nrop.api.images import own_image
 from nrop.suite.options import SuiteOptions
 from nrop.suite.target import EmbeddedCluster
 
@@ -261,6 +262,7 @@ class Targets:
                 with _progress_from_loggers(say):
                     stack.setup(
                         context.kube,
+                        image=own_image(os.environ),
                         env=_embedded_operator_env(os.environ) if options.embedded else None,
                         pool=stack.node_role(os.environ),
                         refresh_period=refresh,
@@ -299,10 +301,8 @@ class Targets:
             timings = infra.InfraTimings.local() if embedded else infra.InfraTimings()
             with _progress_from_loggers(say):
                 if embedded:
-                    from nrop.api.images import DEFAULT_IMAGE
-
                     context.infra = infra.before_suite(
-                        context.kube, environ=os.environ, image=DEFAULT_IMAGE, timings=timings
+                        context.kube, environ=os.environ, image=own_image(os.environ), timings=timings
                     )
                 else:
                     context.infra = infra.before_suite(context.kube, environ=os.environ, timings=timings)
@@ -342,7 +342,7 @@ class Targets:
                 say("removing the NUMAResourcesScheduler/Operator CRs and the operator")
                 timings = stack.StackTimings.local() if options.embedded else stack.StackTimings()
                 with _progress_from_loggers(say):
-                    stack.teardown(context.kube, timings=timings)
+                    stack.teardown(context.kube, image=own_image(os.environ), timings=timings)
                 context.stack_installed = False
         finally:
             if context.kube is not None:

@@ -462,8 +462,10 @@ PROFILED = textwrap.dedent(
 
 
 def test_a_serial_run_uses_targets_in_profile_order_preparing_the_next_one_ahead(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a serial run: not one of the xdist workers this test itself may be running in
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     pytester.makeconftest(FAKE_TARGETS)
     pytester.makepyfile(test_profiles=PROFILED)
     # -k deselects after the plugin ordered the specs: the point of preparing ahead follows
