@@ -11,7 +11,11 @@ Runs on ``POST pods`` after defaulting and before validation, in upstream's plug
   tolerations for 300 s, unless the pod tolerates those taints already;
 * ``RuntimeClass``: the RuntimeClass named by ``runtimeClassName`` must exist; its
   ``overhead.podFixed`` becomes ``spec.overhead`` and its ``scheduling`` merges into the
-  pod's nodeSelector and tolerations; a conflict is refused with upstream's text.
+  pod's nodeSelector and tolerations; a conflict is refused with upstream's text;
+* ``Priority``: ``spec.priority`` (and ``preemptionPolicy``) from the PriorityClass named by
+  ``priorityClassName``, which must exist; without one, from the ``globalDefault`` class if
+  there is one (its name is set on the pod), else priority 0. A pod stating a different
+  priority or preemption policy than its class is refused with upstream's text.
 
 Pure: objects are looked up through the callables given.
 """
@@ -29,6 +33,8 @@ __all__ = ["SERVICE_ACCOUNT_DIR", "admit_pod"]
 Obj = dict[str, Any]
 #: ``(plural, namespace, name) -> object | None``: reads the store.
 Lookup = Callable[[str, str, str], Obj | None]
+#: ``plural -> objects``: lists a cluster-scoped resource.
+Lister = Callable[[str], list[Obj]]
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 #: Upstream's bound-token lifetime for the projected volume (one hour plus 7 s).
@@ -38,11 +44,14 @@ _TOLERATED_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreach
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
-def admit_pod(pod: Obj, lookup: Lookup, *, rng: random.Random | None = None) -> None:
+def admit_pod(
+    pod: Obj, lookup: Lookup, *, lister: Lister | None = None, rng: random.Random | None = None
+) -> None:
     """Mutate a new pod in place; raises :class:`errors.Forbidden` as the plugins do."""
     _service_account(pod, lookup, rng or random.Random())
     _default_tolerations(pod)
     _runtime_class(pod, lookup)
+    _priority(pod, lookup, lister or (lambda _plural: []))
 
 
 def _forbidden(pod: Obj, why: str) -> errors.Forbidden:
@@ -162,3 +171,38 @@ def _runtime_class(pod: Obj, lookup: Lookup) -> None:
     for toleration in scheduling.get("tolerations") or ():
         if toleration not in spec.setdefault("tolerations", []):
             spec["tolerations"].append(dict(toleration))
+
+
+# -- Priority --------------------------------------------------------------------------------
+
+
+def _priority(pod: Obj, lookup: Lookup, lister: Lister) -> None:
+    spec = pod["spec"]
+    name = spec.get("priorityClassName") or ""
+    if name:
+        klass = lookup("priorityclasses", "", name)
+        if klass is None:
+            raise _forbidden(pod, f"no PriorityClass with name {name} was found")
+    else:
+        klass = next((c for c in lister("priorityclasses") if c.get("globalDefault")), None)
+        if klass is not None:
+            spec["priorityClassName"] = klass["metadata"]["name"]
+    value = int(klass.get("value", 0)) if klass is not None else 0
+    stated = spec.get("priority")
+    if stated is not None and stated != value:
+        raise _forbidden(
+            pod,
+            f"the integer value of priority ({stated}) must not be provided in pod spec; "
+            f"priority admission controller computed {value} from the given PriorityClass name",
+        )
+    spec["priority"] = value
+    policy = (klass or {}).get("preemptionPolicy")
+    if policy:
+        stated_policy = spec.get("preemptionPolicy")
+        if stated_policy and stated_policy != policy:
+            raise _forbidden(
+                pod,
+                f"the string value of PreemptionPolicy ({stated_policy}) must not be provided in pod spec; "
+                f"priority admission controller computed {policy} from the given PriorityClass name",
+            )
+        spec["preemptionPolicy"] = policy

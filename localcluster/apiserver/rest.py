@@ -37,6 +37,8 @@ from .store import Store
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+#: The API group of each resource admission reads.
+_ADMISSION_GROUPS = {"runtimeclasses": "node.k8s.io", "priorityclasses": "scheduling.k8s.io"}
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -231,7 +233,7 @@ class Rest:
         meta["creationTimestamp"] = self.now()
         strategies.prepare_create(kind, obj)
         if kind.storage == ("", "pods"):
-            admission.admit_pod(obj, self._admission_lookup)
+            admission.admit_pod(obj, self._admission_lookup, lister=self._admission_list)
         self._validate(kind, obj, None, opts)
         self._before_create(kind, obj)
         if self.store.get(kind.storage, meta.get("namespace", ""), name) is not None:
@@ -253,8 +255,10 @@ class Rest:
         return self._output(kind, stored)
 
     def _admission_lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
-        group = "node.k8s.io" if plural == "runtimeclasses" else ""
-        return self.store.get((group, plural), namespace, name)
+        return self.store.get((_ADMISSION_GROUPS.get(plural, ""), plural), namespace, name)
+
+    def _admission_list(self, plural: str) -> list[Obj]:
+        return self.store.list((_ADMISSION_GROUPS.get(plural, ""), plural))
 
     def _admit_body(self, kind: Kind, namespace: str, body: Any) -> Obj:
         """Type meta and namespace checks shared by create and update; returns a private copy."""

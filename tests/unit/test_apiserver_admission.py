@@ -19,11 +19,16 @@ RUNTIME_CLASSES = {
     },
 }
 ACCOUNTS = {"quiet": {"automountServiceAccountToken": False}}
+PRIORITY_CLASSES = {
+    "system-node-critical": {"metadata": {"name": "system-node-critical"}, "value": 2000001000},
+    "e2e-preemption-low": {"metadata": {"name": "e2e-preemption-low"}, "value": 100},
+    "polite": {"metadata": {"name": "polite"}, "value": 50, "preemptionPolicy": "Never"},
+}
 
 
 def lookup(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
-    table = RUNTIME_CLASSES if plural == "runtimeclasses" else ACCOUNTS
-    return table.get(name)
+    tables = {"runtimeclasses": RUNTIME_CLASSES, "priorityclasses": PRIORITY_CLASSES}
+    return tables.get(plural, ACCOUNTS).get(name)
 
 
 def pod(**spec: Any) -> dict[str, Any]:
@@ -127,6 +132,76 @@ def test_runtime_class_overhead_and_scheduling() -> None:
     ],
 )
 def test_runtime_class_refusals(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(errors.Forbidden) as refused:
+        admitted(**spec)
+    assert str(refused.value) == f'pods "p" is forbidden: {message}'
+
+
+@pytest.mark.parametrize(
+    ("spec", "classes", "expected"),
+    [
+        pytest.param({}, [], {"priority": 0}, id="no-class-no-default"),
+        pytest.param(
+            {"priorityClassName": "system-node-critical"},
+            [],
+            {"priorityClassName": "system-node-critical", "priority": 2000001000},
+            id="named-class",
+        ),
+        pytest.param(
+            {},
+            [{"metadata": {"name": "fallback"}, "value": 7, "globalDefault": True}],
+            {"priorityClassName": "fallback", "priority": 7},
+            id="global-default",
+        ),
+        pytest.param(
+            {"priorityClassName": "polite"},
+            [],
+            {"priorityClassName": "polite", "priority": 50, "preemptionPolicy": "Never"},
+            id="class-preemption-policy",
+        ),
+        pytest.param(
+            {"priorityClassName": "e2e-preemption-low", "priority": 100},
+            [],
+            {"priorityClassName": "e2e-preemption-low", "priority": 100},
+            id="stated-priority-that-agrees",
+        ),
+    ],
+)
+def test_priority_from_the_priority_class(
+    spec: dict[str, Any], classes: list[dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    body = pod(**spec)
+    admit_pod(
+        body,
+        lookup,
+        lister=lambda plural: classes if plural == "priorityclasses" else [],
+        rng=random.Random(1),
+    )
+    assert {k: body["spec"][k] for k in expected} == expected
+    assert ("preemptionPolicy" in body["spec"]) == ("preemptionPolicy" in expected)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(
+            {"priorityClassName": "nope"}, "no PriorityClass with name nope was found", id="unknown-class"
+        ),
+        pytest.param(
+            {"priorityClassName": "e2e-preemption-low", "priority": 5},
+            "the integer value of priority (5) must not be provided in pod spec; "
+            "priority admission controller computed 100 from the given PriorityClass name",
+            id="stated-priority-differs",
+        ),
+        pytest.param(
+            {"priorityClassName": "polite", "preemptionPolicy": "PreemptLowerPriority"},
+            "the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; "
+            "priority admission controller computed Never from the given PriorityClass name",
+            id="stated-policy-differs",
+        ),
+    ],
+)
+def test_priority_refusals(spec: dict[str, Any], message: str) -> None:
     with pytest.raises(errors.Forbidden) as refused:
         admitted(**spec)
     assert str(refused.value) == f'pods "p" is forbidden: {message}'
