@@ -1,0 +1,1236 @@
+"""Private helpers of the accounting, host-level, cache, stall, fundamentals, preemption and
+scheduler-removal families (serial/test_{resource_accounting,resource_hostlevel,scheduler_cache,
+scheduler_cache_stall,non_regression,non_regression_fundamentals,workload_unschedulable,
+priority_based_placement,scheduler_removal}.py).
+
+They mirror upstream's test helpers (internal/resourcelist, test/internal/noderesourcetopologies,
+nrosched, objects, internal/wait, fixture padding) over plain dict manifests and the suite's
+``Kube`` client, with the same semantics and messages. They were written while the suite library
+(nrop.suite.nrt/objects/waiters/scheduling/baseload) was being built; the lead may fold them into
+it. Resource lists are ``dict[str, Quantity]`` (``ResList``); manifests carry strings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from nrop.api import qos
+from nrop.api.quantity import Quantity, coerce
+from nrop.suite import kube as k8s
+from nrop.suite.kube import Kube, Manifest
+from nrop.suite.waiting import WaitTimeout, wait_for
+
+log = logging.getLogger(__name__)
+
+ResList = dict[str, Quantity]
+
+MULTI_NUMA_LABEL = "numa.hardware.openshift-kni.io/cell-count"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NUMACELL_RESOURCE_FMT = "kni.node/numacell{:02d}"
+WORKLOAD_PARTITIONING_PREFIX = "management.workload.openshift.io/"
+HOST_LEVEL_RESOURCES = ("ephemeral-storage", "storage")
+TM_POLICY_ATTR = "topologyManagerPolicy"
+TM_SCOPE_ATTR = "topologyManagerScope"
+SINGLE_NUMA_NODE = "single-numa-node"
+SCOPE_POD = "pod"
+SCOPE_CONTAINER = "container"
+
+REASON_SCHEDULED = "Scheduled"
+REASON_FAILED_SCHEDULING = "FailedScheduling"
+REASON_TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
+ERROR_CANNOT_ALIGN_POD = "cannot align pod"
+ERROR_CANNOT_ALIGN_CONTAINER = "cannot align container"
+ERROR_TOPOLOGY_AFFINITY = "Resources cannot be allocated with Topology locality"
+
+GIB = 1024**3
+FIRST_EVENT_GRACE = 30.0  # seconds a pod may wait for its first event
+
+# ----------------------------------------------------------------------------- resource lists
+
+
+def reslist(values: Mapping[str, str | int | Quantity]) -> ResList:
+    """A resource list from manifest-style values (``{"cpu": "2", "memory": "256Mi"}``)."""
+    return {name: coerce(value) for name, value in values.items()}
+
+
+def to_manifest(res: Mapping[str, Quantity]) -> dict[str, str]:
+    return {name: str(qty) for name, qty in res.items()}
+
+
+def to_string(res: Mapping[str, Quantity]) -> str:
+    """``resourcelist.ToString``: ``name=qty`` sorted by name."""
+    return ", ".join(f"{name}={res[name]}" for name in sorted(res))
+
+
+def add(res: Mapping[str, Quantity], other: Mapping[str, Quantity]) -> ResList:
+    out = dict(res)
+    for name, qty in other.items():
+        out[name] = out[name] + qty if name in out else qty
+    return out
+
+
+def sub(res: Mapping[str, Quantity], other: Mapping[str, Quantity]) -> ResList:
+    """``SubInPlace`` on a copy: error when ``other`` asks more than ``res`` holds."""
+    out = dict(res)
+    for name, qty in other.items():
+        have = out.get(name, Quantity(0))
+        if qty > have:
+            raise ValueError(
+                f"cannot subtract resource {name!r} because it is not found in the current resources"
+            )
+        out[name] = have - qty
+    return out
+
+
+def allow_all(_name: str, _qty: Quantity) -> bool:
+    return True
+
+
+def filter_exclusive(name: str, qty: Quantity) -> bool:
+    """Resources the NRT accounts exclusively: no host-level resources, no fractional CPUs."""
+    if name in HOST_LEVEL_RESOURCES:
+        return False
+    return not (name == "cpu" and qty.milli_value() % 1000 > 0)
+
+
+def accumulate(lists: Iterable[Mapping[str, Quantity]], keep: Callable[[str, Quantity], bool]) -> ResList:
+    out: ResList = {}
+    for res in lists:
+        out = add(out, {name: qty for name, qty in res.items() if keep(name, qty)})
+    return out
+
+
+def drop_host_level(res: Mapping[str, Quantity]) -> ResList:
+    """NRTs do not report host-level resources (nor workload-partitioning ones): drop them."""
+    return {
+        name: qty
+        for name, qty in res.items()
+        if name != "ephemeral-storage" and not name.startswith(WORKLOAD_PARTITIONING_PREFIX)
+    }
+
+
+def only_numa_affine(res: Mapping[str, Quantity]) -> ResList:
+    return {name: qty for name, qty in res.items() if name not in HOST_LEVEL_RESOURCES}
+
+
+def round_up_core_resources(cpu: Quantity, memory: Quantity) -> tuple[Quantity, Quantity]:
+    """CPUs rounded up to an even count of whole cores, memory up to a whole G (10^9)."""
+    cores = cpu.value()
+    cores = ((cores + 1) // 2) * 2
+    giga = 10**9
+    mem = memory.value()
+    mem = ((mem + giga - 1) // giga) * giga
+    return Quantity.from_int(cores), Quantity.from_int(mem)
+
+
+def container_requests(containers: Sequence[Mapping[str, Any]]) -> ResList:
+    return accumulate(
+        (reslist((c.get("resources") or {}).get("requests") or {}) for c in containers), allow_all
+    )
+
+
+def container_limits(containers: Sequence[Mapping[str, Any]]) -> ResList:
+    return accumulate(
+        (reslist((c.get("resources") or {}).get("limits") or {}) for c in containers), allow_all
+    )
+
+
+# ----------------------------------------------------------------------------- NRT data
+
+
+def zone_resources(zone: Mapping[str, Any], which: str = "available") -> ResList:
+    return {str(r["name"]): coerce(r[which]) for r in zone.get("resources") or ()}
+
+
+def zones(nrt: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(nrt.get("zones") or ())
+
+
+def nrt_name(nrt: Mapping[str, Any]) -> str:
+    return str(nrt["metadata"]["name"])
+
+
+def nrt_attribute(nrt: Mapping[str, Any], name: str) -> str | None:
+    for attr in nrt.get("attributes") or ():
+        if attr.get("name") == name:
+            return str(attr.get("value"))
+    return None
+
+
+def zone_id(zone_name: str) -> int:
+    """``GetZoneIDFromName``: ``node-NN`` or a bare number."""
+    return int(zone_name.removeprefix("node-"))
+
+
+def filter_zone_count_equal(nrts: Iterable[Manifest], count: int) -> list[Manifest]:
+    return [nrt for nrt in nrts if len(zones(nrt)) == count]
+
+
+def filter_by_tm_policy(nrts: Iterable[Manifest], policy: str) -> list[Manifest]:
+    return [nrt for nrt in nrts if nrt_attribute(nrt, TM_POLICY_ATTR) == policy]
+
+
+def filter_by_tm_scope(nrts: Iterable[Manifest], scope: str) -> list[Manifest]:
+    return [nrt for nrt in nrts if nrt_attribute(nrt, TM_SCOPE_ATTR) == scope]
+
+
+def providing(available: Mapping[str, Quantity], name: str, qty: Quantity, on_equal: bool = True) -> bool:
+    have = available.get(name)
+    if have is None or have < qty:
+        return False
+    return on_equal if have == qty else True
+
+
+def matches_request(available: Mapping[str, Quantity], request: Mapping[str, Quantity]) -> bool:
+    return all(providing(available, name, qty) for name, qty in request.items())
+
+
+def filter_any_zone_matching(nrts: Iterable[Manifest], request: Mapping[str, Quantity]) -> list[Manifest]:
+    wanted = drop_host_level(request)
+    return [nrt for nrt in nrts if any(matches_request(zone_resources(z), wanted) for z in zones(nrt))]
+
+
+def node_available(nrt: Mapping[str, Any]) -> ResList:
+    return accumulate((zone_resources(z) for z in zones(nrt)), allow_all)
+
+
+def filter_any_node_matching(nrts: Iterable[Manifest], request: Mapping[str, Quantity]) -> list[Manifest]:
+    wanted = drop_host_level(request)
+    return [nrt for nrt in nrts if matches_request(node_available(nrt), wanted)]
+
+
+def find_from_list(nrts: Iterable[Manifest], name: str) -> Manifest:
+    for nrt in nrts:
+        if nrt_name(nrt) == name:
+            return nrt
+    raise AssertionError(f"failed to find NRT for {name!r}")
+
+
+def accumulate_names(nrts: Iterable[Manifest]) -> set[str]:
+    return {nrt_name(nrt) for nrt in nrts}
+
+
+def pop_node_name(names: set[str]) -> str:
+    """``PopNodeName``: ``E2E_NROP_TARGET_NODE`` when it is a candidate, else any name."""
+    preferred = os.environ.get("E2E_NROP_TARGET_NODE")
+    if preferred and preferred in names:
+        names.discard(preferred)
+        return preferred
+    if not names:
+        raise AssertionError("cannot select a target node among no candidates")
+    name = random.choice(sorted(names))
+    names.discard(name)
+    return name
+
+
+def max_allocatable_numa_level(nrt: Mapping[str, Any], resource: str) -> Quantity:
+    best = Quantity(0)
+    for zone in zones(nrt):
+        qty = zone_resources(zone, "allocatable").get(resource)
+        if qty is not None and qty > best:
+            best = qty
+    return best
+
+
+def nrt_to_string(nrt: Mapping[str, Any]) -> str:
+    parts = [f"NRT {nrt_name(nrt)} rv={nrt['metadata'].get('resourceVersion')}"]
+    parts.extend(f"  {zone['name']}: {to_string(zone_resources(zone))}" for zone in zones(nrt))
+    return "\n".join(parts)
+
+
+def _same_nrt(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    if before["metadata"].get("resourceVersion") == after["metadata"].get("resourceVersion"):
+        return True
+    return _canonical_zones(before) == _canonical_zones(after) and (before.get("attributes") or []) == (
+        after.get("attributes") or []
+    )
+
+
+def _canonical_zones(nrt: Mapping[str, Any]) -> list[tuple[str, dict[str, tuple[Quantity, ...]]]]:
+    return [
+        (
+            str(zone["name"]),
+            {
+                str(r["name"]): (coerce(r["capacity"]), coerce(r["allocatable"]), coerce(r["available"]))
+                for r in zone.get("resources") or ()
+            },
+        )
+        for zone in zones(nrt)
+    ]
+
+
+_DEFAULT_REFRESH_PERIOD = 10.0
+_REPUBLISH_MARGIN = 5.0
+
+
+def republish_grace(kube: Kube) -> float:
+    """How long after which an NRT that did not change counts as re-published unchanged: one
+    exporter refresh period (from the NROP status, default 10s) plus a margin.
+
+    Upstream's ``GetUpdated`` waits for a change of zones or attributes; its exporter emits
+    resources in Go map order, so every periodic refresh looks like a change and the wait
+    means "re-published since the reference". An exporter with a stable order only changes
+    an NRT when the data change; the same meaning is then one refresh period.
+    """
+    period = _DEFAULT_REFRESH_PERIOD
+    for nrop in kube.list(k8s.NROP):
+        _, pool = single_pool_config(nrop)
+        if pool is not None and pool.config.get("infoRefreshPeriod"):
+            period = parse_duration(str(pool.config["infoRefreshPeriod"]))
+    return period + _REPUBLISH_MARGIN
+
+
+def _changed_or_republished(
+    kube: Kube,
+    refs: Sequence[Manifest],
+    getter: Callable[[], list[Manifest]],
+    timeout: float,
+    interval: float,
+) -> list[Manifest]:
+    grace = min(timeout, republish_grace(kube))
+    start = time.monotonic()
+    while True:
+        items = getter()
+        unchanged = [nrt_name(ref) for ref in refs if _same_nrt(ref, find_from_list(items, nrt_name(ref)))]
+        if not unchanged:
+            return items
+        if time.monotonic() - start >= grace:
+            log.info("NRTs %s re-published unchanged within %.0fs", unchanged, grace)
+            return items
+        time.sleep(interval)
+
+
+def get_updated_for_node(kube: Kube, ref: Manifest, timeout: float, interval: float = 1.0) -> Manifest:
+    """``GetUpdatedForNode``: the node's NRT once it changed from ``ref``, or as re-published
+    after one refresh period (see ``republish_grace``)."""
+    items = _changed_or_republished(
+        kube, [ref], lambda: [kube.get(k8s.NRT, nrt_name(ref))], timeout, interval
+    )
+    return items[0]
+
+
+def get_updated(
+    kube: Kube, refs: Sequence[Manifest], timeout: float, interval: float = 1.0
+) -> list[Manifest]:
+    """``GetUpdated``: the NRT list once every NRT of ``refs`` changed or was re-published
+    (immediate when ``refs`` is empty)."""
+    return _changed_or_republished(kube, refs, lambda: kube.list(k8s.NRT), timeout, interval)
+
+
+def _consumed_at_least(
+    before: Mapping[str, Quantity],
+    after: Mapping[str, Quantity],
+    required: Mapping[str, Quantity],
+    qos_class: str,
+) -> bool:
+    for name, qty in required.items():
+        if qos_class != "Guaranteed" and name in ("cpu", "memory"):
+            continue
+        if name not in before:
+            raise AssertionError(f"resource {name!r} not found in the initial set")
+        if name not in after:
+            raise AssertionError(f"resource {name!r} not found in the updated set")
+        if after[name] > before[name] - qty:
+            return False
+    return True
+
+
+def check_zone_consumed_at_least(
+    before: Mapping[str, Any], after: Mapping[str, Any], required: Mapping[str, Quantity], qos_class: str
+) -> str:
+    """``CheckZoneConsumedResourcesAtLeast``: the name of a zone whose available dropped by
+    at least ``required`` (cpu/memory only for Guaranteed pods), else ``""``."""
+    wanted = drop_host_level(required)
+    after_zones = {str(z["name"]): z for z in zones(after)}
+    for zone in zones(before):
+        updated = after_zones.get(str(zone["name"]))
+        if updated is None:
+            raise AssertionError(f"cannot find zone {zone['name']!r}")
+        if _consumed_at_least(zone_resources(zone), zone_resources(updated), wanted, qos_class):
+            return str(zone["name"])
+    return ""
+
+
+def check_node_consumed_at_least(
+    before: Mapping[str, Any], after: Mapping[str, Any], required: Mapping[str, Quantity], qos_class: str
+) -> str:
+    wanted = drop_host_level(required)
+    if _consumed_at_least(node_available(before), node_available(after), wanted, qos_class):
+        return nrt_name(before)
+    return ""
+
+
+def check_equal_available(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """``CheckEqualAvailableResources``: every zone resource of ``before`` available equally in ``after``."""
+    after_zones = {str(z["name"]): zone_resources(z) for z in zones(after)}
+    for zone in zones(before):
+        updated = after_zones.get(str(zone["name"]))
+        if updated is None:
+            raise AssertionError(f"missing updated zone {zone['name']!r}")
+        for name, qty in zone_resources(zone).items():
+            if name not in updated:
+                raise AssertionError(f"resource {name!r} not found in the updated set")
+            if updated[name] != qty:
+                log.info(
+                    "node %s zone %s resource %s initial=%s updated=%s",
+                    nrt_name(before),
+                    zone["name"],
+                    name,
+                    qty,
+                    updated[name],
+                )
+                return False
+    return True
+
+
+def saturate_zone_until_left(zone: Mapping[str, Any], leave: Mapping[str, Quantity]) -> ResList:
+    """``SaturateZoneUntilLeft`` with ``DropHostLevelResources``: padding = available - leave."""
+    available = zone_resources(zone)
+    padding: ResList = {}
+    for name, qty in drop_host_level(leave).items():
+        if name not in available:
+            raise AssertionError(f"resource {name!r} not found in zone {zone['name']!r}")
+        if available[name] < qty:
+            raise AssertionError(
+                f"nrt: Not enough resources: resource {name!r} already too scarce in zone {zone['name']!r} "
+                f"(target {qty} amount {available[name]})"
+            )
+        padding[name] = available[name] - qty
+    return padding
+
+
+def saturate_node_until_left(nrt: Mapping[str, Any], leave: Mapping[str, Quantity]) -> dict[str, ResList]:
+    """``SaturateNodeUntilLeft``: zone 0 left with nothing, every other zone with ``leave``."""
+    nothing = reslist({"cpu": "0", "memory": "0"})
+    return {
+        str(zone["name"]): saturate_zone_until_left(zone, nothing if idx == 0 else leave)
+        for idx, zone in enumerate(zones(nrt))
+    }
+
+
+# ----------------------------------------------------------------------------- pods and objects
+
+
+def pause_container(name: str, image: str) -> dict[str, Any]:
+    return {"name": name, "image": image, "command": ["/pause"], "resources": {}}
+
+
+def new_test_pod(namespace: str, name: str, image: str, containers: int = 1) -> Manifest:
+    """``NewTestPodPauseMultiContainer``: pause containers ``<name>-cnt-<i>``, no grace period."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [pause_container(f"{name}-cnt-{idx}", image) for idx in range(containers)],
+        },
+    }
+
+
+def set_resources(container: dict[str, Any], res: Mapping[str, Quantity], *, limits: bool) -> None:
+    container.setdefault("resources", {})["limits" if limits else "requests"] = to_manifest(res)
+
+
+def new_padding_pod(
+    node_name: str, zone_name: str, namespace: str, res: Mapping[str, Quantity], image: str
+) -> Manifest:
+    """Upstream ``newPaddingPod``: ``padpod-`` generated name, labels naming node and zone, limits only."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": "padpod-",
+            "namespace": namespace,
+            "labels": {"e2e-serial-pad-node": node_name, "e2e-serial-pad-numazone": zone_name},
+        },
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "padpod-cnt-0",
+                    "image": image,
+                    "command": ["/pause"],
+                    "resources": {"limits": to_manifest(res)},
+                }
+            ],
+        },
+    }
+
+
+def make_padding_pod(
+    namespace: str, node_name: str, zone: Mapping[str, Any], leave: Mapping[str, Quantity], image: str
+) -> Manifest:
+    padding = saturate_zone_until_left(zone, leave)
+    log.info("padding node %s zone %s with %s", node_name, zone["name"], to_string(padding))
+    return new_padding_pod(node_name, str(zone["name"]), namespace, padding, image)
+
+
+def pin_pod_to_node(pod: Manifest, node_name: str) -> Manifest:
+    pod["spec"]["nodeSelector"] = {HOSTNAME_LABEL: node_name}
+    return pod
+
+
+def pin_pod_to(pod: Manifest, node_name: str, zone_name: str) -> Manifest:
+    """``pinPodTo``: one numacell device of the zone on the first container, plus the hostname selector."""
+    container = pod["spec"]["containers"][0]
+    container.setdefault("resources", {}).setdefault("limits", {})[
+        NUMACELL_RESOURCE_FMT.format(zone_id(zone_name))
+    ] = "1"
+    return pin_pod_to_node(pod, node_name)
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
+def pod_qos(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("qosClass") or qos.pod_qos_class(pod["spec"]))
+
+
+def phase(pod: Mapping[str, Any] | None) -> str:
+    return str(((pod or {}).get("status") or {}).get("phase") or "")
+
+
+def create_all(kube: Kube, manifests: Iterable[Manifest]) -> list[Manifest]:
+    """Create each object; return what the server stored (names filled in for generateName)."""
+    return [kube.create(manifest) for manifest in manifests]
+
+
+def describe_pods(pods: Iterable[Mapping[str, Any]]) -> str:
+    return ", ".join(
+        f"pod {pod_key(p)} (uid={p['metadata'].get('uid')}) status=<qos={pod_qos(p)} phase={phase(p)} "
+        f"reason={(p.get('status') or {}).get('reason', '')}>"
+        for p in pods
+    )
+
+
+def pod_names(pods: Iterable[Mapping[str, Any]]) -> str:
+    return ",".join(pod_key(p) for p in pods)
+
+
+# ----------------------------------------------------------------------------- waiting
+
+
+def for_pod_phase(
+    kube: Kube, namespace: str, name: str, want: str, timeout: float, interval: float = 1.0
+) -> tuple[Manifest | None, bool]:
+    """``ForPodPhase``: (last seen pod, reached)."""
+    seen: list[Manifest | None] = [None]
+
+    def get() -> Manifest | None:
+        seen[0] = kube.get_or_none(k8s.POD, name, namespace)
+        return seen[0]
+
+    try:
+        return wait_for(
+            get,
+            lambda pod: phase(pod) == want,
+            f"pod {namespace}/{name} to be {want}",
+            timeout,
+            interval=interval,
+        ), True
+    except WaitTimeout:
+        log.info("pod %s/%s did not reach %s in %ss", namespace, name, want, timeout)
+        return seen[0], False
+
+
+def for_pods_all_running(
+    kube: Kube, pods: Sequence[Mapping[str, Any]], timeout: float, interval: float = 1.0
+) -> tuple[list[Manifest], list[Manifest]]:
+    """``ForPodsAllRunning``: (failed, running); each pod counts as running once seen Running
+    within ``timeout`` (as upstream's one waiter per pod), with the object seen then.
+
+    One list per namespace per poll instead of one GET per pod and poll: the same observation,
+    cheaper for bursts of tens of pods.
+    """
+    wanted = [pod_key(p) for p in pods]
+    namespaces = {p["metadata"]["namespace"] for p in pods}
+    latest: dict[str, Manifest] = {pod_key(p): dict(p) for p in pods}
+    reached: dict[str, Manifest] = {}
+    deadline = time.monotonic() + timeout
+    while True:
+        for namespace in namespaces:
+            for item in kube.list(k8s.POD, namespace):
+                key = pod_key(item)
+                if key in latest:
+                    latest[key] = item
+                    if phase(item) == "Running" and key not in reached:
+                        reached[key] = item
+        if len(reached) == len(wanted) or time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    failed = [latest[key] for key in wanted if key not in reached]
+    return failed, [reached[key] for key in wanted if key in reached]
+
+
+def while_in_pod_phase(
+    kube: Kube, namespace: str, name: str, want: str, interval: float, steps: int
+) -> Manifest:
+    """``WhileInPodPhase``: sleep then GET, ``steps`` times; AssertionError if the phase ever differs."""
+    pod: Manifest = {}
+    for step in range(steps):
+        time.sleep(interval)
+        log.info(
+            "ensuring the pod %s/%s keep being in phase %s %d/%d", namespace, name, want, step + 1, steps
+        )
+        pod = kube.get(k8s.POD, name, namespace)
+        if phase(pod) != want:
+            log_events_for_pod(kube, namespace, name)
+            raise AssertionError(
+                f"Pod {namespace}/{name} was found in state {phase(pod)!r} while expected to be {want}"
+            )
+    return pod
+
+
+def for_pod_deleted(kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0) -> None:
+    wait_for(
+        lambda: kube.get_or_none(k8s.POD, name, namespace),
+        lambda pod: pod is None,
+        f"pod {namespace}/{name} to be deleted",
+        timeout,
+        interval=interval,
+    )
+
+
+def log_events_for_pod(kube: Kube, namespace: str, name: str) -> None:
+    log.info("begin events for %s/%s", namespace, name)
+    for ev in kube.events_for(namespace, name):
+        log.info(
+            "+- event: %s %s: %s %s",
+            ev.get("type"),
+            ev.get("reportingComponent") or ev.get("reportingController"),
+            ev.get("reason"),
+            ev.get("message"),
+        )
+    log.info("end events for %s/%s", namespace, name)
+
+
+def wait_padding_pods_running(
+    kube: Kube, pods: Sequence[Manifest], timeout: float = 180.0, interval: float = 1.0
+) -> list[str]:
+    """``WaitForPaddingPodsRunning``: the ids of the padding pods that failed to run."""
+    failed, _ = for_pods_all_running(kube, pods, timeout, interval)
+    for pod in failed:
+        log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+    return [pod_key(p) for p in failed]
+
+
+def deployment_complete(dp: Mapping[str, Any] | None) -> bool:
+    if not dp:
+        return False
+    spec, status = dp.get("spec") or {}, dp.get("status") or {}
+    replicas = int(spec.get("replicas", 1))
+    return (
+        int(status.get("observedGeneration", 0)) >= int(dp["metadata"].get("generation", 0))
+        and int(status.get("updatedReplicas", 0)) == replicas
+        and int(status.get("availableReplicas", 0)) == replicas
+        and int(status.get("replicas", 0)) == replicas
+    )
+
+
+def for_deployment_complete(
+    kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
+) -> Manifest:
+    return wait_for(
+        lambda: kube.get_or_none(k8s.DEPLOYMENT, name, namespace),
+        deployment_complete,
+        f"deployment {namespace}/{name} to be complete",
+        timeout,
+        interval=interval,
+    )
+
+
+def daemonset_ready(ds: Mapping[str, Any] | None) -> bool:
+    if not ds:
+        return False
+    status = ds.get("status") or {}
+    desired = int(status.get("desiredNumberScheduled", 0))
+    return (
+        desired > 0
+        and int(status.get("observedGeneration", 0)) >= int(ds["metadata"].get("generation", 0))
+        and int(status.get("currentNumberScheduled", 0)) == desired
+        and int(status.get("numberReady", 0)) == desired
+        and int(status.get("updatedNumberScheduled", desired)) == desired
+    )
+
+
+def for_daemonset_ready(
+    kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
+) -> Manifest:
+    return wait_for(
+        lambda: kube.get_or_none(k8s.DAEMONSET, name, namespace),
+        daemonset_ready,
+        f"daemonset {namespace}/{name} to be ready",
+        timeout,
+        interval=interval,
+    )
+
+
+def for_job_completed(
+    kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
+) -> Manifest:
+    def completed(job: Mapping[str, Any] | None) -> bool:
+        if not job:
+            return False
+        conditions = (job.get("status") or {}).get("conditions") or ()
+        return any(c.get("type") == "Complete" and c.get("status") == "True" for c in conditions)
+
+    def failed(job: Mapping[str, Any] | None) -> bool:
+        conditions = ((job or {}).get("status") or {}).get("conditions") or ()
+        return any(c.get("type") == "Failed" and c.get("status") == "True" for c in conditions)
+
+    return wait_for(
+        lambda: kube.get_or_none(k8s.JOB, name, namespace),
+        completed,
+        f"job {namespace}/{name} to complete",
+        timeout,
+        interval=interval,
+        terminal=failed,
+    )
+
+
+def pods_matching(kube: Kube, namespace: str, selector: Mapping[str, str]) -> list[Manifest]:
+    return kube.list(k8s.POD, namespace, label_selector=dict(selector))
+
+
+def for_nrts_equal_to(
+    kube: Kube,
+    refs: Sequence[Manifest],
+    timeout: float,
+    interval: float = 5.0,
+    ignore: Callable[[Manifest], bool] | None = None,
+) -> list[Manifest]:
+    """``ForNodeResourceTopologiesEqualTo``: every (not ignored) NRT's available resources
+    equal the reference."""
+    wanted = [ref for ref in refs if ignore is None or not ignore(ref)]
+
+    def equal(items: list[Manifest]) -> bool:
+        return all(check_equal_available(ref, find_from_list(items, nrt_name(ref))) for ref in wanted)
+
+    return wait_for(
+        lambda: kube.list(k8s.NRT), equal, "NRT data to be equal to the reference", timeout, interval=interval
+    )
+
+
+# ----------------------------------------------------------------------------- scheduling events
+
+
+def _check_pod_events(
+    kube: Kube, namespace: str, name: str, check: Callable[[Mapping[str, Any]], bool]
+) -> bool:
+    # an event is recorded asynchronously: give the first one a moment to be there
+    events = kube.events_for(namespace, name)
+    deadline = time.monotonic() + FIRST_EVENT_GRACE
+    while not events and time.monotonic() < deadline:
+        time.sleep(1)
+        events = kube.events_for(namespace, name)
+    if not events:
+        raise AssertionError(f"no event received for {namespace}/{name}")
+    for event in events:
+        if check(event):
+            log.info(
+                "found relevant event for pod %s/%s: %s %s",
+                namespace,
+                name,
+                event.get("reason"),
+                event.get("message"),
+            )
+            return True
+    log.warning("Failed to find relevant scheduling event for pod %s/%s", namespace, name)
+    return False
+
+
+def _reporting_controller(event: Mapping[str, Any]) -> str:
+    return str(event.get("reportingComponent") or event.get("reportingController") or "")
+
+
+def check_pod_was_scheduled_with(kube: Kube, namespace: str, name: str, scheduler: str) -> bool:
+    return _check_pod_events(
+        kube,
+        namespace,
+        name,
+        lambda ev: ev.get("reason") == REASON_SCHEDULED and _reporting_controller(ev) == scheduler,
+    )
+
+
+def check_pod_scheduling_failed(kube: Kube, namespace: str, name: str, scheduler: str) -> bool:
+    return _check_pod_events(
+        kube,
+        namespace,
+        name,
+        lambda ev: ev.get("reason") == REASON_FAILED_SCHEDULING and _reporting_controller(ev) == scheduler,
+    )
+
+
+def check_pod_scheduling_failed_with_msg(
+    kube: Kube, namespace: str, name: str, scheduler: str, msg: str
+) -> bool:
+    return _check_pod_events(
+        kube,
+        namespace,
+        name,
+        lambda ev: (
+            ev.get("reason") == REASON_FAILED_SCHEDULING
+            and _reporting_controller(ev) == scheduler
+            and msg in str(ev.get("message") or "")
+        ),
+    )
+
+
+def check_pod_scheduling_failed_for_alignment(
+    kube: Kube, namespace: str, name: str, scheduler: str, scope: str
+) -> bool:
+    msg = ERROR_CANNOT_ALIGN_CONTAINER if scope == SCOPE_CONTAINER else ERROR_CANNOT_ALIGN_POD
+    return check_pod_scheduling_failed_with_msg(kube, namespace, name, scheduler, msg)
+
+
+def check_pod_kubelet_reject_topology_affinity(kube: Kube, namespace: str, name: str) -> bool:
+    return _check_pod_events(
+        kube,
+        namespace,
+        name,
+        lambda ev: (
+            ev.get("reason") == REASON_TOPOLOGY_AFFINITY_ERROR
+            and (ev.get("source") or {}).get("component") == "kubelet"
+            and ERROR_TOPOLOGY_AFFINITY in str(ev.get("message") or "")
+        ),
+    )
+
+
+def expect_scheduled_with(kube: Kube, pods: Iterable[Mapping[str, Any]], scheduler: str) -> None:
+    for pod in pods:
+        namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        assert check_pod_was_scheduled_with(kube, namespace, name, scheduler), (
+            f"pod {namespace}/{name} not scheduled with expected scheduler {scheduler}"
+        )
+
+
+# ----------------------------------------------------------------------------- node load
+
+
+def baseload_for_node(kube: Kube, node_name: str) -> ResList:
+    """``baseload.ForNode``: container requests of every pod on the node (init containers
+    ignored), CPUs rounded up to an even count, memory up to a whole G."""
+    pods = kube.list(k8s.POD, field_selector=f"spec.nodeName={node_name}")
+    load = accumulate((container_requests(p["spec"].get("containers") or ()) for p in pods), allow_all)
+    cpu, mem = round_up_core_resources(load.get("cpu", Quantity(0)), load.get("memory", Quantity(0)))
+    load["cpu"], load["memory"] = cpu, mem
+    log.info("load for node %r: %s", node_name, to_string(load))
+    return load
+
+
+# ----------------------------------------------------------------------------- expectations
+
+
+def expect_nrt_consumed(
+    kube: Kube,
+    before: Manifest,
+    required: Mapping[str, Quantity],
+    pod: Mapping[str, Any],
+    timeout: float = 60.0,
+) -> Manifest:
+    """``expectNRTConsumedResources``: the node's NRT changes and some zone shows the consumption."""
+    after = get_updated_for_node(kube, before, timeout)
+    match = check_zone_consumed_at_least(before, after, required, pod_qos(pod))
+    assert match, (
+        "inconsistent accounting: no resources consumed by the running pod,\n"
+        f"NRT before test's pod: {nrt_to_string(before)} \nNRT after: {nrt_to_string(after)} \n"
+        f"pod resources: {to_string(required)}"
+    )
+    return after
+
+
+# ----------------------------------------------------------------------------- operator objects
+
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """A Go ``time.Duration`` string (``5s``, ``1m30s``, ``1.5h``) in seconds."""
+    text = text.strip()
+    if text in ("0", ""):
+        return 0.0
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(text):
+        raise ValueError(f"invalid duration {text!r}")
+    return total
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """The single node-group pool the cache/stall specs run on, from the NROP status."""
+
+    name: str
+    config: Mapping[str, Any]
+
+
+def single_pool_config(nrop: Mapping[str, Any]) -> tuple[int, PoolConfig | None]:
+    """(pool count, the pool) from ``status.machineConfigPools`` (OpenShift), or on Kubernetes
+    from ``status.nodeGroups`` (which carries the same per-pool NodeGroupConfig)."""
+    status = nrop.get("status") or {}
+    mcps = status.get("machineConfigPools") or []
+    if mcps:
+        pools = [PoolConfig(str(m.get("name", "")), m.get("config") or {}) for m in mcps]
+    else:
+        pools = [
+            PoolConfig(str(g.get("selector") or g.get("poolName") or ""), g.get("config") or {})
+            for g in status.get("nodeGroups") or []
+        ]
+    return len(pools), (pools[0] if len(pools) == 1 else None)
+
+
+def pfp_enabled(config: Mapping[str, Any]) -> tuple[bool, str]:
+    value = str(config.get("podsFingerprinting") or "")
+    return value in ("Enabled", "EnabledExclusiveResources"), value
+
+
+def refresh_mode_is(config: Mapping[str, Any], mode: str) -> tuple[bool, str]:
+    value = str(config.get("infoRefreshMode") or "")
+    return value == mode, value
+
+
+def check_periodic_node_group(fxt: Any, kube: Any, nrop_name: str) -> float:
+    """The BeforeEach of "using a NodeGroup with periodic unevented updates": skip unless the
+    single node group has pod fingerprinting and Periodic refresh; returns the refresh period."""
+    nrop = kube.get(k8s.NROP, nrop_name)
+    count, pool = single_pool_config(nrop)
+    if pool is None:
+        fxt.skip(f"more than one MCP not yet supported, found {count}")
+    ok, value = pfp_enabled(pool.config)
+    if not ok:
+        fxt.skip(f"unsupported fingerprint status {q(value)} in {q(pool.name)}")
+    ok, value = refresh_mode_is(pool.config, "Periodic")
+    if not ok:
+        fxt.skip(f"unsupported refresh mode {q(value)} in {q(pool.name)}")
+    period = parse_duration(str(pool.config.get("infoRefreshPeriod") or "0"))
+    log.info("using MCP %s refreshPeriod %ss", pool.name, period)
+    return period
+
+
+def dump_failed_pod_info(kube: Any, failed: list[dict]) -> None:
+    if not failed:
+        return
+    for nrt in kube.list(k8s.NRT):
+        log.info("NRT post failure: %s", nrt_to_string(nrt))
+    for pod in failed:
+        log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+
+def round_seconds(seconds: float) -> float:
+    """``Duration.Round(time.Second)``: half away from zero."""
+    return float(int(seconds + 0.5))
+
+
+def q(text: object) -> str:
+    """Go's ``%q`` for messages that quote names the way upstream prints them."""
+    return json.dumps(str(text))
+
+
+# ----------------------------------------------------------------------------- padder (mechanism a)
+
+PADDER_LABEL = "nrop-test-pad-pod"
+NUMACELL_PREFIX = "kni.node/numacell"
+
+
+class Padder:
+    """Upstream ``padder.Padder``: pads ``nodes`` single-numa-node nodes so that each zone keeps
+    exactly ``target`` available (every other resource the zone reports is asked at 0), pinned
+    by hostname and, when the zone exposes it, by its numacell device."""
+
+    def __init__(self, kube: Kube, namespace: str, image: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.image = image
+        self.padded_nodes: list[str] = []
+
+    def pad(
+        self, nodes: int, target: Mapping[str, Quantity], timeout: float, label_selector: str | None = None
+    ) -> None:
+        if nodes == 0:
+            log.warning("no nodes for padding were found. please specify at least one node")
+            return
+        node_names = {n["metadata"]["name"] for n in self.kube.list(k8s.NODE, label_selector=label_selector)}
+        nrts = [nrt for nrt in self.kube.list(k8s.NRT) if nrt_name(nrt) in node_names]
+        single = filter_by_tm_policy(nrts, SINGLE_NUMA_NODE)
+        if nodes > len(single):
+            raise AssertionError(
+                f"not enough nodes were found for padding. requested: {nodes}, got: {len(single)}"
+            )
+        candidates = accumulate_names(single)
+        pods: list[Manifest] = []
+        left = nodes
+        while left > 0:
+            if not candidates:
+                raise AssertionError("cannot select a node to be padded among []")
+            node_name = random.choice(sorted(candidates))
+            candidates.discard(node_name)
+            nrt = find_from_list(single, node_name)
+            padded = False
+            for zone in zones(nrt):
+                available = zone_resources(zone)
+                if not matches_request(available, target):
+                    log.warning(
+                        "node %r zone %r doesn't have enough available allocationTarget",
+                        node_name,
+                        zone["name"],
+                    )
+                    continue
+                diff = {
+                    name: (qty - target[name] if name in target else Quantity(0))
+                    for name, qty in available.items()
+                }
+                suffix = random.randint(0, 9999)
+                pod = new_test_pod(self.namespace, f"padder-{suffix}", self.image)
+                pod["metadata"]["labels"] = {PADDER_LABEL: ""}
+                container = pod["spec"]["containers"][0]
+                container["resources"] = {"limits": to_manifest(diff), "requests": to_manifest(diff)}
+                pod["spec"]["nodeSelector"] = {HOSTNAME_LABEL: node_name}
+                if any(name.startswith(NUMACELL_PREFIX) for name in available):
+                    container["resources"]["limits"][
+                        NUMACELL_RESOURCE_FMT.format(zone_id(str(zone["name"])))
+                    ] = "1"
+                pods.append(self.kube.create(pod))
+                padded = True
+            if padded:
+                left -= 1
+                self.padded_nodes.append(node_name)
+        failed, _ = for_pods_all_running(self.kube, pods, timeout=180)
+        if failed:
+            raise AssertionError(f"pad pods are not running: {', '.join(pod_key(p) for p in failed)}")
+
+        def met(items: list[Manifest]) -> bool:
+            for name in self.padded_nodes:
+                for zone in zones(find_from_list(items, name)):
+                    available = zone_resources(zone)
+                    if any(qty < available.get(res, Quantity(0)) for res, qty in target.items()):
+                        return False
+            return True
+
+        wait_for(
+            lambda: self.kube.list(k8s.NRT),
+            met,
+            "noderesourcestopologies updated with correct amount of available resources",
+            timeout,
+            interval=1.0,
+        )
+
+    def clean(self) -> None:
+        selector = PADDER_LABEL
+        pods = self.kube.list(k8s.POD, self.namespace, label_selector=selector)
+        for pod in pods:
+            self.kube.delete(k8s.POD, pod["metadata"]["name"], self.namespace, grace_period_seconds=5)
+        for pod in pods:
+            for_pod_deleted(self.kube, self.namespace, pod["metadata"]["name"], timeout=60)
+        self.padded_nodes = []
+
+
+# ----------------------------------------------------------------------------- workloads
+
+
+def new_deployment(
+    namespace: str,
+    name: str,
+    replicas: int,
+    labels: Mapping[str, str],
+    pod_spec: Mapping[str, Any],
+    node_selector: Mapping[str, str] | None = None,
+) -> Manifest:
+    """``NewTestDeploymentWithPodSpec``."""
+    spec_ = dict(pod_spec)
+    if node_selector is not None:
+        spec_["nodeSelector"] = dict(node_selector)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": dict(labels)},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": spec_},
+        },
+    }
+
+
+def new_daemonset(
+    namespace: str,
+    name: str,
+    labels: Mapping[str, str],
+    pod_spec: Mapping[str, Any],
+    node_selector: Mapping[str, str] | None = None,
+) -> Manifest:
+    """``NewTestDaemonsetWithPodSpec``."""
+    spec_ = dict(pod_spec)
+    if node_selector is not None:
+        spec_["nodeSelector"] = dict(node_selector)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": dict(labels)},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": spec_},
+        },
+    }
+
+
+def pause_pod_spec(
+    container_name: str,
+    image: str,
+    *,
+    scheduler: str | None = None,
+    limits: Mapping[str, Quantity] | None = None,
+    requests: Mapping[str, Quantity] | None = None,
+) -> dict[str, Any]:
+    container = pause_container(container_name, image)
+    if limits is not None:
+        container["resources"]["limits"] = to_manifest(limits)
+    if requests is not None:
+        container["resources"]["requests"] = to_manifest(requests)
+    spec_: dict[str, Any] = {
+        "terminationGracePeriodSeconds": 0,
+        "containers": [container],
+        "restartPolicy": "Always",
+    }
+    if scheduler:
+        spec_["schedulerName"] = scheduler
+    return spec_
+
+
+def for_deployment_replicas(
+    kube: Kube, namespace: str, name: str, field: str, replicas: int, timeout: float, interval: float = 1.0
+) -> Manifest:
+    """``ForDeploymentReplicasCreation`` (field ``replicas``) / ``...Readiness`` (``readyReplicas``)."""
+    return wait_for(
+        lambda: kube.get(k8s.DEPLOYMENT, name, namespace),
+        lambda dp: int((dp.get("status") or {}).get(field, 0)) == replicas,
+        f"deployment {namespace}/{name} to have {replicas} {field}",
+        timeout,
+        interval=interval,
+    )
+
+
+def pods_of(kube: Kube, obj: Mapping[str, Any]) -> list[Manifest]:
+    """Pods selected by a Deployment/DaemonSet/ReplicaSet's label selector (not terminating)."""
+    selector = obj["spec"]["selector"]["matchLabels"]
+    pods = kube.list(k8s.POD, obj["metadata"]["namespace"], label_selector=dict(selector))
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def worker_nodes(kube: Kube) -> list[Manifest]:
+    return kube.list(k8s.NODE, label_selector="node-role.kubernetes.io/worker=")
+
+
+def pick_node_index(nodes: Sequence[Mapping[str, Any]]) -> int:
+    """``PickNodeIndex``: the index of E2E_NROP_TARGET_NODE among ``nodes``, else 0."""
+    preferred = os.environ.get("E2E_NROP_TARGET_NODE")
+    for idx, node in enumerate(nodes):
+        if node["metadata"]["name"] == preferred:
+            return idx
+    return 0
+
+
+def check_consumed_for_scope(
+    scope: str, before: Manifest, after: Manifest, required: Mapping[str, Quantity], qos_class: str
+) -> str:
+    """``tmScopeFuncs.checkConsumedRes``: pod scope checks one zone, container scope the node."""
+    if scope == SCOPE_POD:
+        return check_zone_consumed_at_least(before, after, required, qos_class)
+    return check_node_consumed_at_least(before, after, required, qos_class)
+
+
+def condition_true(obj: Mapping[str, Any] | None, cond_type: str) -> bool:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == cond_type:
+            return cond.get("status") == "True"
+    return False
+
+
+def check_nrosched_available(
+    kube: Kube, name: str, timeout: float = 300.0, interval: float = 10.0
+) -> Manifest:
+    """``CheckNROSchedulerAvailable``: Available=True and ``status.deployment`` set."""
+    nrs = wait_for(
+        lambda: kube.get_or_none(k8s.NROSCHED, name),
+        lambda obj: condition_true(obj, "Available"),
+        f"NUMAResourcesScheduler {name} to be Available",
+        timeout,
+        interval=interval,
+    )
+    deployment = (nrs.get("status") or {}).get("deployment") or {}
+    assert deployment.get("namespace") and deployment.get("name"), (
+        f"scheduler deployment missing: {deployment}"
+    )
+    return nrs
+
+
+def highest(*lists: Mapping[str, Quantity]) -> ResList:
+    """``resourcelist.Highest``: per resource of the first list, the highest amount of all lists."""
+    if not lists:
+        return {}
+    out = dict(lists[0])
+    for res in lists[1:]:
+        for name in list(out):
+            if name in res and res[name] > out[name]:
+                out[name] = res[name]
+    return out
+
+
+def scale_core_resources(res: Mapping[str, Quantity], num: int, den: int) -> ResList:
+    """``ScaleCoreResources``: cpu and memory times num/den, rounded up (memory to a KiB multiple)."""
+    out = dict(res)
+    if "cpu" in res:
+        out["cpu"] = Quantity.from_int(-(-res["cpu"].value() * num // den))
+    if "memory" in res:
+        mem = -(-res["memory"].value() * num // den)
+        out["memory"] = Quantity.from_int(((mem + 1023) // 1024) * 1024)
+    return out
+
+
+SCHEDULER_LEASE = "numa-scheduler-leader"
+
+
+def dump_scheduler_logs(kube: Kube, sched_namespace: str, *pods: Mapping[str, Any]) -> None:
+    """``dumpSchedulerLogs``: the leader's logs since the earliest test pod creation - 5s (else
+    the last 30s), to show why a pod was (not) scheduled."""
+    lease = kube.get_or_none(k8s.LEASE, SCHEDULER_LEASE, sched_namespace)
+    holder = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+    leader = next(
+        (
+            p
+            for p in kube.list(k8s.POD, sched_namespace, label_selector="app=secondary-scheduler")
+            if p["metadata"]["name"] and holder.startswith(p["metadata"]["name"])
+        ),
+        None,
+    )
+    if leader is None:
+        log.error("cannot find scheduler leader pod (lease holder %r)", holder)
+        return
+    since = 30
+    if pods:
+        created = min(str(p["metadata"].get("creationTimestamp") or "") for p in pods)
+        if created:
+            started = datetime.fromisoformat(created.replace("Z", "+00:00"))
+            since = max(1, int((datetime.now(UTC) - started).total_seconds()) + 5)
+    try:
+        logs = kube.pod_logs(sched_namespace, leader["metadata"]["name"], since_seconds=since)
+    except Exception:
+        log.exception("cannot fetch scheduler logs")
+        return
+    log.info("begin scheduler logs for %s\n%send scheduler logs", pod_key(leader), logs)

@@ -1,0 +1,262 @@
+"""Private helpers shared by the workload-placement families of the serial suite.
+
+Owned by ``test_workload_placement*.py`` and ``test_workload_overhead.py``. Upstream's files of
+these families share helpers that the suite library does not offer as such: the per-scope
+``tmScopeFuncs``, the tmpol tables' ``podResourcesRequest`` and multi-container test pod,
+``makePaddingPod`` + ``pinPodTo`` + create, ``labelNodeWithValue``, the regex match on
+``FailedScheduling`` messages. Each names the upstream helper it mirrors, so that it can move
+into the library without a change of behaviour.
+
+Table resource lists are plain ``{name: quantity text}`` mappings as upstream's tables write
+them; the placeholders ``DEV1``..``DEV3`` stand for ``E2E_NROP_DEVICE_TYPE_1..3`` and are
+resolved when a test runs (upstream resolves them when it builds the spec tree, which here
+would be import time).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nrop.api import qos
+from nrop.suite import baseload, objects, padding, scheduling, waiters
+from nrop.suite import kube as k
+from nrop.suite import nrt as e2enrt
+from nrop.suite import resourcelist as rl
+from nrop.suite.infra import MULTI_NUMA_LABEL
+from nrop.suite.waiting import WaitTimeout
+
+log = logging.getLogger(__name__)
+
+Resources = Mapping[str, Any]
+"""A resource list: resource name -> quantity (text as in the tables, or :class:`Quantity`)."""
+
+SINGLE_NUMA_NODE = "single-numa-node"
+SCOPE_CONTAINER = "container"
+SCOPE_POD = "pod"
+
+DEFAULT_SCHEDULER = "default-scheduler"
+MINUTE = 60.0
+
+DEVICE_PLACEHOLDERS = ("DEV1", "DEV2", "DEV3")
+
+
+def q(text: object) -> str:
+    """Go's ``%q`` for the plain names the upstream messages quote."""
+    return f'"{text}"'
+
+
+# ----------------------------------------------------------------- resource lists
+
+
+def add(*lists: Resources) -> rl.ResourceList:
+    """Sum of resource lists (``resourcelist.AddInPlace`` over all of them)."""
+    return rl.accumulate(rl.of(values) for values in lists)
+
+
+def to_string(values: Resources) -> str:
+    return rl.to_string(rl.of(values))
+
+
+def resolve_devices(values: Resources, device_types: Sequence[str | None]) -> dict[str, Any]:
+    """Replace ``DEV1``..``DEV3`` with the configured device resource names."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        resolved = name
+        if name in DEVICE_PLACEHOLDERS:
+            resolved = device_types[DEVICE_PLACEHOLDERS.index(name)] or ""
+            if not resolved:
+                raise LookupError(f"{name} is not configured")
+        out[resolved] = value
+    return out
+
+
+def missing_devices_reason(lists: Iterable[Resources], device_types: Sequence[str | None]) -> str | None:
+    """Why an entry that needs devices cannot run here, or None when its device types are all set."""
+    used = {name for values in lists for name in values if name in DEVICE_PLACEHOLDERS}
+    missing = [
+        f"E2E_NROP_DEVICE_TYPE_{idx + 1}"
+        for idx, name in enumerate(DEVICE_PLACEHOLDERS)
+        if name in used and not device_types[idx]
+    ]
+    if missing:
+        return f"device types needed by this test are not configured: {', '.join(missing)} not set"
+    return None
+
+
+def is_hugepage_in(values: Resources) -> bool:
+    """Some ``hugepages-*`` resource with a non-zero amount (``isHugePageInAvailable``)."""
+    return any(name.startswith("hugepages-") and not qty.is_zero for name, qty in rl.of(values).items())
+
+
+# ------------------------------------------------------------- per-scope policies
+
+
+@dataclass(frozen=True)
+class ScopeFuncs:
+    """How a topology-manager scope is checked (upstream ``tmScopeFuncs``).
+
+    Pod scope: the whole pod fits one zone, so candidates need one zone providing the
+    request and the NRT must show one zone consuming it. Container scope: containers may
+    land on different zones, so the node total is what counts.
+    """
+
+    policy: str
+    scope: str
+
+    def check_consumed(
+        self, before: Mapping[str, Any], after: Mapping[str, Any], required: Resources, pod_qos: str
+    ) -> str:
+        if self.scope == SCOPE_POD:
+            return e2enrt.check_zone_consumed_resources_at_least(before, after, rl.of(required), pod_qos)
+        return e2enrt.check_node_consumed_resources_at_least(before, after, rl.of(required), pod_qos)
+
+    def filter_matching(self, nrts: Iterable[Mapping[str, Any]], request: Resources) -> list[Any]:
+        if self.scope == SCOPE_POD:
+            return e2enrt.filter_any_zone_matching_resources(nrts, rl.of(request))
+        return e2enrt.filter_any_node_matching_resources(nrts, rl.of(request))
+
+
+POD_SCOPE = ScopeFuncs(SINGLE_NUMA_NODE, SCOPE_POD)
+CONTAINER_SCOPE = ScopeFuncs(SINGLE_NUMA_NODE, SCOPE_CONTAINER)
+SCOPE_FUNCS = {SCOPE_POD: POD_SCOPE, SCOPE_CONTAINER: CONTAINER_SCOPE}
+
+
+@dataclass(frozen=True)
+class PodResources:
+    """Per-container limits of a test pod (upstream ``podResourcesRequest``)."""
+
+    app: tuple[Resources, ...]
+    init: tuple[Resources, ...] = field(default=())
+
+
+# ------------------------------------------------------------------- pod objects
+
+
+def pod_qos_of(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("qosClass") or qos.pod_qos_class(pod["spec"]))
+
+
+def pause_pod(namespace: str, name: str, pause_image: str, limits: Resources | None = None) -> dict[str, Any]:
+    """``objects.NewTestPodPause`` with ``limits`` on its one container."""
+    pod = objects.new_test_pod_pause(namespace, name, image=pause_image)
+    if limits is not None:
+        objects.set_resources(pod, limits=limits)
+    return pod
+
+
+def multi_container_pod(
+    namespace: str, pause_image: str, scheduler_name: str, res_: PodResources
+) -> dict[str, Any]:
+    """The tmpol tables' ``testpod``: app containers ``testcnt-N``, init containers ``inittestcnt-N``."""
+    pod = pause_pod(namespace, "testpod", pause_image)
+    spec = pod["spec"]
+    spec["schedulerName"] = scheduler_name
+    spec["nodeSelector"] = {MULTI_NUMA_LABEL: "2"}
+    template = spec["containers"][0]
+    spec["containers"] = [
+        {**template, "name": f"testcnt-{idx}", "resources": {"limits": rl.to_manifest(rl.of(limits))}}
+        for idx, limits in enumerate(res_.app)
+    ]
+    if res_.init:
+        spec["initContainers"] = [
+            {
+                "name": f"inittestcnt-{idx}",
+                "image": pause_image,
+                "command": ["/bin/sleep"],
+                "args": ["1s"],
+                "resources": {"limits": rl.to_manifest(rl.of(limits))},
+            }
+            for idx, limits in enumerate(res_.init)
+        ]
+    return pod
+
+
+def pause_container(name: str, pause_image: str, limits: Resources) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": pause_image,
+        "command": ["/pause"],
+        "resources": {"limits": rl.to_manifest(rl.of(limits))},
+    }
+
+
+def pods_by_labels(kube: k.Kube, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The live pods of a workload (``podlist.ByDeployment`` / ``ByReplicaSet``)."""
+    pods = kube.list(k.POD, namespace, label_selector=dict(labels))
+    return [pod for pod in pods if not pod["metadata"].get("deletionTimestamp")]
+
+
+# ---------------------------------------------------------------------- padding
+
+
+def create_padding_pod(
+    fxt: Any, label_node: str, node_name: str, zone: Any, leave: Resources
+) -> dict[str, Any]:
+    """``makePaddingPod`` + ``pinPodTo`` + create: a pod leaving ``leave`` free on ``zone`` of ``node_name``.
+
+    ``label_node`` is the value of the ``e2e-serial-pad-node`` label: upstream passes the
+    pod's base name there in some tests and the node name in others.
+    """
+    pod = padding.make_padding_pod(
+        fxt.namespace, label_node, zone, rl.of(leave), image=fxt.config.pause_image
+    )
+    return fxt.kube.create(objects.pin_pod_to(pod, node_name, zone.name))
+
+
+def expect_padding_pods_running(fxt: Any, pods: Sequence[Mapping[str, Any]]) -> None:
+    failed = padding.wait_for_padding_pods_running(fxt.kube, pods)
+    assert not failed, f"some padding pods have failed to run: {failed}"
+
+
+def with_baseload(kube: k.Kube, node_name: str, values: Resources) -> rl.ResourceList:
+    """``values`` plus the node's base load (``baseload.ForNode`` + ``AddTo``)."""
+    load = baseload.for_node(kube, node_name)
+    log.info("computed base load: %s", load)
+    return add(values, load.resources)
+
+
+def new_padder(fxt: Any) -> padding.Padder:
+    return padding.Padder(fxt.kube, fxt.namespace, image=fxt.config.pause_image)
+
+
+# ------------------------------------------------------------------ events, nodes
+
+
+def expect_scheduled_by(kube: k.Kube, pod: Mapping[str, Any], scheduler: str) -> None:
+    namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    assert scheduling.check_pod_was_scheduled_with(kube, namespace, name, scheduler), (
+        f"pod {namespace}/{name} not scheduled with expected scheduler {scheduler}"
+    )
+
+
+def failed_scheduling_matches(events: Iterable[Mapping[str, Any]], pattern: str) -> bool:
+    """Whether a ``FailedScheduling`` event's message matches ``pattern`` (a regex, unanchored)."""
+    regex = re.compile(pattern)
+    return any(
+        e.get("reason") == "FailedScheduling" and regex.search(str(e.get("message") or "")) for e in events
+    )
+
+
+def wait_pod_running(kube: k.Kube, namespace: str, name: str, timeout: float, what: str) -> dict[str, Any]:
+    """``ForPodPhase(Running)``; on failure the events are logged and ``what`` explains the assertion."""
+    try:
+        return waiters.for_pod_phase(kube, namespace, name, "Running", timeout=timeout)
+    except WaitTimeout as err:
+        log.info("%s", scheduling.pod_events_text(kube, namespace, name))
+        raise AssertionError(f"{what}: {err}") from None
+
+
+def label_node(kube: k.Kube, key: str, value: str, node_name: str) -> Callable[[], None]:
+    """Set label ``key=value`` on a node; returns the function removing it (``labelNodeWithValue``)."""
+    log.info("adding label %s=%s to node %s", key, value, node_name)
+    kube.patch(k.NODE, node_name, {"metadata": {"labels": {key: value}}})
+
+    def unlabel() -> None:
+        log.info("removing label %s from node %s", key, node_name)
+        kube.patch(k.NODE, node_name, {"metadata": {"labels": {key: None}}})
+
+    return unlabel

@@ -1,0 +1,278 @@
+"""Placement non-regression (upstream non_regression.go): pods pinned with ``nodeName`` bypass
+any scheduler yet are accounted in the NRT; a pod larger than any NUMA zone stays pending
+without touching the NRT; a deployment scales up until every NUMA zone holds one replica.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import _accounting_helpers as acct
+import pytest
+import yaml
+
+from nrop.suite import kube as k8s
+from nrop.suite.specs import spec
+from nrop.suite.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+pytestmark = spec(
+    "[serial][disruptive][scheduler] numaresources workload placement",
+    "Serial",
+    "disruptive",
+    "scheduler",
+    "feature:nonreg",
+)
+FIXTURE_BASENAME = "e2e-test-non-regression"
+
+PAD_TIMEOUT = 300.0
+
+
+@pytest.fixture
+def padder(fxt: Any, suite_config: Any) -> Iterator[acct.Padder]:
+    pad = acct.Padder(fxt.kube, fxt.namespace, suite_config.pause_image)
+    yield pad
+    pad.clean()
+
+
+@pytest.fixture
+def nrts(fxt: Any, padder: acct.Padder) -> list[dict]:
+    """The Describe's BeforeEach: at least two 2-zone nodes with single-numa-node policy."""
+    candidates = acct.filter_zone_count_equal(fxt.kube.list(k8s.NRT), 2)
+    if len(candidates) < 2:
+        fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}")
+    # any TM policy the updater handles would do: this is the proxy for "valid NRT data"
+    found = acct.filter_by_tm_policy(candidates, acct.SINGLE_NUMA_NODE)
+    if len(found) < 2:
+        fxt.skip(f"not enough nodes with valid policy - found {len(found)}")
+    return found
+
+
+class TestClusterHasAtLeastOneSuitableNode:
+    pytestmark = spec("cluster has at least one suitable node")
+
+    @pytest.fixture(autouse=True)
+    def _pad_all_but_one(self, nrts: list[dict], padder: acct.Padder) -> None:
+        padder.pad(
+            len(nrts) - 1,
+            acct.reslist({"cpu": "2", "memory": "4G"}),
+            PAD_TIMEOUT,
+            label_selector=f"{acct.MULTI_NUMA_LABEL}=2",
+        )
+
+    @spec("[test_id:47584] should be able to schedule guaranteed pod in selective way", "tier2")
+    def test_guaranteed_pod_selective(self, fxt: Any, suite_config: Any, nrts: list[dict]) -> None:
+        kube = fxt.kube
+        target = acct.pop_node_name(acct.accumulate_names(nrts))
+        nrt_initial = kube.get(k8s.NRT, target)
+
+        pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image)
+        pod["spec"]["nodeName"] = target  # explicitly where the pod lands
+        pod["spec"]["schedulerName"] = "foo"  # a scheduler that does not exist: nobody schedules it
+        required = acct.reslist({"cpu": "2", "memory": "100Mi"})
+        acct.set_resources(pod["spec"]["containers"][0], required, limits=False)
+        acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
+        kube.create(pod)
+
+        updated, ok = acct.for_pod_phase(kube, fxt.namespace, "testpod", "Running", timeout=PAD_TIMEOUT)
+        if not ok:
+            acct.log_events_for_pod(kube, fxt.namespace, "testpod")
+        assert ok, f"pod {fxt.namespace}/testpod not Running"
+        assert updated is not None
+        assert updated["spec"]["nodeName"] == target, (
+            f"node landed on {acct.q(updated['spec']['nodeName'])} instead of on {target}"
+        )
+        fxt.settle_nrts()
+
+        rl = acct.container_limits(updated["spec"]["containers"])
+        nrt_post_create = acct.expect_nrt_consumed(kube, nrt_initial, rl, updated)
+
+        kube.delete(k8s.POD, "testpod", fxt.namespace)
+        # the updaters MAY be slow to report a removal: tolerate some delay
+        nrt_post_delete = acct.get_updated_for_node(kube, nrt_post_create, 60)
+        assert acct.check_equal_available(nrt_initial, nrt_post_delete), (
+            f"NRT resources not restored correctly on {acct.q(target)}"
+        )
+
+    @spec(
+        "[test_id:48964] should be able to schedule a guaranteed deployment pod to a specific node", "tier3"
+    )
+    def test_guaranteed_deployment_to_specific_node(
+        self, fxt: Any, suite_config: Any, nrts: list[dict]
+    ) -> None:
+        kube = fxt.kube
+        nrt_initial_list = kube.list(k8s.NRT)
+        workers = acct.worker_nodes(kube)
+        target = workers[acct.pick_node_index(workers)]["metadata"]["name"]
+
+        # the scheduler name does not matter: the pod is pinned to the node
+        non_existing_scheduler = "foo"
+        required = acct.reslist({"cpu": "2", "memory": "100Mi"})
+        pod_spec = acct.pause_pod_spec(
+            "testdp-cnt",
+            suite_config.pause_image,
+            scheduler=non_existing_scheduler,
+            limits=required,
+            requests=required,
+        )
+        del pod_spec["terminationGracePeriodSeconds"]
+        pod_spec["nodeName"] = target
+        dp = acct.new_deployment(fxt.namespace, "testdp", 1, {"test": "test-dp"}, pod_spec)
+        kube.create(dp)
+        updated_dp = acct.for_deployment_complete(kube, fxt.namespace, "testdp", timeout=60, interval=10)
+
+        nrt_post_create_list = acct.get_updated(kube, nrt_initial_list, 60)
+        pods = acct.pods_of(kube, updated_dp)
+        assert len(pods) == 1, acct.describe_pods(pods)
+        updated = pods[0]
+        node = updated["spec"]["nodeName"]
+        assert node == target, f"node landed on {acct.q(node)} instead of on {target}"
+        assert not acct.check_pod_was_scheduled_with(
+            kube, fxt.namespace, updated["metadata"]["name"], non_existing_scheduler
+        ), (
+            f"pod {acct.pod_key(updated)} not assigned to a specific node without a scheduler {non_existing_scheduler}"
+        )
+
+        rl = acct.container_limits(updated["spec"]["containers"])
+        nrt_initial = acct.find_from_list(nrt_initial_list, node)
+        fxt.settle_nrts()
+        nrt_post_create = acct.find_from_list(nrt_post_create_list, node)
+        scope = acct.nrt_attribute(nrt_initial, acct.TM_SCOPE_ATTR)
+        assert scope is not None, (
+            f"Unable to get required attribute {acct.q(acct.TM_SCOPE_ATTR)} from NRT {acct.q(node)}"
+        )
+        match = acct.check_consumed_for_scope(scope, nrt_initial, nrt_post_create, rl, acct.pod_qos(updated))
+        assert match, (
+            "inconsistent accounting: no resources consumed by the running pod,\n"
+            f"NRT before test's pod: {yaml.safe_dump(nrt_initial)} \nNRT after: {yaml.safe_dump(nrt_post_create)} \n"
+            f" total required resources: {acct.to_string(rl)}"
+        )
+
+        kube.delete(k8s.DEPLOYMENT, "testdp", fxt.namespace)
+
+        # the updaters MAY be slow to report a removal: tolerate some delay
+        def restored() -> bool:
+            post_delete_list = acct.get_updated(kube, nrt_post_create_list, 60)
+            return acct.check_equal_available(nrt_initial, acct.find_from_list(post_delete_list, node))
+
+        wait_for(restored, bool, f"resources restored on {acct.q(node)}", 60, interval=5)
+
+
+class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
+    pytestmark = spec("Requesting resources that are greater than allocatable at numa level")
+
+    @spec(
+        "[test_id:47613] should not schedule a pod requesting resources that are not allocatable at numa level",
+        "tier3",
+        "nonreg",
+        "unsched",
+        "feature:unsched",
+    )
+    def test_not_allocatable_at_numa_level(self, fxt: Any, suite_config: Any, nrts: list[dict]) -> None:
+        kube = fxt.kube
+        names = acct.accumulate_names(nrts)
+        target = acct.pop_node_name(names)
+        log.info("selecting node to schedule the test pod: %s", target)
+
+        # pad the non-target nodes, leaving room for the baseload only
+        padding_pods = []
+        for node_name in sorted(names):
+            load = acct.baseload_for_node(kube, node_name)
+            nrt_info = acct.find_from_list(nrts, node_name)
+            padding = acct.saturate_node_until_left(nrt_info, load)
+            for zone in acct.zones(nrt_info):
+                pod = acct.new_padding_pod(
+                    node_name, zone["name"], fxt.namespace, padding[zone["name"]], suite_config.pause_image
+                )
+                acct.pin_pod_to(pod, node_name, zone["name"])
+                padding_pods.append(kube.create(pod))
+        failed = acct.wait_padding_pods_running(kube, padding_pods)
+        assert not failed, "some padding pods have failed to run"
+        fxt.settle_nrts()
+
+        target_initial_list = kube.list(k8s.NRT)
+        target_initial = acct.find_from_list(target_initial_list, target)
+        required = {
+            "cpu": acct.max_allocatable_numa_level(target_initial, "cpu"),
+            "memory": acct.max_allocatable_numa_level(target_initial, "memory"),
+        }
+        # a little more than any zone's allocatable
+        required = acct.add(required, acct.reslist({"cpu": "1", "memory": "100Mi"}))
+
+        pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image)
+        pod["spec"]["schedulerName"] = suite_config.scheduler_name
+        acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
+        log.info("requested resources of the test pod: %s", acct.to_string(required))
+        kube.create(pod)
+
+        acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+        fxt.settle_nrts()
+
+        post_list = acct.get_updated(kube, target_initial_list, 60)
+        post = acct.find_from_list(post_list, target)
+        assert acct.check_equal_available(target_initial, post), (
+            "new changes were detected in the nrt of the target node, but expected no change"
+        )
+
+
+class TestWithSuitableNodes:
+    pytestmark = spec("with suitable nodes")
+
+    @spec(
+        "[test_id:85779] should handle deployment scaleup such as nodes can be fully utilized",
+        "tier2",
+        "nonreg",
+    )
+    def test_deployment_scaleup_full_utilization(self, fxt: Any, suite_config: Any, nrts: list[dict]) -> None:
+        kube = fxt.kube
+        needed_nodes = 2
+        # "high enough" for the infra pods to run comfortably
+        expected_free = acct.reslist({"cpu": "6", "memory": "6Gi"})
+        candidates = acct.filter_any_zone_matching(nrts, expected_free)
+        if len(candidates) < needed_nodes:
+            fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed {needed_nodes}")
+        # all zones assumed equal: the workload pods almost saturate a NUMA zone
+        required = acct.saturate_zone_until_left(acct.zones(nrts[0])[0], expected_free)
+        fxt.settle_nrts()
+
+        dp_name = "test-dp-scaleup"
+        replicas = len(candidates)  # then one replica per NUMA zone
+        nrs = acct.check_nrosched_available(kube, suite_config.nrosched["metadata"]["name"])
+        scheduler = nrs["status"]["schedulerName"]
+        pod_spec = acct.pause_pod_spec(
+            f"{dp_name}-cnt",
+            suite_config.pause_image,
+            scheduler=scheduler,
+            limits=required,
+            requests=required,
+        )
+        del pod_spec["terminationGracePeriodSeconds"]
+        dp = acct.new_deployment(
+            fxt.namespace,
+            dp_name,
+            replicas,
+            {"test": dp_name},
+            pod_spec,
+            node_selector={acct.MULTI_NUMA_LABEL: "2"},
+        )
+        kube.create(dp)
+        dp = acct.for_deployment_replicas(kube, fxt.namespace, dp_name, "readyReplicas", replicas, timeout=60)
+
+        pods = acct.pods_of(kube, dp)
+        assert pods, f"cannot find any pods for DP {fxt.namespace}/{dp_name}"
+        error_pods = 0
+        for pod in pods:
+            if not acct.check_pod_was_scheduled_with(kube, fxt.namespace, pod["metadata"]["name"], scheduler):
+                error_pods += 1
+                log.info("pod %s was NOT scheduled with %s", acct.pod_key(pod), scheduler)
+        assert error_pods == 0, f"some pods not scheduled with {scheduler}"
+
+        replicas *= 2
+        kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": replicas}}, fxt.namespace)
+        acct.for_deployment_replicas(
+            kube, fxt.namespace, dp_name, "readyReplicas", replicas, timeout=300, interval=30
+        )
+        fxt.settle_nrts()

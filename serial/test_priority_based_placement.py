@@ -1,0 +1,485 @@
+"""NUMA-aware preemption (upstream priority-based-placement.go): with the scheduler's
+``preemptionMode`` Enabled and one schedulable node filled zone by zone, a new pod preempts
+exactly the lowest-priority fillers it needs and only when its priority allows it; otherwise it
+stays pending with "Preemption is not helpful for scheduling" and nothing is evicted.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import _accounting_helpers as acct
+import pytest
+
+from nrop.api.quantity import Quantity, coerce
+from nrop.suite import kube as k8s
+from nrop.suite.specs import entry, spec
+from nrop.suite.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+pytestmark = spec(
+    "[serial][disruptive][preemption] priority-based workload placement functionality",
+    "Serial",
+    "disruptive",
+    "scheduler",
+    "feature:preemption",
+)
+FIXTURE_BASENAME = "e2e-test-preemption"
+
+SYSTEM_NODE_CRITICAL = "system-node-critical"
+CUSTOM_LOW = "e2e-preemption-low"
+CUSTOM_MEDIUM = "e2e-preemption-medium"
+CUSTOM_HIGH = "e2e-preemption-high"
+PENDING_TIMEOUT = 300.0
+
+
+@pytest.fixture
+def priority_classes(fxt: Any) -> Iterator[list[dict]]:
+    """The Describe's BeforeEach/AfterEach: the NRT list, and the custom priority classes."""
+    kube = fxt.kube
+    nrt_list = kube.list(k8s.NRT)
+    created = []
+    try:
+        for name, value in ((CUSTOM_LOW, 100), (CUSTOM_MEDIUM, 200), (CUSTOM_HIGH, 300)):
+            kube.create(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                }
+            )
+            created.append(name)
+        yield nrt_list
+    finally:
+        for name in created:
+            kube.delete(k8s.PRIORITYCLASS, name)
+
+
+def _set_preemption_mode(kube: Any, name: str, mode: str | None) -> None:
+    log.info("setting preemption mode to %s", mode)
+    kube.patch(k8s.NROSCHED, name, {"spec": {"preemptionMode": mode}})
+
+    def synced(obj: dict) -> bool:
+        for cond in (obj.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "Available":
+                return cond.get("status") == "True" and cond.get("observedGeneration") == obj["metadata"].get(
+                    "generation"
+                )
+        return False
+
+    updated = wait_for(
+        lambda: kube.get(k8s.NROSCHED, name),
+        synced,
+        f"NUMAResourcesScheduler {name} Available at its generation",
+        60,
+        interval=15,
+    )
+    assert (updated.get("spec") or {}).get("preemptionMode") == mode, (
+        f"failed to update the schedulerName field,expected {mode} but found "
+        f"{(updated.get('spec') or {}).get('preemptionMode')}"
+    )
+
+
+@pytest.fixture
+def preemption_enabled(fxt: Any, suite_config: Any, priority_classes: list[dict]) -> Iterator[None]:
+    """ "when preemptionMode is set to Enabled": set it, and put the initial value back after."""
+    kube = fxt.kube
+    name = suite_config.nrosched["metadata"]["name"]
+    initial = (kube.get(k8s.NROSCHED, name).get("spec") or {}).get("preemptionMode")
+    if initial == "Enabled":
+        yield
+        return
+    _set_preemption_mode(kube, name, "Enabled")
+    try:
+        yield
+    finally:
+        _set_preemption_mode(kube, name, initial)
+
+
+@dataclass
+class Target:
+    node: str
+    nrt_list: list[dict]
+
+
+@pytest.fixture
+def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> Iterator[Target]:
+    """ "when one node is schedulable and the others are unschedulable": cordon every other node."""
+    kube = fxt.kube
+    nrt_list = priority_classes
+    candidates = acct.filter_zone_count_equal(nrt_list, 2)
+    if len(candidates) < 1:
+        fxt.skip(f"not enough nodes with 2 NUMA zones: found {len(candidates)}")
+    candidates = acct.filter_by_tm_policy(candidates, acct.SINGLE_NUMA_NODE)
+    if len(candidates) < 1:
+        fxt.skip(f"not enough nodes with SingleNUMANode policy - found {len(candidates)}")
+    target_node = ""
+    for name in acct.accumulate_names(candidates):
+        if not (kube.get(k8s.NODE, name).get("spec") or {}).get("unschedulable"):
+            target_node = name  # the first schedulable one
+            break
+    assert target_node, "no schedulable node found"
+    log.info("target node for preemption test: %s", target_node)
+
+    cordoned: list[str] = []
+    try:
+        for node in kube.list(k8s.NODE):
+            name = node["metadata"]["name"]
+            if name == target_node or (node.get("spec") or {}).get("unschedulable"):
+                continue
+            kube.patch(k8s.NODE, name, {"spec": {"unschedulable": True}})
+            cordoned.append(name)
+            log.info("cordoned node %s", name)
+        yield Target(node=target_node, nrt_list=nrt_list)
+    finally:
+        for name in cordoned:
+            kube.patch(k8s.NODE, name, {"spec": {"unschedulable": False}})
+            log.info("uncordoned node %s", name)
+
+
+def _uids(kube: Any, pods: list[dict]) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: kube.get(k8s.POD, p["metadata"]["name"], p["metadata"]["namespace"])[
+            "metadata"
+        ]["uid"]
+        for p in pods
+    }
+
+
+def _ensure_not_evicted(
+    kube: Any, pods: list[dict], uids: dict[str, str], timeout: float, interval: float
+) -> None:
+    """``ensurePodsNotEvicted``: for ``timeout`` each pod exists, is not deleting, keeps its UID."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for fp in pods:
+            name = fp["metadata"]["name"]
+            pod = kube.get_or_none(k8s.POD, name, fp["metadata"]["namespace"])
+            assert pod is not None, f"cannot get filler pod {acct.q(name)}"
+            assert not pod["metadata"].get("deletionTimestamp"), (
+                f"filler pod {acct.q(name)} should not have been evicted"
+            )
+            assert pod["metadata"]["uid"] == uids[name], (
+                f"filler pod {acct.q(name)} UID should not have changed (was {acct.q(uids[name])}, now "
+                f"{acct.q(pod['metadata']['uid'])})"
+            )
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(interval)
+
+
+def _eviction_not_expected(kube: Any, test_pod: dict, fillers: list[dict], uids: dict[str, str]) -> None:
+    namespace, name = test_pod["metadata"]["namespace"], test_pod["metadata"]["name"]
+    log.info("verifying test pod %s/%s remains pending", namespace, name)
+    pod: dict = {}
+    deadline = time.monotonic() + 120
+    while True:
+        pod = kube.get(k8s.POD, name, namespace)
+        assert acct.phase(pod) == "Pending", f"pod {namespace}/{name} is not pending"
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(10)
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    assert len(conditions) == 1, f"pod {namespace}/{name} should have only one condition"
+    assert conditions[0].get("type") == "PodScheduled"
+    assert conditions[0].get("status") == "False"
+    assert conditions[0].get("reason") == "Unschedulable"
+    assert "Preemption is not helpful for scheduling" in str(conditions[0].get("message") or "")
+    _ensure_not_evicted(kube, fillers, uids, 60, 10)
+
+
+def _scaled(res: acct.ResList, factor: int) -> acct.ResList:
+    return {name: qty * factor for name, qty in res.items()}
+
+
+class TestWhenPreemptionModeIsSetToEnabled:
+    pytestmark = spec("when preemptionMode is set to Enabled")
+
+    class TestWhenOneNodeIsSchedulableAndTheOthersAreUnschedulable:
+        pytestmark = spec("when one node is schedulable and the others are unschedulable")
+
+        @spec("priority-based workload placement should work as expected", "tier2")
+        @pytest.mark.parametrize(
+            "filler_class,new_class,eviction_expected",
+            [
+                entry("default-priority fillers vs default-priority new workload", "", "", False),
+                entry(
+                    "default-priority fillers vs system-node-critical new workload",
+                    "",
+                    SYSTEM_NODE_CRITICAL,
+                    True,
+                ),
+                entry(
+                    "system-node-critical fillers vs default-priority new workload",
+                    SYSTEM_NODE_CRITICAL,
+                    "",
+                    False,
+                ),
+                entry(
+                    "system-node-critical fillers vs system-node-critical new workload",
+                    SYSTEM_NODE_CRITICAL,
+                    SYSTEM_NODE_CRITICAL,
+                    False,
+                ),
+                entry(
+                    "custom low-priority fillers vs custom medium-priority new workload",
+                    CUSTOM_LOW,
+                    CUSTOM_MEDIUM,
+                    True,
+                ),
+                entry(
+                    "custom medium-priority fillers vs custom low-priority new workload",
+                    CUSTOM_MEDIUM,
+                    CUSTOM_LOW,
+                    False,
+                ),
+            ],
+        )
+        def test_priority_matrix(
+            self,
+            fxt: Any,
+            suite_config: Any,
+            target: Target,
+            filler_class: str,
+            new_class: str,
+            eviction_expected: bool,
+        ) -> None:
+            kube = fxt.kube
+            scheduler = suite_config.scheduler_name
+            log.info(
+                "filler priority class %r, new pod priority class %r, eviction expected %s",
+                filler_class,
+                new_class,
+                eviction_expected,
+            )
+            nrt_info = acct.find_from_list(target.nrt_list, target.node)
+            load = acct.baseload_for_node(kube, target.node)
+
+            # fillers saturate the target node, zone by zone
+            fillers = []
+            for zone in acct.zones(nrt_info):
+                pod = acct.make_padding_pod(fxt.namespace, target.node, zone, load, suite_config.pause_image)
+                if filler_class:
+                    pod["spec"]["priorityClassName"] = filler_class
+                pod["spec"]["schedulerName"] = scheduler
+                acct.pin_pod_to(pod, target.node, zone["name"])
+                fillers.append(kube.create(pod))
+            assert not acct.wait_padding_pods_running(kube, fillers), "some padding pods have failed to run"
+            fxt.settle_nrts()
+            uids = _uids(kube, fillers)
+
+            test_pod = acct.new_test_pod(fxt.namespace, "test-workload", suite_config.pause_image)
+            test_pod["spec"]["schedulerName"] = scheduler
+            if new_class:
+                test_pod["spec"]["priorityClassName"] = new_class
+            # the resources of filler 0: this triggers the preemption logic
+            limits = copy.deepcopy(fillers[0]["spec"]["containers"][0]["resources"]["limits"])
+            test_pod["spec"]["containers"][0]["resources"] = {
+                "limits": limits,
+                "requests": copy.deepcopy(limits),
+            }
+            test_pod = kube.create(test_pod)
+
+            if not eviction_expected:
+                _eviction_not_expected(kube, test_pod, fillers, uids)
+                return
+
+            evicted: set[str] = set()
+
+            def one_evicted() -> bool:
+                for fp in fillers:
+                    if kube.get_or_none(k8s.POD, fp["metadata"]["name"], fxt.namespace) is None:
+                        evicted.add(fp["metadata"]["name"])
+                return len(evicted) == 1
+
+            wait_for(one_evicted, bool, "one filler pod to be evicted", PENDING_TIMEOUT, interval=10)
+            _, ok = acct.for_pod_phase(kube, fxt.namespace, "test-workload", "Running", PENDING_TIMEOUT)
+            if not ok:
+                acct.log_events_for_pod(kube, fxt.namespace, "test-workload")
+            assert ok, "test pod did not become Running after preemption"
+
+            # the other fillers keep running, consistently for 2 minutes
+            deadline = time.monotonic() + 120
+            while True:
+                for fp in fillers:
+                    name = fp["metadata"]["name"]
+                    if name in evicted:
+                        continue
+                    pod = kube.get(k8s.POD, name, fxt.namespace)
+                    assert acct.phase(pod) == "Running", f"pod {fxt.namespace}/{name} is not running"
+                    assert not pod["metadata"].get("deletionTimestamp"), (
+                        f"filler pod {acct.q(name)} should not have been evicted"
+                    )
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(10)
+
+        class TestWhenFillerPodsHaveMixedPriorities:
+            pytestmark = spec("when filler pods have mixed priorities")
+
+            @spec(
+                "should remain pending when the new pod is not priority enough despite the node-level sufficient "
+                "space"
+            )
+            def test_mixed_priorities(self, fxt: Any, suite_config: Any, target: Target) -> None:
+                # Every request derives from the baseload B. Per zone: one default-priority filler with
+                # two containers of B each, one medium-priority filler with all but B; so a zone needs
+                # 7B. The preemptor asks 4B: at low priority, evicting the default fillers frees 3B per
+                # zone (6B on the node) and it may not evict medium ones: it stays pending. At high
+                # priority it must evict exactly one medium filler, nothing else.
+                kube = fxt.kube
+                scheduler = suite_config.scheduler_name
+                target_nrt = acct.find_from_list(target.nrt_list, target.node)
+                load = acct.baseload_for_node(kube, target.node)
+                least = _scaled(load, 7)
+                for idx, zone in enumerate(acct.zones(target_nrt)):
+                    for res in zone.get("resources") or ():
+                        available = coerce(res["available"])
+                        least_qty = least.get(res["name"], Quantity(0))
+                        if available < least_qty:
+                            fxt.skip(
+                                f"not enough availableresources in zone {idx} to fit the test pod: least required "
+                                f"resources per zone are {least_qty}, found {available}"
+                            )
+
+                default_pods = []
+                for zone_idx, pod_name in (
+                    (0, "default-priority-filler-1"),
+                    (1, "default-priority-filler-2"),
+                ):
+                    res = dict(acct.to_manifest(load))
+                    res[acct.NUMACELL_RESOURCE_FMT.format(zone_idx)] = "1"
+                    pod = acct.new_test_pod(fxt.namespace, pod_name, suite_config.pause_image)
+                    pod["spec"]["schedulerName"] = scheduler
+                    first = pod["spec"]["containers"][0]
+                    first["name"] = "default-priority-filler-1-cnt-0"
+                    first["resources"] = {"limits": dict(res), "requests": dict(res)}
+                    second = copy.deepcopy(first)
+                    second["name"] = "cnt-2"
+                    pod["spec"]["containers"] = [first, second]
+                    default_pods.append(pod)
+                fillers = [kube.create(pod) for pod in default_pods]
+                assert not acct.wait_padding_pods_running(kube, fillers), (
+                    "some padding pods have failed to run"
+                )
+                fxt.settle_nrts()
+                updated_nrt = acct.get_updated_for_node(kube, target_nrt, 60)
+
+                medium = []
+                for idx, zone in enumerate(acct.zones(updated_nrt)):
+                    pod = acct.make_padding_pod(
+                        fxt.namespace, target.node, zone, load, suite_config.pause_image
+                    )
+                    pod["metadata"].pop("generateName", None)
+                    pod["metadata"]["name"] = f"medium-priority-filler-{idx + 1}"
+                    pod["spec"]["priorityClassName"] = CUSTOM_MEDIUM
+                    pod["spec"]["schedulerName"] = scheduler
+                    acct.pin_pod_to(pod, target.node, zone["name"])
+                    medium.append(kube.create(pod))
+                fillers += medium
+                assert not acct.wait_padding_pods_running(kube, medium), (
+                    "some padding pods have failed to run"
+                )
+                fxt.settle_nrts()
+                uids = _uids(kube, fillers)
+
+                template = acct.new_test_pod(fxt.namespace, "test-workload", suite_config.pause_image)
+                template["spec"]["schedulerName"] = scheduler
+                template["spec"]["priorityClassName"] = CUSTOM_LOW
+                request = acct.to_manifest(_scaled(load, 4))
+                template["spec"]["containers"][0]["resources"] = {
+                    "limits": dict(request),
+                    "requests": dict(request),
+                }
+
+                # phase 1: a low-priority preemptor stays pending, evicting the default fillers is not enough
+                phase1 = copy.deepcopy(template)
+                phase1["metadata"]["name"] = "preemptor-phase-1"
+                phase1 = kube.create(phase1)
+                _eviction_not_expected(kube, phase1, fillers, uids)
+                kube.delete(k8s.POD, "preemptor-phase-1", fxt.namespace)
+                acct.for_pod_deleted(kube, fxt.namespace, "preemptor-phase-1", PENDING_TIMEOUT)
+
+                # phase 2: a high-priority preemptor runs, evicting the fewest fillers: one medium one
+                phase2 = copy.deepcopy(template)
+                phase2["metadata"]["name"] = "preemptor-phase-2"
+                phase2["spec"]["priorityClassName"] = CUSTOM_HIGH
+                kube.create(phase2)
+                _, ok = acct.for_pod_phase(
+                    kube, fxt.namespace, "preemptor-phase-2", "Running", PENDING_TIMEOUT
+                )
+                if not ok:
+                    acct.log_events_for_pod(kube, fxt.namespace, "preemptor-phase-2")
+                assert ok, "test pod phase 2 did not become Running after preemption"
+
+                evicted = next(
+                    (
+                        p["metadata"]["name"]
+                        for p in medium
+                        if kube.get_or_none(k8s.POD, p["metadata"]["name"], fxt.namespace) is None
+                    ),
+                    "",
+                )
+                assert evicted, "no medium-priority filler pod was evicted"
+                kept = [p for p in fillers if p["metadata"]["name"] != evicted]
+                _ensure_not_evicted(kube, kept, uids, 60, 10)
+
+        class TestWhenPodsAreCreatedInBursts:
+            pytestmark = spec("when pods are created in bursts")
+
+            @spec("should not falsely evict pods because the cache in not yet updated")
+            def test_no_false_eviction(self, fxt: Any, suite_config: Any, target: Target) -> None:
+                # a burst of low-priority pods sized on the baseload CPUs, the last two high-priority:
+                # with the NRT cache not yet updated, preemption must not evict on a dirty state
+                kube = fxt.kube
+                load = acct.baseload_for_node(kube, target.node)
+                per_pod_cpu = load["cpu"]  # the smaller, the harder for preemption on a dirty state
+                target_nrt = acct.find_from_list(target.nrt_list, target.node)
+                total_count = 0
+                for zone in acct.zones(target_nrt):
+                    min_count = 0
+                    for res in zone.get("resources") or ():
+                        if res["name"] != "cpu":
+                            continue
+                        available = coerce(res["available"])
+                        total, count = per_pod_cpu, 0
+                        while True:
+                            if available < total + load["cpu"]:
+                                # enough pods to give a race a chance
+                                if count < 4:
+                                    fxt.skip(
+                                        f"not enough available resources in zone {zone['name']} to fit the "
+                                        f"test pods: {available}"
+                                    )
+                                break
+                            count += 1
+                            total = total + per_pod_cpu
+                        if min_count == 0 or count < min_count:
+                            min_count = count
+                    total_count += min_count
+
+                resources = {"cpu": str(per_pod_cpu), "memory": "32Mi"}  # an arbitrary small memory request
+                pods = []
+                for idx in range(total_count):
+                    pod = acct.new_test_pod(fxt.namespace, "test-workload", suite_config.pause_image)
+                    pod["metadata"]["name"] = f"pod-{idx}"
+                    pod["spec"]["schedulerName"] = suite_config.scheduler_name
+                    # the last two pods are high-priority
+                    pod["spec"]["priorityClassName"] = CUSTOM_HIGH if idx > total_count - 3 else CUSTOM_LOW
+                    pod["spec"]["containers"][0]["resources"] = {
+                        "limits": dict(resources),
+                        "requests": dict(resources),
+                    }
+                    pods.append(kube.create(pod))
+                assert not acct.wait_padding_pods_running(kube, pods), "some padding pods have failed to run"
+                fxt.settle_nrts()
+                for pod in pods:
+                    current = kube.get(k8s.POD, pod["metadata"]["name"], fxt.namespace)
+                    assert acct.phase(current) == "Running", f"pod {acct.pod_key(current)} is not running"

@@ -1,0 +1,393 @@
+"""Workload resource accounting (upstream resource_accounting.go): Guaranteed pods are
+accounted in their NUMA zone of the NRT, Burstable and BestEffort pods never are; a pod
+that fits the node but no single zone waits until a zone is freed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import _accounting_helpers as acct
+import pytest
+import yaml
+
+from nrop.suite import kube as k8s
+from nrop.suite.specs import spec
+from nrop.suite.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+pytestmark = spec(
+    "[serial][disruptive][scheduler][resacct] numaresources workload resource accounting",
+    "Serial",
+    "disruptive",
+    "scheduler",
+    "resacct",
+    "feature:resacct",
+)
+FIXTURE_BASENAME = "e2e-test-resource-accounting"
+
+CELL_COUNT_2 = {acct.MULTI_NUMA_LABEL: "2"}
+
+
+@pytest.fixture
+def nrts(fxt: Any) -> list[dict]:
+    """The Describe's BeforeEach: any TM policy the updater handles would do; single-numa-node
+    is the proxy for "valid NRT data on at least two nodes"."""
+    nrt_list = fxt.kube.list(k8s.NRT)
+    found = acct.filter_by_tm_policy(nrt_list, acct.SINGLE_NUMA_NODE)
+    if len(found) < 2:
+        fxt.skip(f"not enough nodes with valid policy - found {len(found)}")
+    return found
+
+
+def _test_pod(fxt: Any, suite_config: Any, name: str) -> dict:
+    pod = acct.new_test_pod(fxt.namespace, name, suite_config.pause_image)
+    pod["spec"]["schedulerName"] = suite_config.scheduler_name
+    pod["spec"]["nodeSelector"] = dict(CELL_COUNT_2)
+    return pod
+
+
+def _expect_running_with_tas(fxt: Any, suite_config: Any, name: str) -> dict:
+    kube = fxt.kube
+    updated, ok = acct.for_pod_phase(kube, fxt.namespace, name, "Running", timeout=180)
+    if not ok:
+        acct.log_events_for_pod(kube, fxt.namespace, name)
+    assert ok and updated is not None, (
+        f"pod {fxt.namespace}/{name} not Running: phase {acct.phase(updated)!r}"
+    )
+    scheduler = suite_config.scheduler_name
+    assert acct.check_pod_was_scheduled_with(kube, fxt.namespace, name, scheduler), (
+        f"pod {fxt.namespace}/{name} not scheduled with expected scheduler {scheduler}"
+    )
+    return updated
+
+
+class TestClusterWithAtLeastAWorkerNodeSuitable:
+    pytestmark = spec("cluster with at least a worker node suitable")
+
+    @pytest.fixture
+    def two_zone_nrts(self, fxt: Any, nrts: list[dict]) -> list[dict]:
+        # at least 2 zones would do, but the padding logic is hardcoded for exactly 2
+        found = acct.filter_zone_count_equal(nrts, 2)
+        if len(found) < 1:
+            fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(found)}")
+        return found
+
+    @spec(
+        "[test_id:49068] should keep the pod pending if not enough resources available, then schedule when "
+        "resources are freed",
+        "placement",
+        "tier2",
+    )
+    def test_pending_then_scheduled_when_freed(
+        self, fxt: Any, suite_config: Any, two_zone_nrts: list[dict]
+    ) -> None:
+        kube = fxt.kube
+        image = suite_config.pause_image
+        nrt_list = kube.list(k8s.NRT)
+        unsuitable_free = acct.reslist({"cpu": "2", "memory": "4Gi"})  # > 1 and LESS than required
+        required = acct.reslist({"cpu": "4", "memory": "8Gi"})
+
+        candidates = acct.filter_any_zone_matching(two_zone_nrts, required)
+        if len(candidates) < 1:
+            fxt.skip(
+                f"not enough nodes with NUMA zones each of them can match requests: found {len(candidates)}"
+            )
+        names = acct.accumulate_names(candidates)
+        target = acct.pop_node_name(names)
+        unsuitable = sorted(names)
+        log.info("selecting target node %s and unsuitable nodes %s", target, unsuitable)
+
+        # only the required resources fit in either zone of the target node
+        nrt_info = acct.find_from_list(nrt_list, target)
+        padding_pods = []
+        for zone in acct.zones(nrt_info):
+            pod = acct.make_padding_pod(fxt.namespace, "target", zone, required, image)
+            acct.pin_pod_to(pod, target, zone["name"])
+            padding_pods.append(kube.create(pod))
+        assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
+        fxt.settle_nrts()
+
+        target_padding_pods = []
+        target_before: dict = {}
+        for idx, zone in enumerate(acct.zones(nrt_info)):
+            if idx == len(acct.zones(nrt_info)) - 1:
+                # the target NRT before the last placeholder: compared once it is deleted
+                target_before = acct.find_from_list(acct.get_updated(kube, nrt_list, 60), target)
+            # a minimal pod per zone: the node as a whole still fits, no zone does
+            placeholder = acct.new_test_pod(fxt.namespace, f"tgtpadpod-{zone['name']}", image)
+            placeholder["spec"]["nodeName"] = target
+            acct.set_resources(
+                placeholder["spec"]["containers"][0], acct.reslist({"cpu": "1", "memory": "1Gi"}), limits=True
+            )
+            acct.pin_pod_to(placeholder, target, zone["name"])
+            target_padding_pods.append(kube.create(placeholder))
+        assert not acct.wait_padding_pods_running(kube, target_padding_pods), (
+            "some padding pods have failed to run"
+        )
+        fxt.settle_nrts()
+
+        for idx, node_name in enumerate(unsuitable):
+            info = acct.find_from_list(nrt_list, node_name)
+            for zone in acct.zones(info):
+                pod = acct.make_padding_pod(fxt.namespace, f"unsuitable{idx}", zone, unsuitable_free, image)
+                acct.pin_pod_to(pod, node_name, zone["name"])
+                padding_pods.append(kube.create(pod))
+        failed = acct.wait_padding_pods_running(kube, padding_pods + target_padding_pods)
+        assert not failed, "some padding pods have failed to run"
+        fxt.settle_nrts()
+        for nrt in kube.list(k8s.NRT):
+            log.info("%s", acct.nrt_to_string(nrt))
+
+        pod = _test_pod(fxt, suite_config, "testpod")
+        acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
+        kube.create(pod)
+        # "long enough" Pending means little, but Running or Failed means something is wrong
+        acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+
+        # delete the LAST placeholder: target_before is the target without it, so the test pod
+        # must land on the zone it frees
+        last = target_padding_pods[-1]["metadata"]["name"]
+        kube.delete(k8s.POD, last, fxt.namespace)
+        acct.for_pod_deleted(kube, fxt.namespace, last, timeout=180)
+
+        updated = _expect_running_with_tas(fxt, suite_config, "testpod")
+        assert updated["spec"]["nodeName"] == target, (
+            f"node landed on {acct.q(updated['spec']['nodeName'])} instead of on {target}"
+        )
+        fxt.settle_nrts()
+        acct.expect_nrt_consumed(kube, target_before, required, updated)
+
+
+@dataclass
+class BurstableSetup:
+    """What the second Context's BeforeEach prepares."""
+
+    target: str
+    initial: dict
+    reference_list: list[dict]
+    reference: dict
+    requests: acct.ResList
+
+
+class TestBurstableNotAccounted:
+    pytestmark = spec(
+        "cluster with node/s having two numa zones, and there are enough resources on one node but not in any "
+        "numa zone when trying to schedule a deployment with burstable pods"
+    )
+
+    @pytest.fixture
+    def setup(self, fxt: Any, suite_config: Any, nrts: list[dict]) -> BurstableSetup:
+        """1. a target node for the burstable workload; 2. every other node fully padded;
+        3. the reference NRT list once padded."""
+        kube = fxt.kube
+        candidates = acct.filter_zone_count_equal(nrts, 2)
+        if len(candidates) < 1:
+            fxt.skip(f"not enough nodes with at least 2 NUMA Zones: found {len(candidates)}, needed 1")
+        names = acct.accumulate_names(candidates)
+        target = acct.pop_node_name(names)
+        log.info("selecting node to schedule the test pod: %s", target)
+
+        initial_list = kube.list(k8s.NRT)
+        initial = acct.find_from_list(initial_list, target)
+        load = acct.baseload_for_node(kube, target)
+        available = acct.node_available(initial)
+        requests = acct.sub(
+            {"cpu": available["cpu"], "memory": available["memory"]},
+            {"cpu": load["cpu"], "memory": load["memory"]},
+        )
+        log.info("requests: maximum available on the target minus its baseload: %s", acct.to_string(requests))
+
+        padding_pods = []
+        for node_name in sorted(names):
+            node_load = acct.baseload_for_node(kube, node_name)
+            info = acct.find_from_list(candidates, node_name)
+            padding = acct.saturate_node_until_left(info, node_load)
+            for zone in acct.zones(info):
+                pod = acct.new_padding_pod(
+                    node_name, zone["name"], fxt.namespace, padding[zone["name"]], suite_config.pause_image
+                )
+                acct.pin_pod_to(pod, node_name, zone["name"])
+                padding_pods.append(kube.create(pod))
+        assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
+        fxt.settle_nrts()
+
+        reference_list = acct.get_updated(kube, initial_list, 60)
+        return BurstableSetup(
+            target=target,
+            initial=initial,
+            reference_list=reference_list,
+            reference=acct.find_from_list(reference_list, target),
+            requests=requests,
+        )
+
+    @staticmethod
+    def _expect_nrts_unchanged(fxt: Any, setup: BurstableSetup) -> None:
+        acct.for_nrts_equal_to(fxt.kube, setup.reference_list, timeout=60, interval=5)
+
+    @spec("[test_id:48685] should properly schedule a best-effort pod with no changes in NRTs", "tier1")
+    def test_best_effort_pod(self, fxt: Any, suite_config: Any, setup: BurstableSetup) -> None:
+        fxt.kube.create(_test_pod(fxt, suite_config, "testpod-be"))
+        _expect_running_with_tas(fxt, suite_config, "testpod-be")
+        self._expect_nrts_unchanged(fxt, setup)
+
+    @spec("[test_id:48686] should properly schedule a burstable pod with no changes in NRTs", "tier1")
+    def test_burstable_pod(self, fxt: Any, suite_config: Any, setup: BurstableSetup) -> None:
+        pod = _test_pod(fxt, suite_config, "testpod-bu")
+        acct.set_resources(pod["spec"]["containers"][0], setup.requests, limits=False)
+        fxt.kube.create(pod)
+        _expect_running_with_tas(fxt, suite_config, "testpod-bu")
+        self._expect_nrts_unchanged(fxt, setup)
+
+    @spec(
+        "[test_id:47618] should properly schedule deployment with burstable pod with no changes in NRTs",
+        "tier2",
+    )
+    def test_burstable_deployment(self, fxt: Any, suite_config: Any, setup: BurstableSetup) -> None:
+        kube = fxt.kube
+        scheduler = suite_config.scheduler_name
+        pod_spec = acct.pause_pod_spec(
+            "test-dp-cnt", suite_config.pause_image, scheduler=scheduler, requests=setup.requests
+        )
+        dp = acct.new_deployment(fxt.namespace, "test-dp", 1, {"test": "test-dp"}, pod_spec, node_selector={})
+        log.info("create the burstable test deployment with requests %s", acct.to_string(setup.requests))
+        kube.create(dp)
+        dp = acct.for_deployment_complete(kube, fxt.namespace, "test-dp", timeout=60, interval=10)
+
+        pods = acct.pods_of(kube, dp)
+        assert pods, f"cannot find any pods for DP {fxt.namespace}/test-dp"
+        for pod in pods:
+            assert pod["spec"]["nodeName"] == setup.target, (
+                f"pod {acct.pod_key(pod)} is scheduled on node {acct.q(pod['spec']['nodeName'])} but expected to "
+                f"be on the target node {acct.q(setup.target)}"
+            )
+            acct.expect_scheduled_with(kube, [pod], scheduler)
+
+        current = acct.find_from_list(acct.get_updated(kube, setup.reference_list, 60), setup.target)
+        assert acct.check_equal_available(setup.reference, current), (
+            "new resources are accounted in NRT although scheduling burstable pod"
+        )
+
+    @spec(
+        "[test_id:85768] should properly schedule a burstable pod when one of the containers is asking for "
+        "requests=limits, with no changes in NRTs",
+        "tier2",
+    )
+    def test_burstable_pod_with_guaranteed_container(
+        self, fxt: Any, suite_config: Any, setup: BurstableSetup
+    ) -> None:
+        kube = fxt.kube
+        pod = _test_pod(fxt, suite_config, "testpod-bu")
+        load = acct.baseload_for_node(kube, setup.target)
+        per_numa = []
+        for zone in acct.zones(setup.initial):
+            available = acct.zone_resources(zone)
+            numa_res = {name: available[name] for name in ("cpu", "memory") if name in available}
+            per_numa.append(acct.sub(numa_res, {"cpu": load["cpu"], "memory": load["memory"]}))
+
+        containers = pod["spec"]["containers"]
+        containers.append(acct.pause_container("testpod-bu-cnt2", suite_config.pause_image))
+        acct.set_resources(containers[0], per_numa[0], limits=True)  # requests=limits
+        acct.set_resources(containers[1], per_numa[1], limits=False)  # keeps the pod Burstable
+        policy = acct.nrt_attribute(setup.initial, acct.TM_POLICY_ATTR)
+        assert policy is not None, f"Unable to get {acct.q(acct.TM_POLICY_ATTR)} attribute"
+        scope = acct.nrt_attribute(setup.initial, acct.TM_SCOPE_ATTR)
+        assert scope is not None, f"Unable to get {acct.q(acct.TM_POLICY_ATTR)} attribute"
+        if policy == acct.SINGLE_NUMA_NODE and scope == acct.SCOPE_POD:
+            # both containers must fit one zone: the burstable one asks for as little as possible,
+            # so the node is not filtered out by NodeResourcesFit
+            containers[1]["resources"]["requests"] = {"memory": "5Mi"}
+        kube.create(pod)
+        _expect_running_with_tas(fxt, suite_config, "testpod-bu")
+        self._expect_nrts_unchanged(fxt, setup)
+
+    @spec(
+        "[test_id:47620] should properly schedule a burstable pod with no changes in NRTs followed by a guaranteed "
+        "pod that stays pending till burstable pod is deleted",
+        "tier2",
+    )
+    def test_burstable_then_guaranteed(self, fxt: Any, suite_config: Any, setup: BurstableSetup) -> None:
+        kube = fxt.kube
+        burstable = _test_pod(fxt, suite_config, "testpod-first-bu")
+        acct.set_resources(burstable["spec"]["containers"][0], setup.requests, limits=False)
+        kube.create(burstable)
+        first = _expect_running_with_tas(fxt, suite_config, "testpod-first-bu")
+        self._expect_nrts_unchanged(fxt, setup)
+
+        guaranteed = _test_pod(fxt, suite_config, "testpod-second-gu")
+        zone0 = acct.zone_resources(acct.zones(setup.initial)[0])
+        per_numa0 = {name: zone0[name] for name in ("cpu", "memory") if name in zone0}
+        acct.set_resources(guaranteed["spec"]["containers"][0], per_numa0, limits=False)
+        acct.set_resources(guaranteed["spec"]["containers"][0], per_numa0, limits=True)
+        kube.create(guaranteed)
+        acct.while_in_pod_phase(kube, fxt.namespace, "testpod-second-gu", "Pending", interval=10, steps=3)
+        self._expect_nrts_unchanged(fxt, setup)
+
+        # deleting the burstable pod lets the guaranteed one run
+        kube.delete(k8s.POD, "testpod-first-bu", fxt.namespace)
+        second = _expect_running_with_tas(fxt, suite_config, "testpod-second-gu")
+        fxt.settle_nrts()
+
+        post_create_list = acct.get_updated(kube, setup.reference_list, 60)
+        post_create = acct.find_from_list(post_create_list, first["spec"]["nodeName"])
+        rl = acct.container_limits(second["spec"]["containers"])
+        scope = acct.nrt_attribute(setup.initial, acct.TM_SCOPE_ATTR)
+        assert scope is not None, (
+            f"Unable to find required attribute {acct.q(acct.TM_SCOPE_ATTR)} on NRT {acct.q(setup.target)}"
+        )
+        # simpler to check against the initial data than the delta: both must give the same result
+        match = acct.check_consumed_for_scope(scope, setup.initial, post_create, rl, acct.pod_qos(second))
+        assert match, (
+            "inconsistent accounting: no resources consumed by the running pod,\n"
+            f"NRT before test's pod: {yaml.safe_dump(setup.initial)} \nNRT after: {yaml.safe_dump(post_create)} \n"
+            f" total required resources: {acct.to_string(rl)}"
+        )
+
+        kube.delete(k8s.POD, "testpod-second-gu", fxt.namespace)
+        node = second["spec"]["nodeName"]
+
+        # the updaters MAY be slow to report a removal: tolerate some delay
+        def restored() -> bool:
+            post_delete = acct.find_from_list(acct.get_updated(kube, post_create_list, 60), node)
+            return acct.check_equal_available(setup.initial, post_delete)
+
+        wait_for(restored, bool, f"resources restored on {acct.q(node)}", 60, interval=5)
+
+    @spec(
+        "[test_id:49071] should properly schedule daemonset with burstable pod with no changes in NRTs",
+        "tier2",
+    )
+    def test_burstable_daemonset(self, fxt: Any, suite_config: Any, setup: BurstableSetup) -> None:
+        kube = fxt.kube
+        scheduler = suite_config.scheduler_name
+        pod_spec = acct.pause_pod_spec(
+            "test-ds-cnt", suite_config.pause_image, scheduler=scheduler, requests=setup.requests
+        )
+        ds = acct.new_daemonset(
+            fxt.namespace,
+            "test-ds",
+            {"test": "test-ds"},
+            pod_spec,
+            node_selector={acct.HOSTNAME_LABEL: setup.target},
+        )
+        log.info("create the burstable test daemonset with requests %s", acct.to_string(setup.requests))
+        kube.create(ds)
+        ds = acct.for_daemonset_ready(kube, fxt.namespace, "test-ds", timeout=60, interval=10)
+
+        pods = acct.pods_of(kube, ds)
+        assert pods, f"cannot find any pods for DS {fxt.namespace}/test-ds"
+        for pod in pods:
+            assert pod["spec"]["nodeName"] == setup.target, (
+                f"pod {acct.pod_key(pod)} is scheduled on node {acct.q(pod['spec']['nodeName'])} but expected to "
+                f"be on the target node {acct.q(setup.target)}"
+            )
+            acct.expect_scheduled_with(kube, [pod], scheduler)
+
+        current = acct.find_from_list(acct.get_updated(kube, setup.reference_list, 60), setup.target)
+        assert acct.check_equal_available(setup.reference, current), (
+            "new resources are accounted in NRT although scheduling burstable pod"
+        )
+        kube.delete(k8s.DAEMONSET, "test-ds", fxt.namespace)

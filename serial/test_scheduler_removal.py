@@ -1,0 +1,148 @@
+"""Scheduler removal (upstream scheduler_removal.go): deleting the NUMAResourcesScheduler
+removes the secondary scheduler; running workloads keep running, new ones stay pending, and
+they are scheduled once the scheduler is created again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import _accounting_helpers as acct
+import pytest
+
+from nrop.suite import kube as k8s
+from nrop.suite.specs import spec
+from nrop.suite.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+pytestmark = spec(
+    "[serial][disruptive][scheduler][schedrst] numaresources scheduler removal on a live cluster",
+    "Serial",
+    "disruptive",
+    "scheduler",
+    "schedrst",
+    "feature:schedrst",
+)
+FIXTURE_BASENAME = "e2e-test-sched-remove"
+
+
+@pytest.fixture
+def nrs(fxt: Any, suite_config: Any) -> dict:
+    """The Describe's BeforeEach: the scheduler is Available; its object as it is now."""
+    return acct.check_nrosched_available(fxt.kube, suite_config.nrosched["metadata"]["name"])
+
+
+def restore_scheduler(kube: Any, nrs: dict) -> None:
+    """Create the NUMAResourcesScheduler again, with the same name and spec."""
+    name = nrs["metadata"]["name"]
+    log.info("re-creating the NRO Scheduler object: %s", name)
+    kube.create(
+        {
+            "apiVersion": nrs["apiVersion"],
+            "kind": nrs["kind"],
+            "metadata": {"name": name},
+            "spec": nrs["spec"],
+        }
+    )
+
+
+@pytest.fixture
+def scheduler_back(fxt: Any, nrs: dict) -> Iterator[None]:
+    """Whatever happens, the scheduler exists (and is Available) after the test."""
+    yield
+    if fxt.kube.get_or_none(k8s.NROSCHED, nrs["metadata"]["name"]) is None:
+        restore_scheduler(fxt.kube, nrs)
+    acct.check_nrosched_available(fxt.kube, nrs["metadata"]["name"])
+
+
+def _delete_scheduler(kube: Any, nrs: dict) -> None:
+    deployment = nrs["status"]["deployment"]
+    log.info("deleting the NRO Scheduler object: %s", nrs["metadata"]["name"])
+    kube.delete(k8s.NROSCHED, nrs["metadata"]["name"])
+    # the scheduler deployment must be gone
+    wait_for(
+        lambda: kube.get_or_none(k8s.DEPLOYMENT, deployment["name"], deployment["namespace"]),
+        lambda dp: dp is None,
+        f"deployment {deployment['namespace']}/{deployment['name']} to be deleted",
+        60,
+        interval=10,
+    )
+
+
+def create_deployment(fxt: Any, suite_config: Any, name: str, scheduler: str) -> dict:
+    """Two best-effort pause replicas for ``scheduler``."""
+    pod_spec = acct.pause_pod_spec(f"{name}-cnt", suite_config.pause_image, scheduler=scheduler)
+    dp = acct.new_deployment(fxt.namespace, name, 2, {"test": "test-dp"}, pod_spec, node_selector={})
+    log.info("creating a test deployment %s", name)
+    return fxt.kube.create(dp)
+
+
+def _expect_deployment_state(kube: Any, dp: dict, complete: bool) -> None:
+    """Three times, ten seconds apart: the deployment is (not) complete."""
+    for step in range(3):
+        time.sleep(10)
+        log.info(
+            "ensuring the deployment %s keeps being %s %d/3",
+            dp["metadata"]["name"],
+            "ready" if complete else "pending",
+            step + 1,
+        )
+        updated = kube.get(k8s.DEPLOYMENT, dp["metadata"]["name"], dp["metadata"]["namespace"])
+        state = acct.deployment_complete(updated)
+        assert state == complete, (
+            f"deployment {acct.q(dp['metadata']['name'])} become {'unready' if complete else 'ready'}"
+        )
+
+
+class TestWhenRemovingTheTopologyAwareSchedulerFromALiveCluster:
+    pytestmark = spec("when removing the topology aware scheduler from a live cluster")
+
+    @spec("[test_id:47593][case:1] should keep existing workloads running", "tier1")
+    def test_keep_existing_workloads(
+        self, fxt: Any, suite_config: Any, nrs: dict, scheduler_back: None
+    ) -> None:
+        kube = fxt.kube
+        dp = create_deployment(fxt, suite_config, "testdp", suite_config.scheduler_name)
+        acct.for_deployment_complete(kube, fxt.namespace, "testdp", timeout=60, interval=10)
+        _delete_scheduler(kube, nrs)
+        _expect_deployment_state(kube, dp, complete=True)
+
+    @spec(
+        "[test_id:49093][case:2] should keep new scheduled workloads pending",
+        "tier1",
+        "unsched",
+        "feature:unsched",
+    )
+    def test_keep_new_workloads_pending(
+        self, fxt: Any, suite_config: Any, nrs: dict, scheduler_back: None
+    ) -> None:
+        kube = fxt.kube
+        _delete_scheduler(kube, nrs)
+        dp = create_deployment(fxt, suite_config, "testdp", suite_config.scheduler_name)
+        _expect_deployment_state(kube, dp, complete=False)
+
+
+class TestWhenRestartingTheTopologyAwareSchedulerInALiveCluster:
+    pytestmark = spec("when restarting the topology aware scheduler in a live cluster")
+
+    @spec(
+        "[test_id:48069][case:1] should schedule any pending workloads submitted while the scheduler was "
+        "unavailable",
+        "tier2",
+    )
+    def test_schedule_pending_after_restart(
+        self, fxt: Any, suite_config: Any, nrs: dict, scheduler_back: None
+    ) -> None:
+        kube = fxt.kube
+        _delete_scheduler(kube, nrs)
+        dp = create_deployment(fxt, suite_config, "testdp", nrs["status"]["schedulerName"])
+        _expect_deployment_state(kube, dp, complete=False)
+
+        restore_scheduler(kube, nrs)
+        acct.check_nrosched_available(kube, nrs["metadata"]["name"])
+        # upstream's waiter here has the default 3m timeout (interval 30s)
+        acct.for_deployment_complete(kube, fxt.namespace, "testdp", timeout=180, interval=30)

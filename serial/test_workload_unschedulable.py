@@ -1,0 +1,591 @@
+"""Unschedulable workloads (upstream workload_unschedulable.go): pods, deployments and
+daemonsets whose Guaranteed pods fit a node but no single NUMA zone stay pending with the
+NUMA-aware scheduler's "cannot align" reason (the default scheduler lets the kubelet reject
+them with TopologyAffinityError), and nothing is accounted in the NRT.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import _accounting_helpers as acct
+import pytest
+import yaml
+
+from nrop.api.quantity import Quantity
+from nrop.suite import kube as k8s
+from nrop.suite.specs import spec
+from nrop.suite.waiting import wait_for
+
+log = logging.getLogger(__name__)
+
+pytestmark = spec(
+    "[serial][disruptive][scheduler] numaresources workload unschedulable",
+    "Serial",
+    "disruptive",
+    "scheduler",
+    "feature:unsched",
+)
+FIXTURE_BASENAME = "e2e-test-workload-unschedulable"
+
+REQUIRED_NUMA_ZONES = 2  # exactly 2, as upstream
+CELL_COUNT_2 = {acct.MULTI_NUMA_LABEL: "2"}
+
+
+@dataclass
+class Cluster:
+    """The Describe's BeforeEach: the NRT list, the 2-zone single-numa-node NRTs and the scope."""
+
+    nrt_list: list[dict]
+    nrts: list[dict]
+    tm_scope: str
+
+
+@pytest.fixture
+def padder(fxt: Any, suite_config: Any) -> Iterator[acct.Padder]:
+    pad = acct.Padder(fxt.kube, fxt.namespace, suite_config.pause_image)
+    yield pad
+    pad.clean()
+
+
+@pytest.fixture
+def cluster(fxt: Any, padder: acct.Padder) -> Cluster:
+    nrt_list = fxt.kube.list(k8s.NRT)
+    # any TM policy the updater handles would do: the proxy for "valid NRT data"
+    nrts = acct.filter_by_tm_policy(nrt_list, acct.SINGLE_NUMA_NODE)
+    if len(nrts) < 2:
+        fxt.skip(f"not enough nodes with valid policy - found {len(nrts)}")
+    nrts = acct.filter_zone_count_equal(nrts, REQUIRED_NUMA_ZONES)
+    if len(nrts) < REQUIRED_NUMA_ZONES:
+        fxt.skip(f"not enough nodes with {REQUIRED_NUMA_ZONES} NUMA zones - found {len(nrts)}")
+    # the same policy is expected on every NRT
+    scope = acct.nrt_attribute(nrts[0], acct.TM_SCOPE_ATTR)
+    assert scope is not None, f"Unable to find required Attribute {acct.q(acct.TM_SCOPE_ATTR)}"
+    return Cluster(nrt_list=nrt_list, nrts=nrts, tm_scope=scope)
+
+
+def _sched_namespace(suite_config: Any) -> str:
+    return str(((suite_config.nrosched.get("status") or {}).get("deployment") or {}).get("namespace") or "")
+
+
+def _expect_failed_alignment(fxt: Any, suite_config: Any, pod: dict, scope: str, *dump_pods: dict) -> None:
+    kube = fxt.kube
+    namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    scheduler = suite_config.scheduler_name
+    try:
+        failed = acct.check_pod_scheduling_failed_for_alignment(kube, namespace, name, scheduler, scope)
+    except AssertionError:
+        acct.log_events_for_pod(kube, namespace, name)
+        raise
+    if not failed:
+        acct.dump_scheduler_logs(kube, _sched_namespace(suite_config), *dump_pods)
+    assert failed, f"pod {namespace}/{name} with scheduler {scheduler} did NOT fail"
+
+
+def _pad_leaving(
+    fxt: Any, suite_config: Any, node_names: list[str], nrts: list[dict], leave: acct.ResList, name_fmt: str
+) -> list[dict]:
+    """Pad each zone of each node to leave ``leave`` (plus the node's baseload on zone 0)."""
+    kube = fxt.kube
+    pods = []
+    for node_idx, node_name in enumerate(node_names):
+        info = acct.find_from_list(nrts, node_name)
+        load = acct.baseload_for_node(kube, node_name)
+        for zone_idx, zone in enumerate(acct.zones(info)):
+            zone_res = acct.add(leave, load) if zone_idx == 0 else dict(leave)  # any zone is fine
+            name = name_fmt.format(node=node_name, node_idx=node_idx, zone_idx=zone_idx)
+            log.info("padding pod %s on %s zone %s", name, node_name, zone["name"])
+            pod = acct.make_padding_pod(fxt.namespace, name, zone, zone_res, suite_config.pause_image)
+            acct.pin_pod_to(pod, node_name, zone["name"])
+            pods.append(kube.create(pod))
+    return pods
+
+
+def _fully_pad(fxt: Any, suite_config: Any, node_names: list[str], nrts: list[dict]) -> list[dict]:
+    """Zone 0 left with nothing, the other zones with the node's baseload."""
+    kube = fxt.kube
+    pods = []
+    for node_name in node_names:
+        info = acct.find_from_list(nrts, node_name)
+        padding = acct.saturate_node_until_left(info, acct.baseload_for_node(kube, node_name))
+        for zone in acct.zones(info):
+            pod = acct.new_padding_pod(
+                node_name, zone["name"], fxt.namespace, padding[zone["name"]], suite_config.pause_image
+            )
+            acct.pin_pod_to(pod, node_name, zone["name"])
+            pods.append(kube.create(pod))
+    return pods
+
+
+def _test_deployment(
+    fxt: Any, suite_config: Any, name: str, labels: dict, scheduler: str, limits: acct.ResList
+) -> dict:
+    pod_spec = acct.pause_pod_spec(
+        f"{name}-cnt", suite_config.pause_image, scheduler=scheduler, limits=limits
+    )
+    return acct.new_deployment(fxt.namespace, name, 1, labels, pod_spec, node_selector={})
+
+
+def _test_daemonset(fxt: Any, suite_config: Any, limits: acct.ResList) -> dict:
+    pod_spec = acct.pause_pod_spec(
+        "test-ds-cnt", suite_config.pause_image, scheduler=suite_config.scheduler_name, limits=limits
+    )
+    return acct.new_daemonset(
+        fxt.namespace, "test-ds", {"test": "test-daemonset"}, pod_spec, node_selector=CELL_COUNT_2
+    )
+
+
+def _for_daemonset_pods(fxt: Any, ds: dict, count: int) -> list[dict]:
+    """``ForDaemonsetPodsCreation``: the DaemonSet reports ``count`` pods scheduled; its pods."""
+    kube = fxt.kube
+    name = ds["metadata"]["name"]
+    wait_for(
+        lambda: kube.get(k8s.DAEMONSET, name, fxt.namespace),
+        lambda obj: int((obj.get("status") or {}).get("currentNumberScheduled", 0)) == count,
+        f"daemonset {fxt.namespace}/{name} to have {count} pods",
+        60,
+    )
+    pods = acct.pods_of(kube, ds)
+    assert pods, f"cannot find any pods for DS {fxt.namespace}/{name}"
+    return pods
+
+
+def _deployment_pods(fxt: Any, name: str, replicas: int) -> list[dict]:
+    dp = acct.for_deployment_replicas(fxt.kube, fxt.namespace, name, "replicas", replicas, timeout=60)
+    pods = acct.pods_of(fxt.kube, dp)
+    assert pods, f"cannot find any pods for DP {fxt.namespace}/{name}"
+    return pods
+
+
+class TestWithNoSuitableNode:
+    pytestmark = spec("with no suitable node")
+
+    REQUIRED = acct.reslist({"cpu": "16", "memory": "16Gi"})
+    # 3/4 of the request: a node holds it, no zone does
+    LEAVE = acct.reslist({"cpu": "12", "memory": "12Gi"})
+
+    @pytest.fixture
+    def candidates(self, fxt: Any, suite_config: Any, cluster: Cluster) -> list[dict]:
+        candidates = acct.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
+        if len(candidates) < 1:
+            fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed 1")
+        names = sorted(acct.accumulate_names(candidates))
+        pods = _pad_leaving(fxt, suite_config, names, candidates, self.LEAVE, "padding{node}-{zone_idx}")
+        assert not acct.wait_padding_pods_running(fxt.kube, pods), "some padding pods have failed to run"
+        fxt.settle_nrts()
+        acct.get_updated(fxt.kube, cluster.nrt_list, 60)
+        return candidates
+
+    @spec(
+        "[test_id:47617] workload requests guaranteed pod resources available on one node but not on a single numa",
+        "tier2",
+        "unsched",
+        "failalign",
+    )
+    def test_pod(self, fxt: Any, suite_config: Any, cluster: Cluster, candidates: list[dict]) -> None:
+        pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image)
+        pod["spec"]["schedulerName"] = suite_config.scheduler_name
+        acct.set_resources(pod["spec"]["containers"][0], self.REQUIRED, limits=True)
+        pod = fxt.kube.create(pod)
+        acct.while_in_pod_phase(fxt.kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+        fxt.settle_nrts()
+        _expect_failed_alignment(fxt, suite_config, pod, cluster.tm_scope, pod)
+
+    @spec(
+        "[test_id:48963] a deployment with a guaranteed pod resources available on one node but not on a single "
+        "numa",
+        "tier2",
+        "unsched",
+        "failalign",
+    )
+    def test_deployment(self, fxt: Any, suite_config: Any, cluster: Cluster, candidates: list[dict]) -> None:
+        dp = _test_deployment(
+            fxt,
+            suite_config,
+            "test-dp",
+            {"test": "test-deployment"},
+            suite_config.scheduler_name,
+            self.REQUIRED,
+        )
+        fxt.kube.create(dp)
+        pods = _deployment_pods(fxt, "test-dp", 1)
+        fxt.settle_nrts()
+        for pod in pods:
+            _expect_failed_alignment(fxt, suite_config, pod, cluster.tm_scope, pod)
+
+    @spec(
+        "[test_id:48962] a daemonset with a guaranteed pod resources available on one node but not on a single "
+        "numa",
+        "tier2",
+        "unsched",
+        "failalign",
+    )
+    def test_daemonset(self, fxt: Any, suite_config: Any, cluster: Cluster, candidates: list[dict]) -> None:
+        ds = _test_daemonset(fxt, suite_config, self.REQUIRED)
+        fxt.kube.create(ds)
+        pods = _for_daemonset_pods(fxt, ds, len(candidates))
+        fxt.settle_nrts()
+        for pod in pods:
+            _expect_failed_alignment(fxt, suite_config, pod, cluster.tm_scope)
+
+    @spec(
+        "[test_id:47619] a deployment with a guaranteed pod resources available on one node but not on a single "
+        "numa; scheduled by default scheduler",
+        "tier3",
+        "unsched",
+        "default-scheduler",
+    )
+    def test_deployment_default_scheduler(
+        self, fxt: Any, suite_config: Any, cluster: Cluster, candidates: list[dict]
+    ) -> None:
+        kube = fxt.kube
+        name = "test-dp-with-default-sched"
+        dp = _test_deployment(
+            fxt,
+            suite_config,
+            name,
+            {"test": "test-deployment-with-default-sched"},
+            "default-scheduler",
+            self.REQUIRED,
+        )
+        kube.create(dp)
+        pods = _deployment_pods(fxt, name, 1)
+        for pod in pods:
+            namespace, pod_name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+
+            def rejected(ns: str = namespace, nm: str = pod_name) -> bool:
+                try:
+                    return acct.check_pod_kubelet_reject_topology_affinity(kube, ns, nm)
+                except AssertionError:  # no events yet
+                    acct.log_events_for_pod(kube, ns, nm)
+                    return False
+
+            wait_for(
+                rejected,
+                bool,
+                f"pod {namespace}/{pod_name} with scheduler default-scheduler to fail with "
+                "TopologyAffinityError",
+                60,
+            )
+
+
+class TestWithAtLeastTwoNodesWithTwoNumaZonesAndEnoughResourcesInOneNumaZone:
+    pytestmark = spec("with at least two nodes with two numa zones and enough resources in one numa zone")
+
+    @spec(
+        "[test_id:47592] a daemonset with a guaranteed pod resources available on one node/one single numa zone but "
+        "not in any other node",
+        "tier2",
+        "unsched",
+        "failalign",
+    )
+    def test_daemonset_one_node(self, fxt: Any, suite_config: Any, cluster: Cluster) -> None:
+        kube = fxt.kube
+        candidates = acct.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
+        if len(candidates) < 2:
+            fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed 2")
+        names = acct.accumulate_names(candidates)
+        target = acct.pop_node_name(names)
+        required = acct.reslist({"cpu": "16", "memory": "16Gi"})
+        leave = acct.reslist({"cpu": "12", "memory": "12Gi"})
+        pods = _pad_leaving(
+            fxt, suite_config, sorted(names), candidates, leave, "padding{node_idx}-{zone_idx}"
+        )
+        assert not acct.wait_padding_pods_running(kube, pods), "some padding pods have failed to run"
+        fxt.settle_nrts()
+        target_before = acct.find_from_list(acct.get_updated(kube, cluster.nrt_list, 60), target)
+
+        ds = _test_daemonset(fxt, suite_config, required)
+        kube.create(ds)
+        _for_daemonset_pods(fxt, ds, len(candidates))
+        fxt.settle_nrts()
+        ds_pods = acct.pods_of(kube, ds)  # listed once bound: a pod's node is known only then
+
+        scheduler = suite_config.scheduler_name
+        for pod in ds_pods:
+            namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            if pod["spec"].get("nodeName") == target:
+                try:
+                    with_tas = acct.check_pod_was_scheduled_with(kube, namespace, name, scheduler)
+                except AssertionError:
+                    acct.log_events_for_pod(kube, namespace, name)
+                    raise
+                assert with_tas, f"pod {namespace}/{name} was NOT scheduled with  {scheduler}"
+                _, ok = acct.for_pod_phase(kube, namespace, name, "Running", timeout=180)
+                assert ok, f"unable to get pod {namespace}/{name} to be Running after 3m0s"
+            else:
+                _expect_failed_alignment(fxt, suite_config, pod, cluster.tm_scope)
+
+        acct.expect_nrt_consumed(kube, target_before, required, ds_pods[0])
+
+
+def _each_request_on_a_different_zone(nrt: dict, r1: acct.ResList, r2: acct.ResList) -> bool:
+    """r1 fits one of the first two zones and r2 the other."""
+    zs = acct.zones(nrt)
+    if len(zs) < 2:
+        return False
+    z1, z2 = acct.zone_resources(zs[0]), acct.zone_resources(zs[1])
+    return (acct.matches_request(z1, r1) and acct.matches_request(z2, r2)) or (
+        acct.matches_request(z1, r2) and acct.matches_request(z2, r1)
+    )
+
+
+class TestWithAtLeastOneNode:
+    pytestmark = spec("with at least one node")
+
+    @spec(
+        "[test_id:47616] pod with two containers each on one numa zone can NOT be scheduled",
+        "tier2",
+        "tmscope:pod",
+        "failalign",
+    )
+    def test_two_containers_each_on_one_zone(self, fxt: Any, suite_config: Any, cluster: Cluster) -> None:
+        kube = fxt.kube
+        needed = 1
+        policy, scope = acct.SINGLE_NUMA_NODE, acct.SCOPE_POD
+        candidates = acct.filter_by_tm_scope(acct.filter_by_tm_policy(cluster.nrt_list, policy), scope)
+        if len(candidates) < needed:
+            fxt.skip(
+                f"not enough nodes with policy {acct.q(policy)} and scope {acct.q(scope)} - required "
+                f"{needed}, found {len(candidates)}"
+            )
+        candidates = acct.filter_zone_count_equal(candidates, REQUIRED_NUMA_ZONES)
+        if len(candidates) < needed:
+            fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed {needed}")
+        cnt1 = acct.reslist({"cpu": "4", "memory": "4Gi"})
+        cnt2 = acct.reslist({"cpu": "5", "memory": "5Gi"})
+        candidates = [nrt for nrt in candidates if _each_request_on_a_different_zone(nrt, cnt1, cnt2)]
+        if len(candidates) < needed:
+            fxt.skip(
+                f"not enough nodes with NUMA zones each of them can match requests: found {len(candidates)}, "
+                f"needed: {needed}"
+            )
+        names = acct.accumulate_names(candidates)
+        target = acct.pop_node_name(names)
+
+        padding_pods = _fully_pad(fxt, suite_config, sorted(names), candidates)
+        # each target zone keeps room for the bigger container, not for both
+        target_load = acct.baseload_for_node(kube, target)
+        leave = acct.reslist({"cpu": "6", "memory": "6Gi"})
+        target_nrt = acct.find_from_list(candidates, target)
+        for zone_idx, zone in enumerate(acct.zones(target_nrt)):
+            zone_res = acct.add(leave, target_load) if zone_idx == 0 else dict(leave)
+            padding = acct.saturate_zone_until_left(zone, zone_res)
+            pod = acct.new_padding_pod(target, zone["name"], fxt.namespace, padding, suite_config.pause_image)
+            acct.pin_pod_to(pod, target, zone["name"])
+            padding_pods.append(kube.create(pod))
+        assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
+        fxt.settle_nrts()
+        before_list = acct.get_updated(kube, cluster.nrt_list, 60)
+        target_before = acct.find_from_list(before_list, target)
+
+        pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image, containers=2)
+        pod["spec"]["schedulerName"] = suite_config.scheduler_name
+        pod["spec"]["containers"][1]["name"] = "testpodcnt-1"
+        acct.set_resources(pod["spec"]["containers"][0], cnt1, limits=True)
+        acct.set_resources(pod["spec"]["containers"][1], cnt2, limits=True)
+        pod = kube.create(pod)
+        acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+        _expect_failed_alignment(fxt, suite_config, pod, scope, pod)
+
+        fxt.settle_nrts()
+        target_after = acct.find_from_list(acct.get_updated(kube, before_list, 60), target)
+        assert acct.check_equal_available(target_before, target_after), (
+            "NRT of target node was updated although the pods failed to be scheduled, expected: "
+            f"{yaml.safe_dump(target_before)}\n  found: {yaml.safe_dump(target_after)}"
+        )
+
+
+class TestWithZeroSuitableNodes:
+    pytestmark = spec("with zero suitable nodes")
+
+    # unlike the other specs, every worker node is padded here
+    @spec(
+        "[test_id:47615] a deployment with multiple guaranteed pods resources that doesn't fit at the NUMA level",
+        "tier2",
+        "unsched",
+    )
+    def test_deployment_multiple_pods(
+        self, fxt: Any, suite_config: Any, cluster: Cluster, padder: acct.Padder
+    ) -> None:
+        kube = fxt.kube
+        nrts = cluster.nrts
+        if len(nrts) < 1:
+            fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(nrts)}, needed 1")
+        xload = acct.highest(*(acct.baseload_for_node(kube, acct.nrt_name(nrt)) for nrt in nrts))
+        log.info("highest base load resource cost: %s", acct.to_string(xload))
+        names = acct.accumulate_names(nrts)
+        # prime factors, no exact multiples
+        numa_level_free = acct.scale_core_resources(xload, 7, 3)
+        numa_level_fit = acct.scale_core_resources(xload, 5, 3)
+        unfit = acct.scale_core_resources(xload, 11, 3)
+        log.info(
+            "available %s target %s blocked %s",
+            acct.to_string(numa_level_free),
+            acct.to_string(numa_level_fit),
+            acct.to_string(unfit),
+        )
+
+        padder.pad(
+            len(nrts), numa_level_free, 120, label_selector=f"{acct.MULTI_NUMA_LABEL}={REQUIRED_NUMA_ZONES}"
+        )
+        nrt_initial_list = fxt.settle_nrts()
+
+        dp_name = "test-dp-47615"
+        replicas = len(nrts) * REQUIRED_NUMA_ZONES + 1  # at least one replica won't fit
+        nrs = acct.check_nrosched_available(kube, suite_config.nrosched["metadata"]["name"])
+        scheduler = nrs["status"]["schedulerName"]
+        pod_spec = acct.pause_pod_spec(
+            f"{dp_name}-cnt1", suite_config.pause_image, scheduler=scheduler, limits=unfit, requests=unfit
+        )
+        del pod_spec["terminationGracePeriodSeconds"]
+        dp = acct.new_deployment(
+            fxt.namespace, dp_name, replicas, {"test": dp_name}, pod_spec, node_selector=CELL_COUNT_2
+        )
+        kube.create(dp)
+        pods = _deployment_pods(fxt, dp_name, replicas)
+
+        succeeded = 0
+        for pod in pods:
+            namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            try:
+                failed = acct.check_pod_scheduling_failed(kube, namespace, name, scheduler)
+            except AssertionError:
+                acct.log_events_for_pod(kube, namespace, name)
+                raise
+            if not failed:
+                succeeded += 1
+                log.info("pod %s/%s with scheduler %s did NOT fail", namespace, name, scheduler)
+        assert succeeded == 0, "some pods are running, but we expect all of them to fail"
+
+        fxt.settle_nrts()
+        acct.for_nrts_equal_to(
+            kube, nrt_initial_list, timeout=60, interval=5, ignore=lambda nrt: acct.nrt_name(nrt) not in names
+        )
+
+        kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": 0}}, fxt.namespace)
+        wait_for(
+            lambda: acct.pods_of(kube, dp),
+            lambda left: not left,
+            f"test deployment {fxt.namespace}/{dp_name} to leave no hanging pods",
+            60,
+            interval=3,
+        )
+
+        # one pod per NUMA zone of the padded nodes
+        expected_ready = len(nrts) * REQUIRED_NUMA_ZONES
+        resources = {"limits": acct.to_manifest(numa_level_fit), "requests": acct.to_manifest(numa_level_fit)}
+        kube.patch(
+            k8s.DEPLOYMENT,
+            dp_name,
+            {
+                "spec": {
+                    "template": {
+                        "spec": {"containers": [{"name": f"{dp_name}-cnt1", "resources": resources}]}
+                    }
+                }
+            },
+            fxt.namespace,
+            patch_type="strategic",
+        )
+        kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": replicas}}, fxt.namespace)
+        acct.for_deployment_replicas(
+            kube, fxt.namespace, dp_name, "readyReplicas", expected_ready, timeout=300, interval=30
+        )
+
+        post_list = fxt.settle_nrts()
+        qos_class = acct.pod_qos(pods[0])
+        for initial in nrt_initial_list:
+            if acct.nrt_name(initial) not in names:
+                log.info("skipping unpadded node %s", acct.nrt_name(initial))
+                continue
+            post = acct.find_from_list(post_list, acct.nrt_name(initial))
+            match = acct.check_zone_consumed_at_least(initial, post, numa_level_fit, qos_class)
+            assert match, (
+                f"inconsistent accounting: no resources consumed by the updated pods on node "
+                f"{acct.q(acct.nrt_name(initial))}"
+            )
+
+
+class TestRequestingAllocatableResourcesOnTheNode:
+    pytestmark = spec("Requesting allocatable resources on the node")
+
+    @pytest.fixture
+    def setup(self, fxt: Any, suite_config: Any, cluster: Cluster) -> tuple[list[dict], acct.ResList]:
+        """Target: the sum of a node's zone allocatables; every other node fully padded."""
+        kube = fxt.kube
+        candidates = acct.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
+        if len(candidates) < 1:
+            fxt.skip(
+                f"not enough nodes with at least {REQUIRED_NUMA_ZONES} NUMA Zones: found {len(candidates)}, "
+                "needed 1"
+            )
+        names = acct.accumulate_names(candidates)
+        target = acct.pop_node_name(names)
+        log.info("selecting node to schedule the test pod: %s", target)
+        target_initial = kube.get(k8s.NRT, target)
+        required = {
+            name: sum(
+                (
+                    acct.zone_resources(z, "allocatable").get(name, Quantity(0))
+                    for z in acct.zones(target_initial)
+                ),
+                Quantity(0),
+            )
+            for name in ("cpu", "memory")
+        }
+        pods = _fully_pad(fxt, suite_config, sorted(names), candidates)
+        assert not acct.wait_padding_pods_running(kube, pods), "some padding pods have failed to run"
+        fxt.settle_nrts()
+        return candidates, required
+
+    @staticmethod
+    def _expect_pending(fxt: Any, pods: list[dict]) -> None:
+        for pod in pods:
+            acct.while_in_pod_phase(
+                fxt.kube, fxt.namespace, pod["metadata"]["name"], "Pending", interval=10, steps=3
+            )
+
+    @spec(
+        "[test_id:47614] workload requests guaranteed pod resources available on one node but not on a single numa",
+        "tier3",
+        "unsched",
+        "pod",
+    )
+    def test_pod(self, fxt: Any, suite_config: Any, setup: tuple[list[dict], acct.ResList]) -> None:
+        _, required = setup
+        pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image)
+        pod["spec"]["schedulerName"] = suite_config.scheduler_name
+        acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
+        self._expect_pending(fxt, [fxt.kube.create(pod)])
+
+    @spec(
+        "[test_id:47614] a deployment with a guaranteed pod resources available on one node but not on a single "
+        "numa",
+        "tier3",
+        "unsched",
+        "deployment",
+    )
+    def test_deployment(self, fxt: Any, suite_config: Any, setup: tuple[list[dict], acct.ResList]) -> None:
+        _, required = setup
+        dp = _test_deployment(
+            fxt, suite_config, "test-dp", {"test": "test-deployment"}, suite_config.scheduler_name, required
+        )
+        fxt.kube.create(dp)
+        self._expect_pending(fxt, _deployment_pods(fxt, "test-dp", 1))
+
+    @spec(
+        "[test_id:47614] a daemonset with a guaranteed pod resources available on one node but not on a single "
+        "numa",
+        "tier3",
+        "unsched",
+        "daemonset",
+    )
+    def test_daemonset(self, fxt: Any, suite_config: Any, setup: tuple[list[dict], acct.ResList]) -> None:
+        candidates, required = setup
+        ds = _test_daemonset(fxt, suite_config, required)
+        fxt.kube.create(ds)
+        self._expect_pending(fxt, _for_daemonset_pods(fxt, ds, len(candidates)))
