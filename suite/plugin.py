@@ -271,6 +271,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, _labels.marker_name(label)))
         if info.test_id:
             item.add_marker(pytest.mark.test_id(info.test_id))
+            item.extra_keyword_matches.add(info.test_id)  # `-k 47591` selects the spec, as --focus does
         item.user_properties.extend(reports.spec_properties(info))
         state.labels_seen.update(info.labels)
         specs.append(item)

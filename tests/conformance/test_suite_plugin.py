@@ -283,6 +283,14 @@ def test_dry_run_lists_full_text_and_labels_without_running(pytester: pytest.Pyt
     assert not (pytester.path / "reports" / "e2e-serial-run.xml").exists()
 
 
+def test_k_selects_a_spec_by_its_test_id(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(SUITE_CONFTEST)
+    pytester.makepyfile(test_placement=_specs())
+    result = _run(pytester, "--dry-run-specs", "-k", "47575")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*dry run: 1 of 3 specs selected*", "*[[]test_id:47575[]]*"])
+
+
 # ------------------------------------------------------------------------------- reports
 
 
