@@ -461,7 +461,7 @@ def test_cli_bad_value_exits_2_with_a_clear_message() -> None:
     result = _cli("--hostname", "n", "--sleep-interval", "often")
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "resource-topology-exporter: error: --sleep-interval from flag --sleep-interval: time: invalid duration \"often\""
+        'resource-topology-exporter: error: --sleep-interval from flag --sleep-interval: time: invalid duration "often"'
     )
 
 
