@@ -222,18 +222,18 @@ def test_nodes_register_ready_with_capacity_labels_taints_and_leases(core) -> No
     worker = nodes[WORKER]
     assert "node-role.kubernetes.io/worker" in worker.metadata.labels and not worker.spec.taints
     capacity, allocatable = worker.status.capacity, worker.status.allocatable
-    # 2 x 10 cores x 2 threads; 2 x 24Gi with 512 x 2Mi and 2 x 1Gi pages per NUMA node.
+    # 2 x 11 cores x 2 threads; 2 x 40Gi with 512 x 2Mi and 2 x 1Gi pages per NUMA node.
     assert {k: capacity[k] for k in ("cpu", "memory", "hugepages-2Mi", "hugepages-1Gi", "pods")} == {
-        "cpu": "40",
-        "memory": "48Gi",
+        "cpu": "44",
+        "memory": "80Gi",
         "hugepages-2Mi": "2Gi",
         "hugepages-1Gi": "4Gi",
         "pods": "110",
     }
-    # reservedSystemCPUs 0,20; memory: 500Mi + 500Mi + 100Mi eviction, and every hugepage off.
+    # reservedSystemCPUs 0,22; memory: 500Mi + 500Mi + 100Mi eviction, and every hugepage off.
     assert {k: allocatable[k] for k in ("cpu", "memory", "hugepages-2Mi", "hugepages-1Gi")} == {
-        "cpu": "38",
-        "memory": f"{48 * 1024 - 1100 - 6 * 1024}Mi",
+        "cpu": "42",
+        "memory": f"{80 * 1024 - 1100 - 6 * 1024}Mi",
         "hugepages-2Mi": "2Gi",
         "hugepages-1Gi": "4Gi",
     }
@@ -250,7 +250,7 @@ def test_configz_through_the_api_server_proxy(kubectl) -> None:  # type: ignore[
     config = json.loads(result.stdout)["kubeletconfig"]
     assert config["cpuManagerPolicy"] == "static"
     assert config["cpuManagerPolicyOptions"] == {}
-    assert config["reservedSystemCPUs"] == "0,20"
+    assert config["reservedSystemCPUs"] == "0,22"
     assert config["topologyManagerPolicy"] == "single-numa-node"
     assert config["topologyManagerScope"] == "pod"
     assert config["memoryManagerPolicy"] == "Static"
@@ -261,7 +261,7 @@ def test_configz_through_the_api_server_proxy(kubectl) -> None:  # type: ignore[
 
 def test_sysfs_matches_the_node_capacity(cluster_thread: ClusterThread) -> None:
     zones = numa_cpus(node_root(cluster_thread, WORKER))
-    assert zones == {0: set(range(0, 10)) | set(range(20, 30)), 1: set(range(10, 20)) | set(range(30, 40))}
+    assert zones == {0: set(range(0, 11)) | set(range(22, 33)), 1: set(range(11, 22)) | set(range(33, 44))}
 
 
 # -- pods ---------------------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def test_shared_pool_pods_get_no_exclusive_cpus(
 
 
 def test_pod_fitting_only_across_zones_is_rejected_with_an_event(core, namespace: str, podresources) -> None:  # type: ignore[no-untyped-def]
-    # 24 exclusive CPUs: the node has 38, but no NUMA zone has more than 20.
+    # 24 exclusive CPUs: the node has 42, but no NUMA zone has more than 22.
     core.create_namespaced_pod(namespace, pod_body("wide", cpu="24", memory="1Gi"))
     status = wait_phase(core, namespace, "wide", ("Running", "Failed"))["status"]
     assert (status["phase"], status["reason"], status["message"]) == (
@@ -361,7 +361,7 @@ def test_deleting_pods_releases_resources_and_rewrites_checkpoints(
     root = node_root(cluster_thread, "worker-1")
     client = podresources("worker-1")
     allocatable = set(client.allocatable().cpu_ids)
-    assert allocatable == set(range(40)) - {0, 20}
+    assert allocatable == set(range(44)) - {0, 22}
     _, before = read_cpu_state(root)
     created = [
         core.create_namespaced_pod(namespace, pod_body(f"g{i}", node="worker-1", cpu="2", memory="512Mi"))
@@ -433,7 +433,7 @@ def test_nrop_cluster_nodes_prints_every_numa_zone(kubeconfig: Path) -> None:
         ("worker-1", "1"),
     ]
     worker_zone_1 = next(r for r in rows[1:] if r[:2] == ["worker-1", "1"])
-    assert worker_zone_1[2].endswith("/20")
+    assert worker_zone_1[2].endswith("/22")
 
 
 # -- devices --------------------------------------------------------------------------------------

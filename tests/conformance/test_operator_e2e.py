@@ -427,7 +427,7 @@ def test_cache_resync_period_reaches_the_scheduler_config(stack: Cluster) -> Non
     stack.patch_cr("numaresourcesschedulers", "numaresourcesscheduler", {"spec": {"cacheResyncPeriod": "7s"}})
     wait_for(
         stack.nrs,
-        lambda o: o["status"].get("cacheResyncPeriod") == "7s",
+        lambda o: (o.get("status") or {}).get("cacheResyncPeriod") == "7s",
         "status.cacheResyncPeriod 7s",
         TIMEOUT,
     )

@@ -267,7 +267,7 @@ def test_the_exporter_runs_as_a_pod_reading_its_nodes_files(
         zone["name"]: next(r["allocatable"] for r in zone["resources"] if r["name"] == "cpu")
         for zone in nrt["zones"]
     }
-    assert cpus == {"node-0": "18", "node-1": "20"}  # reservedSystemCPUs 0,20 lie in NUMA node 0
+    assert cpus == {"node-0": "20", "node-1": "22"}  # reservedSystemCPUs 0,22 lie in NUMA node 0
 
 
 def test_readiness_probe_and_pods_proxy(

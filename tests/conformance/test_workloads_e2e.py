@@ -46,8 +46,8 @@ TIMEOUT = 30.0
 NROP_CLUSTER = Path(sys.executable).parent / "nrop-cluster"
 #: What every worker of the default profile has in ``/sys/devices/system/node/online``.
 WORKER_NUMA_ONLINE = "0-1"
-#: Allocatable CPUs of a default worker per NUMA zone (reservedSystemCPUs 0,20 lie in zone 0) and in total.
-ZONE_CPUS = (18, 20)
+#: Allocatable CPUs of a default worker per NUMA zone (reservedSystemCPUs 0,22 lie in zone 0) and in total.
+ZONE_CPUS = (20, 22)
 
 # Reads the hostPath file given as its argument, asks the API for its namespace's pods and for
 # the nodes (which RBAC denies), then serves /healthz on its pod IP for the readiness probe.

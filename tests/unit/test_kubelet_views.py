@@ -106,7 +106,7 @@ def test_configz_uses_upstream_field_names() -> None:
         )
     } == {
         "cpuManagerPolicy": "static",
-        "reservedSystemCPUs": "0,20",
+        "reservedSystemCPUs": "0,22",
         "memoryManagerPolicy": "Static",
         "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1100Mi"}}],
         "topologyManagerPolicy": "single-numa-node",

@@ -61,16 +61,16 @@ def test_default_profile_shape() -> None:
     assert [w.name for w in workers] == ["worker-0", "worker-1"]
     for worker in workers:
         topo = worker.machine.topology
-        assert (topo.num_cpus, topo.num_cores, topo.num_sockets, topo.num_numa_nodes) == (40, 20, 2, 2)
-        assert topo.details.cpus_in_numa_nodes(0).to_list() == [*range(10), *range(20, 30)]
-        assert topo.details.cpus_in_numa_nodes(1).to_list() == [*range(10, 20), *range(30, 40)]
-        assert [n.memory_bytes for n in worker.machine.numa_nodes] == [24 * GiB, 24 * GiB]
+        assert (topo.num_cpus, topo.num_cores, topo.num_sockets, topo.num_numa_nodes) == (44, 22, 2, 2)
+        assert topo.details.cpus_in_numa_nodes(0).to_list() == [*range(11), *range(22, 33)]
+        assert topo.details.cpus_in_numa_nodes(1).to_list() == [*range(11, 22), *range(33, 44)]
+        assert [n.memory_bytes for n in worker.machine.numa_nodes] == [40 * GiB, 40 * GiB]
         assert all(n.hugepages == {2 * MiB: 512, GiB: 2} for n in worker.machine.numa_nodes)
         assert [n.distances for n in worker.machine.numa_nodes] == [(10, 21), (21, 10)]
         k = worker.kubelet
         assert (k.cpu_manager_policy, k.memory_manager_policy) == ("static", "Static")
         assert (k.topology_manager_policy, k.topology_manager_scope) == ("single-numa-node", "pod")
-        assert k.reserved_system_cpus == "0,20"
+        assert k.reserved_system_cpus == "0,22"
         assert k.cpu_manager_policy_options == {}  # full-pcpus-only lives in smt-aligned
         assert worker.machine.devices == (
             DeviceGroup("example.com/deviceA", {0: 6, 1: 6}),
@@ -388,7 +388,7 @@ KUBELET = "the kubelet of pool 'worker' would not start: "
             _set([*WK, "reservedSystemCPUs"], "0,64"),
             "pools[1].kubelet.reservedSystemCPUs: "
             + KUBELET
-            + "reserved-cpus: 0,64 is not a subset of online-cpus: 0-39",
+            + "reserved-cpus: 0,64 is not a subset of online-cpus: 0-43",
             id="reserved-cpus-outside-machine",
         ),
         pytest.param(

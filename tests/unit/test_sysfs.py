@@ -138,20 +138,20 @@ def test_tree_reads_back_like_ghw(worker_sysfs: tuple[Path, Machine]) -> None:
     sysfs, _ = worker_sysfs
     topo = _ghw_topology(sysfs)
     assert sorted(topo) == [0, 1]
-    assert topo[0]["cpus"] == [*range(10), *range(20, 30)]
-    assert topo[1]["cpus"] == [*range(10, 20), *range(30, 40)]
+    assert topo[0]["cpus"] == [*range(11), *range(22, 33)]
+    assert topo[1]["cpus"] == [*range(11, 22), *range(33, 44)]
     assert topo[0]["distances"] == [10, 21]
     assert topo[1]["distances"] == [21, 10]
     cores = topo[0]["cores"]
     assert isinstance(cores, dict)
-    assert len(cores) == 10 and all(len(threads) == 2 for threads in cores.values())
-    assert sorted(cores[0]) == [0, 20]
+    assert len(cores) == 11 and all(len(threads) == 2 for threads in cores.values())
+    assert sorted(cores[0]) == [0, 22]
 
 
 def test_tree_reads_back_like_rte_sysinfo(worker_sysfs: tuple[Path, Machine]) -> None:
     sysfs, _ = worker_sysfs
     assert _sysinfo_memory(sysfs) == {
-        n: {"memory": 24 * GiB, "hugepages-2048kB": GiB, "hugepages-1048576kB": 2 * GiB} for n in (0, 1)
+        n: {"memory": 40 * GiB, "hugepages-2048kB": GiB, "hugepages-1048576kB": 2 * GiB} for n in (0, 1)
     }
 
 
@@ -160,24 +160,24 @@ def test_tree_reads_back_like_numainfo_exporter(worker_sysfs: tuple[Path, Machin
     node = sysfs / "devices/system/node"
     assert (node / "online").read_text() == "0-1\n"
     assert CPUSet.parse((node / "node1/cpulist").read_text().strip()) == CPUSet(
-        [*range(10, 20), *range(30, 40)]
+        [*range(11, 22), *range(33, 44)]
     )
-    assert (node / "node1/cpumap").read_text() == "ff,c00ffc00\n"
+    assert (node / "node1/cpumap").read_text() == "ffe,003ff800\n"
 
 
 def test_cpu_topology_files(worker_sysfs: tuple[Path, Machine]) -> None:
     sysfs, _ = worker_sysfs
     cpu = sysfs / "devices/system/cpu"
-    assert (cpu / "online").read_text() == "0-39\n"
+    assert (cpu / "online").read_text() == "0-43\n"
     assert not (cpu / "cpu0/online").exists()
-    assert (cpu / "cpu21/online").read_text() == "1\n"
-    topo = cpu / "cpu21/topology"
+    assert (cpu / "cpu23/online").read_text() == "1\n"
+    topo = cpu / "cpu23/topology"
     read = {f.name: f.read_text().strip() for f in topo.iterdir()}
     assert read["core_id"] == "1"
     assert read["physical_package_id"] == "0"
-    assert read["thread_siblings_list"] == read["core_cpus_list"] == "1,21"
-    assert read["thread_siblings"] == "00,00200002"
-    assert read["core_siblings_list"] == read["package_cpus_list"] == "0-9,20-29"
+    assert read["thread_siblings_list"] == read["core_cpus_list"] == "1,23"
+    assert read["thread_siblings"] == "000,00800002"
+    assert read["core_siblings_list"] == read["package_cpus_list"] == "0-10,22-32"
     assert (sysfs / "devices/system/node/node1/cpu19").resolve() == (cpu / "cpu19").resolve()
     assert (cpu / "cpu19/node1").resolve() == (sysfs / "devices/system/node/node1").resolve()
     assert (sysfs / "bus/node/devices/node0/meminfo").is_file()
