@@ -25,7 +25,7 @@ from nrop.api import crds
 from nrop.operator import certificates, conditions, kubeletconfig, metrics, naming, nropspec, rtemanifests
 from nrop.operator.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, error_message, kind
-from nrop.operator.reconciling import Context, now, retrying, write_status
+from nrop.operator.reconciling import Context, delete_owned, now, retrying, write_status
 
 __all__ = ["cleanup", "daemonset_step", "reconcile", "register"]
 
@@ -195,9 +195,7 @@ def reconcile(ctx: Context, name: str) -> Step | None:
 def cleanup(ctx: Context, name: str) -> None:
     """Delete every object the NUMAResourcesOperator ``name`` owns."""
     with ctx.lock(naming.NROP_KIND, name):
-        for k in OWNED:
-            for live in ctx.api.list(k, ctx.namespace if k.namespaced else None, _owner_labels(name)):
-                ctx.api.delete(k, live["metadata"]["name"], live["metadata"].get("namespace"))
+        delete_owned(ctx, OWNED, _owner_labels(name))
 
 
 def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:

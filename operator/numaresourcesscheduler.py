@@ -17,7 +17,7 @@ import kopf
 from nrop.operator import conditions, metrics, naming, nrsspec, schedmanifests
 from nrop.operator.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, error_message, kind
-from nrop.operator.reconciling import Context, now, retrying, write_status
+from nrop.operator.reconciling import Context, delete_owned, now, retrying, write_status
 
 __all__ = ["cleanup", "deployment_step", "reconcile", "register"]
 
@@ -139,9 +139,7 @@ def reconcile(ctx: Context, name: str) -> Step | None:
 def cleanup(ctx: Context, name: str) -> None:
     """Delete every object the NUMAResourcesScheduler ``name`` owns."""
     with ctx.lock(naming.NRS_KIND, name):
-        for k in OWNED:
-            for live in ctx.api.list(k, ctx.namespace if k.namespaced else None, _owner_labels(name)):
-                ctx.api.delete(k, live["metadata"]["name"], live["metadata"].get("namespace"))
+        delete_owned(ctx, OWNED, _owner_labels(name))
 
 
 def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:

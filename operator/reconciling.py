@@ -84,3 +84,10 @@ def write_status(api: Api, kind: Kind, obj: Mapping[str, Any], status: Mapping[s
     patch = {**{k: None for k in old if k not in status}, **status}
     api.patch_status(kind, obj["metadata"]["name"], patch)
     return True
+
+
+def delete_owned(ctx: Context, owned: tuple[Kind, ...], owner_labels: Mapping[str, str]) -> None:
+    """Delete every object of the ``owned`` kinds that carries ``owner_labels`` (a CR's cleanup)."""
+    for kind in owned:
+        for live in ctx.api.list(kind, ctx.namespace if kind.namespaced else None, owner_labels):
+            ctx.api.delete(kind, live["metadata"]["name"], live["metadata"].get("namespace"))
