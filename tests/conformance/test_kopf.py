@@ -136,6 +136,22 @@ def operator_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: P
     return path
 
 
+@pytest.fixture(autouse=True)
+def _kopf_logs_reach_the_runner() -> Iterator[None]:
+    """kopf's log is what these tests read: undo any level another test in this
+    process set on the ``kopf`` loggers (the operator CLI quiets them to WARNING)."""
+    loggers = [logging.getLogger(n) for n in logging.root.manager.loggerDict if n.split(".")[0] == "kopf"]
+    loggers.append(logging.getLogger("kopf"))
+    saved = [(lg, lg.level, lg.disabled) for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.NOTSET)
+        lg.disabled = False
+    yield
+    for lg, level, disabled in saved:
+        lg.setLevel(level)
+        lg.disabled = disabled
+
+
 def _settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.watching.server_timeout = SERVER_TIMEOUT
