@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from nrop.api.nodeaffinity import OBJECT_NAME_FIELD, RequiredNodeAffinity
 from nrop.api.tolerations import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint, same_toleration
 from nrop.localcluster.apiserver.clock import parse_time
 
@@ -45,7 +46,6 @@ __all__ = [
     "daemon_set_status",
     "is_pod_updated",
     "manage",
-    "node_affinity_matches",
     "pod_for_node",
     "rolling_update",
     "should_run",
@@ -73,7 +73,6 @@ _NETWORK_UNAVAILABLE = {
     "operator": "Exists",
     "effect": "NoSchedule",
 }
-_NAME_FIELD = "metadata.name"
 
 
 # -- tolerations and taints ------------------------------------------------------------------------
@@ -96,66 +95,13 @@ def add_daemon_tolerations(spec: Mapping[str, Any]) -> list[Obj]:
     return tolerations
 
 
-# -- node affinity -------------------------------------------------------------------------------------
-
-
-def _expression_matches(expr: Mapping[str, Any], values_of: Mapping[str, str]) -> bool:
-    key, operator = expr.get("key", ""), expr.get("operator", "")
-    values = list(expr.get("values") or ())
-    present = key in values_of
-    value = values_of.get(key, "")
-    if operator == "In":
-        return present and value in values
-    if operator == "NotIn":
-        return not present or value not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt"):
-        if not present or len(values) != 1:
-            return False
-        try:
-            actual, bound = int(value), int(values[0])
-        except ValueError:
-            return False
-        return actual > bound if operator == "Gt" else actual < bound
-    return False
-
-
-def _term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    expressions = term.get("matchExpressions") or ()
-    fields = term.get("matchFields") or ()
-    if not expressions and not fields:
-        return False
-    labels = node.get("metadata", {}).get("labels") or {}
-    node_fields = {_NAME_FIELD: node["metadata"]["name"]}
-    return all(_expression_matches(e, labels) for e in expressions) and all(
-        e.get("key") == _NAME_FIELD and _expression_matches(e, node_fields) for e in fields
-    )
-
-
-def node_affinity_matches(spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """``nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)``: ``nodeSelector`` and the required terms."""
-    labels = node.get("metadata", {}).get("labels") or {}
-    for key, value in (spec.get("nodeSelector") or {}).items():
-        if labels.get(key) != value:
-            return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required is None:
-        return True
-    return any(_term_matches(term, node) for term in required.get("nodeSelectorTerms") or ())
-
-
 def should_run(ds: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[bool, bool]:
     """``NodeShouldRunDaemonPod``: (a pod should be created here, an existing one may keep running)."""
     spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
     name = node["metadata"]["name"]
     if spec.get("nodeName") and spec["nodeName"] != name:
         return False, False
-    if not node_affinity_matches(spec, node):
+    if not RequiredNodeAffinity.of_spec(spec).matches(node):
         return False, False
     tolerations = add_daemon_tolerations(spec)
     taints = (node.get("spec") or {}).get("taints") or ()
@@ -194,7 +140,7 @@ def pod_for_node(template: Mapping[str, Any], node_name: str) -> Obj:
     node_affinity = affinity.setdefault("nodeAffinity", {})
     node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
         "nodeSelectorTerms": [
-            {"matchFields": [{"key": _NAME_FIELD, "operator": "In", "values": [node_name]}]}
+            {"matchFields": [{"key": OBJECT_NAME_FIELD, "operator": "In", "values": [node_name]}]}
         ]
     }
     return out
@@ -211,7 +157,7 @@ def target_node(pod: Mapping[str, Any]) -> str:
     for term in required.get("nodeSelectorTerms") or ():
         for expr in term.get("matchFields") or ():
             values = expr.get("values") or ()
-            if expr.get("key") == _NAME_FIELD and expr.get("operator") == "In" and len(values) == 1:
+            if expr.get("key") == OBJECT_NAME_FIELD and expr.get("operator") == "In" and len(values) == 1:
                 return str(values[0])
     return ""
 
