@@ -2,11 +2,13 @@
 
 Runs on ``POST pods`` after defaulting and before validation, in upstream's plugin order:
 
-* ``ServiceAccount``: unless ``automountServiceAccountToken`` is false (pod first, then its
-  ServiceAccount), a projected ``kube-api-access-<suffix>`` volume (a bound token of
-  3607 s, ``ca.crt`` from the ``kube-root-ca.crt`` ConfigMap, the namespace from the
-  downward API) mounted read-only at :data:`SERVICE_ACCOUNT_DIR` in every container that
-  does not mount something there already;
+* ``ServiceAccount``: ``serviceAccountName`` defaults to ``default``; unless
+  ``automountServiceAccountToken`` is false (pod first, then its ServiceAccount), a
+  projected ``kube-api-access-<suffix>`` volume (a bound token of 3607 s, ``ca.crt`` from
+  the ``kube-root-ca.crt`` ConfigMap, the namespace from the downward API) mounted read-only at :data:`SERVICE_ACCOUNT_DIR` in every container that
+  does not mount something there already.  A mirror pod (``kubernetes.io/config.mirror``)
+  is left as it is, and refused if it names a service account, references a secret or
+  projects a service-account token, as upstream refuses it;
 * ``DefaultTolerationSeconds``: the ``not-ready`` and ``unreachable`` ``NoExecute``
   tolerations for 300 s, unless the pod tolerates those taints already;
 * ``RuntimeClass``: the RuntimeClass named by ``runtimeClassName`` must exist; its
@@ -28,7 +30,7 @@ from typing import Any
 
 from . import errors
 
-__all__ = ["SERVICE_ACCOUNT_DIR", "admit_pod"]
+__all__ = ["MIRROR_ANNOTATION", "SERVICE_ACCOUNT_DIR", "admit_pod"]
 
 Obj = dict[str, Any]
 #: ``(plural, namespace, name) -> object | None``: reads the store.
@@ -37,6 +39,8 @@ Lookup = Callable[[str, str, str], Obj | None]
 Lister = Callable[[str], list[Obj]]
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+#: A pod with this annotation is a static pod's mirror, created by its kubelet.
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 #: Upstream's bound-token lifetime for the projected volume (one hour plus 7 s).
 TOKEN_EXPIRATION_SECONDS = 3607
 DEFAULT_TOLERATION_SECONDS = 300
@@ -63,8 +67,14 @@ def _forbidden(pod: Obj, why: str) -> errors.Forbidden:
 
 def _service_account(pod: Obj, lookup: Lookup, rng: random.Random) -> None:
     spec = pod["spec"]
-    if pod["metadata"].get("annotations", {}).get("kubernetes.io/config.mirror"):
+    if MIRROR_ANNOTATION in (pod["metadata"].get("annotations") or {}):
+        # Never change a mirror pod (its kubelet would see a different pod), only refuse it.
+        why = _mirror_pod_refusal(spec)
+        if why:
+            raise _forbidden(pod, why)
         return
+    _default(spec, "serviceAccountName", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
     automount = spec.get("automountServiceAccountToken")
     if automount is None:
         account = lookup("serviceaccounts", pod["metadata"].get("namespace", ""), spec["serviceAccountName"])
@@ -81,6 +91,50 @@ def _service_account(pod: Obj, lookup: Lookup, rng: random.Random) -> None:
         if any(m.get("mountPath") == SERVICE_ACCOUNT_DIR for m in mounts):
             continue
         mounts.append({"name": name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_DIR})
+
+
+def _default(mapping: Obj, key: str, value: Any) -> None:
+    if not mapping.get(key):
+        mapping[key] = value
+
+
+def _mirror_pod_refusal(spec: Obj) -> str:
+    """Why a mirror pod may not be created (upstream's rule for static pods), or ``""``."""
+    if spec.get("serviceAccountName"):
+        return "a mirror pod may not reference service accounts"
+    if _references_secrets(spec):
+        return "a mirror pod may not reference secrets"
+    for volume in spec.get("volumes") or ():
+        if any("serviceAccountToken" in s for s in (volume.get("projected") or {}).get("sources") or ()):
+            return "a mirror pod may not use ServiceAccountToken volume projections"
+    return ""
+
+
+def _references_secrets(spec: Obj) -> bool:
+    """``VisitPodSecretNames`` finds any: pull secrets, env, secret volumes and volume secret refs."""
+    if spec.get("imagePullSecrets"):
+        return True
+    containers = (
+        *(spec.get("initContainers") or ()),
+        *(spec.get("containers") or ()),
+        *(spec.get("ephemeralContainers") or ()),
+    )
+    for container in containers:
+        if any("secretRef" in source for source in container.get("envFrom") or ()):
+            return True
+        if any("secretKeyRef" in (env.get("valueFrom") or {}) for env in container.get("env") or ()):
+            return True
+    for volume in spec.get("volumes") or ():
+        if "secret" in volume:
+            return True
+        if any("secret" in s for s in (volume.get("projected") or {}).get("sources") or ()):
+            return True
+        for source in volume.values():
+            if isinstance(source, dict) and (
+                source.get("secretRef") or source.get("nodePublishSecretRef") or source.get("secretName")
+            ):
+                return True
+    return False
 
 
 def _token_volume(name: str) -> Obj:

@@ -68,8 +68,6 @@ def _prepare_pod(obj: Obj, old: Obj | None) -> None:
     spec = obj.setdefault("spec", {})
     if old is None:
         default_pod_spec(spec)
-        _default(spec, "serviceAccountName", "default")
-        spec.setdefault("serviceAccount", spec["serviceAccountName"])
         _default(spec, "priority", 0)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(spec)}
 

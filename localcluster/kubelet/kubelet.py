@@ -46,7 +46,7 @@ from nrop.localcluster.apiserver.clock import Clock, SystemClock, rfc3339
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
-from nrop.localcluster.kubelet import nodeobjects, nodestatus, podevents
+from nrop.localcluster.kubelet import nodeobjects, nodestatus, podevents, staticpods
 from nrop.localcluster.kubelet.admission import AdmissionResult, NodeResourceManagers, PodAllocation
 from nrop.localcluster.kubelet.devicemanager import CHECKPOINT_FILE, Device
 from nrop.localcluster.kubelet.entrypoints import RuntimeConfig
@@ -146,6 +146,7 @@ class _PodRecord:
     timer: asyncio.TimerHandle | None = None
     finished: bool = False  # terminal and released
     deleting: bool = False  # graceful deletion under way
+    static: bool = False  # from the manifest directory: its API object is its mirror pod
     written: podevents.Snapshot = field(default_factory=dict)  # container statuses last written
 
 
@@ -199,6 +200,15 @@ class Kubelet:
         self._lease_kind = _kind(server, "coordination.k8s.io", "v1", "leases")
         self._event_kind = _kind(server, "", "v1", "events")
         self._opts = WriteOptions(field_manager=_FIELD_MANAGER)
+        self.static_pods = staticpods.StaticPods(
+            server,
+            self.name,
+            self.root / staticpods.MANIFESTS_DIR,
+            enqueue=self._enqueue,
+            state=self._static_pod_state,
+            clock=self.clock,
+            opts=self._opts,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -228,6 +238,7 @@ class Kubelet:
         self._tasks = [
             asyncio.create_task(self._work(), name=f"kubelet-{self.name}"),
             asyncio.create_task(self._lease_loop(), name=f"kubelet-{self.name}-lease"),
+            asyncio.create_task(self.static_pods.run(), name=f"kubelet-{self.name}-static-pods"),
         ]
         log.info("node %s ready", self.name)
 
@@ -394,6 +405,12 @@ class Kubelet:
             return
         record = self._pods.get(item[1])
         if record is None or record.worker is None:
+            if kind == "STATIC_REMOVED" and record is not None:
+                self._finish_deletion(record)
+            return
+        if kind == "STATIC_REMOVED":
+            if not record.deleting:
+                await self._begin_deletion(record, record.worker.pod)
             return
         now = self.clock.now()
         worker = record.worker
@@ -459,6 +476,8 @@ class Kubelet:
         return worker.run.probe(container, cid, spec.kind, result, now)
 
     async def _pod_event(self, kind: str, pod: Obj) -> None:
+        if staticpods.is_mirror_pod(pod):
+            return  # the API's view of a static pod: kept by self.static_pods, never run
         meta = pod["metadata"]
         uid = meta.get("uid", "")
         record = self._pods.get(uid)
@@ -522,7 +541,9 @@ class Kubelet:
 
     async def _admit(self, pod: Obj) -> None:
         meta = pod["metadata"]
-        record = _PodRecord(meta["uid"], meta["namespace"], meta["name"])
+        record = _PodRecord(
+            meta["uid"], meta["namespace"], meta["name"], static=staticpods.is_static_pod(pod)
+        )
         self._pods[record.uid] = record
         result = await asyncio.to_thread(self._admit_and_allocate, pod)
         now = self.clock.now()
@@ -614,6 +635,10 @@ class Kubelet:
         if not record.finished:
             self._release(record)
         self._notify_if_changed()
+        if record.static:  # no pod object to delete: the static pod source removes the orphaned mirror
+            self._pods.pop(record.uid, None)
+            self._forget(record)
+            return
         self._delete_now(record.namespace, record.name, record.uid)
 
     def _forget(self, record: _PodRecord) -> None:
@@ -644,7 +669,21 @@ class Kubelet:
             pod = self.server.rest.get(self._pod_kind, record.namespace, record.name)
         except errors.NotFound:
             return None
-        return pod if pod["metadata"].get("uid") == record.uid else None
+        return pod if self._is_api_object(record, pod) else None
+
+    @staticmethod
+    def _is_api_object(record: _PodRecord, pod: Obj) -> bool:
+        """Whether ``pod`` is the API object of the record: the pod itself, or a static pod's mirror."""
+        if record.static:
+            annotations = pod["metadata"].get("annotations") or {}
+            return annotations.get(staticpods.CONFIG_MIRROR) == record.uid
+        return pod["metadata"].get("uid") == record.uid
+
+    def _static_pod_state(self, uid: str) -> staticpods.PodState:
+        record = self._pods.get(uid)
+        if record is None or record.worker is None:
+            return None
+        return "terminating" if record.deleting else "running"
 
     def _write_status(
         self, record: _PodRecord, fields: Obj, extra_conditions: list[Obj] | None = None
@@ -653,7 +692,7 @@ class Kubelet:
             current = self.server.rest.get(self._pod_kind, record.namespace, record.name)
         except errors.NotFound:
             return
-        if current["metadata"].get("uid") != record.uid:
+        if not self._is_api_object(record, current):
             return
         pod = copy.deepcopy(current)
         status = pod.setdefault("status", {})
@@ -828,7 +867,7 @@ class Kubelet:
         return record.worker.exec_process(container, command)
 
     def configz(self) -> Obj:
-        return nodeobjects.configz(self.spec)
+        return nodeobjects.configz(self.spec, static_pod_path=str(self.static_pods.directory))
 
     def numa(self) -> Obj:
         with self._lock:

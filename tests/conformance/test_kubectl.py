@@ -611,7 +611,8 @@ def test_get_output_formats(
 
 def test_get_list_as_json_and_all_namespaces(kubectl: Kubectl, namespace: str) -> None:
     other = f"{namespace}-b"
-    run = uuid.uuid4().hex[:8]
+    # A letter first: a bare hex string such as "8e123456" is a float to kubectl's YAML decoder.
+    run = f"r{uuid.uuid4().hex[:8]}"
     kubectl(
         "apply", "-f", "-", input=dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
     )
