@@ -158,7 +158,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             post_delete_list = acct.get_updated(kube, nrt_post_create_list, 60)
             return acct.check_equal_available(nrt_initial, acct.find_from_list(post_delete_list, node))
 
-        wait_for(restored, bool, f"resources restored on {acct.q(node)}", 60, interval=5)
+        wait_for(
+            restored, bool, f"resources restored on {acct.q(node)}", 60, interval=fxt.config.timeouts.poll(5)
+        )
 
 
 class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:

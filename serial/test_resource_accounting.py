@@ -226,7 +226,9 @@ class TestBurstableNotAccounted:
 
     @staticmethod
     def _expect_nrts_unchanged(fxt: Any, setup: BurstableSetup) -> None:
-        acct.for_nrts_equal_to(fxt.kube, setup.reference_list, timeout=60, interval=5)
+        acct.for_nrts_equal_to(
+            fxt.kube, setup.reference_list, timeout=60, interval=fxt.config.timeouts.poll(5)
+        )
 
     @spec("[test_id:48685] should properly schedule a best-effort pod with no changes in NRTs", "tier1")
     def test_best_effort_pod(self, fxt: Any, suite_config: Any, setup: BurstableSetup) -> None:
@@ -354,7 +356,9 @@ class TestBurstableNotAccounted:
             post_delete = acct.find_from_list(acct.get_updated(kube, post_create_list, 60), node)
             return acct.check_equal_available(setup.initial, post_delete)
 
-        wait_for(restored, bool, f"resources restored on {acct.q(node)}", 60, interval=5)
+        wait_for(
+            restored, bool, f"resources restored on {acct.q(node)}", 60, interval=fxt.config.timeouts.poll(5)
+        )
 
     @spec(
         "[test_id:49071] should properly schedule daemonset with burstable pod with no changes in NRTs",

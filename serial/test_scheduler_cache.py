@@ -220,7 +220,9 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
                 pods.append(pod)
             acct.create_all(kube, pods)
 
-            failed, running = acct.for_pods_all_running(kube, pods, timeout=300, interval=5)
+            failed, running = acct.for_pods_all_running(
+                kube, pods, timeout=300, interval=fxt.config.timeouts.poll(5)
+            )
             acct.dump_failed_pod_info(kube, failed)
             assert not failed, f"unexpected failed pods: {acct.q(acct.pod_names(failed))}"
             payload = [

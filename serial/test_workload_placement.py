@@ -125,7 +125,7 @@ def _set_container_resources(idx: int, required: h.Resources) -> Callable[[dict[
 
 
 def _only_pods(
-    kube: k.Kube, namespace: str, labels: Mapping[str, str], count: int, dp_name: str
+    kube: k.Kube, namespace: str, labels: Mapping[str, str], count: int, dp_name: str, interval: float
 ) -> list[dict[str, Any]]:
     """Wait (1m, poll 5s) until the deployment has exactly ``count`` pods."""
     return wait_for(
@@ -133,7 +133,7 @@ def _only_pods(
         lambda pods: len(pods) == count,
         f"there should be {count} pods under deployment: {q(f'{namespace}/{dp_name}')}",
         MINUTE,
-        interval=5.0,
+        interval=interval,
     )
 
 
@@ -235,7 +235,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         dp = waiters.for_deployment_complete(
             kube, kube.get(k.DEPLOYMENT, "testdp47591", ns), interval=10.0, timeout=MINUTE
         )
-        pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591")
+        pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591", fxt.config.timeouts.poll(5))
         nrt_post_update_list = e2enrt.get_updated(kube, nrt_post_create_list, MINUTE)
 
         pod = pods[0]
@@ -272,7 +272,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         dp = waiters.for_deployment_complete(
             kube, kube.get(k.DEPLOYMENT, "testdp47591", ns), interval=10.0, timeout=MINUTE
         )
-        pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591")
+        pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591", fxt.config.timeouts.poll(5))
         nrt_last_update_list = e2enrt.get_updated(kube, nrt_post_update_list, MINUTE)
 
         pod = pods[0]
@@ -301,7 +301,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             ),
             f"resources restored on {q(node)}",
             MINUTE,
-            interval=5.0,
+            interval=fxt.config.timeouts.poll(5),
         )
 
 
@@ -388,7 +388,7 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
         dp = waiters.for_deployment_complete(
             kube, kube.get(k.DEPLOYMENT, "testdp48746", ns), interval=10.0, timeout=2 * MINUTE
         )
-        pods = _only_pods(kube, ns, pod_labels, 2, "testdp48746")
+        pods = _only_pods(kube, ns, pod_labels, 2, "testdp48746", fxt.config.timeouts.poll(5))
         nrt_post_update_list = e2enrt.get_updated(kube, nrt_post_create_list, MINUTE)
         for pod in pods:
             _check_replica(kube, pod, target, scheduler)
@@ -410,7 +410,7 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
             ),
             f"resources restored on {q(target)}",
             MINUTE,
-            interval=5.0,
+            interval=fxt.config.timeouts.poll(5),
         )
 
 

@@ -197,14 +197,14 @@ def labels(fxt: Any, scenario: Scenario) -> Iterator[_Labels]:
         _safely(state.unlabel_alternative, scenario.alternative)
 
 
-def _keep_complete(kube: k.Kube, ns: str, generation: int) -> None:
+def _keep_complete(kube: k.Kube, ns: str, generation: int, interval: float) -> None:
     """Upstream's ``Eventually`` (30s, poll 5s): the deployment reads complete."""
     wait_for(
         lambda: kube.get(k.DEPLOYMENT, "test-dp", ns),
         lambda dp: waiters.is_deployment_complete(generation, dp.get("status") or {}, 1),
         'deployment "test-dp" became unready',
         30.0,
-        interval=5.0,
+        interval=interval,
     )
 
 
@@ -318,4 +318,4 @@ class TestWithTwoLabeledNodesWithTwoNumaZones:
 
             log.info("ensuring the deployment %s keep being ready", q("test-dp"))
             generation = int(dp["metadata"].get("generation", 1))
-            _keep_complete(kube, ns, generation)
+            _keep_complete(kube, ns, generation, fxt.config.timeouts.poll(5))

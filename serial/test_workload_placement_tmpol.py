@@ -647,7 +647,7 @@ def test_placement_cluster_with_multiple_worker_nodes_suitable(
         lambda nrt_post_delete: e2enrt.check_equal_available_resources(nrt_initial, nrt_post_delete),
         f"resources restored on {q(node)}",
         MINUTE,
-        interval=5.0,
+        interval=fxt.config.timeouts.poll(5),
     )
 
 

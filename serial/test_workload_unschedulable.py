@@ -463,7 +463,11 @@ class TestWithZeroSuitableNodes:
 
         fxt.settle_nrts()
         acct.for_nrts_equal_to(
-            kube, nrt_initial_list, timeout=60, interval=5, ignore=lambda nrt: acct.nrt_name(nrt) not in names
+            kube,
+            nrt_initial_list,
+            timeout=60,
+            interval=fxt.config.timeouts.poll(5),
+            ignore=lambda nrt: acct.nrt_name(nrt) not in names,
         )
 
         kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": 0}}, fxt.namespace)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 
 from nrop.api.durations import parse_duration
 
-__all__ = ["ENV_VARS", "Timeouts", "settle_interval_covering"]
+__all__ = ["ENV_VARS", "LOCAL_SPEC_POLL", "Timeouts", "settle_interval_covering", "spec_poll"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,12 @@ class Timeouts:
     #: E2E_NROP_MCP_UPDATE_TIMEOUT (60m) / E2E_NROP_MCP_UPDATE_INTERVAL (30s).
     mcp_update_timeout: float = 3600.0
     mcp_update_interval: float = 30.0
+    #: Specs poll faster than upstream (the embedded cluster); see :func:`spec_poll`.
+    fast_spec_polls: bool = False
+
+    def poll(self, upstream: float) -> float:
+        """The interval a spec polls at where upstream polls every ``upstream`` seconds."""
+        return spec_poll(upstream, local=self.fast_spec_polls)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], local: bool = False) -> Timeouts:
@@ -77,6 +83,17 @@ class Timeouts:
 
     def describe(self) -> str:
         return ", ".join(f"{f.name}={getattr(self, f.name):g}" for f in fields(self))
+
+
+#: On the embedded cluster a spec polls at most this often: what it waits for happens within
+#: one exporter period (2s) there. Timeouts, and consistency windows (``Consistently``, N steps
+#: of an interval), stay upstream's.
+LOCAL_SPEC_POLL = 1.0
+
+
+def spec_poll(upstream: float, *, local: bool) -> float:
+    """A spec's ``Eventually`` poll interval: upstream's on a real cluster, capped on the embedded one."""
+    return min(upstream, LOCAL_SPEC_POLL) if local else upstream
 
 
 def settle_interval_covering(interval: float, threshold: int, refresh_period: float) -> float:
@@ -112,4 +129,5 @@ _LOCAL_INTERVALS: Mapping[str, float] = {
     "poll_interval": 0.25,
     "namespace_interval": 0.25,
     "nrt_update_interval": 0.5,
+    "fast_spec_polls": True,
 }

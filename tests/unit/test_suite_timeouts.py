@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nrop.suite.timeouts import ENV_VARS, Timeouts, settle_interval_covering
+from nrop.suite.timeouts import ENV_VARS, Timeouts, settle_interval_covering, spec_poll
 
 
 def test_upstream_defaults() -> None:
@@ -61,3 +61,14 @@ def test_as_env_round_trips() -> None:
 )
 def test_settle_interval_covering(interval: float, threshold: int, period: float, want: float) -> None:
     assert settle_interval_covering(interval, threshold, period) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    ("local", "upstream", "expected"),
+    [(False, 5.0, 5.0), (False, 0.5, 0.5), (True, 5.0, 1.0), (True, 30.0, 1.0), (True, 0.5, 0.5)],
+)
+def test_spec_poll_is_upstreams_on_a_real_cluster_and_capped_on_the_embedded_one(
+    local: bool, upstream: float, expected: float
+) -> None:
+    assert spec_poll(upstream, local=local) == expected
+    assert Timeouts.from_env({}, local=local).poll(upstream) == expected
