@@ -147,6 +147,14 @@ def _split(argv: Sequence[str]) -> tuple[list[str], str, list[str]]:
     return argv, "", []
 
 
+#: Our wheel's modules live under the namespace package ``nrop`` (no ``__init__``); pytest, looking
+#: for the plugin's modules to rewrite, strips that first folder and marks ``operator``, the
+#: standard-library module, which it cannot rewrite. Nothing of ours is affected: mute that line.
+REWRITE_NOISE = (
+    "ignore:Module already imported so cannot be rewritten; operator:pytest.PytestAssertRewriteWarning"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import pytest
 
@@ -157,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"nrop-e2e: no serial tests at {args[0]!r} (use --tests DIR or E2E_NROP_TESTS_DIR)" + "\n"
         )
         return _USAGE_ERROR
-    code = int(pytest.main(args))
+    code = int(pytest.main(["-W", REWRITE_NOISE, *args]))
     if code == _NO_TESTS:
         sys.stderr.write(
             "nrop-e2e: the selection matched no spec; see --dry-run and the labels in README.tests.md" + "\n"
