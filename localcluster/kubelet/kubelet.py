@@ -11,6 +11,9 @@ A thin I/O shell over the pure modules, inside the cluster process:
   event), then a pod IP and a :class:`~.podworker.PodWorker` (simulated containers, and
   real processes for the project's own image), graceful deletion (SIGTERM, SIGKILL after
   the grace period, release, terminal status, ``DELETE`` with grace 0);
+* static pods from the manifest directory come in through :mod:`.staticpods` on the same
+  queue (``ADDED``, ``STATIC_REMOVED``) and run the same way; their API object is their
+  mirror pod, which :mod:`.staticpods` keeps and this loop never runs;
 * after every allocation change the checkpoints ``cpu_manager_state``,
   ``memory_manager_state`` and ``device-plugins/kubelet_internal_checkpoint`` are rewritten
   atomically and the podresources snapshot is replaced; whenever the set of running
