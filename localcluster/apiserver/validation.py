@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nrop.api.quantity import canonical
 from nrop.localcluster.apiserver.clock import parse_time, rfc3339, rfc3339_micro
 from nrop.localcluster.apiserver.definitions import Definitions, schema_types
 from nrop.localcluster.apiserver.errors import (
@@ -175,6 +177,8 @@ class _Walker:
         schema, def_name = self._resolve(schema)
         if value is None:
             return None  # Go decodes null as the zero value; `required` is checked by the parent
+        if def_name == _QUANTITY_DEF and isinstance(value, int | float) and not isinstance(value, bool):
+            return self._numeric_quantity(value, path)
         if "oneOf" in schema or "anyOf" in schema:
             return self._alternatives(schema, value, path, def_name)
         types = schema_types(schema) - {"null"}
@@ -198,6 +202,20 @@ class _Walker:
             if def_name in _TIME_FORMATS and value:
                 return self._time(value, path, def_name)
         return value
+
+    def _numeric_quantity(self, value: float, path: str) -> str:
+        """A quantity sent as a JSON number (``cpu: 2``): Go's ``Quantity.UnmarshalJSON`` parses
+        the number's text, and the object is stored and served with the string form."""
+        text = json.dumps(value)
+        try:
+            return canonical(text)
+        except ValueError:
+            self.errors.append(
+                invalid(
+                    path, text, "quantities must match the regular expression " + f"'{_QUANTITY_RE.pattern}'"
+                )
+            )
+            return text
 
     def _time(self, value: str, path: str, def_name: str) -> str:
         try:

@@ -69,7 +69,7 @@ def _pod() -> dict[str, Any]:
                     "command": ["sleep", "10"],
                     "env": [{"name": "A", "value": "1"}],
                     "ports": [{"containerPort": 80, "protocol": "TCP"}],
-                    "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}, "limits": {"cpu": 2}},
+                    "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}, "limits": {"cpu": "2"}},
                     "livenessProbe": {"httpGet": {"port": "http", "path": "/"}},
                     "readinessProbe": {"tcpSocket": {"port": 8080}},
                 }
@@ -450,3 +450,16 @@ def test_finalizers_must_be_qualified_names():
     assert causes[0].message.endswith(
         "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
     )
+
+
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [(2, "2"), (0.5, "500m"), (2.0, "2"), (1.5, "1500m"), ("250m", "250m")],
+)
+def test_a_quantity_sent_as_a_number_is_stored_as_its_string(defs, sent, stored):
+    # `cpu: 2` in YAML reaches the server as a JSON number; Go parses it into a Quantity and
+    # serves "2", which clients (the Python client among them) expect to be a string.
+    obj = _with(_pod(), ["spec", "containers", 0, "resources", "requests", "cpu"], sent)
+    result = validate_builtin(defs, POD, obj)
+    assert result.errors == []
+    assert result.pruned["spec"]["containers"][0]["resources"]["requests"]["cpu"] == stored
