@@ -318,9 +318,9 @@ def config_equal(status_conf: Mapping[str, Any] | None, expected: Mapping[str, A
     left = {key: value for key, value in status_conf.items() if value not in (None, [], {})}
     right = {key: value for key, value in expected.items() if value not in (None, [], {})}
     if "infoRefreshPeriod" in left and "infoRefreshPeriod" in right:
-        from nrop.suite.timeouts import parse_go_duration
+        from nrop.api.durations import parse_duration
 
-        if parse_go_duration(str(left["infoRefreshPeriod"])) == parse_go_duration(
+        if parse_duration(str(left["infoRefreshPeriod"])) == parse_duration(
             str(right["infoRefreshPeriod"])
         ):
             left["infoRefreshPeriod"] = right["infoRefreshPeriod"]

@@ -67,8 +67,7 @@ def default_pod_spec(spec: Obj) -> None:
 def _prepare_pod(obj: Obj, old: Obj | None) -> None:
     spec = obj.setdefault("spec", {})
     if old is None:
-        default_pod_spec(spec)
-        _default(spec, "priority", 0)
+        default_pod_spec(spec)  # spec.priority is the Priority admission plugin's, which runs next
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(spec)}
 
 

@@ -245,6 +245,26 @@ def test_pod_create_applies_defaults_and_pending_phase(core: client.CoreV1Api, n
     assert created.spec.node_name is None
 
 
+def test_pod_priority_comes_from_its_priority_class(
+    api_client: ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    # Creation defaults must leave spec.priority to the Priority admission plugin: a pod naming a
+    # PriorityClass gets that class's value (a defaulted 0 would be refused as "must not be provided").
+    scheduling = client.SchedulingV1Api(api_client)
+    name = f"prio-{uuid.uuid4().hex[:6]}"
+    scheduling.create_priority_class(
+        client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=1000)
+    )
+    try:
+        body = pod("p-prio")
+        body.spec.priority_class_name = name
+        created = core.create_namespaced_pod(namespace, body)
+        assert (created.spec.priority_class_name, created.spec.priority) == (name, 1000)
+        assert core.create_namespaced_pod(namespace, pod("p-none")).spec.priority == 0
+    finally:
+        scheduling.delete_priority_class(name)
+
+
 def test_deployment_generation_follows_spec_not_labels(apps: client.AppsV1Api, namespace: str) -> None:
     body = client.V1Deployment(
         metadata=client.V1ObjectMeta(name="d1"),
