@@ -68,6 +68,8 @@ class Context:
     config: Any = None
     skip_reason: str | None = None
     suite_error: BaseException | None = None
+    #: The cluster before BeforeSuite, compared after AfterSuite (:mod:`nrop.suite.leaks`).
+    baseline: Any = None
 
 
 def _embedded_operator_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -285,7 +287,7 @@ class Targets:
             return
         if context.suite_error is not None:
             raise context.suite_error
-        from nrop.suite import infra
+        from nrop.suite import infra, leaks
         from nrop.suite.config import SuiteConfig
 
         embedded = self.options.embedded
@@ -297,6 +299,7 @@ class Targets:
                 context.skip_reason = "the cluster does not satisfy the serial suite: " + "; ".join(problems)
                 say(context.skip_reason)
                 return
+            context.baseline = leaks.take(context.kube)
             say("BeforeSuite: numacell device plugin, node labels, NRT reference")
             timings = infra.InfraTimings.local() if embedded else infra.InfraTimings()
             with _progress_from_loggers(say):
@@ -324,16 +327,23 @@ class Targets:
             raise
 
     def _close(self, context: Context, say: Callable[[str], None]) -> None:
-        from nrop.suite import infra, stack
+        from nrop.suite import infra, leaks, stack
 
         options = self.options
         began = time.monotonic()
+        left: list[str] = []
         try:
             if context.infra is not None and context.kube is not None:
                 timings = infra.InfraTimings.local() if options.embedded else infra.InfraTimings()
                 with _progress_from_loggers(say):
                     infra.after_suite(context.kube, context.infra, environ=os.environ, timings=timings)
                 context.infra = None
+                if context.baseline is not None:
+                    left = leaks.compare(context.baseline, leaks.take(context.kube))
+                    for line in left:
+                        say(f"left behind: {line}")
+                    if not left:
+                        say("leak check: the cluster is as BeforeSuite found it")
             if (
                 options.do_teardown
                 and context.kube is not None
@@ -351,6 +361,8 @@ class Targets:
                 self._keep_cluster_log(context.cluster)
                 context.cluster.stop()
                 say(f"embedded cluster stopped ({time.monotonic() - began:.1f}s after AfterSuite began)")
+        if left:
+            raise RuntimeError(f"the run left the cluster changed ({len(left)}): " + "; ".join(left))
 
     def _keep_cluster_log(self, cluster: EmbeddedCluster) -> None:
         suffix = f"-{self.worker}" if self.worker else ""
