@@ -80,6 +80,8 @@ PREPARE_AHEAD = 2
 
 _OPTION_DESTS = (*SELECTION_FLAGS, "nrop_keep_namespace")
 _LOADGROUP_INPUT = "nrop_loadgroup"
+#: xdist workeroutput key: a worker's AfterSuite/teardown/leak-check errors, for the controller.
+_CLOSE_ERRORS_OUTPUT = "nrop_close_errors"
 
 
 def prepare_points(profiles: list[str], ahead: int) -> dict[int, str]:
@@ -256,6 +258,14 @@ def pytest_configure_node(node: Any) -> None:
     """xdist: tell each worker whether the controller groups specs by profile."""
     if getattr(node.config.option, "dist", "no") == "loadgroup":
         node.workerinput[_LOADGROUP_INPUT] = True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist: a worker's AfterSuite/teardown errors fail the run the controller reports."""
+    errors = getattr(node, "workeroutput", {}).get(_CLOSE_ERRORS_OUTPUT) or []
+    worker = getattr(node, "workerinput", {}).get("workerid", "worker")
+    _state(node.config).close_errors.extend(f"[{worker}] {e}" for e in errors)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -472,9 +482,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.targets.close_all()
         except Exception as exc:
             state.close_errors.append(f"{type(exc).__name__}: {exc}")
+    if state.worker is not None and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput[_CLOSE_ERRORS_OUTPUT] = list(state.close_errors)
     for error in state.close_errors:
         # AfterSuite / teardown failed: the run is not clean even if every spec passed
         if terminal is not None:
+            terminal.ensure_newline()
             terminal.write_line(f"nrop: AfterSuite/teardown failed: {error}", red=True)
         else:
             log.error("AfterSuite/teardown failed: %s", error)

@@ -546,6 +546,24 @@ def test_with_xdist_each_worker_has_its_own_targets_and_a_profile_stays_on_one_w
     assert all(worker in ("gw0", "gw1") for _, _, worker in opened)
 
 
+def test_with_xdist_a_worker_s_after_suite_failure_fails_the_run(pytester: pytest.Pytester) -> None:
+    # the leak check (and any AfterSuite/teardown error) raises in a worker's close: the
+    # controller must print it and exit 1, though every spec passed
+    leaky = FAKE_TARGETS.replace(
+        '_record("close", context.key, self.worker or "main")',
+        '_record("close", context.key, self.worker or "main")\n'
+        '    if context.key == "container-scope":\n'
+        '        raise RuntimeError("the run left the cluster changed (1): namespace e2e-test-x is left")',
+    )
+    pytester.makeconftest(leaky)
+    pytester.makepyfile(test_profiles=PROFILED)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["*nrop: AfterSuite/teardown failed: [[]gw?[]] RuntimeError: the run left the cluster changed (1)*"]
+    )
+
+
 def test_xdist_is_refused_against_a_real_cluster(pytester: pytest.Pytester) -> None:
     kubeconfig = pytester.path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
