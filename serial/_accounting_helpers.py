@@ -1,13 +1,14 @@
-"""Private helpers of the accounting, host-level, cache, stall, fundamentals, preemption and
+"""Private glue of the accounting, host-level, cache, stall, fundamentals, preemption and
 scheduler-removal families (serial/test_{resource_accounting,resource_hostlevel,scheduler_cache,
 scheduler_cache_stall,non_regression,non_regression_fundamentals,workload_unschedulable,
 priority_based_placement,scheduler_removal}.py).
 
-They mirror upstream's test helpers (internal/resourcelist, test/internal/noderesourcetopologies,
-nrosched, objects, internal/wait, fixture padding) over plain dict manifests and the suite's
-``Kube`` client, with the same semantics and messages. They were written while the suite library
-(nrop.suite.nrt/objects/waiters/scheduling/baseload) was being built; the lead may fold them into
-it. Resource lists are ``dict[str, Quantity]`` (``ResList``); manifests carry strings.
+The rules themselves live once in the suite library: resource arithmetic in
+``nrop.suite.resourcelist``, NRT filters and comparisons in ``nrop.suite.nrt``, padding pods
+in ``nrop.suite.padding``, test objects and QoS in ``nrop.suite.objects``, event predicates in
+``nrop.suite.scheduling``, the base load in ``nrop.suite.baseload``. What stays here is how
+these specs use them over plain dict manifests and the suite's ``Kube`` client: waits with
+upstream's messages and polling, the padder of mechanism (a), operator-object reads.
 """
 
 from __future__ import annotations
@@ -23,126 +24,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nrop.api import qos
 from nrop.api.quantity import Quantity, coerce
+from nrop.suite import baseload, objects, scheduling, waiters
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import padding as e2epad
+from nrop.suite import resourcelist as rl
 from nrop.suite.kube import Kube, Manifest
 from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
-ResList = dict[str, Quantity]
-
-MULTI_NUMA_LABEL = "numa.hardware.openshift-kni.io/cell-count"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-NUMACELL_RESOURCE_FMT = "kni.node/numacell{:02d}"
-WORKLOAD_PARTITIONING_PREFIX = "management.workload.openshift.io/"
-HOST_LEVEL_RESOURCES = ("ephemeral-storage", "storage")
-TM_POLICY_ATTR = "topologyManagerPolicy"
-TM_SCOPE_ATTR = "topologyManagerScope"
-SINGLE_NUMA_NODE = "single-numa-node"
-SCOPE_POD = "pod"
-SCOPE_CONTAINER = "container"
-
-REASON_SCHEDULED = "Scheduled"
-REASON_FAILED_SCHEDULING = "FailedScheduling"
-REASON_TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
-ERROR_CANNOT_ALIGN_POD = "cannot align pod"
-ERROR_CANNOT_ALIGN_CONTAINER = "cannot align container"
-ERROR_TOPOLOGY_AFFINITY = "Resources cannot be allocated with Topology locality"
+ResList = rl.ResourceList
 
 GIB = 1024**3
 FIRST_EVENT_GRACE = 30.0  # seconds a pod may wait for its first event
-
-# ----------------------------------------------------------------------------- resource lists
-
-
-def reslist(values: Mapping[str, str | int | Quantity]) -> ResList:
-    """A resource list from manifest-style values (``{"cpu": "2", "memory": "256Mi"}``)."""
-    return {name: coerce(value) for name, value in values.items()}
-
-
-def to_manifest(res: Mapping[str, Quantity]) -> dict[str, str]:
-    return {name: str(qty) for name, qty in res.items()}
-
-
-def to_string(res: Mapping[str, Quantity]) -> str:
-    """``resourcelist.ToString``: ``name=qty`` sorted by name."""
-    return ", ".join(f"{name}={res[name]}" for name in sorted(res))
-
-
-def add(res: Mapping[str, Quantity], other: Mapping[str, Quantity]) -> ResList:
-    out = dict(res)
-    for name, qty in other.items():
-        out[name] = out[name] + qty if name in out else qty
-    return out
-
-
-def sub(res: Mapping[str, Quantity], other: Mapping[str, Quantity]) -> ResList:
-    """``SubInPlace`` on a copy: error when ``other`` asks more than ``res`` holds."""
-    out = dict(res)
-    for name, qty in other.items():
-        have = out.get(name, Quantity(0))
-        if qty > have:
-            raise ValueError(
-                f"cannot subtract resource {name!r} because it is not found in the current resources"
-            )
-        out[name] = have - qty
-    return out
-
-
-def allow_all(_name: str, _qty: Quantity) -> bool:
-    return True
-
-
-def filter_exclusive(name: str, qty: Quantity) -> bool:
-    """Resources the NRT accounts exclusively: no host-level resources, no fractional CPUs."""
-    if name in HOST_LEVEL_RESOURCES:
-        return False
-    return not (name == "cpu" and qty.milli_value() % 1000 > 0)
-
-
-def accumulate(lists: Iterable[Mapping[str, Quantity]], keep: Callable[[str, Quantity], bool]) -> ResList:
-    out: ResList = {}
-    for res in lists:
-        out = add(out, {name: qty for name, qty in res.items() if keep(name, qty)})
-    return out
-
-
-def drop_host_level(res: Mapping[str, Quantity]) -> ResList:
-    """NRTs do not report host-level resources (nor workload-partitioning ones): drop them."""
-    return {
-        name: qty
-        for name, qty in res.items()
-        if name != "ephemeral-storage" and not name.startswith(WORKLOAD_PARTITIONING_PREFIX)
-    }
-
-
-def only_numa_affine(res: Mapping[str, Quantity]) -> ResList:
-    return {name: qty for name, qty in res.items() if name not in HOST_LEVEL_RESOURCES}
-
-
-def round_up_core_resources(cpu: Quantity, memory: Quantity) -> tuple[Quantity, Quantity]:
-    """CPUs rounded up to an even count of whole cores, memory up to a whole G (10^9)."""
-    cores = cpu.value()
-    cores = ((cores + 1) // 2) * 2
-    giga = 10**9
-    mem = memory.value()
-    mem = ((mem + giga - 1) // giga) * giga
-    return Quantity.from_int(cores), Quantity.from_int(mem)
-
-
-def container_requests(containers: Sequence[Mapping[str, Any]]) -> ResList:
-    return accumulate(
-        (reslist((c.get("resources") or {}).get("requests") or {}) for c in containers), allow_all
-    )
-
-
-def container_limits(containers: Sequence[Mapping[str, Any]]) -> ResList:
-    return accumulate(
-        (reslist((c.get("resources") or {}).get("limits") or {}) for c in containers), allow_all
-    )
-
 
 # ----------------------------------------------------------------------------- NRT data
 
@@ -166,57 +62,11 @@ def nrt_attribute(nrt: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-def zone_id(zone_name: str) -> int:
-    """``GetZoneIDFromName``: ``node-NN`` or a bare number."""
-    return int(zone_name.removeprefix("node-"))
-
-
-def filter_zone_count_equal(nrts: Iterable[Manifest], count: int) -> list[Manifest]:
-    return [nrt for nrt in nrts if len(zones(nrt)) == count]
-
-
-def filter_by_tm_policy(nrts: Iterable[Manifest], policy: str) -> list[Manifest]:
-    return [nrt for nrt in nrts if nrt_attribute(nrt, TM_POLICY_ATTR) == policy]
-
-
-def filter_by_tm_scope(nrts: Iterable[Manifest], scope: str) -> list[Manifest]:
-    return [nrt for nrt in nrts if nrt_attribute(nrt, TM_SCOPE_ATTR) == scope]
-
-
-def providing(available: Mapping[str, Quantity], name: str, qty: Quantity, on_equal: bool = True) -> bool:
-    have = available.get(name)
-    if have is None or have < qty:
-        return False
-    return on_equal if have == qty else True
-
-
-def matches_request(available: Mapping[str, Quantity], request: Mapping[str, Quantity]) -> bool:
-    return all(providing(available, name, qty) for name, qty in request.items())
-
-
-def filter_any_zone_matching(nrts: Iterable[Manifest], request: Mapping[str, Quantity]) -> list[Manifest]:
-    wanted = drop_host_level(request)
-    return [nrt for nrt in nrts if any(matches_request(zone_resources(z), wanted) for z in zones(nrt))]
-
-
-def node_available(nrt: Mapping[str, Any]) -> ResList:
-    return accumulate((zone_resources(z) for z in zones(nrt)), allow_all)
-
-
-def filter_any_node_matching(nrts: Iterable[Manifest], request: Mapping[str, Quantity]) -> list[Manifest]:
-    wanted = drop_host_level(request)
-    return [nrt for nrt in nrts if matches_request(node_available(nrt), wanted)]
-
-
 def find_from_list(nrts: Iterable[Manifest], name: str) -> Manifest:
     for nrt in nrts:
         if nrt_name(nrt) == name:
             return nrt
     raise AssertionError(f"failed to find NRT for {name!r}")
-
-
-def accumulate_names(nrts: Iterable[Manifest]) -> set[str]:
-    return {nrt_name(nrt) for nrt in nrts}
 
 
 def pop_node_name(names: set[str]) -> str:
@@ -232,18 +82,9 @@ def pop_node_name(names: set[str]) -> str:
     return name
 
 
-def max_allocatable_numa_level(nrt: Mapping[str, Any], resource: str) -> Quantity:
-    best = Quantity(0)
-    for zone in zones(nrt):
-        qty = zone_resources(zone, "allocatable").get(resource)
-        if qty is not None and qty > best:
-            best = qty
-    return best
-
-
 def nrt_to_string(nrt: Mapping[str, Any]) -> str:
     parts = [f"NRT {nrt_name(nrt)} rv={nrt['metadata'].get('resourceVersion')}"]
-    parts.extend(f"  {zone['name']}: {to_string(zone_resources(zone))}" for zone in zones(nrt))
+    parts.extend(f"  {zone['name']}: {rl.to_string(zone_resources(zone))}" for zone in zones(nrt))
     return "\n".join(parts)
 
 
@@ -326,95 +167,28 @@ def get_updated(
     return _changed_or_republished(kube, refs, lambda: kube.list(k8s.NRT), timeout, interval)
 
 
-def _consumed_at_least(
-    before: Mapping[str, Quantity],
-    after: Mapping[str, Quantity],
-    required: Mapping[str, Quantity],
-    qos_class: str,
-) -> bool:
-    for name, qty in required.items():
-        if qos_class != "Guaranteed" and name in ("cpu", "memory"):
-            continue
-        if name not in before:
-            raise AssertionError(f"resource {name!r} not found in the initial set")
-        if name not in after:
-            raise AssertionError(f"resource {name!r} not found in the updated set")
-        if after[name] > before[name] - qty:
-            return False
-    return True
-
-
-def check_zone_consumed_at_least(
-    before: Mapping[str, Any], after: Mapping[str, Any], required: Mapping[str, Quantity], qos_class: str
-) -> str:
-    """``CheckZoneConsumedResourcesAtLeast``: the name of a zone whose available dropped by
-    at least ``required`` (cpu/memory only for Guaranteed pods), else ``""``."""
-    wanted = drop_host_level(required)
-    after_zones = {str(z["name"]): z for z in zones(after)}
-    for zone in zones(before):
-        updated = after_zones.get(str(zone["name"]))
-        if updated is None:
-            raise AssertionError(f"cannot find zone {zone['name']!r}")
-        if _consumed_at_least(zone_resources(zone), zone_resources(updated), wanted, qos_class):
-            return str(zone["name"])
-    return ""
-
-
-def check_node_consumed_at_least(
-    before: Mapping[str, Any], after: Mapping[str, Any], required: Mapping[str, Quantity], qos_class: str
-) -> str:
-    wanted = drop_host_level(required)
-    if _consumed_at_least(node_available(before), node_available(after), wanted, qos_class):
-        return nrt_name(before)
-    return ""
-
-
-def check_equal_available(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    """``CheckEqualAvailableResources``: every zone resource of ``before`` available equally in ``after``."""
-    after_zones = {str(z["name"]): zone_resources(z) for z in zones(after)}
-    for zone in zones(before):
-        updated = after_zones.get(str(zone["name"]))
-        if updated is None:
-            raise AssertionError(f"missing updated zone {zone['name']!r}")
-        for name, qty in zone_resources(zone).items():
-            if name not in updated:
-                raise AssertionError(f"resource {name!r} not found in the updated set")
-            if updated[name] != qty:
-                log.info(
-                    "node %s zone %s resource %s initial=%s updated=%s",
-                    nrt_name(before),
-                    zone["name"],
-                    name,
-                    qty,
-                    updated[name],
-                )
-                return False
-    return True
-
-
-def saturate_zone_until_left(zone: Mapping[str, Any], leave: Mapping[str, Quantity]) -> ResList:
-    """``SaturateZoneUntilLeft`` with ``DropHostLevelResources``: padding = available - leave."""
-    available = zone_resources(zone)
-    padding: ResList = {}
-    for name, qty in drop_host_level(leave).items():
-        if name not in available:
-            raise AssertionError(f"resource {name!r} not found in zone {zone['name']!r}")
-        if available[name] < qty:
-            raise AssertionError(
-                f"nrt: Not enough resources: resource {name!r} already too scarce in zone {zone['name']!r} "
-                f"(target {qty} amount {available[name]})"
-            )
-        padding[name] = available[name] - qty
-    return padding
-
-
-def saturate_node_until_left(nrt: Mapping[str, Any], leave: Mapping[str, Quantity]) -> dict[str, ResList]:
-    """``SaturateNodeUntilLeft``: zone 0 left with nothing, every other zone with ``leave``."""
-    nothing = reslist({"cpu": "0", "memory": "0"})
-    return {
-        str(zone["name"]): saturate_zone_until_left(zone, nothing if idx == 0 else leave)
-        for idx, zone in enumerate(zones(nrt))
-    }
+def filter_nodes(
+    fxt: Any, nrt_list: Sequence[Manifest], nodes: int, numa_zones: int, required: Mapping[str, Quantity]
+) -> list[Manifest]:
+    """Upstream ``filterNodes`` (host-level and specific-resources specs): nodes with exactly
+    ``numa_zones`` zones, one of which fits the NUMA-affine part of ``required``; the spec is
+    skipped when fewer than ``nodes`` are left."""
+    log.info("filtering available nodes with at least %d NUMA zones", numa_zones)
+    candidates = e2enrt.filter_zone_count_equal(nrt_list, numa_zones)
+    if len(candidates) < nodes:
+        fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed {nodes}")
+    log.info(
+        "filtering available nodes with allocatable resources on at least one NUMA zone that can match request"
+    )
+    candidates = e2enrt.filter_any_zone_matching_resources(
+        candidates, e2enrt.filter_only_numa_affine_resources(required, "nodeState")
+    )
+    if len(candidates) < nodes:
+        fxt.skip(
+            f"not enough nodes with NUMA zones each of them can match requests: found {len(candidates)}, "
+            f"needed: {nodes}"
+        )
+    return candidates
 
 
 # ----------------------------------------------------------------------------- pods and objects
@@ -438,63 +212,11 @@ def new_test_pod(namespace: str, name: str, image: str, containers: int = 1) -> 
 
 
 def set_resources(container: dict[str, Any], res: Mapping[str, Quantity], *, limits: bool) -> None:
-    container.setdefault("resources", {})["limits" if limits else "requests"] = to_manifest(res)
-
-
-def new_padding_pod(
-    node_name: str, zone_name: str, namespace: str, res: Mapping[str, Quantity], image: str
-) -> Manifest:
-    """Upstream ``newPaddingPod``: ``padpod-`` generated name, labels naming node and zone, limits only."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": "padpod-",
-            "namespace": namespace,
-            "labels": {"e2e-serial-pad-node": node_name, "e2e-serial-pad-numazone": zone_name},
-        },
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "padpod-cnt-0",
-                    "image": image,
-                    "command": ["/pause"],
-                    "resources": {"limits": to_manifest(res)},
-                }
-            ],
-        },
-    }
-
-
-def make_padding_pod(
-    namespace: str, node_name: str, zone: Mapping[str, Any], leave: Mapping[str, Quantity], image: str
-) -> Manifest:
-    padding = saturate_zone_until_left(zone, leave)
-    log.info("padding node %s zone %s with %s", node_name, zone["name"], to_string(padding))
-    return new_padding_pod(node_name, str(zone["name"]), namespace, padding, image)
-
-
-def pin_pod_to_node(pod: Manifest, node_name: str) -> Manifest:
-    pod["spec"]["nodeSelector"] = {HOSTNAME_LABEL: node_name}
-    return pod
-
-
-def pin_pod_to(pod: Manifest, node_name: str, zone_name: str) -> Manifest:
-    """``pinPodTo``: one numacell device of the zone on the first container, plus the hostname selector."""
-    container = pod["spec"]["containers"][0]
-    container.setdefault("resources", {}).setdefault("limits", {})[
-        NUMACELL_RESOURCE_FMT.format(zone_id(zone_name))
-    ] = "1"
-    return pin_pod_to_node(pod, node_name)
+    container.setdefault("resources", {})["limits" if limits else "requests"] = rl.to_manifest(res)
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:
     return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-
-
-def pod_qos(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("qosClass") or qos.pod_qos_class(pod["spec"]))
 
 
 def phase(pod: Mapping[str, Any] | None) -> str:
@@ -508,7 +230,7 @@ def create_all(kube: Kube, manifests: Iterable[Manifest]) -> list[Manifest]:
 
 def describe_pods(pods: Iterable[Mapping[str, Any]]) -> str:
     return ", ".join(
-        f"pod {pod_key(p)} (uid={p['metadata'].get('uid')}) status=<qos={pod_qos(p)} phase={phase(p)} "
+        f"pod {pod_key(p)} (uid={p['metadata'].get('uid')}) status=<qos={objects.pod_qos(p)} phase={phase(p)} "
         f"reason={(p.get('status') or {}).get('reason', '')}>"
         for p in pods
     )
@@ -628,13 +350,10 @@ def wait_padding_pods_running(
 def deployment_complete(dp: Mapping[str, Any] | None) -> bool:
     if not dp:
         return False
-    spec, status = dp.get("spec") or {}, dp.get("status") or {}
-    replicas = int(spec.get("replicas", 1))
-    return (
-        int(status.get("observedGeneration", 0)) >= int(dp["metadata"].get("generation", 0))
-        and int(status.get("updatedReplicas", 0)) == replicas
-        and int(status.get("availableReplicas", 0)) == replicas
-        and int(status.get("replicas", 0)) == replicas
+    return waiters.is_deployment_complete(
+        int(dp["metadata"].get("generation", 0)),
+        dp.get("status") or {},
+        int((dp.get("spec") or {}).get("replicas", 1)),
     )
 
 
@@ -679,19 +398,13 @@ def for_daemonset_ready(
 def for_job_completed(
     kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
 ) -> Manifest:
-    def completed(job: Mapping[str, Any] | None) -> bool:
-        if not job:
-            return False
-        conditions = (job.get("status") or {}).get("conditions") or ()
-        return any(c.get("type") == "Complete" and c.get("status") == "True" for c in conditions)
-
     def failed(job: Mapping[str, Any] | None) -> bool:
         conditions = ((job or {}).get("status") or {}).get("conditions") or ()
         return any(c.get("type") == "Failed" and c.get("status") == "True" for c in conditions)
 
     return wait_for(
         lambda: kube.get_or_none(k8s.JOB, name, namespace),
-        completed,
+        lambda job: job is not None and waiters.is_job_completed(job),
         f"job {namespace}/{name} to complete",
         timeout,
         interval=interval,
@@ -715,7 +428,10 @@ def for_nrts_equal_to(
     wanted = [ref for ref in refs if ignore is None or not ignore(ref)]
 
     def equal(items: list[Manifest]) -> bool:
-        return all(check_equal_available(ref, find_from_list(items, nrt_name(ref))) for ref in wanted)
+        return all(
+            e2enrt.check_equal_available_resources(ref, find_from_list(items, nrt_name(ref)))
+            for ref in wanted
+        )
 
     return wait_for(
         lambda: kube.list(k8s.NRT), equal, "NRT data to be equal to the reference", timeout, interval=interval
@@ -750,61 +466,32 @@ def _check_pod_events(
     return False
 
 
-def _reporting_controller(event: Mapping[str, Any]) -> str:
-    return str(event.get("reportingComponent") or event.get("reportingController") or "")
-
-
 def check_pod_was_scheduled_with(kube: Kube, namespace: str, name: str, scheduler: str) -> bool:
-    return _check_pod_events(
-        kube,
-        namespace,
-        name,
-        lambda ev: ev.get("reason") == REASON_SCHEDULED and _reporting_controller(ev) == scheduler,
-    )
+    return _check_pod_events(kube, namespace, name, lambda ev: scheduling.is_scheduled_with(ev, scheduler))
 
 
 def check_pod_scheduling_failed(kube: Kube, namespace: str, name: str, scheduler: str) -> bool:
-    return _check_pod_events(
-        kube,
-        namespace,
-        name,
-        lambda ev: ev.get("reason") == REASON_FAILED_SCHEDULING and _reporting_controller(ev) == scheduler,
-    )
+    return _check_pod_events(kube, namespace, name, lambda ev: scheduling.is_failed_scheduling(ev, scheduler))
 
 
 def check_pod_scheduling_failed_with_msg(
     kube: Kube, namespace: str, name: str, scheduler: str, msg: str
 ) -> bool:
     return _check_pod_events(
-        kube,
-        namespace,
-        name,
-        lambda ev: (
-            ev.get("reason") == REASON_FAILED_SCHEDULING
-            and _reporting_controller(ev) == scheduler
-            and msg in str(ev.get("message") or "")
-        ),
+        kube, namespace, name, lambda ev: scheduling.is_failed_scheduling(ev, scheduler, msg)
     )
 
 
 def check_pod_scheduling_failed_for_alignment(
     kube: Kube, namespace: str, name: str, scheduler: str, scope: str
 ) -> bool:
-    msg = ERROR_CANNOT_ALIGN_CONTAINER if scope == SCOPE_CONTAINER else ERROR_CANNOT_ALIGN_POD
-    return check_pod_scheduling_failed_with_msg(kube, namespace, name, scheduler, msg)
+    return check_pod_scheduling_failed_with_msg(
+        kube, namespace, name, scheduler, scheduling.alignment_error(scope)
+    )
 
 
 def check_pod_kubelet_reject_topology_affinity(kube: Kube, namespace: str, name: str) -> bool:
-    return _check_pod_events(
-        kube,
-        namespace,
-        name,
-        lambda ev: (
-            ev.get("reason") == REASON_TOPOLOGY_AFFINITY_ERROR
-            and (ev.get("source") or {}).get("component") == "kubelet"
-            and ERROR_TOPOLOGY_AFFINITY in str(ev.get("message") or "")
-        ),
-    )
+    return _check_pod_events(kube, namespace, name, scheduling.is_kubelet_topology_affinity_error)
 
 
 def expect_scheduled_with(kube: Kube, pods: Iterable[Mapping[str, Any]], scheduler: str) -> None:
@@ -819,14 +506,30 @@ def expect_scheduled_with(kube: Kube, pods: Iterable[Mapping[str, Any]], schedul
 
 
 def baseload_for_node(kube: Kube, node_name: str) -> ResList:
-    """``baseload.ForNode``: container requests of every pod on the node (init containers
-    ignored), CPUs rounded up to an even count, memory up to a whole G."""
-    pods = kube.list(k8s.POD, field_selector=f"spec.nodeName={node_name}")
-    load = accumulate((container_requests(p["spec"].get("containers") or ()) for p in pods), allow_all)
-    cpu, mem = round_up_core_resources(load.get("cpu", Quantity(0)), load.get("memory", Quantity(0)))
-    load["cpu"], load["memory"] = cpu, mem
-    log.info("load for node %r: %s", node_name, to_string(load))
-    return load
+    """``baseload.ForNode`` as a resource list (logged as upstream does)."""
+    load = baseload.for_node(kube, node_name)
+    log.info("%s", load)
+    return dict(load.resources)
+
+
+def pad_nodes_to_baseload(
+    kube: Kube, namespace: str, image: str, nrts: Sequence[Manifest], node_names: Iterable[str]
+) -> list[Manifest]:
+    """Saturate each node of ``node_names``: zone 0 keeps nothing, every other zone only the
+    node's base load (``SaturateNodeUntilLeft`` then a pinned ``newPaddingPod`` per zone).
+    Returns the padding pods created."""
+    pods = []
+    for node_name in node_names:
+        load = baseload_for_node(kube, node_name)
+        nrt = find_from_list(nrts, node_name)
+        padding = e2epad.saturate_node_until_left(nrt, load)
+        for zone in zones(nrt):
+            pod = e2epad.new_padding_pod(
+                namespace, node_name, zone["name"], padding[zone["name"]], image=image
+            )
+            objects.pin_pod_to(pod, node_name, zone["name"])
+            pods.append(kube.create(pod))
+    return pods
 
 
 # ----------------------------------------------------------------------------- expectations
@@ -841,11 +544,11 @@ def expect_nrt_consumed(
 ) -> Manifest:
     """``expectNRTConsumedResources``: the node's NRT changes and some zone shows the consumption."""
     after = get_updated_for_node(kube, before, timeout)
-    match = check_zone_consumed_at_least(before, after, required, pod_qos(pod))
+    match = e2enrt.check_zone_consumed_resources_at_least(before, after, required, objects.pod_qos(pod))
     assert match, (
         "inconsistent accounting: no resources consumed by the running pod,\n"
         f"NRT before test's pod: {nrt_to_string(before)} \nNRT after: {nrt_to_string(after)} \n"
-        f"pod resources: {to_string(required)}"
+        f"pod resources: {rl.to_string(required)}"
     )
     return after
 
@@ -968,12 +671,12 @@ class Padder:
             return
         node_names = {n["metadata"]["name"] for n in self.kube.list(k8s.NODE, label_selector=label_selector)}
         nrts = [nrt for nrt in self.kube.list(k8s.NRT) if nrt_name(nrt) in node_names]
-        single = filter_by_tm_policy(nrts, SINGLE_NUMA_NODE)
+        single = e2enrt.filter_by_policy(nrts, e2enrt.SINGLE_NUMA_NODE)
         if nodes > len(single):
             raise AssertionError(
                 f"not enough nodes were found for padding. requested: {nodes}, got: {len(single)}"
             )
-        candidates = accumulate_names(single)
+        candidates = e2enrt.accumulate_names(single)
         pods: list[Manifest] = []
         left = nodes
         while left > 0:
@@ -985,7 +688,7 @@ class Padder:
             padded = False
             for zone in zones(nrt):
                 available = zone_resources(zone)
-                if not matches_request(available, target):
+                if not e2enrt.resources_match_request(available, target):
                     log.warning(
                         "node %r zone %r doesn't have enough available allocationTarget",
                         node_name,
@@ -1000,12 +703,11 @@ class Padder:
                 pod = new_test_pod(self.namespace, f"padder-{suffix}", self.image)
                 pod["metadata"]["labels"] = {PADDER_LABEL: ""}
                 container = pod["spec"]["containers"][0]
-                container["resources"] = {"limits": to_manifest(diff), "requests": to_manifest(diff)}
-                pod["spec"]["nodeSelector"] = {HOSTNAME_LABEL: node_name}
+                container["resources"] = {"limits": rl.to_manifest(diff), "requests": rl.to_manifest(diff)}
                 if any(name.startswith(NUMACELL_PREFIX) for name in available):
-                    container["resources"]["limits"][
-                        NUMACELL_RESOURCE_FMT.format(zone_id(str(zone["name"])))
-                    ] = "1"
+                    objects.pin_pod_to(pod, node_name, str(zone["name"]))
+                else:
+                    objects.pin_pod_to_node(pod, node_name)
                 pods.append(self.kube.create(pod))
                 padded = True
             if padded:
@@ -1044,52 +746,6 @@ class Padder:
 # ----------------------------------------------------------------------------- workloads
 
 
-def new_deployment(
-    namespace: str,
-    name: str,
-    replicas: int,
-    labels: Mapping[str, str],
-    pod_spec: Mapping[str, Any],
-    node_selector: Mapping[str, str] | None = None,
-) -> Manifest:
-    """``NewTestDeploymentWithPodSpec``."""
-    spec_ = dict(pod_spec)
-    if node_selector is not None:
-        spec_["nodeSelector"] = dict(node_selector)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": dict(labels)},
-            "template": {"metadata": {"labels": dict(labels)}, "spec": spec_},
-        },
-    }
-
-
-def new_daemonset(
-    namespace: str,
-    name: str,
-    labels: Mapping[str, str],
-    pod_spec: Mapping[str, Any],
-    node_selector: Mapping[str, str] | None = None,
-) -> Manifest:
-    """``NewTestDaemonsetWithPodSpec``."""
-    spec_ = dict(pod_spec)
-    if node_selector is not None:
-        spec_["nodeSelector"] = dict(node_selector)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "selector": {"matchLabels": dict(labels)},
-            "template": {"metadata": {"labels": dict(labels)}, "spec": spec_},
-        },
-    }
-
-
 def pause_pod_spec(
     container_name: str,
     image: str,
@@ -1100,9 +756,9 @@ def pause_pod_spec(
 ) -> dict[str, Any]:
     container = pause_container(container_name, image)
     if limits is not None:
-        container["resources"]["limits"] = to_manifest(limits)
+        container["resources"]["limits"] = rl.to_manifest(limits)
     if requests is not None:
-        container["resources"]["requests"] = to_manifest(requests)
+        container["resources"]["requests"] = rl.to_manifest(requests)
     spec_: dict[str, Any] = {
         "terminationGracePeriodSeconds": 0,
         "containers": [container],
@@ -1146,15 +802,6 @@ def pick_node_index(nodes: Sequence[Mapping[str, Any]]) -> int:
     return 0
 
 
-def check_consumed_for_scope(
-    scope: str, before: Manifest, after: Manifest, required: Mapping[str, Quantity], qos_class: str
-) -> str:
-    """``tmScopeFuncs.checkConsumedRes``: pod scope checks one zone, container scope the node."""
-    if scope == SCOPE_POD:
-        return check_zone_consumed_at_least(before, after, required, qos_class)
-    return check_node_consumed_at_least(before, after, required, qos_class)
-
-
 def condition_true(obj: Mapping[str, Any] | None, cond_type: str) -> bool:
     for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
         if cond.get("type") == cond_type:
@@ -1178,29 +825,6 @@ def check_nrosched_available(
         f"scheduler deployment missing: {deployment}"
     )
     return nrs
-
-
-def highest(*lists: Mapping[str, Quantity]) -> ResList:
-    """``resourcelist.Highest``: per resource of the first list, the highest amount of all lists."""
-    if not lists:
-        return {}
-    out = dict(lists[0])
-    for res in lists[1:]:
-        for name in list(out):
-            if name in res and res[name] > out[name]:
-                out[name] = res[name]
-    return out
-
-
-def scale_core_resources(res: Mapping[str, Quantity], num: int, den: int) -> ResList:
-    """``ScaleCoreResources``: cpu and memory times num/den, rounded up (memory to a KiB multiple)."""
-    out = dict(res)
-    if "cpu" in res:
-        out["cpu"] = Quantity.from_int(-(-res["cpu"].value() * num // den))
-    if "memory" in res:
-        mem = -(-res["memory"].value() * num // den)
-        out["memory"] = Quantity.from_int(((mem + 1023) // 1024) * 1024)
-    return out
 
 
 SCHEDULER_LEASE = "numa-scheduler-leader"

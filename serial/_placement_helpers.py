@@ -21,22 +21,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nrop.api import qos
 from nrop.suite import baseload, objects, padding, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
-from nrop.suite.waiting import WaitTimeout
+from nrop.suite.nrt import SCOPE_CONTAINER, SCOPE_POD, SINGLE_NUMA_NODE
+from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
 Resources = Mapping[str, Any]
 """A resource list: resource name -> quantity (text as in the tables, or :class:`Quantity`)."""
 
-SINGLE_NUMA_NODE = "single-numa-node"
-SCOPE_CONTAINER = "container"
-SCOPE_POD = "pod"
 
 DEFAULT_SCHEDULER = "default-scheduler"
 MINUTE = 60.0
@@ -110,9 +107,7 @@ class ScopeFuncs:
     def check_consumed(
         self, before: Mapping[str, Any], after: Mapping[str, Any], required: Resources, pod_qos: str
     ) -> str:
-        if self.scope == SCOPE_POD:
-            return e2enrt.check_zone_consumed_resources_at_least(before, after, rl.of(required), pod_qos)
-        return e2enrt.check_node_consumed_resources_at_least(before, after, rl.of(required), pod_qos)
+        return e2enrt.check_consumed_resources_for_scope(self.scope, before, after, rl.of(required), pod_qos)
 
     def filter_matching(self, nrts: Iterable[Mapping[str, Any]], request: Resources) -> list[Any]:
         if self.scope == SCOPE_POD:
@@ -134,10 +129,6 @@ class PodResources:
 
 
 # ------------------------------------------------------------------- pod objects
-
-
-def pod_qos_of(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("qosClass") or qos.pod_qos_class(pod["spec"]))
 
 
 def pause_pod(namespace: str, name: str, pause_image: str, limits: Resources | None = None) -> dict[str, Any]:
@@ -219,8 +210,62 @@ def with_baseload(kube: k.Kube, node_name: str, values: Resources) -> rl.Resourc
     return add(values, load.resources)
 
 
+def pad_nodes(
+    fxt: Any,
+    nrts: Iterable[Any],
+    node_names: Iterable[str],
+    free_of_zone: Callable[[int], Resources],
+    label_fmt: str = "padding-{node}-{zone}",
+) -> list[dict[str, Any]]:
+    """Pad every zone of each node of ``node_names``: zone ``i`` keeps ``free_of_zone(i)`` free.
+
+    Zone 0 also keeps room for the node's base load (any zone is fine for it). The
+    ``e2e-serial-pad-node`` label of each pod is ``label_fmt`` filled with the node's and
+    the zone's index, as the upstream tests name them.
+    """
+    nrts = list(nrts)
+    pods = []
+    for node_idx, node_name in enumerate(node_names):
+        nrt = e2enrt.find(nrts, node_name)
+        assert nrt is not None, f"missing NRT info for {q(node_name)}"
+        for zone_idx, zone in enumerate(e2enrt.zones_of(nrt)):
+            free = free_of_zone(zone_idx)
+            leave = with_baseload(fxt.kube, node_name, free) if zone_idx == 0 else free
+            label = label_fmt.format(node=node_idx, zone=zone_idx)
+            pods.append(create_padding_pod(fxt, label, node_name, zone, leave))
+    return pods
+
+
 def new_padder(fxt: Any) -> padding.Padder:
     return padding.Padder(fxt.kube, fxt.namespace, image=fxt.config.pause_image)
+
+
+# ------------------------------------------------------------------ accounting
+
+
+def not_consumed_message(before: Mapping[str, Any], after: Mapping[str, Any], required: Resources) -> str:
+    """Upstream's failure text when no NRT shows the running pod's consumption."""
+    return (
+        "inconsistent accounting: no resources consumed by the running pod,\n"
+        f"NRT before test's pod: {e2enrt.to_string_nrt(before)} \n"
+        f"NRT after: {e2enrt.to_string_nrt(after)} \npod resources: {to_string(required)}"
+    )
+
+
+def expect_resources_restored(
+    fxt: Any, node: str, reference: Mapping[str, Any], last_seen: Mapping[str, Any]
+) -> None:
+    """The node's NRT, re-published since ``last_seen``, shows ``reference``'s available again.
+
+    The NRT updaters may be slow to report a pod removal: some delay is tolerated.
+    """
+    wait_for(
+        lambda: e2enrt.get_updated_for_node(fxt.kube, last_seen, MINUTE),
+        lambda nrt_post_delete: e2enrt.check_equal_available_resources(reference, nrt_post_delete),
+        f"resources restored on {q(node)}",
+        MINUTE,
+        interval=fxt.config.timeouts.poll(5),
+    )
 
 
 # ------------------------------------------------------------------ events, nodes

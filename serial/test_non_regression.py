@@ -13,7 +13,13 @@ import _accounting_helpers as acct
 import pytest
 import yaml
 
+from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import objects
+from nrop.suite import padding as e2epad
+from nrop.suite import resourcelist as rl
+from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import spec
 from nrop.suite.waiting import wait_for
 
@@ -41,11 +47,11 @@ def padder(fxt: Any, suite_config: Any) -> Iterator[acct.Padder]:
 @pytest.fixture
 def nrts(fxt: Any, padder: acct.Padder) -> list[dict]:
     """The Describe's BeforeEach: at least two 2-zone nodes with single-numa-node policy."""
-    candidates = acct.filter_zone_count_equal(fxt.kube.list(k8s.NRT), 2)
+    candidates = e2enrt.filter_zone_count_equal(fxt.kube.list(k8s.NRT), 2)
     if len(candidates) < 2:
         fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}")
     # any TM policy the updater handles would do: this is the proxy for "valid NRT data"
-    found = acct.filter_by_tm_policy(candidates, acct.SINGLE_NUMA_NODE)
+    found = e2enrt.filter_by_policy(candidates, e2enrt.SINGLE_NUMA_NODE)
     if len(found) < 2:
         fxt.skip(f"not enough nodes with valid policy - found {len(found)}")
     return found
@@ -58,21 +64,21 @@ class TestClusterHasAtLeastOneSuitableNode:
     def _pad_all_but_one(self, nrts: list[dict], padder: acct.Padder) -> None:
         padder.pad(
             len(nrts) - 1,
-            acct.reslist({"cpu": "2", "memory": "4G"}),
+            rl.of({"cpu": "2", "memory": "4G"}),
             PAD_TIMEOUT,
-            label_selector=f"{acct.MULTI_NUMA_LABEL}=2",
+            label_selector=f"{MULTI_NUMA_LABEL}=2",
         )
 
     @spec("[test_id:47584] should be able to schedule guaranteed pod in selective way", "tier2")
     def test_guaranteed_pod_selective(self, fxt: Any, suite_config: Any, nrts: list[dict]) -> None:
         kube = fxt.kube
-        target = acct.pop_node_name(acct.accumulate_names(nrts))
+        target = acct.pop_node_name(e2enrt.accumulate_names(nrts))
         nrt_initial = kube.get(k8s.NRT, target)
 
         pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image)
         pod["spec"]["nodeName"] = target  # explicitly where the pod lands
         pod["spec"]["schedulerName"] = "foo"  # a scheduler that does not exist: nobody schedules it
-        required = acct.reslist({"cpu": "2", "memory": "100Mi"})
+        required = rl.of({"cpu": "2", "memory": "100Mi"})
         acct.set_resources(pod["spec"]["containers"][0], required, limits=False)
         acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
         kube.create(pod)
@@ -87,13 +93,13 @@ class TestClusterHasAtLeastOneSuitableNode:
         )
         fxt.settle_nrts()
 
-        rl = acct.container_limits(updated["spec"]["containers"])
-        nrt_post_create = acct.expect_nrt_consumed(kube, nrt_initial, rl, updated)
+        limits = rl.from_container_limits(updated["spec"]["containers"])
+        nrt_post_create = acct.expect_nrt_consumed(kube, nrt_initial, limits, updated)
 
         kube.delete(k8s.POD, "testpod", fxt.namespace)
         # the updaters MAY be slow to report a removal: tolerate some delay
         nrt_post_delete = acct.get_updated_for_node(kube, nrt_post_create, 60)
-        assert acct.check_equal_available(nrt_initial, nrt_post_delete), (
+        assert e2enrt.check_equal_available_resources(nrt_initial, nrt_post_delete), (
             f"NRT resources not restored correctly on {acct.q(target)}"
         )
 
@@ -110,7 +116,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         # the scheduler name does not matter: the pod is pinned to the node
         non_existing_scheduler = "foo"
-        required = acct.reslist({"cpu": "2", "memory": "100Mi"})
+        required = rl.of({"cpu": "2", "memory": "100Mi"})
         pod_spec = acct.pause_pod_spec(
             "testdp-cnt",
             suite_config.pause_image,
@@ -120,7 +126,9 @@ class TestClusterHasAtLeastOneSuitableNode:
         )
         del pod_spec["terminationGracePeriodSeconds"]
         pod_spec["nodeName"] = target
-        dp = acct.new_deployment(fxt.namespace, "testdp", 1, {"test": "test-dp"}, pod_spec)
+        dp = objects.new_test_deployment_with_pod_spec(
+            1, {"test": "test-dp"}, None, fxt.namespace, "testdp", pod_spec
+        )
         kube.create(dp)
         updated_dp = acct.for_deployment_complete(kube, fxt.namespace, "testdp", timeout=60, interval=10)
 
@@ -136,19 +144,21 @@ class TestClusterHasAtLeastOneSuitableNode:
             f"pod {acct.pod_key(updated)} not assigned to a specific node without a scheduler {non_existing_scheduler}"
         )
 
-        rl = acct.container_limits(updated["spec"]["containers"])
+        limits = rl.from_container_limits(updated["spec"]["containers"])
         nrt_initial = acct.find_from_list(nrt_initial_list, node)
         fxt.settle_nrts()
         nrt_post_create = acct.find_from_list(nrt_post_create_list, node)
-        scope = acct.nrt_attribute(nrt_initial, acct.TM_SCOPE_ATTR)
+        scope = acct.nrt_attribute(nrt_initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
         assert scope is not None, (
-            f"Unable to get required attribute {acct.q(acct.TM_SCOPE_ATTR)} from NRT {acct.q(node)}"
+            f"Unable to get required attribute {acct.q(ATTR_TOPOLOGY_MANAGER_SCOPE)} from NRT {acct.q(node)}"
         )
-        match = acct.check_consumed_for_scope(scope, nrt_initial, nrt_post_create, rl, acct.pod_qos(updated))
+        match = e2enrt.check_consumed_resources_for_scope(
+            scope, nrt_initial, nrt_post_create, limits, objects.pod_qos(updated)
+        )
         assert match, (
             "inconsistent accounting: no resources consumed by the running pod,\n"
             f"NRT before test's pod: {yaml.safe_dump(nrt_initial)} \nNRT after: {yaml.safe_dump(nrt_post_create)} \n"
-            f" total required resources: {acct.to_string(rl)}"
+            f" total required resources: {rl.to_string(limits)}"
         )
 
         kube.delete(k8s.DEPLOYMENT, "testdp", fxt.namespace)
@@ -156,7 +166,9 @@ class TestClusterHasAtLeastOneSuitableNode:
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
             post_delete_list = acct.get_updated(kube, nrt_post_create_list, 60)
-            return acct.check_equal_available(nrt_initial, acct.find_from_list(post_delete_list, node))
+            return e2enrt.check_equal_available_resources(
+                nrt_initial, acct.find_from_list(post_delete_list, node)
+            )
 
         wait_for(
             restored, bool, f"resources restored on {acct.q(node)}", 60, interval=fxt.config.timeouts.poll(5)
@@ -175,22 +187,14 @@ class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
     )
     def test_not_allocatable_at_numa_level(self, fxt: Any, suite_config: Any, nrts: list[dict]) -> None:
         kube = fxt.kube
-        names = acct.accumulate_names(nrts)
+        names = e2enrt.accumulate_names(nrts)
         target = acct.pop_node_name(names)
         log.info("selecting node to schedule the test pod: %s", target)
 
         # pad the non-target nodes, leaving room for the baseload only
-        padding_pods = []
-        for node_name in sorted(names):
-            load = acct.baseload_for_node(kube, node_name)
-            nrt_info = acct.find_from_list(nrts, node_name)
-            padding = acct.saturate_node_until_left(nrt_info, load)
-            for zone in acct.zones(nrt_info):
-                pod = acct.new_padding_pod(
-                    node_name, zone["name"], fxt.namespace, padding[zone["name"]], suite_config.pause_image
-                )
-                acct.pin_pod_to(pod, node_name, zone["name"])
-                padding_pods.append(kube.create(pod))
+        padding_pods = acct.pad_nodes_to_baseload(
+            kube, fxt.namespace, suite_config.pause_image, nrts, sorted(names)
+        )
         failed = acct.wait_padding_pods_running(kube, padding_pods)
         assert not failed, "some padding pods have failed to run"
         fxt.settle_nrts()
@@ -198,16 +202,16 @@ class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
         target_initial_list = kube.list(k8s.NRT)
         target_initial = acct.find_from_list(target_initial_list, target)
         required = {
-            "cpu": acct.max_allocatable_numa_level(target_initial, "cpu"),
-            "memory": acct.max_allocatable_numa_level(target_initial, "memory"),
+            "cpu": e2enrt.max_allocatable_numa_level(target_initial, "cpu"),
+            "memory": e2enrt.max_allocatable_numa_level(target_initial, "memory"),
         }
         # a little more than any zone's allocatable
-        required = acct.add(required, acct.reslist({"cpu": "1", "memory": "100Mi"}))
+        required = rl.add(required, rl.of({"cpu": "1", "memory": "100Mi"}))
 
         pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image)
         pod["spec"]["schedulerName"] = suite_config.scheduler_name
         acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
-        log.info("requested resources of the test pod: %s", acct.to_string(required))
+        log.info("requested resources of the test pod: %s", rl.to_string(required))
         kube.create(pod)
 
         acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
@@ -215,7 +219,7 @@ class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
 
         post_list = acct.get_updated(kube, target_initial_list, 60)
         post = acct.find_from_list(post_list, target)
-        assert acct.check_equal_available(target_initial, post), (
+        assert e2enrt.check_equal_available_resources(target_initial, post), (
             "new changes were detected in the nrt of the target node, but expected no change"
         )
 
@@ -232,12 +236,12 @@ class TestWithSuitableNodes:
         kube = fxt.kube
         needed_nodes = 2
         # "high enough" for the infra pods to run comfortably
-        expected_free = acct.reslist({"cpu": "6", "memory": "6Gi"})
-        candidates = acct.filter_any_zone_matching(nrts, expected_free)
+        expected_free = rl.of({"cpu": "6", "memory": "6Gi"})
+        candidates = e2enrt.filter_any_zone_matching_resources(nrts, expected_free)
         if len(candidates) < needed_nodes:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed {needed_nodes}")
         # all zones assumed equal: the workload pods almost saturate a NUMA zone
-        required = acct.saturate_zone_until_left(acct.zones(nrts[0])[0], expected_free)
+        required = e2epad.saturate_zone_until_left(acct.zones(nrts[0])[0], expected_free)
         fxt.settle_nrts()
 
         dp_name = "test-dp-scaleup"
@@ -252,13 +256,13 @@ class TestWithSuitableNodes:
             requests=required,
         )
         del pod_spec["terminationGracePeriodSeconds"]
-        dp = acct.new_deployment(
-            fxt.namespace,
-            dp_name,
+        dp = objects.new_test_deployment_with_pod_spec(
             replicas,
             {"test": dp_name},
+            {MULTI_NUMA_LABEL: "2"},
+            fxt.namespace,
+            dp_name,
             pod_spec,
-            node_selector={acct.MULTI_NUMA_LABEL: "2"},
         )
         kube.create(dp)
         dp = acct.for_deployment_replicas(kube, fxt.namespace, dp_name, "readyReplicas", replicas, timeout=60)

@@ -15,6 +15,10 @@ import pytest
 
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import objects
+from nrop.suite import resourcelist as rl
+from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import entry, spec
 
 log = logging.getLogger(__name__)
@@ -35,7 +39,7 @@ CPUS_PER_POD = 2  # must be even, >= 2
 def _gu(pod: dict) -> None:
     acct.set_resources(
         pod["spec"]["containers"][0],
-        {"cpu": Quantity.from_int(CPUS_PER_POD), **acct.reslist({"memory": "64Mi"})},
+        {"cpu": Quantity.from_int(CPUS_PER_POD), **rl.of({"memory": "64Mi"})},
         limits=True,
     )
 
@@ -43,7 +47,7 @@ def _gu(pod: dict) -> None:
 def _bu(pod: dict) -> None:
     acct.set_resources(
         pod["spec"]["containers"][0],
-        {"cpu": Quantity.from_int(CPUS_PER_POD), **acct.reslist({"memory": "64Mi"})},
+        {"cpu": Quantity.from_int(CPUS_PER_POD), **rl.of({"memory": "64Mi"})},
         limits=False,
     )
 
@@ -63,7 +67,7 @@ def _burst_timeout(fxt: Any, suite_config: Any) -> float:
 
 
 def _two_zone_nrts(fxt: Any) -> list[dict]:
-    nrts = acct.filter_zone_count_equal(fxt.kube.list(k8s.NRT), 2)
+    nrts = e2enrt.filter_zone_count_equal(fxt.kube.list(k8s.NRT), 2)
     if len(nrts) < 1:
         fxt.skip("Not enough nodes found with at least 2 NUMA zones")
     return nrts
@@ -96,11 +100,11 @@ class TestUsingTheNUMAAwareSchedulerWithNRTData:
     def test_node1(self, fxt: Any, suite_config: Any, setup_pod: Callable[[dict], None]) -> None:
         timeout = _burst_timeout(fxt, suite_config)
         nrts = _two_zone_nrts(fxt)
-        target = acct.pop_node_name(acct.accumulate_names(nrts))
+        target = acct.pop_node_name(e2enrt.accumulate_names(nrts))
         log.info("selected target node name %s", target)
         nrt_info = acct.find_from_list(nrts, target)
         # assumed: even CPUs per zone, unloaded node, identical zones, baseload <= 1/4 of the node
-        max_alloc = acct.max_allocatable_numa_level(nrt_info, "cpu").value()
+        max_alloc = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").value()
         cpus_val = (3 * max_alloc) // 2  # 150% of a zone: anything above a zone is fine
         num_pods = cpus_val // CPUS_PER_POD
         log.info("creating %d pods, max allocatable CPUs per NUMA zone %d", num_pods, max_alloc)
@@ -109,7 +113,7 @@ class TestUsingTheNUMAAwareSchedulerWithNRTData:
             pod = acct.new_test_pod(fxt.namespace, f"testpod-{idx}", suite_config.pause_image)
             pod["spec"]["schedulerName"] = suite_config.scheduler_name
             setup_pod(pod)
-            acct.pin_pod_to_node(pod, target)
+            objects.pin_pod_to_node(pod, target)
             pods.append(pod)
         _run_burst(fxt, suite_config, pods, timeout)
 
@@ -127,9 +131,9 @@ class TestUsingTheNUMAAwareSchedulerWithNRTData:
         timeout = _burst_timeout(fxt, suite_config)
         nrts = _two_zone_nrts(fxt)
         # all workers are assumed identical: any one is the reference
-        reference = acct.pop_node_name(acct.accumulate_names(nrts))
+        reference = acct.pop_node_name(e2enrt.accumulate_names(nrts))
         nrt_info = acct.find_from_list(nrts, reference)
-        res_val = acct.max_allocatable_numa_level(nrt_info, "cpu").value()
+        res_val = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").value()
         cpus_val = (10 * res_val) // 8
         num_pods = len(nrts) * cpus_val // CPUS_PER_POD
         log.info("creating %d pods over %d nodes, CPUs per NUMA zone %d", num_pods, len(nrts), res_val)
@@ -138,6 +142,6 @@ class TestUsingTheNUMAAwareSchedulerWithNRTData:
             pod = acct.new_test_pod(fxt.namespace, f"testpod-{idx}", suite_config.pause_image)
             pod["spec"]["schedulerName"] = suite_config.scheduler_name
             setup_pod(pod)
-            pod["spec"]["nodeSelector"] = {acct.MULTI_NUMA_LABEL: "2"}
+            pod["spec"]["nodeSelector"] = {MULTI_NUMA_LABEL: "2"}
             pods.append(pod)
         _run_burst(fxt, suite_config, pods, timeout)

@@ -18,6 +18,10 @@ import pytest
 
 from nrop.api.quantity import Quantity, coerce
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import objects
+from nrop.suite import padding as e2epad
+from nrop.suite import resourcelist as rl
 from nrop.suite.specs import entry, spec
 from nrop.suite.waiting import wait_for
 
@@ -114,14 +118,14 @@ def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> 
     """ "when one node is schedulable and the others are unschedulable": cordon every other node."""
     kube = fxt.kube
     nrt_list = priority_classes
-    candidates = acct.filter_zone_count_equal(nrt_list, 2)
+    candidates = e2enrt.filter_zone_count_equal(nrt_list, 2)
     if len(candidates) < 1:
         fxt.skip(f"not enough nodes with 2 NUMA zones: found {len(candidates)}")
-    candidates = acct.filter_by_tm_policy(candidates, acct.SINGLE_NUMA_NODE)
+    candidates = e2enrt.filter_by_policy(candidates, e2enrt.SINGLE_NUMA_NODE)
     if len(candidates) < 1:
         fxt.skip(f"not enough nodes with SingleNUMANode policy - found {len(candidates)}")
     target_node = ""
-    for name in acct.accumulate_names(candidates):
+    for name in e2enrt.accumulate_names(candidates):
         if not (kube.get(k8s.NODE, name).get("spec") or {}).get("unschedulable"):
             target_node = name  # the first schedulable one
             break
@@ -265,11 +269,13 @@ class TestWhenPreemptionModeIsSetToEnabled:
             # fillers saturate the target node, zone by zone
             fillers = []
             for zone in acct.zones(nrt_info):
-                pod = acct.make_padding_pod(fxt.namespace, target.node, zone, load, suite_config.pause_image)
+                pod = e2epad.make_padding_pod(
+                    fxt.namespace, target.node, zone, load, image=suite_config.pause_image
+                )
                 if filler_class:
                     pod["spec"]["priorityClassName"] = filler_class
                 pod["spec"]["schedulerName"] = scheduler
-                acct.pin_pod_to(pod, target.node, zone["name"])
+                objects.pin_pod_to(pod, target.node, zone["name"])
                 fillers.append(kube.create(pod))
             assert not acct.wait_padding_pods_running(kube, fillers), "some padding pods have failed to run"
             fxt.settle_nrts()
@@ -354,8 +360,8 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     (0, "default-priority-filler-1"),
                     (1, "default-priority-filler-2"),
                 ):
-                    res = dict(acct.to_manifest(load))
-                    res[acct.NUMACELL_RESOURCE_FMT.format(zone_idx)] = "1"
+                    res = dict(rl.to_manifest(load))
+                    res[objects.numacell_resource_name(zone_idx)] = "1"
                     pod = acct.new_test_pod(fxt.namespace, pod_name, suite_config.pause_image)
                     pod["spec"]["schedulerName"] = scheduler
                     first = pod["spec"]["containers"][0]
@@ -374,14 +380,14 @@ class TestWhenPreemptionModeIsSetToEnabled:
 
                 medium = []
                 for idx, zone in enumerate(acct.zones(updated_nrt)):
-                    pod = acct.make_padding_pod(
-                        fxt.namespace, target.node, zone, load, suite_config.pause_image
+                    pod = e2epad.make_padding_pod(
+                        fxt.namespace, target.node, zone, load, image=suite_config.pause_image
                     )
                     pod["metadata"].pop("generateName", None)
                     pod["metadata"]["name"] = f"medium-priority-filler-{idx + 1}"
                     pod["spec"]["priorityClassName"] = CUSTOM_MEDIUM
                     pod["spec"]["schedulerName"] = scheduler
-                    acct.pin_pod_to(pod, target.node, zone["name"])
+                    objects.pin_pod_to(pod, target.node, zone["name"])
                     medium.append(kube.create(pod))
                 fillers += medium
                 assert not acct.wait_padding_pods_running(kube, medium), (
@@ -393,7 +399,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 template = acct.new_test_pod(fxt.namespace, "test-workload", suite_config.pause_image)
                 template["spec"]["schedulerName"] = scheduler
                 template["spec"]["priorityClassName"] = CUSTOM_LOW
-                request = acct.to_manifest(_scaled(load, 4))
+                request = rl.to_manifest(_scaled(load, 4))
                 template["spec"]["containers"][0]["resources"] = {
                     "limits": dict(request),
                     "requests": dict(request),

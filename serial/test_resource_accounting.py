@@ -13,7 +13,13 @@ import _accounting_helpers as acct
 import pytest
 import yaml
 
+from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_POLICY, ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import objects
+from nrop.suite import padding as e2epad
+from nrop.suite import resourcelist as rl
+from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import spec
 from nrop.suite.waiting import wait_for
 
@@ -29,7 +35,7 @@ pytestmark = spec(
 )
 FIXTURE_BASENAME = "e2e-test-resource-accounting"
 
-CELL_COUNT_2 = {acct.MULTI_NUMA_LABEL: "2"}
+CELL_COUNT_2 = {MULTI_NUMA_LABEL: "2"}
 
 
 @pytest.fixture
@@ -37,7 +43,7 @@ def nrts(fxt: Any) -> list[dict]:
     """The Describe's BeforeEach: any TM policy the updater handles would do; single-numa-node
     is the proxy for "valid NRT data on at least two nodes"."""
     nrt_list = fxt.kube.list(k8s.NRT)
-    found = acct.filter_by_tm_policy(nrt_list, acct.SINGLE_NUMA_NODE)
+    found = e2enrt.filter_by_policy(nrt_list, e2enrt.SINGLE_NUMA_NODE)
     if len(found) < 2:
         fxt.skip(f"not enough nodes with valid policy - found {len(found)}")
     return found
@@ -71,7 +77,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
     @pytest.fixture
     def two_zone_nrts(self, fxt: Any, nrts: list[dict]) -> list[dict]:
         # at least 2 zones would do, but the padding logic is hardcoded for exactly 2
-        found = acct.filter_zone_count_equal(nrts, 2)
+        found = e2enrt.filter_zone_count_equal(nrts, 2)
         if len(found) < 1:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(found)}")
         return found
@@ -88,15 +94,15 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
         kube = fxt.kube
         image = suite_config.pause_image
         nrt_list = kube.list(k8s.NRT)
-        unsuitable_free = acct.reslist({"cpu": "2", "memory": "4Gi"})  # > 1 and LESS than required
-        required = acct.reslist({"cpu": "4", "memory": "8Gi"})
+        unsuitable_free = rl.of({"cpu": "2", "memory": "4Gi"})  # > 1 and LESS than required
+        required = rl.of({"cpu": "4", "memory": "8Gi"})
 
-        candidates = acct.filter_any_zone_matching(two_zone_nrts, required)
+        candidates = e2enrt.filter_any_zone_matching_resources(two_zone_nrts, required)
         if len(candidates) < 1:
             fxt.skip(
                 f"not enough nodes with NUMA zones each of them can match requests: found {len(candidates)}"
             )
-        names = acct.accumulate_names(candidates)
+        names = e2enrt.accumulate_names(candidates)
         target = acct.pop_node_name(names)
         unsuitable = sorted(names)
         log.info("selecting target node %s and unsuitable nodes %s", target, unsuitable)
@@ -105,8 +111,8 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
         nrt_info = acct.find_from_list(nrt_list, target)
         padding_pods = []
         for zone in acct.zones(nrt_info):
-            pod = acct.make_padding_pod(fxt.namespace, "target", zone, required, image)
-            acct.pin_pod_to(pod, target, zone["name"])
+            pod = e2epad.make_padding_pod(fxt.namespace, "target", zone, required, image=image)
+            objects.pin_pod_to(pod, target, zone["name"])
             padding_pods.append(kube.create(pod))
         assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
         fxt.settle_nrts()
@@ -121,9 +127,9 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             placeholder = acct.new_test_pod(fxt.namespace, f"tgtpadpod-{zone['name']}", image)
             placeholder["spec"]["nodeName"] = target
             acct.set_resources(
-                placeholder["spec"]["containers"][0], acct.reslist({"cpu": "1", "memory": "1Gi"}), limits=True
+                placeholder["spec"]["containers"][0], rl.of({"cpu": "1", "memory": "1Gi"}), limits=True
             )
-            acct.pin_pod_to(placeholder, target, zone["name"])
+            objects.pin_pod_to(placeholder, target, zone["name"])
             target_padding_pods.append(kube.create(placeholder))
         assert not acct.wait_padding_pods_running(kube, target_padding_pods), (
             "some padding pods have failed to run"
@@ -133,8 +139,10 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
         for idx, node_name in enumerate(unsuitable):
             info = acct.find_from_list(nrt_list, node_name)
             for zone in acct.zones(info):
-                pod = acct.make_padding_pod(fxt.namespace, f"unsuitable{idx}", zone, unsuitable_free, image)
-                acct.pin_pod_to(pod, node_name, zone["name"])
+                pod = e2epad.make_padding_pod(
+                    fxt.namespace, f"unsuitable{idx}", zone, unsuitable_free, image=image
+                )
+                objects.pin_pod_to(pod, node_name, zone["name"])
                 padding_pods.append(kube.create(pod))
         failed = acct.wait_padding_pods_running(kube, padding_pods + target_padding_pods)
         assert not failed, "some padding pods have failed to run"
@@ -173,6 +181,25 @@ class BurstableSetup:
     requests: acct.ResList
 
 
+def _expect_burstable_unaccounted(
+    kube: Any, setup: BurstableSetup, pods: list[dict], scheduler: str, owner: str
+) -> None:
+    """The burstable pods of ``owner`` run on the target, scheduled by ``scheduler``, and the
+    target's NRT shows the reference's available resources: burstable pods are not accounted."""
+    assert pods, f"cannot find any pods for {owner}"
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == setup.target, (
+            f"pod {acct.pod_key(pod)} is scheduled on node {acct.q(pod['spec']['nodeName'])} but expected to "
+            f"be on the target node {acct.q(setup.target)}"
+        )
+        acct.expect_scheduled_with(kube, [pod], scheduler)
+
+    current = acct.find_from_list(acct.get_updated(kube, setup.reference_list, 60), setup.target)
+    assert e2enrt.check_equal_available_resources(setup.reference, current), (
+        "new resources are accounted in NRT although scheduling burstable pod"
+    )
+
+
 class TestBurstableNotAccounted:
     pytestmark = spec(
         "cluster with node/s having two numa zones, and there are enough resources on one node but not in any "
@@ -184,34 +211,26 @@ class TestBurstableNotAccounted:
         """1. a target node for the burstable workload; 2. every other node fully padded;
         3. the reference NRT list once padded."""
         kube = fxt.kube
-        candidates = acct.filter_zone_count_equal(nrts, 2)
+        candidates = e2enrt.filter_zone_count_equal(nrts, 2)
         if len(candidates) < 1:
             fxt.skip(f"not enough nodes with at least 2 NUMA Zones: found {len(candidates)}, needed 1")
-        names = acct.accumulate_names(candidates)
+        names = e2enrt.accumulate_names(candidates)
         target = acct.pop_node_name(names)
         log.info("selecting node to schedule the test pod: %s", target)
 
         initial_list = kube.list(k8s.NRT)
         initial = acct.find_from_list(initial_list, target)
         load = acct.baseload_for_node(kube, target)
-        available = acct.node_available(initial)
-        requests = acct.sub(
+        available = e2enrt.accumulate_node_available(initial)
+        requests = rl.sub(
             {"cpu": available["cpu"], "memory": available["memory"]},
             {"cpu": load["cpu"], "memory": load["memory"]},
         )
-        log.info("requests: maximum available on the target minus its baseload: %s", acct.to_string(requests))
+        log.info("requests: maximum available on the target minus its baseload: %s", rl.to_string(requests))
 
-        padding_pods = []
-        for node_name in sorted(names):
-            node_load = acct.baseload_for_node(kube, node_name)
-            info = acct.find_from_list(candidates, node_name)
-            padding = acct.saturate_node_until_left(info, node_load)
-            for zone in acct.zones(info):
-                pod = acct.new_padding_pod(
-                    node_name, zone["name"], fxt.namespace, padding[zone["name"]], suite_config.pause_image
-                )
-                acct.pin_pod_to(pod, node_name, zone["name"])
-                padding_pods.append(kube.create(pod))
+        padding_pods = acct.pad_nodes_to_baseload(
+            kube, fxt.namespace, suite_config.pause_image, candidates, sorted(names)
+        )
         assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
         fxt.settle_nrts()
 
@@ -254,23 +273,15 @@ class TestBurstableNotAccounted:
         pod_spec = acct.pause_pod_spec(
             "test-dp-cnt", suite_config.pause_image, scheduler=scheduler, requests=setup.requests
         )
-        dp = acct.new_deployment(fxt.namespace, "test-dp", 1, {"test": "test-dp"}, pod_spec, node_selector={})
-        log.info("create the burstable test deployment with requests %s", acct.to_string(setup.requests))
+        dp = objects.new_test_deployment_with_pod_spec(
+            1, {"test": "test-dp"}, {}, fxt.namespace, "test-dp", pod_spec
+        )
+        log.info("create the burstable test deployment with requests %s", rl.to_string(setup.requests))
         kube.create(dp)
         dp = acct.for_deployment_complete(kube, fxt.namespace, "test-dp", timeout=60, interval=10)
 
-        pods = acct.pods_of(kube, dp)
-        assert pods, f"cannot find any pods for DP {fxt.namespace}/test-dp"
-        for pod in pods:
-            assert pod["spec"]["nodeName"] == setup.target, (
-                f"pod {acct.pod_key(pod)} is scheduled on node {acct.q(pod['spec']['nodeName'])} but expected to "
-                f"be on the target node {acct.q(setup.target)}"
-            )
-            acct.expect_scheduled_with(kube, [pod], scheduler)
-
-        current = acct.find_from_list(acct.get_updated(kube, setup.reference_list, 60), setup.target)
-        assert acct.check_equal_available(setup.reference, current), (
-            "new resources are accounted in NRT although scheduling burstable pod"
+        _expect_burstable_unaccounted(
+            kube, setup, acct.pods_of(kube, dp), scheduler, f"DP {fxt.namespace}/test-dp"
         )
 
     @spec(
@@ -288,17 +299,17 @@ class TestBurstableNotAccounted:
         for zone in acct.zones(setup.initial):
             available = acct.zone_resources(zone)
             numa_res = {name: available[name] for name in ("cpu", "memory") if name in available}
-            per_numa.append(acct.sub(numa_res, {"cpu": load["cpu"], "memory": load["memory"]}))
+            per_numa.append(rl.sub(numa_res, {"cpu": load["cpu"], "memory": load["memory"]}))
 
         containers = pod["spec"]["containers"]
         containers.append(acct.pause_container("testpod-bu-cnt2", suite_config.pause_image))
         acct.set_resources(containers[0], per_numa[0], limits=True)  # requests=limits
         acct.set_resources(containers[1], per_numa[1], limits=False)  # keeps the pod Burstable
-        policy = acct.nrt_attribute(setup.initial, acct.TM_POLICY_ATTR)
-        assert policy is not None, f"Unable to get {acct.q(acct.TM_POLICY_ATTR)} attribute"
-        scope = acct.nrt_attribute(setup.initial, acct.TM_SCOPE_ATTR)
-        assert scope is not None, f"Unable to get {acct.q(acct.TM_POLICY_ATTR)} attribute"
-        if policy == acct.SINGLE_NUMA_NODE and scope == acct.SCOPE_POD:
+        policy = acct.nrt_attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_POLICY)
+        assert policy is not None, f"Unable to get {acct.q(ATTR_TOPOLOGY_MANAGER_POLICY)} attribute"
+        scope = acct.nrt_attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
+        assert scope is not None, f"Unable to get {acct.q(ATTR_TOPOLOGY_MANAGER_POLICY)} attribute"
+        if policy == e2enrt.SINGLE_NUMA_NODE and scope == e2enrt.SCOPE_POD:
             # both containers must fit one zone: the burstable one asks for as little as possible,
             # so the node is not filtered out by NodeResourcesFit
             containers[1]["resources"]["requests"] = {"memory": "5Mi"}
@@ -335,17 +346,19 @@ class TestBurstableNotAccounted:
 
         post_create_list = acct.get_updated(kube, setup.reference_list, 60)
         post_create = acct.find_from_list(post_create_list, first["spec"]["nodeName"])
-        rl = acct.container_limits(second["spec"]["containers"])
-        scope = acct.nrt_attribute(setup.initial, acct.TM_SCOPE_ATTR)
+        limits = rl.from_container_limits(second["spec"]["containers"])
+        scope = acct.nrt_attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
         assert scope is not None, (
-            f"Unable to find required attribute {acct.q(acct.TM_SCOPE_ATTR)} on NRT {acct.q(setup.target)}"
+            f"Unable to find required attribute {acct.q(ATTR_TOPOLOGY_MANAGER_SCOPE)} on NRT {acct.q(setup.target)}"
         )
         # simpler to check against the initial data than the delta: both must give the same result
-        match = acct.check_consumed_for_scope(scope, setup.initial, post_create, rl, acct.pod_qos(second))
+        match = e2enrt.check_consumed_resources_for_scope(
+            scope, setup.initial, post_create, limits, objects.pod_qos(second)
+        )
         assert match, (
             "inconsistent accounting: no resources consumed by the running pod,\n"
             f"NRT before test's pod: {yaml.safe_dump(setup.initial)} \nNRT after: {yaml.safe_dump(post_create)} \n"
-            f" total required resources: {acct.to_string(rl)}"
+            f" total required resources: {rl.to_string(limits)}"
         )
 
         kube.delete(k8s.POD, "testpod-second-gu", fxt.namespace)
@@ -354,7 +367,7 @@ class TestBurstableNotAccounted:
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
             post_delete = acct.find_from_list(acct.get_updated(kube, post_create_list, 60), node)
-            return acct.check_equal_available(setup.initial, post_delete)
+            return e2enrt.check_equal_available_resources(setup.initial, post_delete)
 
         wait_for(
             restored, bool, f"resources restored on {acct.q(node)}", 60, interval=fxt.config.timeouts.poll(5)
@@ -370,28 +383,18 @@ class TestBurstableNotAccounted:
         pod_spec = acct.pause_pod_spec(
             "test-ds-cnt", suite_config.pause_image, scheduler=scheduler, requests=setup.requests
         )
-        ds = acct.new_daemonset(
+        ds = objects.new_test_daemonset_with_pod_spec(
+            {"test": "test-ds"},
+            {objects.HOSTNAME_LABEL: setup.target},
             fxt.namespace,
             "test-ds",
-            {"test": "test-ds"},
             pod_spec,
-            node_selector={acct.HOSTNAME_LABEL: setup.target},
         )
-        log.info("create the burstable test daemonset with requests %s", acct.to_string(setup.requests))
+        log.info("create the burstable test daemonset with requests %s", rl.to_string(setup.requests))
         kube.create(ds)
         ds = acct.for_daemonset_ready(kube, fxt.namespace, "test-ds", timeout=60, interval=10)
 
-        pods = acct.pods_of(kube, ds)
-        assert pods, f"cannot find any pods for DS {fxt.namespace}/test-ds"
-        for pod in pods:
-            assert pod["spec"]["nodeName"] == setup.target, (
-                f"pod {acct.pod_key(pod)} is scheduled on node {acct.q(pod['spec']['nodeName'])} but expected to "
-                f"be on the target node {acct.q(setup.target)}"
-            )
-            acct.expect_scheduled_with(kube, [pod], scheduler)
-
-        current = acct.find_from_list(acct.get_updated(kube, setup.reference_list, 60), setup.target)
-        assert acct.check_equal_available(setup.reference, current), (
-            "new resources are accounted in NRT although scheduling burstable pod"
+        _expect_burstable_unaccounted(
+            kube, setup, acct.pods_of(kube, ds), scheduler, f"DS {fxt.namespace}/test-ds"
         )
         kube.delete(k8s.DAEMONSET, "test-ds", fxt.namespace)

@@ -7,7 +7,7 @@ their exclusive part shows in the NRT; when no node has the storage left the sch
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import _accounting_helpers as acct
@@ -15,6 +15,10 @@ import pytest
 
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import objects
+from nrop.suite import padding as e2epad
+from nrop.suite import resourcelist as rl
 from nrop.suite.specs import entry, spec
 
 log = logging.getLogger(__name__)
@@ -28,28 +32,7 @@ GU, BU, BE = "Guaranteed", "Burstable", "BestEffort"
 
 
 def _res(**values: str) -> acct.ResList:
-    return acct.reslist({name.replace("_", "-"): value for name, value in values.items()})
-
-
-def _filter_nodes(
-    fxt: Any,
-    nrt_list: Sequence[dict],
-    nodes: int,
-    numa_zones: int,
-    required: Mapping[str, Quantity] | None = None,
-) -> list[dict]:
-    """Upstream ``filterNodes``: nodes with exactly ``numa_zones`` zones, one of which fits
-    the NUMA-affine part of ``required``."""
-    candidates = acct.filter_zone_count_equal(nrt_list, numa_zones)
-    if len(candidates) < nodes:
-        fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed {nodes}")
-    candidates = acct.filter_any_zone_matching(candidates, acct.only_numa_affine(required or {}))
-    if len(candidates) < nodes:
-        fxt.skip(
-            f"not enough nodes with NUMA zones each of them can match requests: found {len(candidates)}, "
-            f"needed: {nodes}"
-        )
-    return candidates
+    return rl.of({name.replace("_", "-"): value for name, value in values.items()})
 
 
 def _make_test_pod(fxt: Any, scheduler: str, required: Sequence[acct.ResList], *, limits: bool) -> dict:
@@ -71,35 +54,35 @@ class TestWithAtLeastTwoNodesSuitable:
         [
             entry(
                 "[test_id:84015][qos:gu] with ephemeral storage, single-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [_res(cpu="2", memory="256Mi", ephemeral_storage="256Mi")],
                 GU,
                 labels=("tier0", "qos:gu"),
             ),
             entry(
                 "[test_id:84016][qos:bu] with ephemeral storage, single-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [_res(cpu="2", memory="256Mi", ephemeral_storage="256Mi")],
                 BU,
                 labels=("tier1", "qos:bu"),
             ),
             entry(
                 "[test_id:84017][qos:be] with ephemeral storage, single-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [_res(ephemeral_storage="256Mi")],
                 BE,
                 labels=("tier1", "qos:be"),
             ),
             entry(
                 "[test_id:74249][qos:gu] with ephemeral storage, multi-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [_res(cpu="2", memory="256Mi", ephemeral_storage="256Mi") for _ in range(4)],
                 GU,
                 labels=("tier0", "qos:gu"),
             ),
             entry(
                 "[test_id:74250][qos:gu] with ephemeral storage, multi-container, fractional",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [
                     _res(cpu="3000m", memory="256Mi", ephemeral_storage="16777216"),
                     _res(cpu="2", memory="256Mi", ephemeral_storage="16777216"),
@@ -111,7 +94,7 @@ class TestWithAtLeastTwoNodesSuitable:
             ),
             entry(
                 "[test_id:74251][qos:bu] with ephemeral storage, multi-container, fractional",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [
                     _res(cpu="1200m", memory="384Mi", ephemeral_storage="16777216"),
                     _res(cpu="1200m", memory="384Mi", ephemeral_storage="256Mi"),
@@ -123,7 +106,7 @@ class TestWithAtLeastTwoNodesSuitable:
             ),
             entry(
                 "[test_id:74252][qos:be] with ephemeral storage, multi-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [_res(ephemeral_storage="256Mi"), _res(ephemeral_storage="16777216")],
                 BE,
                 labels=("tier1", "qos:be"),
@@ -136,8 +119,8 @@ class TestWithAtLeastTwoNodesSuitable:
         kube = fxt.kube
         scheduler = suite_config.scheduler_name
         nrt_list = kube.list(k8s.NRT)
-        candidates = _filter_nodes(fxt, nrt_list, 2, 2, acct.accumulate(required, acct.allow_all))
-        nrts = acct.filter_by_tm_policy(candidates, tm_policy)
+        candidates = acct.filter_nodes(fxt, nrt_list, 2, 2, rl.accumulate(required))
+        nrts = e2enrt.filter_by_policy(candidates, tm_policy)
         if len(nrts) != len(candidates):
             fxt.skip(f"not enough nodes with policy {acct.q(tm_policy)} - found {len(nrts)}")
 
@@ -149,8 +132,8 @@ class TestWithAtLeastTwoNodesSuitable:
             acct.log_events_for_pod(kube, fxt.namespace, "testpod")
         assert ok, 'Pod "testpod" not up&running after 1m0s'
         assert updated is not None
-        log.info("pod resources: %s", acct.to_string(acct.container_requests(updated["spec"]["containers"])))
-        assert acct.pod_qos(updated) == expected_qos, "pod QOS mismatch"
+        log.info("pod resources: %s", rl.to_string(rl.from_container_requests(updated["spec"]["containers"])))
+        assert objects.pod_qos(updated) == expected_qos, "pod QOS mismatch"
 
         assert acct.check_pod_was_scheduled_with(kube, fxt.namespace, "testpod", scheduler), (
             f"pod {fxt.namespace}/testpod not scheduled with expected scheduler {scheduler}"
@@ -160,8 +143,8 @@ class TestWithAtLeastTwoNodesSuitable:
         target_initial = acct.find_from_list(nrt_list, updated["spec"]["nodeName"])
         consumed: acct.ResList = {}
         if expected_qos == GU:
-            consumed = acct.accumulate(required, acct.filter_exclusive)
-        log.info("expected required resources to reflect in NRT: %s", acct.to_string(consumed))
+            consumed = rl.accumulate(required, rl.filter_exclusive)
+        log.info("expected required resources to reflect in NRT: %s", rl.to_string(consumed))
         acct.expect_nrt_consumed(kube, target_initial, consumed, updated)
 
 
@@ -180,7 +163,7 @@ class TestUnschedWithoutSuitableNodesWithEnoughHostLevelResources:
         [
             entry(
                 "[test_id:74253] with ephemeral storage, multi-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [
                     _res(cpu="2", memory="16Mi", ephemeral_storage="256Mi"),
                     _res(cpu="1500m", memory="16Mi", ephemeral_storage="128Mi"),
@@ -190,7 +173,7 @@ class TestUnschedWithoutSuitableNodesWithEnoughHostLevelResources:
             ),
             entry(
                 "[test_id:74254] with ephemeral storage, multi-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [
                     _res(cpu="2500m", ephemeral_storage="256Mi"),
                     _res(cpu="2", memory="64Mi", ephemeral_storage="16Mi"),
@@ -200,7 +183,7 @@ class TestUnschedWithoutSuitableNodesWithEnoughHostLevelResources:
             ),
             entry(
                 "[test_id:74255] with ephemeral storage, multi-container",
-                acct.SINGLE_NUMA_NODE,
+                e2enrt.SINGLE_NUMA_NODE,
                 [_res(ephemeral_storage="256Mi"), _res(ephemeral_storage="32Mi"), "device1=2"],
                 BE,
                 labels=("tier3", "qos:be", "unsched"),
@@ -214,19 +197,21 @@ class TestUnschedWithoutSuitableNodesWithEnoughHostLevelResources:
         scheduler = suite_config.scheduler_name
         required = [_device_request(suite_config, r) for r in required]
         nrt_list = kube.list(k8s.NRT)
-        candidates = _filter_nodes(fxt, nrt_list, 1, 2)
-        candidate_names = acct.accumulate_names(candidates)
+        candidates = acct.filter_nodes(fxt, nrt_list, 1, 2, {})
+        candidate_names = e2enrt.accumulate_names(candidates)
 
         # pad every candidate node so that less than the pod's total ephemeral-storage is left
-        host_level = acct.accumulate(required, lambda name, _qty: name in acct.HOST_LEVEL_RESOURCES)
-        keep = host_level.get("ephemeral-storage", Quantity(0)) - acct.reslist({"x": "1Mi"})["x"]
+        host_level = rl.accumulate(required, lambda name, _qty: name in rl.HOST_LEVEL_RESOURCES)
+        keep = host_level.get("ephemeral-storage", Quantity(0)) - rl.of({"x": "1Mi"})["x"]
         padding_pods = []
         for node_name in sorted(candidate_names):
             node = kube.get(k8s.NODE, node_name)
-            allocatable = acct.reslist(node["status"]["allocatable"]).get("ephemeral-storage", Quantity(0))
+            allocatable = rl.of(node["status"]["allocatable"]).get("ephemeral-storage", Quantity(0))
             padding = {"ephemeral-storage": allocatable - keep}
-            log.info("pad node %s with %s", node_name, acct.to_string(padding))
-            pod = acct.new_padding_pod(node_name, "all", fxt.namespace, padding, suite_config.pause_image)
+            log.info("pad node %s with %s", node_name, rl.to_string(padding))
+            pod = e2epad.new_padding_pod(
+                fxt.namespace, node_name, "all", padding, image=suite_config.pause_image
+            )
             pod["spec"]["nodeName"] = node_name
             padding_pods.append(kube.create(pod))
         failed = acct.wait_padding_pods_running(kube, padding_pods)
@@ -236,7 +221,7 @@ class TestUnschedWithoutSuitableNodesWithEnoughHostLevelResources:
         pod = _make_test_pod(fxt, scheduler, required, limits=expected_qos != BU)
         kube.create(pod)
         updated = acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=5, steps=3)
-        assert acct.pod_qos(updated) == expected_qos, "pod QoS mismatch"
+        assert objects.pod_qos(updated) == expected_qos, "pod QoS mismatch"
         failed_msg = f"{len(candidate_names)} Insufficient ephemeral-storage"
         is_failed = acct.check_pod_scheduling_failed_with_msg(
             kube, fxt.namespace, "testpod", scheduler, failed_msg
@@ -252,4 +237,4 @@ def _device_request(suite_config: Any, res: acct.ResList | str) -> acct.ResList:
         return res
     key, count = res.split("=")
     device = suite_config.device_types[int(key.removeprefix("device")) - 1]
-    return acct.reslist({device or "": count})
+    return rl.of({device or "": count})

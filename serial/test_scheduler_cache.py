@@ -17,6 +17,8 @@ import pytest
 
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import resourcelist as rl
 from nrop.suite.specs import entry, spec
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,7 @@ def refresh_period(fxt: Any, suite_config: Any) -> float:
 
 
 def _two_zone_candidates(fxt: Any) -> list[dict]:
-    nrts = acct.filter_zone_count_equal(fxt.kube.list(k8s.NRT), NUMA_ZONES_REQUIRED)
+    nrts = e2enrt.filter_zone_count_equal(fxt.kube.list(k8s.NRT), NUMA_ZONES_REQUIRED)
     if len(nrts) < HOSTS_REQUIRED:
         fxt.skip(f"not enough nodes with {NUMA_ZONES_REQUIRED} NUMA Zones: found {len(nrts)}")
     log.info("Found %d nodes with %d NUMA zones", len(nrts), NUMA_ZONES_REQUIRED)
@@ -86,7 +88,9 @@ def _filter_any_zone_providing_at_most(
     out = []
     for nrt in nrts:
         matches = sum(
-            1 for zone in acct.zones(nrt) if acct.providing(acct.zone_resources(zone), resource, wanted)
+            1
+            for zone in acct.zones(nrt)
+            if e2enrt.resource_providing(acct.zone_resources(zone), resource, wanted)
         )
         if matches == 0 or matches > max_zones:
             log.info("SKIP node %s resource %s matchCount %d", acct.nrt_name(nrt), resource, matches)
@@ -155,7 +159,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
                 _pod(fxt, f"ovrfix-pod-{seq}", f"ovrfix-cnt-{seq}", scheduler, required)
                 for seq in range(desired_pods)
             ]
-            log.info("Creating %d pods each requiring %s", desired_pods, acct.to_string(required))
+            log.info("Creating %d pods each requiring %s", desired_pods, rl.to_string(required))
             acct.create_all(kube, pods)
 
             failed, running = acct.for_pods_all_running(kube, pods, timeout=180)
@@ -204,7 +208,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             per_pod = phys // mdesc.desired_pods_per_numa_zone
             cpu_per_pod = int(per_pod * mdesc.load_factor) * mdesc.cores_per_cpu
             required = {"memory": Quantity.from_int(MEMORY_PER_POD), "cpu": Quantity.from_int(cpu_per_pod)}
-            log.info("using %d pods total each requiring %s", desired_pods, acct.to_string(required))
+            log.info("using %d pods total each requiring %s", desired_pods, rl.to_string(required))
 
             tag = {"Guaranteed": "gu", "Burstable": "bu", "BestEffort": "be"}[interference.qos]
             pods = []
@@ -253,7 +257,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
                 _pod(fxt, f"keep-pnd-pod-{seq}", f"keep-pnd-cnt-{seq}", scheduler, required)
                 for seq in range(desired_pods)
             ]
-            log.info("Creating %d pods each requiring %s", desired_pods, acct.to_string(required))
+            log.info("Creating %d pods each requiring %s", desired_pods, rl.to_string(required))
             acct.create_all(kube, pods)
             _expect_phased(kube, scheduler, pods, expected_pending)
 
@@ -278,7 +282,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
                 _pod(fxt, f"cache-awk-pod-{seq}", f"cache-awk-cnt-{seq}", scheduler, required)
                 for seq in range(desired_pods)
             ]
-            log.info("Creating %d pods each requiring %s", desired_pods, acct.to_string(required))
+            log.info("Creating %d pods each requiring %s", desired_pods, rl.to_string(required))
             acct.create_all(kube, pods)
             failed, running = _expect_phased(kube, scheduler, pods, expected_pending)
 

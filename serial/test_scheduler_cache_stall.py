@@ -15,6 +15,9 @@ import pytest
 
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import resourcelist as rl
+from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import entry, spec
 
 log = logging.getLogger(__name__)
@@ -52,7 +55,7 @@ def resync_timeout(fxt: Any, suite_config: Any) -> float:
 
 @pytest.fixture
 def nrt_candidates(fxt: Any, resync_timeout: float) -> list[dict]:
-    nrts = acct.filter_zone_count_equal(fxt.kube.list(k8s.NRT), NUMA_ZONES_REQUIRED)
+    nrts = e2enrt.filter_zone_count_equal(fxt.kube.list(k8s.NRT), NUMA_ZONES_REQUIRED)
     if len(nrts) < HOSTS_REQUIRED:
         fxt.skip(f"not enough nodes with {NUMA_ZONES_REQUIRED} NUMA Zones: found {len(nrts)}")
     return nrts
@@ -63,13 +66,13 @@ def _node_all_burst(fxt: Any, suite_config: Any, timeout: float, setup_pod: Call
     more than a zone holds, so over-reserve makes the scheduler wait for resyncs."""
     kube = fxt.kube
     scheduler = suite_config.scheduler_name
-    nrts = acct.filter_zone_count_equal(kube.list(k8s.NRT), 2)
+    nrts = e2enrt.filter_zone_count_equal(kube.list(k8s.NRT), 2)
     if len(nrts) < 1:
         fxt.skip("Not enough nodes found with at least 2 NUMA zones")
     # all workers are assumed identical: any one is the reference
-    reference = acct.pop_node_name(acct.accumulate_names(nrts))
+    reference = acct.pop_node_name(e2enrt.accumulate_names(nrts))
     nrt_info = acct.find_from_list(nrts, reference)
-    res_val = acct.max_allocatable_numa_level(nrt_info, "cpu").value()
+    res_val = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").value()
     log.info(
         "total available CPU: nodes %d, zones per node %d, CPUs per zone %d",
         len(nrts),
@@ -84,7 +87,7 @@ def _node_all_burst(fxt: Any, suite_config: Any, timeout: float, setup_pod: Call
         pod = acct.new_test_pod(fxt.namespace, f"testpod-schedstall-{idx}", suite_config.pause_image)
         pod["spec"]["schedulerName"] = scheduler
         setup_pod(pod)
-        pod["spec"]["nodeSelector"] = {acct.MULTI_NUMA_LABEL: "2"}
+        pod["spec"]["nodeSelector"] = {MULTI_NUMA_LABEL: "2"}
         pods.append(kube.create(pod))
 
     failed, running = acct.for_pods_all_running(kube, pods, timeout=timeout)
@@ -97,7 +100,7 @@ def _node_all_burst(fxt: Any, suite_config: Any, timeout: float, setup_pod: Call
 def _gu_burst(pod: dict) -> None:
     acct.set_resources(
         pod["spec"]["containers"][0],
-        {"cpu": Quantity.from_int(CPUS_PER_POD), **acct.reslist({"memory": "64Mi"})},
+        {"cpu": Quantity.from_int(CPUS_PER_POD), **rl.of({"memory": "64Mi"})},
         limits=True,
     )
 
@@ -105,7 +108,7 @@ def _gu_burst(pod: dict) -> None:
 def _bu_burst(pod: dict) -> None:
     acct.set_resources(
         pod["spec"]["containers"][0],
-        {"cpu": Quantity.from_int(CPUS_PER_POD), **acct.reslist({"memory": "64Mi"})},
+        {"cpu": Quantity.from_int(CPUS_PER_POD), **rl.of({"memory": "64Mi"})},
         limits=False,
     )
 
@@ -335,7 +338,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
                 pod["spec"]["schedulerName"] = scheduler
                 acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
                 pods.append(pod)
-            log.info("Creating %d pods each requiring %s", len(pods), acct.to_string(required))
+            log.info("Creating %d pods each requiring %s", len(pods), rl.to_string(required))
             acct.create_all(kube, pods)
 
             failed, running = acct.for_pods_all_running(kube, pods, timeout=180)

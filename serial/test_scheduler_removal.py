@@ -14,6 +14,7 @@ import _accounting_helpers as acct
 import pytest
 
 from nrop.suite import kube as k8s
+from nrop.suite import objects
 from nrop.suite.specs import spec
 from nrop.suite.waiting import wait_for
 
@@ -76,7 +77,7 @@ def _delete_scheduler(kube: Any, nrs: dict) -> None:
 def create_deployment(fxt: Any, suite_config: Any, name: str, scheduler: str) -> dict:
     """Two best-effort pause replicas for ``scheduler``."""
     pod_spec = acct.pause_pod_spec(f"{name}-cnt", suite_config.pause_image, scheduler=scheduler)
-    dp = acct.new_deployment(fxt.namespace, name, 2, {"test": "test-dp"}, pod_spec, node_selector={})
+    dp = objects.new_test_deployment_with_pod_spec(2, {"test": "test-dp"}, {}, fxt.namespace, name, pod_spec)
     log.info("creating a test deployment %s", name)
     return fxt.kube.create(dp)
 

@@ -179,7 +179,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             for pod in pods:
                 assert pod["spec"]["nodeName"] == target
                 h.expect_scheduled_by(kube, pod, scheduler)
-                pod_qos = h.pod_qos_of(pod)
+                pod_qos = objects.pod_qos(pod)
                 match = e2enrt.check_zone_consumed_resources_at_least(
                     nrt_initial, nrt_post_create, rl.of(POD_RESOURCES), pod_qos
                 )

@@ -145,11 +145,27 @@ def _expect_consumed(
     pod: Any,
     what: str,
 ) -> None:
-    match = check(before, after, rl.of(required), h.pod_qos_of(pod))
+    match = check(before, after, rl.of(required), objects.pod_qos(pod))
     assert match, (
         f"inconsistent accounting: no resources consumed by the {what} pod,\n"
         f"NRT before test's pod: {e2enrt.to_string_nrt(before)} \nNRT after: {e2enrt.to_string_nrt(after)} \n"
         f" total required resources: {h.to_string(required)}"
+    )
+
+
+def _expect_restored_in_list(
+    fxt: Any, node: str, reference: Mapping[str, Any], last_seen_list: Sequence[Mapping[str, Any]]
+) -> None:
+    """The node's NRT in the list re-published since ``last_seen_list`` shows ``reference``'s
+    available again (the NRT updaters may be slow to report a pod removal: tolerate some delay)."""
+    wait_for(
+        lambda: e2enrt.find(e2enrt.get_updated(fxt.kube, last_seen_list, MINUTE), node),
+        lambda nrt_post_delete: (
+            nrt_post_delete is not None and e2enrt.check_equal_available_resources(reference, nrt_post_delete)
+        ),
+        f"resources restored on {q(node)}",
+        MINUTE,
+        interval=fxt.config.timeouts.poll(5),
     )
 
 
@@ -292,17 +308,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         _expect_consumed(funcs.check_consumed, nrt_reorganized, nrt_last_update, used, pod, "updated")
 
         kube.delete(k.DEPLOYMENT, "testdp47591", ns)
-        # the NRT updaters may be slow to report a pod removal: tolerate some delay
-        wait_for(
-            lambda: e2enrt.find(e2enrt.get_updated(kube, nrt_last_update_list, MINUTE), node),
-            lambda nrt_post_delete: (
-                nrt_post_delete is not None
-                and e2enrt.check_equal_available_resources(nrt_reorganized, nrt_post_delete)
-            ),
-            f"resources restored on {q(node)}",
-            MINUTE,
-            interval=fxt.config.timeouts.poll(5),
-        )
+        _expect_restored_in_list(fxt, node, nrt_reorganized, nrt_last_update_list)
 
 
 def _least_available(nrt: Mapping[str, Any], node_load: h.Resources, resource: str) -> Quantity:
@@ -401,17 +407,7 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
 
         padder.clean()
         kube.delete(k.DEPLOYMENT, "testdp48746", ns)
-        # the NRT updaters may be slow to report a pod removal: tolerate some delay
-        wait_for(
-            lambda: e2enrt.find(e2enrt.get_updated(kube, nrt_post_update_list, MINUTE), target),
-            lambda nrt_post_delete: (
-                nrt_post_delete is not None
-                and e2enrt.check_equal_available_resources(nrt_initial, nrt_post_delete)
-            ),
-            f"resources restored on {q(target)}",
-            MINUTE,
-            interval=fxt.config.timeouts.poll(5),
-        )
+        _expect_restored_in_list(fxt, target, nrt_initial, nrt_post_update_list)
 
 
 def _rs_containers(pause_image: str) -> list[dict[str, Any]]:
@@ -478,7 +474,7 @@ class TestClusterWithAtLeastTwoAvailableNodes:
         before, after = e2enrt.find(nrt_initial, target), e2enrt.find(nrt_after_rs, target)
         assert before is not None and after is not None
         used = rl.from_replicaset(rs)
-        match = e2enrt.check_node_consumed_resources_at_least(before, after, used, h.pod_qos_of(pods[0]))
+        match = e2enrt.check_node_consumed_resources_at_least(before, after, used, objects.pod_qos(pods[0]))
         assert match, "inconsistent accounting when checking NRTs consumed resources"
 
         kube.delete(k.REPLICASET, "testrs", ns)
@@ -509,7 +505,7 @@ class TestClusterWithAtLeastTwoAvailableNodes:
         before, after = e2enrt.find(nrt_initial, target), e2enrt.find(nrt_after_rs, target)
         assert before is not None and after is not None
         match = e2enrt.check_node_consumed_resources_at_least(
-            before, after, rl.from_replicaset(rs), h.pod_qos_of(pods[0])
+            before, after, rl.from_replicaset(rs), objects.pod_qos(pods[0])
         )
         assert match, "inconsistent accounting when checking NRTs consumed resources"
 

@@ -102,16 +102,7 @@ def scenario(fxt: Any, padder: Any) -> Scenario:
     # one of the labeled nodes gets padded too
     to_pad = [*sorted(names), alternative]
     log.info("Padding all other candidate nodes: %s", to_pad)
-    padding_pods = []
-    for node_idx, node_name in enumerate(to_pad):
-        nrt = e2enrt.find(candidates, node_name)
-        assert nrt is not None, f"missing NRT info for {q(node_name)}"
-        for zone_idx, zone in enumerate(e2enrt.zones_of(nrt)):
-            # any zone is fine for the base load
-            leave = h.with_baseload(kube, node_name, PADDING_RES) if zone_idx == 0 else PADDING_RES
-            padding_pods.append(
-                h.create_padding_pod(fxt, f"padding{node_idx}-{zone_idx}", node_name, zone, leave)
-            )
+    padding_pods = h.pad_nodes(fxt, candidates, to_pad, lambda _zone: PADDING_RES, "padding{node}-{zone}")
     h.expect_padding_pods_running(fxt, padding_pods)
 
     initial_list = e2enrt.get_updated(kube, nrt_list, MINUTE)
@@ -126,13 +117,9 @@ def _expect_target_consumed(fxt: Any, scn: Scenario, pod: Any) -> None:
     current = e2enrt.find(current_list, scn.target)
     assert current is not None
     match = e2enrt.check_zone_consumed_resources_at_least(
-        scn.target_nrt_initial, current, rl.of(REQUIRED_RES), h.pod_qos_of(pod)
+        scn.target_nrt_initial, current, rl.of(REQUIRED_RES), objects.pod_qos(pod)
     )
-    assert match != "", (
-        "inconsistent accounting: no resources consumed by the running pod,\n"
-        f"NRT before test's pod: {e2enrt.to_string_nrt(scn.target_nrt_initial)} \n"
-        f"NRT after: {e2enrt.to_string_nrt(current)} \npod resources: {h.to_string(REQUIRED_RES)}"
-    )
+    assert match != "", h.not_consumed_message(scn.target_nrt_initial, current, REQUIRED_RES)
 
 
 def _safely(func: Callable[[], None], node: str) -> bool:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import _accounting_helpers as acct
 import _placement_helpers as h
 import pytest
 from _placement_helpers import MINUTE, q
@@ -38,27 +39,6 @@ REQUIRED_NODES = 2
 REQUIRED_NUMA_ZONES = 2
 
 
-def _filter_nodes(fxt: Any, nrt_list: Sequence[Any], required: h.Resources) -> list[Any]:
-    """``filterNodes``: 2-zone nodes with one zone able to hold the NUMA-affine part of ``required``."""
-    log.info("filtering available nodes with at least %d NUMA zones", REQUIRED_NUMA_ZONES)
-    candidates = e2enrt.filter_zone_count_equal(nrt_list, REQUIRED_NUMA_ZONES)
-    if len(candidates) < REQUIRED_NODES:
-        fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed {REQUIRED_NODES}")
-    log.info(
-        "filtering available nodes with allocatable resources on at least one NUMA zone that can match request"
-    )
-    numa_affine = {
-        name: qty for name, qty in rl.of(required).items() if name not in (rl.STORAGE, rl.EPHEMERAL_STORAGE)
-    }
-    candidates = e2enrt.filter_any_zone_matching_resources(candidates, numa_affine)
-    if len(candidates) < REQUIRED_NODES:
-        fxt.skip(
-            "not enough nodes with NUMA zones each of them can match requests: "
-            f"found {len(candidates)}, needed: {REQUIRED_NODES}"
-        )
-    return candidates
-
-
 def _setup_nodes(
     fxt: Any, candidates: Sequence[Any], required: h.Resources, expected_free: h.Resources
 ) -> str:
@@ -68,15 +48,7 @@ def _setup_nodes(
     assert target is not None, f"cannot select a target node among {sorted(names)}"
     log.info("selecting node to schedule the pod: %s", q(target))
 
-    padding_pods = []
-    for node_idx, node_name in enumerate(sorted(names)):
-        nrt = e2enrt.find(candidates, node_name)
-        assert nrt is not None, f"missing NRT info for {q(node_name)}"
-        for zone_idx, zone in enumerate(e2enrt.zones_of(nrt)):
-            # any zone is fine for the base load
-            leave = h.with_baseload(fxt.kube, node_name, expected_free) if zone_idx == 0 else expected_free
-            name = f"padding-{node_idx}-{zone_idx}"
-            padding_pods.append(h.create_padding_pod(fxt, name, node_name, zone, leave))
+    padding_pods = h.pad_nodes(fxt, candidates, sorted(names), lambda _zone: expected_free)
 
     target_nrt = e2enrt.find(candidates, target)
     assert target_nrt is not None, f"missing NRT info for target node {q(target)}"
@@ -123,7 +95,9 @@ class TestWithAtLeastTwoNodesSuitable:
         self, fxt: Any, policy: str, scope: str, required: h.Resources, expected_free: h.Resources
     ) -> None:
         kube, scheduler = fxt.kube, fxt.config.scheduler_name
-        candidates = _filter_nodes(fxt, e2enrt.list_nrts(kube), required)
+        candidates = acct.filter_nodes(
+            fxt, e2enrt.list_nrts(kube), REQUIRED_NODES, REQUIRED_NUMA_ZONES, rl.of(required)
+        )
         nrts = e2enrt.filter_by_policy_and_scope(candidates, policy, scope)
         if len(nrts) != len(candidates):
             fxt.skip(

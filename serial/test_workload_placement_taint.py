@@ -19,11 +19,10 @@ from _placement_helpers import MINUTE, MULTI_NUMA_LABEL, q
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import padding, waiters
+from nrop.suite import objects, padding, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.specs import spec
-from nrop.suite.waiting import wait_for
 
 log = logging.getLogger(__name__)
 
@@ -146,21 +145,10 @@ class TestWhenClusterHasTwoFeasibleNodesWithTaint:
         used = rl.from_guaranteed_pod(updated)
         nrt_post_create = e2enrt.get_updated_for_node(kube, nrt_initial, MINUTE)
         match = e2enrt.check_zone_consumed_resources_at_least(
-            nrt_initial, nrt_post_create, used, h.pod_qos_of(updated)
+            nrt_initial, nrt_post_create, used, objects.pod_qos(updated)
         )
-        assert match, (
-            "inconsistent accounting: no resources consumed by the running pod,\n"
-            f"NRT before test's pod: {e2enrt.to_string_nrt(nrt_initial)} \n"
-            f"NRT after: {e2enrt.to_string_nrt(nrt_post_create)} \npod resources: {rl.to_string(used)}"
-        )
+        assert match, h.not_consumed_message(nrt_initial, nrt_post_create, used)
 
         kube.delete(k.POD, "testpod", ns)
         waiters.for_pod_deleted(kube, ns, "testpod", timeout=3 * MINUTE)
-        # the NRT updaters may be slow to report a pod removal: tolerate some delay
-        wait_for(
-            lambda: e2enrt.get_updated_for_node(kube, nrt_post_create, MINUTE),
-            lambda nrt_post_delete: e2enrt.check_equal_available_resources(nrt_initial, nrt_post_delete),
-            f"resources restored on {q(node)}",
-            MINUTE,
-            interval=fxt.config.timeouts.poll(5),
-        )
+        h.expect_resources_restored(fxt, node, nrt_initial, nrt_post_create)

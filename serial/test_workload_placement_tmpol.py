@@ -9,7 +9,7 @@ and the negative table, where the pod stays Pending with the scheduler's alignme
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import _placement_helpers as h
@@ -65,13 +65,9 @@ def _expect_nrt_consumed(
     """``expectNRTConsumedResources``: some zone of the pod's node shows the pod's consumption."""
     nrt_after = e2enrt.get_updated_for_node(fxt.kube, nrt_before, MINUTE)
     match = e2enrt.check_zone_consumed_resources_at_least(
-        nrt_before, nrt_after, rl.of(required), h.pod_qos_of(pod)
+        nrt_before, nrt_after, rl.of(required), objects.pod_qos(pod)
     )
-    assert match, (
-        "inconsistent accounting: no resources consumed by the running pod,\n"
-        f"NRT before test's pod: {e2enrt.to_string_nrt(nrt_before)} \nNRT after: {e2enrt.to_string_nrt(nrt_after)} \n"
-        f"pod resources: {h.to_string(required)}"
-    )
+    assert match, h.not_consumed_message(nrt_before, nrt_after, required)
     return nrt_after
 
 
@@ -107,16 +103,80 @@ def _setup_cluster(fxt: Any, required: h.Resources, padding: h.Resources, policy
     assert target is not None, f"cannot select a target node among {sorted(names)}"
     log.info("selecting node to schedule the pod: %s", q(target))
 
-    padding_pods = []
-    for node_idx, node_name in enumerate(sorted(names)):
-        nrt = e2enrt.find(candidates, node_name)
-        assert nrt is not None, f"missing NRT info for {q(node_name)}"
-        for zone_idx, zone in enumerate(e2enrt.zones_of(nrt)):
-            leave = h.with_baseload(fxt.kube, node_name, padding) if zone_idx == 0 else padding
-            name = f"padding-{node_idx}-{zone_idx}"
-            padding_pods.append(h.create_padding_pod(fxt, name, node_name, zone, leave))
+    padding_pods = h.pad_nodes(fxt, candidates, sorted(names), lambda _zone: padding)
     h.expect_padding_pods_running(fxt, padding_pods)
     return target
+
+
+def _run_pod(fxt: Any, required: h.Resources) -> list[dict[str, Any]]:
+    """A guaranteed pause pod ``testpod``; returns it once running."""
+    kube = fxt.kube
+    pod = h.pause_pod(fxt.namespace, "testpod", fxt.config.pause_image, required)
+    pod["spec"]["schedulerName"] = fxt.config.scheduler_name
+    kube.create(pod)
+    return [
+        h.wait_pod_running(
+            kube, fxt.namespace, "testpod", MINUTE, 'Pod "testpod" not up & running after 1m0s'
+        )
+    ]
+
+
+def _run_deployment(fxt: Any, required: h.Resources) -> list[dict[str, Any]]:
+    """A one-replica deployment ``test-dp`` of guaranteed pods; returns its pods once complete."""
+    kube = fxt.kube
+    pod_labels = {"test": "test-dp"}
+    dp = objects.new_test_deployment(1, pod_labels, {}, fxt.namespace, "test-dp", fxt.config.pause_image)
+    dp["spec"]["template"]["spec"]["schedulerName"] = fxt.config.scheduler_name
+    objects.set_resources(dp, limits=required)
+    dp = kube.create(dp)
+
+    try:
+        waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=MINUTE)
+    except AssertionError as err:
+        raise AssertionError(f'Deployment "test-dp" not up & running after 1m0s: {err}') from None
+
+    pods = h.pods_by_labels(kube, fxt.namespace, pod_labels)
+    assert pods, f"cannot find any pods for DP {fxt.namespace}/test-dp"
+    return pods
+
+
+def _run_one_container(
+    fxt: Any,
+    policy: str,
+    scope: str,
+    required: h.Resources,
+    padding: h.Resources,
+    run: Callable[[Any, h.Resources], list[dict[str, Any]]],
+) -> None:
+    """The one-container tables: the workload ``run`` starts lands on the target and is accounted."""
+    target = _setup_cluster(fxt, required, padding, policy, scope)
+    kube, scheduler = fxt.kube, fxt.config.scheduler_name
+    target_nrt_initial = e2enrt.get_nrt(kube, target)
+
+    pods = run(fxt, required)
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == target
+        h.expect_scheduled_by(kube, pod, scheduler)
+
+    fxt.settle_nrts()
+    _expect_nrt_consumed(fxt, target_nrt_initial, required, pods[0])
+
+
+# (policy, scope, required, padding) of both one-container tables, in upstream's entry order
+ONE_CONTAINER_CASES = (
+    (h.SINGLE_NUMA_NODE, h.SCOPE_CONTAINER, CPU4_MEM4, CPU3_MEM3),
+    (h.SINGLE_NUMA_NODE, h.SCOPE_POD, CPU4_MEM4, CPU3_MEM3),
+    (h.SINGLE_NUMA_NODE, h.SCOPE_CONTAINER, CPU4_MEM4_HP, CPU3_MEM3_HP),
+    (h.SINGLE_NUMA_NODE, h.SCOPE_POD, CPU4_MEM4_HP, CPU3_MEM3_HP),
+)
+
+
+def _one_container_entries(*texts: tuple[str, tuple[str, ...]]) -> list[object]:
+    """One entry per case of ``ONE_CONTAINER_CASES``, given each entry's (text, labels)."""
+    return [
+        entry(text, *case, labels=labels)
+        for (text, labels), case in zip(texts, ONE_CONTAINER_CASES, strict=True)
+    ]
 
 
 class TestWithAtLeastTwoNodesSuitable:
@@ -125,125 +185,44 @@ class TestWithAtLeastTwoNodesSuitable:
     @spec("a guaranteed pod with one container should be scheduled into one NUMA zone", "tier1")
     @pytest.mark.parametrize(
         "policy,scope,required,padding",
-        [
-            entry(
-                "[test_id:48713][tmscope:cnt] with topology-manager-scope: container",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_CONTAINER,
-                CPU4_MEM4,
-                CPU3_MEM3,
-                labels=("tmscope:cnt",),
-            ),
-            entry(
-                "[test_id:50156][tmscope:pod] with topology-manager-scope: pod",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_POD,
-                CPU4_MEM4,
-                CPU3_MEM3,
-                labels=("tmscope:pod",),
-            ),
-            entry(
+        _one_container_entries(
+            ("[test_id:48713][tmscope:cnt] with topology-manager-scope: container", ("tmscope:cnt",)),
+            ("[test_id:50156][tmscope:pod] with topology-manager-scope: pod", ("tmscope:pod",)),
+            (
                 "[test_id:50158][tmscope:cnt][hugepages] with topology-manager-scope: container with hugepages",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_CONTAINER,
-                CPU4_MEM4_HP,
-                CPU3_MEM3_HP,
-                labels=("tmscope:cnt", "hugepages"),
+                ("tmscope:cnt", "hugepages"),
             ),
-            entry(
+            (
                 "[test_id:50157][tmscope:pod][hugepages] with topology-manager-scope: pod with hugepages",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_POD,
-                CPU4_MEM4_HP,
-                CPU3_MEM3_HP,
-                labels=("tmscope:pod", "hugepages"),
+                ("tmscope:pod", "hugepages"),
             ),
-        ],
+        ),
     )
     def test_guaranteed_pod_one_container(
         self, fxt: Any, policy: str, scope: str, required: h.Resources, padding: h.Resources
     ) -> None:
-        target = _setup_cluster(fxt, required, padding, policy, scope)
-        kube, scheduler = fxt.kube, fxt.config.scheduler_name
-        target_nrt_initial = e2enrt.get_nrt(kube, target)
-
-        pod = h.pause_pod(fxt.namespace, "testpod", fxt.config.pause_image, required)
-        pod["spec"]["schedulerName"] = scheduler
-        kube.create(pod)
-
-        updated = h.wait_pod_running(
-            kube, fxt.namespace, "testpod", MINUTE, 'Pod "testpod" not up & running after 1m0s'
-        )
-        assert updated["spec"]["nodeName"] == target
-        h.expect_scheduled_by(kube, updated, scheduler)
-
-        fxt.settle_nrts()
-        _expect_nrt_consumed(fxt, target_nrt_initial, required, updated)
+        _run_one_container(fxt, policy, scope, required, padding, _run_pod)
 
     @spec("a deployment with a guaranteed pod with one container should be scheduled into one NUMA zone")
     @pytest.mark.parametrize(
         "policy,scope,required,padding",
-        [
-            entry(
-                "[test_id:47583][tmscope:cnt] with topology-manager-scope: container",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_CONTAINER,
-                CPU4_MEM4,
-                CPU3_MEM3,
-                labels=("tier0", "tmscope:cnt"),
-            ),
-            entry(
-                "[test_id:50159][tmscope:pod] with topology-manager-scope: pod",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_POD,
-                CPU4_MEM4,
-                CPU3_MEM3,
-                labels=("tier0", "tmscope:pod"),
-            ),
-            entry(
+        _one_container_entries(
+            ("[test_id:47583][tmscope:cnt] with topology-manager-scope: container", ("tier0", "tmscope:cnt")),
+            ("[test_id:50159][tmscope:pod] with topology-manager-scope: pod", ("tier0", "tmscope:pod")),
+            (
                 "[test_id:50165][tmscope:cnt][hugepages] with topology-manager-scope: container and with hugepages",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_CONTAINER,
-                CPU4_MEM4_HP,
-                CPU3_MEM3_HP,
-                labels=("tier1", "tmscope:cnt", "hugepages"),
+                ("tier1", "tmscope:cnt", "hugepages"),
             ),
-            entry(
+            (
                 "[test_id:50182][tmscope:pod][hugepages] with topology-manager-scope: pod and with hugepages",
-                h.SINGLE_NUMA_NODE,
-                h.SCOPE_POD,
-                CPU4_MEM4_HP,
-                CPU3_MEM3_HP,
-                labels=("tier1", "tmscope:pod", "hugepages"),
+                ("tier1", "tmscope:pod", "hugepages"),
             ),
-        ],
+        ),
     )
     def test_deployment_guaranteed_pod_one_container(
         self, fxt: Any, policy: str, scope: str, required: h.Resources, padding: h.Resources
     ) -> None:
-        target = _setup_cluster(fxt, required, padding, policy, scope)
-        kube, scheduler = fxt.kube, fxt.config.scheduler_name
-        target_nrt_initial = e2enrt.get_nrt(kube, target)
-
-        pod_labels = {"test": "test-dp"}
-        dp = objects.new_test_deployment(1, pod_labels, {}, fxt.namespace, "test-dp", fxt.config.pause_image)
-        dp["spec"]["template"]["spec"]["schedulerName"] = scheduler
-        objects.set_resources(dp, limits=required)
-        dp = kube.create(dp)
-
-        try:
-            waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=MINUTE)
-        except AssertionError as err:
-            raise AssertionError(f'Deployment "test-dp" not up & running after 1m0s: {err}') from None
-
-        pods = h.pods_by_labels(kube, fxt.namespace, pod_labels)
-        assert pods, f"cannot find any pods for DP {fxt.namespace}/test-dp"
-        for pod in pods:
-            assert pod["spec"]["nodeName"] == target
-            h.expect_scheduled_by(kube, pod, scheduler)
-
-        fxt.settle_nrts()
-        _expect_nrt_consumed(fxt, target_nrt_initial, required, pods[0])
+        _run_one_container(fxt, policy, scope, required, padding, _run_deployment)
 
 
 # ------------------------------------------------------------------ the tables
@@ -267,13 +246,7 @@ def _setup_padding(
         log.info("padding node %s zone %s to fit only %s", q(target), q(zone.name), h.to_string(leave))
         pods.append(h.create_padding_pod(fxt, "target", target, zone, leave))
 
-    for node_idx, node_name in enumerate(unsuitable):
-        nrt = e2enrt.find(nrt_list, node_name)
-        assert nrt is not None, f"missing NRT info for {q(node_name)}"
-        for zone_idx, zone in enumerate(e2enrt.zones_of(nrt)):
-            free = unsuitable_free[zone_idx]
-            leave = h.with_baseload(fxt.kube, node_name, free) if zone_idx == 0 else free
-            pods.append(h.create_padding_pod(fxt, f"unsuitable{node_idx}", node_name, zone, leave))
+    pods.extend(h.pad_nodes(fxt, nrt_list, unsuitable, unsuitable_free.__getitem__, "unsuitable{node}"))
     return pods
 
 
@@ -346,6 +319,90 @@ def _table_scenario(
         log.info("NRT unsuitable: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(fxt.kube, name)))
     log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(fxt.kube, target)))
     return pod, target
+
+
+def _expect_placed(
+    fxt: Any, funcs: ScopeFuncs, pod: dict[str, Any], target: str
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The test pod lands on ``target`` and the NRT shows it consumed as its scope says.
+
+    Returns the pod's node and the target's NRT before and after the pod.
+    """
+    kube = fxt.kube
+    required = rl.from_guaranteed_pod(pod)
+    log.info("checking the resource allocation on %s as the test starts", q(target))
+    nrt_initial = e2enrt.get_nrt(kube, target)
+
+    log.info("running the test pod\n%s", objects.dump_pod_resource_requirements(pod))
+    kube.create(pod)
+    try:
+        updated = h.wait_pod_running(
+            kube, fxt.namespace, "testpod", 2 * MINUTE, "waiting for the pod to be scheduled"
+        )
+    except AssertionError:
+        log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(kube, target)))
+        raise
+
+    node = updated["spec"]["nodeName"]
+    assert node == target, f"pod landed on {q(node)} instead of on {target}"
+    h.expect_scheduled_by(kube, updated, fxt.config.scheduler_name)
+
+    fxt.settle_nrts()
+    nrt_post_create = e2enrt.get_updated_for_node(kube, nrt_initial, MINUTE)
+    match = funcs.check_consumed(nrt_initial, nrt_post_create, required, objects.pod_qos(updated))
+    assert match, h.not_consumed_message(nrt_initial, nrt_post_create, required)
+    return node, nrt_initial, nrt_post_create
+
+
+def _expect_pending(fxt: Any, pod: dict[str, Any], target: str, err_msg: str) -> None:
+    """The test pod stays Pending, with a ``FailedScheduling`` event matching ``err_msg``."""
+    kube = fxt.kube
+    log.info("running the test pod\n%s", objects.dump_pod_resource_requirements(pod))
+    kube.create(pod)
+
+    try:
+        waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10.0, steps=5)
+    except AssertionError:
+        log.info("%s", scheduling.pod_events_text(kube, fxt.namespace, "testpod"))
+        log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(kube, target)))
+        raise
+
+    wait_for(
+        lambda: kube.events_for(fxt.namespace, "testpod"),
+        lambda events: h.failed_scheduling_matches(events, err_msg),
+        f'pod {fxt.namespace}/testpod to have a FailedScheduling event matching "{err_msg}"',
+        2 * MINUTE,
+        interval=10.0,
+    )
+
+
+def _run_table_entry(
+    fxt: Any,
+    funcs: ScopeFuncs,
+    err_msg: str | None,
+    res: PodResources,
+    unsuitable_free: Sequence[h.Resources],
+    target_free_per_numa: Sequence[h.Resources],
+) -> None:
+    """The runner of both tables (upstream's two ``DescribeTable`` bodies).
+
+    Without ``err_msg`` the pod lands on the target, is accounted, and its resources are
+    available again once it is deleted; with it, the pod stays Pending for that reason.
+    """
+    kube = fxt.kube
+    pod, target = _table_scenario(
+        fxt, funcs, res, unsuitable_free, target_free_per_numa, unsched=err_msg is not None
+    )
+    placed = None
+    if err_msg is None:
+        placed = _expect_placed(fxt, funcs, pod, target)
+    else:
+        _expect_pending(fxt, pod, target, err_msg)
+
+    kube.delete(k.POD, "testpod", fxt.namespace)
+    waiters.for_pod_deleted(kube, fxt.namespace, "testpod", timeout=3 * MINUTE)
+    if placed is not None:
+        h.expect_resources_restored(fxt, *placed)
 
 
 @spec("[placement] cluster with multiple worker nodes suitable", "placement")
@@ -609,46 +666,7 @@ def test_placement_cluster_with_multiple_worker_nodes_suitable(
     unsuitable_free: Sequence[h.Resources],
     target_free_per_numa: Sequence[h.Resources],
 ) -> None:
-    kube = fxt.kube
-    pod, target = _table_scenario(fxt, funcs, res, unsuitable_free, target_free_per_numa, unsched=False)
-    required = rl.from_guaranteed_pod(pod)
-    log.info("checking the resource allocation on %s as the test starts", q(target))
-    nrt_initial = e2enrt.get_nrt(kube, target)
-
-    log.info("running the test pod\n%s", objects.dump_pod_resource_requirements(pod))
-    kube.create(pod)
-    try:
-        updated = h.wait_pod_running(
-            kube, fxt.namespace, "testpod", 2 * MINUTE, "waiting for the pod to be scheduled"
-        )
-    except AssertionError:
-        log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(kube, target)))
-        raise
-
-    node = updated["spec"]["nodeName"]
-    assert node == target, f"pod landed on {q(node)} instead of on {target}"
-    h.expect_scheduled_by(kube, updated, fxt.config.scheduler_name)
-
-    fxt.settle_nrts()
-    nrt_post_create = e2enrt.get_updated_for_node(kube, nrt_initial, MINUTE)
-    match = funcs.check_consumed(nrt_initial, nrt_post_create, required, h.pod_qos_of(updated))
-    assert match, (
-        "inconsistent accounting: no resources consumed by the running pod,\n"
-        f"NRT before test's pod: {e2enrt.to_string_nrt(nrt_initial)} \n"
-        f"NRT after: {e2enrt.to_string_nrt(nrt_post_create)} \npod resources: {rl.to_string(required)}"
-    )
-
-    kube.delete(k.POD, "testpod", fxt.namespace)
-    waiters.for_pod_deleted(kube, fxt.namespace, "testpod", timeout=3 * MINUTE)
-
-    # the NRT updaters may be slow to report a pod removal: tolerate some delay
-    wait_for(
-        lambda: e2enrt.get_updated_for_node(kube, nrt_post_create, MINUTE),
-        lambda nrt_post_delete: e2enrt.check_equal_available_resources(nrt_initial, nrt_post_delete),
-        f"resources restored on {q(node)}",
-        MINUTE,
-        interval=fxt.config.timeouts.poll(5),
-    )
+    _run_table_entry(fxt, funcs, None, res, unsuitable_free, target_free_per_numa)
 
 
 @spec(
@@ -867,25 +885,4 @@ def test_placement_unsched_cluster_with_one_worker_nodes_suitable(
     unsuitable_free: Sequence[h.Resources],
     target_free_per_numa: Sequence[h.Resources],
 ) -> None:
-    kube = fxt.kube
-    pod, target = _table_scenario(fxt, funcs, res, unsuitable_free, target_free_per_numa, unsched=True)
-    log.info("running the test pod\n%s", objects.dump_pod_resource_requirements(pod))
-    kube.create(pod)
-
-    try:
-        waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10.0, steps=5)
-    except AssertionError:
-        log.info("%s", scheduling.pod_events_text(kube, fxt.namespace, "testpod"))
-        log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(kube, target)))
-        raise
-
-    wait_for(
-        lambda: kube.events_for(fxt.namespace, "testpod"),
-        lambda events: h.failed_scheduling_matches(events, err_msg),
-        f'pod {fxt.namespace}/testpod to have a FailedScheduling event matching "{err_msg}"',
-        2 * MINUTE,
-        interval=10.0,
-    )
-
-    kube.delete(k.POD, "testpod", fxt.namespace)
-    waiters.for_pod_deleted(kube, fxt.namespace, "testpod", timeout=3 * MINUTE)
+    _run_table_entry(fxt, funcs, err_msg, res, unsuitable_free, target_free_per_numa)

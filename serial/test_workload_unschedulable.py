@@ -15,8 +15,14 @@ import _accounting_helpers as acct
 import pytest
 import yaml
 
+from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
+from nrop.suite import nrt as e2enrt
+from nrop.suite import objects
+from nrop.suite import padding as e2epad
+from nrop.suite import resourcelist as rl
+from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import spec
 from nrop.suite.waiting import wait_for
 
@@ -32,7 +38,7 @@ pytestmark = spec(
 FIXTURE_BASENAME = "e2e-test-workload-unschedulable"
 
 REQUIRED_NUMA_ZONES = 2  # exactly 2, as upstream
-CELL_COUNT_2 = {acct.MULTI_NUMA_LABEL: "2"}
+CELL_COUNT_2 = {MULTI_NUMA_LABEL: "2"}
 
 
 @dataclass
@@ -55,15 +61,15 @@ def padder(fxt: Any, suite_config: Any) -> Iterator[acct.Padder]:
 def cluster(fxt: Any, padder: acct.Padder) -> Cluster:
     nrt_list = fxt.kube.list(k8s.NRT)
     # any TM policy the updater handles would do: the proxy for "valid NRT data"
-    nrts = acct.filter_by_tm_policy(nrt_list, acct.SINGLE_NUMA_NODE)
+    nrts = e2enrt.filter_by_policy(nrt_list, e2enrt.SINGLE_NUMA_NODE)
     if len(nrts) < 2:
         fxt.skip(f"not enough nodes with valid policy - found {len(nrts)}")
-    nrts = acct.filter_zone_count_equal(nrts, REQUIRED_NUMA_ZONES)
+    nrts = e2enrt.filter_zone_count_equal(nrts, REQUIRED_NUMA_ZONES)
     if len(nrts) < REQUIRED_NUMA_ZONES:
         fxt.skip(f"not enough nodes with {REQUIRED_NUMA_ZONES} NUMA zones - found {len(nrts)}")
     # the same policy is expected on every NRT
-    scope = acct.nrt_attribute(nrts[0], acct.TM_SCOPE_ATTR)
-    assert scope is not None, f"Unable to find required Attribute {acct.q(acct.TM_SCOPE_ATTR)}"
+    scope = acct.nrt_attribute(nrts[0], ATTR_TOPOLOGY_MANAGER_SCOPE)
+    assert scope is not None, f"Unable to find required Attribute {acct.q(ATTR_TOPOLOGY_MANAGER_SCOPE)}"
     return Cluster(nrt_list=nrt_list, nrts=nrts, tm_scope=scope)
 
 
@@ -95,29 +101,18 @@ def _pad_leaving(
         info = acct.find_from_list(nrts, node_name)
         load = acct.baseload_for_node(kube, node_name)
         for zone_idx, zone in enumerate(acct.zones(info)):
-            zone_res = acct.add(leave, load) if zone_idx == 0 else dict(leave)  # any zone is fine
+            zone_res = rl.add(leave, load) if zone_idx == 0 else dict(leave)  # any zone is fine
             name = name_fmt.format(node=node_name, node_idx=node_idx, zone_idx=zone_idx)
             log.info("padding pod %s on %s zone %s", name, node_name, zone["name"])
-            pod = acct.make_padding_pod(fxt.namespace, name, zone, zone_res, suite_config.pause_image)
-            acct.pin_pod_to(pod, node_name, zone["name"])
+            pod = e2epad.make_padding_pod(fxt.namespace, name, zone, zone_res, image=suite_config.pause_image)
+            objects.pin_pod_to(pod, node_name, zone["name"])
             pods.append(kube.create(pod))
     return pods
 
 
 def _fully_pad(fxt: Any, suite_config: Any, node_names: list[str], nrts: list[dict]) -> list[dict]:
     """Zone 0 left with nothing, the other zones with the node's baseload."""
-    kube = fxt.kube
-    pods = []
-    for node_name in node_names:
-        info = acct.find_from_list(nrts, node_name)
-        padding = acct.saturate_node_until_left(info, acct.baseload_for_node(kube, node_name))
-        for zone in acct.zones(info):
-            pod = acct.new_padding_pod(
-                node_name, zone["name"], fxt.namespace, padding[zone["name"]], suite_config.pause_image
-            )
-            acct.pin_pod_to(pod, node_name, zone["name"])
-            pods.append(kube.create(pod))
-    return pods
+    return acct.pad_nodes_to_baseload(fxt.kube, fxt.namespace, suite_config.pause_image, nrts, node_names)
 
 
 def _test_deployment(
@@ -126,15 +121,15 @@ def _test_deployment(
     pod_spec = acct.pause_pod_spec(
         f"{name}-cnt", suite_config.pause_image, scheduler=scheduler, limits=limits
     )
-    return acct.new_deployment(fxt.namespace, name, 1, labels, pod_spec, node_selector={})
+    return objects.new_test_deployment_with_pod_spec(1, labels, {}, fxt.namespace, name, pod_spec)
 
 
 def _test_daemonset(fxt: Any, suite_config: Any, limits: acct.ResList) -> dict:
     pod_spec = acct.pause_pod_spec(
         "test-ds-cnt", suite_config.pause_image, scheduler=suite_config.scheduler_name, limits=limits
     )
-    return acct.new_daemonset(
-        fxt.namespace, "test-ds", {"test": "test-daemonset"}, pod_spec, node_selector=CELL_COUNT_2
+    return objects.new_test_daemonset_with_pod_spec(
+        {"test": "test-daemonset"}, CELL_COUNT_2, fxt.namespace, "test-ds", pod_spec
     )
 
 
@@ -163,16 +158,16 @@ def _deployment_pods(fxt: Any, name: str, replicas: int) -> list[dict]:
 class TestWithNoSuitableNode:
     pytestmark = spec("with no suitable node")
 
-    REQUIRED = acct.reslist({"cpu": "16", "memory": "16Gi"})
+    REQUIRED = rl.of({"cpu": "16", "memory": "16Gi"})
     # 3/4 of the request: a node holds it, no zone does
-    LEAVE = acct.reslist({"cpu": "12", "memory": "12Gi"})
+    LEAVE = rl.of({"cpu": "12", "memory": "12Gi"})
 
     @pytest.fixture
     def candidates(self, fxt: Any, suite_config: Any, cluster: Cluster) -> list[dict]:
-        candidates = acct.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
+        candidates = e2enrt.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
         if len(candidates) < 1:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed 1")
-        names = sorted(acct.accumulate_names(candidates))
+        names = sorted(e2enrt.accumulate_names(candidates))
         pods = _pad_leaving(fxt, suite_config, names, candidates, self.LEAVE, "padding{node}-{zone_idx}")
         assert not acct.wait_padding_pods_running(fxt.kube, pods), "some padding pods have failed to run"
         fxt.settle_nrts()
@@ -284,13 +279,13 @@ class TestWithAtLeastTwoNodesWithTwoNumaZonesAndEnoughResourcesInOneNumaZone:
     )
     def test_daemonset_one_node(self, fxt: Any, suite_config: Any, cluster: Cluster) -> None:
         kube = fxt.kube
-        candidates = acct.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
+        candidates = e2enrt.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
         if len(candidates) < 2:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed 2")
-        names = acct.accumulate_names(candidates)
+        names = e2enrt.accumulate_names(candidates)
         target = acct.pop_node_name(names)
-        required = acct.reslist({"cpu": "16", "memory": "16Gi"})
-        leave = acct.reslist({"cpu": "12", "memory": "12Gi"})
+        required = rl.of({"cpu": "16", "memory": "16Gi"})
+        leave = rl.of({"cpu": "12", "memory": "12Gi"})
         pods = _pad_leaving(
             fxt, suite_config, sorted(names), candidates, leave, "padding{node_idx}-{zone_idx}"
         )
@@ -328,8 +323,8 @@ def _each_request_on_a_different_zone(nrt: dict, r1: acct.ResList, r2: acct.ResL
     if len(zs) < 2:
         return False
     z1, z2 = acct.zone_resources(zs[0]), acct.zone_resources(zs[1])
-    return (acct.matches_request(z1, r1) and acct.matches_request(z2, r2)) or (
-        acct.matches_request(z1, r2) and acct.matches_request(z2, r1)
+    return (e2enrt.resources_match_request(z1, r1) and e2enrt.resources_match_request(z2, r2)) or (
+        e2enrt.resources_match_request(z1, r2) and e2enrt.resources_match_request(z2, r1)
     )
 
 
@@ -345,37 +340,39 @@ class TestWithAtLeastOneNode:
     def test_two_containers_each_on_one_zone(self, fxt: Any, suite_config: Any, cluster: Cluster) -> None:
         kube = fxt.kube
         needed = 1
-        policy, scope = acct.SINGLE_NUMA_NODE, acct.SCOPE_POD
-        candidates = acct.filter_by_tm_scope(acct.filter_by_tm_policy(cluster.nrt_list, policy), scope)
+        policy, scope = e2enrt.SINGLE_NUMA_NODE, e2enrt.SCOPE_POD
+        candidates = e2enrt.filter_by_scope(e2enrt.filter_by_policy(cluster.nrt_list, policy), scope)
         if len(candidates) < needed:
             fxt.skip(
                 f"not enough nodes with policy {acct.q(policy)} and scope {acct.q(scope)} - required "
                 f"{needed}, found {len(candidates)}"
             )
-        candidates = acct.filter_zone_count_equal(candidates, REQUIRED_NUMA_ZONES)
+        candidates = e2enrt.filter_zone_count_equal(candidates, REQUIRED_NUMA_ZONES)
         if len(candidates) < needed:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed {needed}")
-        cnt1 = acct.reslist({"cpu": "4", "memory": "4Gi"})
-        cnt2 = acct.reslist({"cpu": "5", "memory": "5Gi"})
+        cnt1 = rl.of({"cpu": "4", "memory": "4Gi"})
+        cnt2 = rl.of({"cpu": "5", "memory": "5Gi"})
         candidates = [nrt for nrt in candidates if _each_request_on_a_different_zone(nrt, cnt1, cnt2)]
         if len(candidates) < needed:
             fxt.skip(
                 f"not enough nodes with NUMA zones each of them can match requests: found {len(candidates)}, "
                 f"needed: {needed}"
             )
-        names = acct.accumulate_names(candidates)
+        names = e2enrt.accumulate_names(candidates)
         target = acct.pop_node_name(names)
 
         padding_pods = _fully_pad(fxt, suite_config, sorted(names), candidates)
         # each target zone keeps room for the bigger container, not for both
         target_load = acct.baseload_for_node(kube, target)
-        leave = acct.reslist({"cpu": "6", "memory": "6Gi"})
+        leave = rl.of({"cpu": "6", "memory": "6Gi"})
         target_nrt = acct.find_from_list(candidates, target)
         for zone_idx, zone in enumerate(acct.zones(target_nrt)):
-            zone_res = acct.add(leave, target_load) if zone_idx == 0 else dict(leave)
-            padding = acct.saturate_zone_until_left(zone, zone_res)
-            pod = acct.new_padding_pod(target, zone["name"], fxt.namespace, padding, suite_config.pause_image)
-            acct.pin_pod_to(pod, target, zone["name"])
+            zone_res = rl.add(leave, target_load) if zone_idx == 0 else dict(leave)
+            padding = e2epad.saturate_zone_until_left(zone, zone_res)
+            pod = e2epad.new_padding_pod(
+                fxt.namespace, target, zone["name"], padding, image=suite_config.pause_image
+            )
+            objects.pin_pod_to(pod, target, zone["name"])
             padding_pods.append(kube.create(pod))
         assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
         fxt.settle_nrts()
@@ -393,7 +390,7 @@ class TestWithAtLeastOneNode:
 
         fxt.settle_nrts()
         target_after = acct.find_from_list(acct.get_updated(kube, before_list, 60), target)
-        assert acct.check_equal_available(target_before, target_after), (
+        assert e2enrt.check_equal_available_resources(target_before, target_after), (
             "NRT of target node was updated although the pods failed to be scheduled, expected: "
             f"{yaml.safe_dump(target_before)}\n  found: {yaml.safe_dump(target_after)}"
         )
@@ -415,22 +412,22 @@ class TestWithZeroSuitableNodes:
         nrts = cluster.nrts
         if len(nrts) < 1:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(nrts)}, needed 1")
-        xload = acct.highest(*(acct.baseload_for_node(kube, acct.nrt_name(nrt)) for nrt in nrts))
-        log.info("highest base load resource cost: %s", acct.to_string(xload))
-        names = acct.accumulate_names(nrts)
+        xload = rl.highest(*(acct.baseload_for_node(kube, acct.nrt_name(nrt)) for nrt in nrts))
+        log.info("highest base load resource cost: %s", rl.to_string(xload))
+        names = e2enrt.accumulate_names(nrts)
         # prime factors, no exact multiples
-        numa_level_free = acct.scale_core_resources(xload, 7, 3)
-        numa_level_fit = acct.scale_core_resources(xload, 5, 3)
-        unfit = acct.scale_core_resources(xload, 11, 3)
+        numa_level_free = rl.scale_core_resources(xload, 7, 3)
+        numa_level_fit = rl.scale_core_resources(xload, 5, 3)
+        unfit = rl.scale_core_resources(xload, 11, 3)
         log.info(
             "available %s target %s blocked %s",
-            acct.to_string(numa_level_free),
-            acct.to_string(numa_level_fit),
-            acct.to_string(unfit),
+            rl.to_string(numa_level_free),
+            rl.to_string(numa_level_fit),
+            rl.to_string(unfit),
         )
 
         padder.pad(
-            len(nrts), numa_level_free, 120, label_selector=f"{acct.MULTI_NUMA_LABEL}={REQUIRED_NUMA_ZONES}"
+            len(nrts), numa_level_free, 120, label_selector=f"{MULTI_NUMA_LABEL}={REQUIRED_NUMA_ZONES}"
         )
         nrt_initial_list = fxt.settle_nrts()
 
@@ -442,8 +439,8 @@ class TestWithZeroSuitableNodes:
             f"{dp_name}-cnt1", suite_config.pause_image, scheduler=scheduler, limits=unfit, requests=unfit
         )
         del pod_spec["terminationGracePeriodSeconds"]
-        dp = acct.new_deployment(
-            fxt.namespace, dp_name, replicas, {"test": dp_name}, pod_spec, node_selector=CELL_COUNT_2
+        dp = objects.new_test_deployment_with_pod_spec(
+            replicas, {"test": dp_name}, CELL_COUNT_2, fxt.namespace, dp_name, pod_spec
         )
         kube.create(dp)
         pods = _deployment_pods(fxt, dp_name, replicas)
@@ -481,7 +478,7 @@ class TestWithZeroSuitableNodes:
 
         # one pod per NUMA zone of the padded nodes
         expected_ready = len(nrts) * REQUIRED_NUMA_ZONES
-        resources = {"limits": acct.to_manifest(numa_level_fit), "requests": acct.to_manifest(numa_level_fit)}
+        resources = {"limits": rl.to_manifest(numa_level_fit), "requests": rl.to_manifest(numa_level_fit)}
         kube.patch(
             k8s.DEPLOYMENT,
             dp_name,
@@ -501,13 +498,13 @@ class TestWithZeroSuitableNodes:
         )
 
         post_list = fxt.settle_nrts()
-        qos_class = acct.pod_qos(pods[0])
+        qos_class = objects.pod_qos(pods[0])
         for initial in nrt_initial_list:
             if acct.nrt_name(initial) not in names:
                 log.info("skipping unpadded node %s", acct.nrt_name(initial))
                 continue
             post = acct.find_from_list(post_list, acct.nrt_name(initial))
-            match = acct.check_zone_consumed_at_least(initial, post, numa_level_fit, qos_class)
+            match = e2enrt.check_zone_consumed_resources_at_least(initial, post, numa_level_fit, qos_class)
             assert match, (
                 f"inconsistent accounting: no resources consumed by the updated pods on node "
                 f"{acct.q(acct.nrt_name(initial))}"
@@ -521,13 +518,13 @@ class TestRequestingAllocatableResourcesOnTheNode:
     def setup(self, fxt: Any, suite_config: Any, cluster: Cluster) -> tuple[list[dict], acct.ResList]:
         """Target: the sum of a node's zone allocatables; every other node fully padded."""
         kube = fxt.kube
-        candidates = acct.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
+        candidates = e2enrt.filter_zone_count_equal(cluster.nrts, REQUIRED_NUMA_ZONES)
         if len(candidates) < 1:
             fxt.skip(
                 f"not enough nodes with at least {REQUIRED_NUMA_ZONES} NUMA Zones: found {len(candidates)}, "
                 "needed 1"
             )
-        names = acct.accumulate_names(candidates)
+        names = e2enrt.accumulate_names(candidates)
         target = acct.pop_node_name(names)
         log.info("selecting node to schedule the test pod: %s", target)
         target_initial = kube.get(k8s.NRT, target)

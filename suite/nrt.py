@@ -43,7 +43,7 @@ from nrop.api.nrt import (
 from nrop.api.quantity import Quantity
 
 from . import kube as k
-from .resourcelist import ResourceList, drop_host_level
+from .resourcelist import HOST_LEVEL_RESOURCES, ResourceList, drop_host_level
 from .waiting import wait_for
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "allocatable_from_zone",
     "available_from_zone",
     "capacity_from_zone",
+    "check_consumed_resources_for_scope",
     "check_equal_available_resources",
     "check_node_consumed_resources_at_least",
     "check_zone_consumed_resources_at_least",
@@ -74,6 +75,7 @@ __all__ = [
     "filter_by_policy",
     "filter_by_policy_and_scope",
     "filter_by_scope",
+    "filter_only_numa_affine_resources",
     "filter_zone_count_equal",
     "find",
     "get_nrt",
@@ -91,6 +93,8 @@ __all__ = [
     "refresh_period_of",
     "republish_grace",
     "resource_info_matches_request",
+    "resource_providing",
+    "resources_match_request",
     "to_string_nrt",
     "zone_resources",
     "zones_of",
@@ -203,12 +207,27 @@ def numacell_resource_found(zone: ZoneLike) -> bool:
     return any(res.name.startswith(NUMACELL_PREFIX) for res in _zone(zone).resources)
 
 
+def resource_providing(
+    available: Mapping[str, Quantity], name: str, qty: Quantity, on_equal: bool = True
+) -> bool:
+    """Whether ``available`` holds more than ``qty`` of ``name``, or exactly ``qty`` when
+    ``on_equal`` (upstream ``ResourceInfoProviding``)."""
+    have = available.get(name)
+    if have is None or have < qty:
+        return False
+    return on_equal if have == qty else True
+
+
+def resources_match_request(available: Mapping[str, Quantity], requests: Mapping[str, Quantity]) -> bool:
+    """Every requested resource is present and available >= requested (``onEqual`` true)."""
+    return all(resource_providing(available, name, qty) for name, qty in requests.items())
+
+
 def resource_info_matches_request(
     resources: Sequence[ResourceInfo], requests: Mapping[str, Quantity]
 ) -> bool:
-    """Every requested resource is present and available >= requested (upstream, ``onEqual`` true)."""
-    available = {res.name: res.available for res in resources}
-    return all(name in available and available[name] >= qty for name, qty in requests.items())
+    """:func:`resources_match_request` on a zone's resources (upstream ``ResourceInfoMatchesRequest``)."""
+    return resources_match_request({res.name: res.available for res in resources}, requests)
 
 
 def accumulate_node_available(nrt: NRTLike) -> ResourceList:
@@ -273,6 +292,18 @@ def filter_by_node_names(nrts: Iterable[NRTLike], names: Iterable[str]) -> list[
     """The NRTs of ``names``, in the order of ``names`` (upstream ``filterNrtByNodeName``)."""
     by_name = {_name(nrt): nrt for nrt in nrts}
     return [by_name[name] for name in names if name in by_name]
+
+
+def filter_only_numa_affine_resources(res: Mapping[str, Quantity], tag: str) -> ResourceList:
+    """``res`` without the host-level resources (storage, ephemeral storage), each one dropped
+    logged under ``tag`` (upstream ``FilterOnlyNUMAAffineResources``)."""
+    out: ResourceList = {}
+    for name, qty in res.items():
+        if name in HOST_LEVEL_RESOURCES:
+            log.info("%s: resource %r is host-local (hostlevel) not numa-local", tag, name)
+            continue
+        out[name] = qty
+    return out
 
 
 def filter_any_zone_matching_resources(
@@ -491,6 +522,16 @@ def check_node_consumed_resources_at_least(
         accumulate_node_available(initial), accumulate_node_available(updated), wanted, qos
     )
     return _name(initial) if ok else ""
+
+
+def check_consumed_resources_for_scope(
+    scope: str, initial: NRTLike, updated: NRTLike, required: Mapping[str, Quantity], qos: str
+) -> str:
+    """What the topology-manager ``scope`` says must show the consumption (upstream
+    ``tmScopeFuncs.checkConsumedRes``): one zone for pod scope, the node total otherwise."""
+    if scope == SCOPE_POD:
+        return check_zone_consumed_resources_at_least(initial, updated, required, qos)
+    return check_node_consumed_resources_at_least(initial, updated, required, qos)
 
 
 # ------------------------------------------------------------------------------- text

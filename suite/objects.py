@@ -16,6 +16,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nrop.api import qos
 from nrop.api.images import PAUSE_IMAGE
 from nrop.api.quantity import Quantity
 
@@ -64,6 +65,7 @@ __all__ = [
     "pause_pod_spec",
     "pin_pod_to",
     "pin_pod_to_node",
+    "pod_qos",
     "randomize_name",
     "set_resources",
     "sub",
@@ -282,6 +284,11 @@ def pin_pod_to(pod: Manifest, node_name: str, zone_id: int | str) -> Manifest:
     resources = pod["spec"]["containers"][0].setdefault("resources", {})
     resources.setdefault("limits", {})[numacell_resource_name(zid)] = "1"
     return pin_pod_to_node(pod, node_name)
+
+
+def pod_qos(pod: Mapping[str, Any]) -> str:
+    """The pod's QoS class: ``status.qosClass`` once the API server set it, else computed from its spec."""
+    return str((pod.get("status") or {}).get("qosClass") or qos.pod_qos_class(pod["spec"]))
 
 
 def dump_pod_resource_requirements(pod: Mapping[str, Any]) -> str:

@@ -46,6 +46,7 @@ __all__ = [
     "diff_available_to_expected",
     "is_zone_meeting_target",
     "make_padding_pod",
+    "new_padding_pod",
     "plan_padding",
     "saturate_node_until_left",
     "saturate_zone_until_left",
@@ -151,7 +152,7 @@ def saturate_zone_until_left(
             raise ValueError(f"resource {name!r} not found in zone {zone_obj.name!r}")
         if available[name] < qty:
             raise nrtutil.NotEnoughResourcesError(
-                f"resource {name!r} already too scarce in zone {zone_obj.name!r} "
+                f"nrt: Not enough resources: resource {name!r} already too scarce in zone {zone_obj.name!r} "
                 f"(target {qty} amount {available[name]})"
             )
         padding[name] = available[name] - qty
@@ -176,6 +177,29 @@ def saturate_node_until_left(
 # ------------------------------------------------------------------------------- pods
 
 
+def new_padding_pod(
+    namespace: str,
+    node_name: str,
+    zone_name: str,
+    padding: Mapping[str, Quantity],
+    *,
+    image: str | None = None,
+) -> dict[str, Any]:
+    """A pod taking ``padding`` (upstream ``newPaddingPod``).
+
+    ``generateName: padpod-``, labels naming the node and the zone, limits only (hence
+    guaranteed), not pinned: call :func:`nrop.suite.objects.pin_pod_to` to pin it.
+    """
+    pod = objects.new_test_pod_pause(namespace, "padpod", image=image)
+    pod["metadata"] = {
+        "generateName": "padpod-",
+        "namespace": namespace,
+        "labels": {PAD_NODE_LABEL: node_name, PAD_ZONE_LABEL: zone_name},
+    }
+    pod["spec"]["containers"][0]["resources"] = {"limits": to_manifest(padding)}
+    return pod
+
+
 def make_padding_pod(
     namespace: str,
     node_name: str,
@@ -184,22 +208,12 @@ def make_padding_pod(
     *,
     image: str | None = None,
 ) -> dict[str, Any]:
-    """A pod taking what ``zone`` has beyond ``leave`` (mechanism (b), upstream ``makePaddingPod``).
-
-    ``generateName: padpod-``, limits only (hence guaranteed), not pinned: call
-    :func:`nrop.suite.objects.pin_pod_to` to pin it.
-    """
+    """A padding pod taking what ``zone`` has beyond ``leave`` (mechanism (b), upstream
+    ``makePaddingPod``): :func:`saturate_zone_until_left` then :func:`new_padding_pod`."""
     zone_obj = zone if isinstance(zone, Zone) else Zone.from_dict(zone)
     padding = saturate_zone_until_left(zone_obj, leave)
     log.info("node %s zone %s padding: %s", node_name, zone_obj.name, to_string(padding))
-    pod = objects.new_test_pod_pause(namespace, "padpod", image=image)
-    pod["metadata"] = {
-        "generateName": "padpod-",
-        "namespace": namespace,
-        "labels": {PAD_NODE_LABEL: node_name, PAD_ZONE_LABEL: zone_obj.name},
-    }
-    pod["spec"]["containers"][0]["resources"] = {"limits": to_manifest(padding)}
-    return pod
+    return new_padding_pod(namespace, node_name, zone_obj.name, padding, image=image)
 
 
 def wait_for_padding_pods_running(

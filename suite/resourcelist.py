@@ -16,6 +16,7 @@ from nrop.api.quantity import Format, Quantity, coerce
 
 __all__ = [
     "EPHEMERAL_STORAGE",
+    "HOST_LEVEL_RESOURCES",
     "STORAGE",
     "WORKLOAD_PARTITIONING_PREFIX",
     "ResourceList",
@@ -31,6 +32,7 @@ __all__ = [
     "highest",
     "of",
     "round_up_core_resources",
+    "scale_core_resources",
     "sub",
     "to_manifest",
     "to_string",
@@ -40,6 +42,8 @@ ResourceList = dict[str, Quantity]
 
 EPHEMERAL_STORAGE = "ephemeral-storage"
 STORAGE = "storage"
+#: Resources a node offers as a whole, never per NUMA zone.
+HOST_LEVEL_RESOURCES = (EPHEMERAL_STORAGE, STORAGE)
 #: Workload-partitioning resources are in node allocatable but never in NRT zones.
 WORKLOAD_PARTITIONING_PREFIX = "management.workload.openshift.io/"
 
@@ -74,12 +78,18 @@ def add(res: Mapping[str, Quantity], other: Mapping[str, Quantity]) -> ResourceL
 
 
 def sub(res: Mapping[str, Quantity], other: Mapping[str, Quantity]) -> ResourceList:
-    """``res - other``; ``ValueError`` when ``other`` asks more of a resource than ``res`` has."""
+    """``res - other``; ``ValueError`` when ``other`` asks more of a resource than ``res`` has.
+
+    The error says "not found" even when the resource is only too scarce, as upstream's
+    ``SubInPlace`` does.
+    """
     out = dict(res)
     for name, qty in other.items():
         have = out.get(name, Quantity(0))
         if qty > have:
-            raise ValueError(f"cannot subtract {name}={qty} from {name}={have}")
+            raise ValueError(
+                f"cannot subtract resource {name!r} because it is not found in the current resources"
+            )
         out[name] = have - qty
     return out
 
@@ -115,7 +125,7 @@ def accumulate(
 
 def filter_exclusive(name: str, qty: Quantity) -> bool:
     """Resources that can be exclusive: no storage, and CPUs only in whole units."""
-    if name in (EPHEMERAL_STORAGE, STORAGE):
+    if name in HOST_LEVEL_RESOURCES:
         return False
     return not (name == "cpu" and qty.milli_value() % 1000 != 0)
 
@@ -163,3 +173,15 @@ def round_up_core_resources(cpu: Quantity, memory: Quantity) -> tuple[Quantity, 
     cores = -(-cores // 2) * 2
     mem_units = -(-memory.nanos // (_GIGA * 10**9))
     return Quantity.from_int(cores), Quantity(mem_units * _GIGA * 10**9, Format.DECIMAL_SI)
+
+
+def scale_core_resources(res: Mapping[str, Quantity], num: int, den: int) -> ResourceList:
+    """cpu and memory times ``num/den``, rounded up, memory then up to a multiple of 1024
+    (upstream ``ScaleCoreResources``); the other resources are kept as they are."""
+    out = dict(res)
+    if "cpu" in res:
+        out["cpu"] = Quantity.from_int(-(-res["cpu"].value() * num // den))
+    if "memory" in res:
+        mem = -(-res["memory"].value() * num // den)
+        out["memory"] = Quantity.from_int(-(-mem // 1024) * 1024)
+    return out

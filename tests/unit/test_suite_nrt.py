@@ -143,6 +143,8 @@ def test_consumed_resources_at_least(updated, required, qos, zone_hit, node_hit)
     initial = two_zone_nrt("a")
     assert n.check_zone_consumed_resources_at_least(initial, updated, of(required), qos) == zone_hit
     assert n.check_node_consumed_resources_at_least(initial, updated, of(required), qos) == node_hit
+    assert n.check_consumed_resources_for_scope("pod", initial, updated, of(required), qos) == zone_hit
+    assert n.check_consumed_resources_for_scope("container", initial, updated, of(required), qos) == node_hit
 
 
 def test_check_equal_available_resources() -> None:
@@ -185,3 +187,48 @@ def test_nrt_diff_and_dumps() -> None:
 )
 def test_refresh_period_of(nrops, seconds) -> None:
     assert n.refresh_period_of(nrops) == seconds
+
+
+@pytest.mark.parametrize(
+    ("res", "want"),
+    [
+        ({"cpu": "2", "memory": "1Gi"}, {"cpu": "2", "memory": "1Gi"}),
+        ({"cpu": "2", "ephemeral-storage": "1Gi", "storage": "1Gi"}, {"cpu": "2"}),
+        (
+            {"example.com/deviceA": "1", "hugepages-2Mi": "32Mi"},
+            {"example.com/deviceA": "1", "hugepages-2Mi": "32Mi"},
+        ),
+        ({"ephemeral-storage": "1Gi"}, {}),
+        ({}, {}),
+    ],
+)
+def test_filter_only_numa_affine_resources(res, want) -> None:
+    assert n.filter_only_numa_affine_resources(of(res), "tag") == of(want)
+
+
+@pytest.mark.parametrize(
+    ("available", "name", "qty", "on_equal", "providing"),
+    [
+        ({"cpu": "4"}, "cpu", "2", True, True),
+        ({"cpu": "4"}, "cpu", "4", True, True),
+        ({"cpu": "4"}, "cpu", "4", False, False),
+        ({"cpu": "4"}, "cpu", "5", True, False),
+        ({"cpu": "4"}, "memory", "1", True, False),
+        ({"memory": "1Gi"}, "memory", "1024Mi", True, True),
+    ],
+)
+def test_resource_providing(available, name: str, qty: str, on_equal: bool, providing: bool) -> None:
+    assert n.resource_providing(of(available), name, parse(qty), on_equal) is providing
+
+
+@pytest.mark.parametrize(
+    ("available", "requests", "match"),
+    [
+        ({"cpu": "4", "memory": "2Gi"}, {"cpu": "4", "memory": "1Gi"}, True),
+        ({"cpu": "4", "memory": "2Gi"}, {"cpu": "5"}, False),
+        ({"cpu": "4"}, {"cpu": "1", "memory": "1Gi"}, False),
+        ({"cpu": "4"}, {}, True),
+    ],
+)
+def test_resources_match_request(available, requests, match: bool) -> None:
+    assert n.resources_match_request(of(available), of(requests)) is match

@@ -78,3 +78,25 @@ def test_dump_pod_resource_requirements() -> None:
         "+- container 'p-cnt-0': cpu=2",
         "---",
     ]
+
+
+def _qos_pod(limits=None, requests=None, status=None):
+    pod = o.set_resources(o.new_test_pod_pause("ns", "p"), limits=limits, requests=requests)
+    if status is not None:
+        pod["status"] = status
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("pod", "want"),
+    [
+        (_qos_pod(limits={"cpu": 1, "memory": "1Gi"}, requests={"cpu": 1, "memory": "1Gi"}), "Guaranteed"),
+        (_qos_pod(limits={"cpu": 1, "memory": "1Gi"}), "Burstable"),  # requests not defaulted yet
+        (_qos_pod(requests={"cpu": 1}), "Burstable"),
+        (_qos_pod(), "BestEffort"),
+        (_qos_pod(requests={"cpu": 1}, status={"qosClass": "Guaranteed"}), "Guaranteed"),
+        (_qos_pod(requests={"cpu": 1}, status={"phase": "Pending"}), "Burstable"),
+    ],
+)
+def test_pod_qos(pod, want: str) -> None:
+    assert o.pod_qos(pod) == want

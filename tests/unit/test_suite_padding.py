@@ -85,7 +85,7 @@ def test_saturate_zone_until_left() -> None:
     assert p.saturate_zone_until_left(z, of(cpu=4, memory="1Gi", **{"ephemeral-storage": "1Gi"})) == of(
         cpu=14, memory="19Gi"
     )
-    with pytest.raises(n.NotEnoughResourcesError, match="already too scarce"):
+    with pytest.raises(n.NotEnoughResourcesError, match=r"^nrt: Not enough resources: .* already too scarce"):
         p.saturate_zone_until_left(z, of(cpu=19))
     with pytest.raises(ValueError, match="not found in zone"):
         p.saturate_zone_until_left(z, of(**{"example.com/deviceA": 1}))
@@ -120,3 +120,23 @@ def test_padder_pod_shape() -> None:
     assert resources["requests"] == {"cpu": "16", "kni.node/numacell01": "1"}
     assert resources["limits"] == {"cpu": "16", "kni.node/numacell01": "1"}
     assert pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "w0"}
+
+
+@pytest.mark.parametrize(
+    ("zone_name", "padding", "limits"),
+    [
+        ("node-0", of(cpu=2, memory="1Gi"), {"cpu": "2", "memory": "1Gi"}),
+        ("all", of(**{"ephemeral-storage": "10Gi"}), {"ephemeral-storage": "10Gi"}),
+        ("node-1", {}, {}),
+    ],
+)
+def test_new_padding_pod(zone_name: str, padding, limits) -> None:
+    pod = p.new_padding_pod("ns", "w", zone_name, padding, image="img")
+    assert pod["metadata"] == {
+        "generateName": "padpod-",
+        "namespace": "ns",
+        "labels": {"e2e-serial-pad-node": "w", "e2e-serial-pad-numazone": zone_name},
+    }
+    assert [(c["name"], c["resources"]) for c in pod["spec"]["containers"]] == [
+        ("padpod-cnt-0", {"limits": limits})
+    ]

@@ -55,7 +55,7 @@ def test_add_sub(a, b, added, subtracted) -> None:
 
 
 def test_sub_more_than_present_is_an_error() -> None:
-    with pytest.raises(ValueError, match="cannot subtract cpu=2"):
+    with pytest.raises(ValueError, match="cannot subtract resource 'cpu' because it is not found"):
         rl.sub(rl.of(cpu=1), rl.of(cpu=2))
 
 
@@ -84,3 +84,18 @@ def test_highest_and_from_workloads() -> None:
     assert rl.from_container_requests(containers) == rl.of(cpu="500m")
     rs = {"spec": {"replicas": 3, "template": {"spec": {"containers": containers}}}}
     assert rl.from_replicaset(rs) == rl.of(cpu=9, memory="3Gi")
+
+
+@pytest.mark.parametrize(
+    ("res", "num", "den", "want"),
+    [
+        ({"cpu": "3", "memory": "3Gi"}, 7, 3, {"cpu": "7", "memory": "7Gi"}),
+        ({"cpu": "2", "memory": "1000"}, 5, 3, {"cpu": "4", "memory": "2048"}),
+        ({"cpu": "1", "memory": "1024"}, 11, 3, {"cpu": "4", "memory": "4096"}),
+        ({"cpu": "4", "example.com/deviceA": "3"}, 1, 2, {"cpu": "2", "example.com/deviceA": "3"}),
+        ({"memory": "3Mi"}, 1, 3, {"memory": "1Mi"}),
+        ({}, 2, 1, {}),
+    ],
+)
+def test_scale_core_resources(res, num: int, den: int, want) -> None:
+    assert rl.equal(rl.scale_core_resources(rl.of(res), num, den), rl.of(want))
