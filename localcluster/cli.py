@@ -76,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
         "[env NROP_CLUSTER_OWN_IMAGES, comma-separated; default: *numaresources-operator-tests*]",
     )
     up.add_argument(
+        "--machine-configs",
+        action=argparse.BooleanOptionalAction,
+        default=os.environ.get("NROP_CLUSTER_MACHINE_CONFIGS", "1").lower() not in ("", "0", "false"),
+        help="serve MachineConfigPools and KubeletConfigs (machineconfiguration.openshift.io/v1), applied "
+        "by restarting the kubelets of a pool one at a time [env NROP_CLUSTER_MACHINE_CONFIGS=0 turns "
+        "it off; default: on]",
+    )
+    up.add_argument(
         "--bookmark-interval",
         type=float,
         default=60.0,
@@ -134,6 +142,7 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
             port=args.port,
             bookmark_interval=args.bookmark_interval,
             own_images=_own_images(args.own_image),
+            machine_configs=args.machine_configs,
         )
     )
     pid_file = cluster.state_dir / PID_FILE

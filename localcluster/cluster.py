@@ -29,6 +29,8 @@ from .apiserver import kubeconfig, tls
 from .apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
 from .apiserver.server import APIServer
 from .controllers import ControllerManager, ControllerSettings
+from .controllers.machineconfigoperator import MachineConfigOperator
+from .controllers.machineconfigoperator import install as install_machine_configs
 from .kubelet.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
 from .kubelet.fleet import Fleet
 from .profiles import Profile, load_profile
@@ -50,6 +52,9 @@ class ClusterConfig:
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
     #: Run the project's scheduler in-process as ``default-scheduler`` (upstream's default profile).
     default_scheduler: bool = True
+    #: Serve MachineConfigPools and KubeletConfigs, applied by rebooting the kubelets
+    #: (see controllers/machineconfigoperator.py).
+    machine_configs: bool = True
 
 
 class LocalCluster:
@@ -67,6 +72,7 @@ class LocalCluster:
         self._lifecycle: Lifecycle | None = None
         self.controllers: ControllerManager | None = None
         self.fleet: Fleet | None = None
+        self.machine_configs: MachineConfigOperator | None = None
         self.scheduler: Scheduler | None = None
         self.ca_pem = b""
 
@@ -109,6 +115,10 @@ class LocalCluster:
             runtime=RuntimeConfig.for_this_environment(self.config.own_images),
         )
         await self.fleet.start()
+        if self.config.machine_configs:
+            install_machine_configs(self.server, self.profile.nodes())
+            self.machine_configs = MachineConfigOperator(self.server, self.server.clock, self.fleet)
+            self.machine_configs.start()
         if self.config.default_scheduler:
             await self._start_default_scheduler()
         config = kubeconfig.render_kubeconfig(self.url, self.ca_pem, self.server.authn.admin_token)
@@ -134,6 +144,8 @@ class LocalCluster:
             await self.scheduler.client.close()
         if self.controllers is not None:
             await self.controllers.stop()
+        if self.machine_configs is not None:
+            await self.machine_configs.stop()
         if self.fleet is not None:
             await self.fleet.stop()
         if self._lifecycle is not None:

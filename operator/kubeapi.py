@@ -70,6 +70,7 @@ KINDS: Final = {
         Kind("nodetopology.openshift.io/v1", "NUMAResourcesOperator", "numaresourcesoperators", False),
         Kind("nodetopology.openshift.io/v1", "NUMAResourcesScheduler", "numaresourcesschedulers", False),
         Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool", "machineconfigpools", False),
+        Kind("machineconfiguration.openshift.io/v1", "KubeletConfig", "kubeletconfigs", False),
     )
 }
 

@@ -54,7 +54,17 @@ OPERATOR_RULES: list[Manifest] = [
         "resources": ["clusterroles", "clusterrolebindings", "roles", "rolebindings"],
         "verbs": [*_ALL, "escalate", "bind"],
     },
-    {"apiGroups": ["machineconfiguration.openshift.io"], "resources": ["machineconfigpools"], "verbs": _READ},
+    {
+        "apiGroups": ["machineconfiguration.openshift.io"],
+        "resources": ["machineconfigpools", "kubeletconfigs"],
+        "verbs": _READ,
+    },
+    # the exporter ConfigMaps a KubeletConfig controls carry a blocking owner reference to it
+    {
+        "apiGroups": ["machineconfiguration.openshift.io"],
+        "resources": ["kubeletconfigs/finalizers"],
+        "verbs": ["update"],
+    },
 ]
 
 

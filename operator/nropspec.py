@@ -169,8 +169,14 @@ def _mcp_node_selector(mcp: Obj) -> dict[str, str]:
     return dict(selector.get("matchLabels") or {})
 
 
-def resolve_groups(obj: Obj, mcps: Sequence[Obj], nodes: Sequence[Obj]) -> tuple[list[NodeGroup], list[str]]:
-    """The node groups of a valid spec, and the overlap errors (MCP or node in two groups)."""
+def resolve_groups(
+    obj: Obj, mcps: Sequence[Obj], nodes: Sequence[Obj], *, node_overlap: bool = True
+) -> tuple[list[NodeGroup], list[str]]:
+    """The node groups of a valid spec, and the overlap errors (MCP or node in two groups).
+
+    ``node_overlap=False`` skips the node check: where MachineConfigPools exist, the MCO puts
+    every node in one pool (upstream only rejects an MCP two groups select).
+    """
     groups: list[NodeGroup] = []
     errors: list[str] = []
     mcp_owner: dict[str, int] = {}
@@ -197,7 +203,7 @@ def resolve_groups(obj: Obj, mcps: Sequence[Obj], nodes: Sequence[Obj]) -> tuple
                 continue
             groups.append(NodeGroup(mcp_name, _mcp_node_selector(mcp), config, annotations))
     owners: dict[str, str] = {}
-    for group in groups:
+    for group in groups if node_overlap else ():
         for node in nodes:
             labels = node["metadata"].get("labels") or {}
             if all(labels.get(k) == v for k, v in group.node_selector.items()):

@@ -7,8 +7,13 @@ objects, :mod:`conditions` computes the conditions. An invalid CR only gets its
 ``Degraded`` (``InternalError``) and are retried by the next trigger (the periodic resync
 at the latest); nothing here raises into kopf except on deletion.
 
-Triggers: any event of the CR, any event of an object it owns (labelled with its
-name), and a periodic resync. Deletion removes every object the CR owns, then the
+Where the cluster serves KubeletConfigs, a pool's exporter ConfigMap may be controlled by a
+KubeletConfig (:mod:`kubeletconfigcontroller`): this controller then leaves it alone and
+only hashes its ``config.yaml`` into the pool's DaemonSet, so the exporters follow it.
+
+Triggers: any event of the CR, any event of a DaemonSet it owns (labelled with its name) or
+of an exporter ConfigMap (labelled with the operator name, whoever controls it), and a
+periodic resync. Deletion removes every object the CR owns, then the
 finalizer goes.
 """
 
@@ -22,7 +27,16 @@ from typing import Any
 import kopf
 
 from nrop.api import crds
-from nrop.operator import certificates, conditions, kubeletconfig, metrics, naming, nropspec, rtemanifests
+from nrop.operator import (
+    certificates,
+    conditions,
+    kubeletconfig,
+    kubeletconfigcontroller,
+    metrics,
+    naming,
+    nropspec,
+    rtemanifests,
+)
 from nrop.operator.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, error_message, kind
 from nrop.operator.reconciling import Context, delete_owned, now, retrying, write_status
@@ -101,7 +115,9 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     if step is not None:
         return step
     nodes = api.list(NODE)
-    groups, errors = nropspec.resolve_groups(obj, api.list(MCP) if has_mcps else [], nodes)
+    groups, errors = nropspec.resolve_groups(
+        obj, api.list(MCP) if has_mcps else [], nodes, node_overlap=not has_mcps
+    )
     if errors:
         return Step.degraded(Reason.NODE_GROUPS_ERROR, "\n".join(errors))
     annotations = obj["metadata"].get("annotations") or {}
@@ -112,7 +128,8 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     metrics_mode = ctx.environ.get(naming.ENV_EXPORTER_METRICS_MODE) or rtemanifests.DEFAULT_METRICS_MODE
     if metrics_mode == "httptls" and groups:
         _ensure_metrics_secret(ctx, obj)
-    desired = rtemanifests.render(obj, groups, kubelets, ctx.namespace, image, metrics_mode)
+    external = _kubeletconfig_configs(ctx, obj["metadata"]["name"])
+    desired = rtemanifests.render(obj, groups, kubelets, ctx.namespace, image, metrics_mode, external)
     live_daemonsets = []
     for manifest in desired:
         live, _ = api.apply(manifest)
@@ -129,6 +146,19 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     status["machineconfigpools"] = [{"name": g.pool_name, "config": g.config} for g in groups]
     status["relatedObjects"] = related_objects(ctx.namespace, names)
     return daemonset_step(live_daemonsets)
+
+
+def _kubeletconfig_configs(ctx: Context, name: str) -> dict[str, str]:
+    """Pool -> ``config.yaml`` of the exporter ConfigMaps a KubeletConfig controls (upstream: the
+    KubeletConfig controller writes them, this one only hashes them into the DaemonSets)."""
+    configs: dict[str, str] = {}
+    for cm in ctx.api.list(CONFIGMAP, ctx.namespace, {naming.RTE_OPERATOR_NAME_LABEL: name}):
+        if kubeletconfigcontroller.controlling_kubeletconfig(cm) is None:
+            continue
+        pool = (cm["metadata"].get("labels") or {}).get(naming.RTE_POOL_LABEL)
+        if pool:
+            configs[pool] = (cm.get("data") or {}).get(naming.RTE_CONFIG_KEY, "")
+    return configs
 
 
 def _ensure_metrics_secret(ctx: Context, obj: Mapping[str, Any]) -> None:
@@ -152,6 +182,8 @@ def _delete_stale(ctx: Context, name: str, desired: Sequence[Mapping[str, Any]])
     wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
     for k in (DAEMONSET, CONFIGMAP):
         for live in ctx.api.list(k, ctx.namespace, _owner_labels(name)):
+            if kubeletconfigcontroller.controlling_kubeletconfig(live) is not None:
+                continue  # the KubeletConfig controller's, garbage-collected with its KubeletConfig
             if (k.kind, live["metadata"]["name"]) not in wanted:
                 log.info("deleting stale %s %s/%s", k.kind, ctx.namespace, live["metadata"]["name"])
                 ctx.api.delete(k, live["metadata"]["name"], ctx.namespace)
@@ -223,4 +255,12 @@ def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> No
             reconcile(ctx, labels[naming.OWNER_NAME_LABEL])
 
     owned("apps", "v1", "daemonsets")
-    owned("", "v1", "configmaps")
+
+    # The exporter ConfigMaps, whoever controls them (this controller or a KubeletConfig): their
+    # content is hashed into the DaemonSets (upstream's ``configMapToNUMAResourceOperator``).
+    @kopf.on.event(
+        "", "v1", "configmaps", id="nrop-rte-configmaps",
+        labels={naming.RTE_OPERATOR_NAME_LABEL: kopf.PRESENT}, registry=registry,
+    )  # fmt: skip
+    def rte_configmap_event(labels: Mapping[str, str], **_: Any) -> None:
+        reconcile(ctx, labels[naming.RTE_OPERATOR_NAME_LABEL])

@@ -304,15 +304,21 @@ def render(
     namespace: str,
     image: str,
     metrics_mode: str = DEFAULT_METRICS_MODE,
+    external: Mapping[str, str] | None = None,
 ) -> list[Manifest]:
     """Every exporter object of ``nrop`` (``kubelets`` maps a pool name to its kubelets' settings).
 
     ``metrics_mode`` is the exporters' ``--metrics-mode`` (operator env ``EXPORTER_METRICS_MODE``).
+    ``external`` maps a pool to the ``config.yaml`` of a ConfigMap someone else (a KubeletConfig)
+    controls: that pool gets no ConfigMap here, and its DaemonSet hashes that text.
     """
     objects = _shared(nrop, namespace) if groups else []
     excludes = nrop.get("spec", {}).get("podExcludes") or []
     for group in groups:
         name = f"{nrop['metadata']['name']}-{group.pool_name}"
+        if external is not None and group.pool_name in external:
+            objects.append(_daemonset(nrop, group, namespace, image, external[group.pool_name], metrics_mode))
+            continue
         text = rte_config(kubelets.get(group.pool_name, KubeletSettings()), excludes)
         objects.append(
             {

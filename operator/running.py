@@ -1,7 +1,8 @@
-"""Running the operator: client, leader election, metrics, and kopf with both controllers.
+"""Running the operator: client, leader election, metrics, and kopf with its controllers.
 
-kopf watches the two CRs and the objects they own cluster-wide; its handlers call the
-controllers' ``reconcile`` functions. kopf's own peering is off (``standalone``): one
+kopf watches the two CRs and the objects they own cluster-wide (and, where the cluster serves
+``machineconfiguration.openshift.io/v1``, KubeletConfigs); its handlers call the controllers'
+``reconcile`` functions. kopf's own peering is off (``standalone``): one
 replica leads through the Lease ``numaresources-controller-manager`` instead.
 """
 
@@ -17,7 +18,13 @@ from typing import Any
 
 import kopf
 
-from nrop.operator import metrics, naming, numaresourcesoperator, numaresourcesscheduler
+from nrop.operator import (
+    kubeletconfigcontroller,
+    metrics,
+    naming,
+    numaresourcesoperator,
+    numaresourcesscheduler,
+)
 from nrop.operator.kubeapi import Api, load_client
 from nrop.operator.leaderelection import LeaderElector
 from nrop.operator.reconciling import Context
@@ -42,8 +49,9 @@ class Options:
 
 
 def build_registry(
-    ctx: Context, kubeconfig: str | None, resync: float = RESYNC_SECONDS
+    ctx: Context, kubeconfig: str | None, resync: float = RESYNC_SECONDS, *, kubeletconfigs: bool = False
 ) -> kopf.OperatorRegistry:
+    """kopf's handlers; ``kubeletconfigs``: the cluster serves MCO KubeletConfigs (their controller runs)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -68,6 +76,8 @@ def build_registry(
 
     numaresourcesoperator.register(registry, ctx, resync)
     numaresourcesscheduler.register(registry, ctx, resync)
+    if kubeletconfigs:
+        kubeletconfigcontroller.register(registry, ctx)
     return registry
 
 
@@ -91,8 +101,14 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
         threading.Thread(target=elector.keep, args=(stop,), name="lease", daemon=True).start()
     log.info("reconciling in namespace %s with image %s", options.namespace, options.image)
     try:
+        kubeletconfigs = api.has_api(kubeletconfigcontroller.GROUP_VERSION)
+        if kubeletconfigs:
+            log.info(
+                "the cluster serves %s: the KubeletConfig controller runs",
+                kubeletconfigcontroller.GROUP_VERSION,
+            )
         kopf.run(
-            registry=build_registry(ctx, options.kubeconfig),
+            registry=build_registry(ctx, options.kubeconfig, kubeletconfigs=kubeletconfigs),
             clusterwide=True,
             standalone=True,
         )

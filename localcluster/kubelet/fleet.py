@@ -12,11 +12,21 @@ served in-process instead of over the kubelet's port 10250):
   resources (what ``nrop-cluster nodes`` prints; a real kubelet has no such endpoint);
 
 and ``pods/<name>/exec`` (WebSocket, :mod:`.execstreams`) into containers that run as processes.
+
+:meth:`Fleet.restart` reboots one node with a new kubelet configuration (what the embedded
+MachineConfig operator does to apply a KubeletConfig): the kubelet stops as at a shutdown (its
+pods' processes end), and a new kubelet starts on the same node root and addresses. A reboot
+loses every running container, so the CPU and memory manager checkpoints go with them (the
+kubelet starts without them, as a real one must when the CPU manager policy changed: it refuses
+a ``cpu_manager_state`` written by another policy) and the pods bound to the node are admitted
+again under the new configuration. The Node keeps what others wrote on it (labels, taints,
+annotations): a kubelet re-registering an existing Node only writes its status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import json
 import logging
@@ -30,7 +40,7 @@ from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.podlogs import LogQuery
 from nrop.localcluster.kubelet import execstreams
 from nrop.localcluster.kubelet.kubelet import Kubelet, NodeNetwork
-from nrop.localcluster.kubelet.machine import NodeSpec
+from nrop.localcluster.kubelet.machine import KubeletConfig, NodeSpec
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer
@@ -54,6 +64,7 @@ class Fleet:
         self, server: APIServer, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
     ) -> None:
         self.server = server
+        self._options = kubelet_options
         self.kubelets: dict[str, Kubelet] = {}
         for index, spec in enumerate(specs):
             try:
@@ -77,6 +88,27 @@ class Fleet:
             self._started.append(kubelet)  # first: stop() also cleans up a half-started one
             await kubelet.start()
 
+    async def restart(self, name: str, kubelet: KubeletConfig, *, downtime: float = 0.0) -> None:
+        """Reboot node ``name``: its kubelet stops, and ``downtime`` seconds later starts again
+        with configuration ``kubelet`` (re-registering the existing Node keeps what others wrote
+        on it, see :meth:`Kubelet._register_node`)."""
+        old = self.kubelets[name]
+        log.info("node %s: rebooting with a new kubelet configuration", name)
+        await old.stop()
+        if old in self._started:
+            self._started.remove(old)
+        await asyncio.sleep(downtime)
+        new = Kubelet(
+            self.server,
+            dataclasses.replace(old.spec, kubelet=kubelet),
+            old.root,
+            old.network,
+            **self._options,
+        )
+        self.kubelets[name] = new
+        self._started.append(new)
+        await new.start()
+
     async def stop(self) -> None:
         started, self._started = self._started, []
         await asyncio.gather(*(k.stop() for k in started), return_exceptions=True)
@@ -97,7 +129,10 @@ class Fleet:
         if not command:
             raise errors.BadRequest("you must specify at least 1 command")
         container = query.get("container") or spec["containers"][0]["name"]
-        process = kubelet.exec_process(pod["metadata"]["uid"], container, tuple(command))
+        # a mirror pod stands for its static pod, which the kubelet knows by the hash
+        meta = pod["metadata"]
+        uid = (meta.get("annotations") or {}).get("kubernetes.io/config.mirror") or meta["uid"]
+        process = kubelet.exec_process(uid, container, tuple(command))
         stdin = query.get("stdin", "").lower() in ("true", "1")
         return await execstreams.serve(request, process, kubelet.supervisor, command, stdin=stdin)
 

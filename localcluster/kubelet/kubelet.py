@@ -295,10 +295,11 @@ class Kubelet:
         try:
             self.server.rest.create(self._node_kind, "", body, self._opts)
         except errors.AlreadyExists:
-            current = self.server.rest.get(self._node_kind, "", self.name)
-            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            self.server.rest.update(self._node_kind, "", self.name, body, self._opts)
-            self.server.rest.update(self._node_kind, "", self.name, body, self._opts, subresource="status")
+            # Re-registration (a restart): as upstream's kubelet, leave what others wrote on the
+            # Node (labels, annotations, taints, cordon) and write only the status.
+            current = copy.deepcopy(self.server.rest.get(self._node_kind, "", self.name))
+            current["status"] = body["status"]
+            self.server.rest.update(self._node_kind, "", self.name, current, self._opts, subresource="status")
 
     def _node_events(self) -> None:
         now = self.clock.now()

@@ -35,7 +35,7 @@ from nrop.localcluster.kubelet.memorymanager import format_binary_si
 from nrop.localcluster.kubelet.nodestatus import KubeletConfigError, validate_kubelet_config
 from nrop.localcluster.kubelet.sysfs import default_distances
 
-__all__ = ["ProfileError", "build_nodes"]
+__all__ = ["KUBELET_FIELDS", "ProfileError", "build_nodes", "parse_kubelet_config"]
 
 T = TypeVar("T")
 
@@ -73,6 +73,8 @@ _KUBELET_FIELDS = (
     "maxPods",
     "featureGates",
 )
+#: The KubeletConfiguration fields a profile (and so an emulated kubelet) can express.
+KUBELET_FIELDS = _KUBELET_FIELDS
 
 
 class _Reader:
@@ -406,6 +408,15 @@ def _kubelet(r: _Reader, value: Any, path: str) -> KubeletConfig:
         max_pods=r.integer(fields.get("maxPods", defaults.max_pods), at("maxPods")),
         feature_gates=gates,
     )
+
+
+def parse_kubelet_config(value: Any, source: str, path: str = "") -> KubeletConfig:
+    """A ``kubelet`` mapping (KubeletConfiguration field names) as a :class:`KubeletConfig`.
+
+    The same reading as a profile pool's ``kubelet``; the embedded MachineConfig operator
+    uses it for a pool's configuration with the KubeletConfigs laid over it.
+    """
+    return _kubelet(_Reader(source), value, path)
 
 
 # -- pools ----------------------------------------------------------------------------------------

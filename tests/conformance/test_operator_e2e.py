@@ -585,6 +585,79 @@ def test_operator_env_rollout_hands_over_and_disables_image_validation(stack: Cl
     wait_for(stack.nrs, is_available, "the NUMAResourcesScheduler to be Available again", TIMEOUT)
 
 
+def test_the_worker_kubeletconfig_controls_the_exporter_configmap(stack: Cluster) -> None:
+    """The embedded cluster's KubeletConfig for the worker pool: the operator's KubeletConfig
+    controller takes the pool's exporter ConfigMap over, and a scope change reaches the ConfigMap,
+    the exporters (a new pod template hash) and the NRT attributes after the MCP roll-out."""
+    mco = "machineconfiguration.openshift.io"
+    kc_name, cm_name = "worker-numa-topology", "numaresourcesoperator-worker"
+
+    def owner(cm: Any) -> str:
+        refs = cm.metadata.owner_references or []
+        return next((f"{r.kind}/{r.name}" for r in refs if r.controller), "")
+
+    cm = wait_for(
+        lambda: stack.core.read_namespaced_config_map(cm_name, NS),
+        lambda cm: owner(cm) == f"KubeletConfig/{kc_name}",
+        "the worker ConfigMap to be controlled by the KubeletConfig",
+        TIMEOUT,
+    )
+    assert cm.metadata.labels == {
+        "numaresourcesoperator.nodetopology.openshift.io/name": "numaresourcesoperator",
+        "nodegroup.nodetopology.openshift.io/machineconfigpool": "worker",
+    }
+    ds_hash = stack.apps.read_namespaced_daemon_set(cm_name, NS).spec.template.metadata.annotations[
+        "nodetopology.openshift.io/rte-config-hash"
+    ]
+
+    def set_scope(scope: str) -> None:
+        stack.custom.patch_cluster_custom_object(
+            mco, "v1", "kubeletconfigs", kc_name, {"spec": {"kubeletConfig": {"topologyManagerScope": scope}}}
+        )
+
+    def scope_everywhere(scope: str) -> None:
+        wait_for(
+            lambda: stack.core.read_namespaced_config_map(cm_name, NS).data["config.yaml"],
+            lambda text: f"topologyManagerScope: {scope}" in text,
+            f"the ConfigMap to carry scope {scope}",
+            TIMEOUT,
+        )
+        wait_for(
+            lambda: stack.custom.get_cluster_custom_object(mco, "v1", "machineconfigpools", "worker"),
+            lambda mcp: (
+                conds(mcp).get("Updated", {}).get("status") == "True"
+                and mcp["status"]["updatedMachineCount"] == len(WORKERS)
+            ),
+            "the worker pool to be Updated",
+            TIMEOUT,
+        )
+        wait_for(
+            stack.nrts,
+            lambda nrts: all(
+                {a["name"]: a["value"] for a in nrts.get(w, {}).get("attributes") or []}.get(
+                    "topologyManagerScope"
+                )
+                == scope
+                for w in WORKERS
+            ),
+            f"the NRTs to report scope {scope}",
+            TIMEOUT,
+        )
+
+    set_scope("container")
+    try:
+        scope_everywhere("container")
+        new_hash = stack.apps.read_namespaced_daemon_set(cm_name, NS).spec.template.metadata.annotations[
+            "nodetopology.openshift.io/rte-config-hash"
+        ]
+        assert new_hash != ds_hash
+        assert owner(stack.core.read_namespaced_config_map(cm_name, NS)) == f"KubeletConfig/{kc_name}"
+    finally:
+        set_scope("pod")
+    scope_everywhere("pod")
+    wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available", TIMEOUT)
+
+
 def test_deleting_the_crs_removes_their_objects(stack: Cluster) -> None:
     stack.custom.delete_cluster_custom_object(
         GROUP, VERSION, "numaresourcesschedulers", "numaresourcesscheduler"

@@ -147,6 +147,15 @@ def test_resolve_groups(
     assert found == errors
 
 
+def test_resolve_groups_leaves_node_overlaps_to_the_machineconfig_operator() -> None:
+    """With MachineConfigPools a node is in one pool (MCO decides): only an MCP twice is an error."""
+    nodes = [node("n1", **{ROLE + "worker": "", ROLE + "gpu": ""})]
+    groups = [group(poolName="worker"), group(poolName="gpu")]
+    resolved, found = nropspec.resolve_groups(nrop({"nodeGroups": groups}), [], nodes, node_overlap=False)
+    assert [g.pool_name for g in resolved] == ["worker", "gpu"]
+    assert found == []
+
+
 # ----------------------------------------------------------------------------- scheduler
 
 

@@ -1,0 +1,258 @@
+"""The embedded MachineConfig operator's decisions: pools, overlays, rendered names, roll-out, status.
+
+Tables over :mod:`nrop.localcluster.controllers.machineconfigs` (the controller itself runs in
+``tests/conformance/test_machineconfigs_e2e.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nrop.localcluster.controllers import machineconfigs as mc
+from nrop.localcluster.controllers.machineconfigoperator import default_pools
+from nrop.localcluster.profiles import load_profile
+
+NOW = "2026-01-01T00:00:00Z"
+WORKER_SPEC = next(s for s in load_profile("default").nodes() if s.name == "worker-0")
+
+
+def pool(name: str, node_selector: dict[str, Any] | None, labels: dict[str, str] | None = None) -> dict:
+    return {
+        "metadata": {"name": name, "labels": labels or {}, "generation": 3},
+        "spec": {"nodeSelector": node_selector},
+    }
+
+
+def role(name: str) -> dict[str, Any]:
+    return {"matchLabels": {f"node-role.kubernetes.io/{name}": ""}}
+
+
+POOLS = [
+    pool("master", role("master")),
+    pool("worker", role("worker")),
+    pool("a", role("a")),
+    pool("b", role("b")),
+]
+W, M, A, B = ({f"node-role.kubernetes.io/{r}": ""} for r in ("worker", "master", "a", "b"))
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        pytest.param(W, ("worker", ""), id="worker"),
+        pytest.param({**W, **A}, ("a", ""), id="custom-wins-over-worker"),
+        pytest.param({**M, **W}, ("master", ""), id="master-wins-over-worker"),
+        pytest.param({**M, **A}, ("master", ""), id="master-wins-over-custom"),
+        pytest.param(
+            {**W, **A, **B},
+            (None, "belongs to 2 custom roles, cannot proceed with this Node"),
+            id="two-custom-pools",
+        ),
+        pytest.param({"node-role.kubernetes.io/control-plane": ""}, (None, ""), id="no-pool"),
+    ],
+)
+def test_pool_of_node(labels: dict[str, str], expected: tuple[str | None, str]) -> None:
+    assert mc.pool_of_node(labels, POOLS) == expected
+
+
+@pytest.mark.parametrize(
+    ("payloads", "expected"),
+    [
+        pytest.param([], {}, id="none"),
+        pytest.param([{"topologyManagerScope": "pod"}], {"topologyManagerScope": "pod"}, id="one"),
+        pytest.param(
+            [{"topologyManagerScope": "pod"}, {"topologyManagerScope": "container"}],
+            {"topologyManagerScope": "container"},
+            id="later-wins",
+        ),
+        pytest.param(
+            [{"evictionHard": {"memory.available": "100Mi"}}, {"evictionHard": {"nodefs.available": "5%"}}],
+            {"evictionHard": {"memory.available": "100Mi", "nodefs.available": "5%"}},
+            id="maps-merge-key-by-key",
+        ),
+        pytest.param(
+            [{"reservedMemory": [{"numaNode": 0}]}, {"reservedMemory": [{"numaNode": 1}]}],
+            {"reservedMemory": [{"numaNode": 1}]},
+            id="lists-replace",
+        ),
+    ],
+)
+def test_merge_payloads(payloads: list[dict[str, Any]], expected: dict[str, Any]) -> None:
+    assert mc.merge_payloads(payloads) == expected
+
+
+def test_an_empty_overlay_gives_the_profile_configuration_back() -> None:
+    assert mc.overlay_kubelet(WORKER_SPEC, {}) == WORKER_SPEC.kubelet
+
+
+@pytest.mark.parametrize(
+    ("overlay", "field", "value"),
+    [
+        pytest.param(
+            {"topologyManagerScope": "container"}, "topology_manager_scope", "container", id="scope"
+        ),
+        pytest.param({"topologyManagerPolicy": "none"}, "topology_manager_policy", "none", id="policy"),
+        pytest.param({"cpuManagerReconcilePeriod": "5s"}, "cpu_manager_policy", "static", id="ignored-field"),
+        pytest.param(
+            {"cpuManagerPolicyOptions": {"full-pcpus-only": "true"}},
+            "cpu_manager_policy_options",
+            {"full-pcpus-only": "true"},
+            id="options",
+        ),
+        pytest.param(
+            {  # the install suite's kc-test payload (objects.TestKC)
+                "cpuManagerPolicy": "static",
+                "cpuManagerReconcilePeriod": "5s",
+                "reservedSystemCPUs": "0,1",
+                "memoryManagerPolicy": "Static",
+                "systemReserved": {"memory": "512Mi"},
+                "kubeReserved": {"memory": "512Mi"},
+                "evictionHard": {"memory.available": "100Mi"},
+                "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
+                "topologyManagerPolicy": "single-numa-node",
+                "topologyManagerScope": "pod",
+            },
+            "reserved_system_cpus",
+            "0,1",
+            id="test-kc",
+        ),
+    ],
+)
+def test_overlay_kubelet(overlay: dict[str, Any], field: str, value: Any) -> None:
+    assert getattr(mc.overlay_kubelet(WORKER_SPEC, overlay), field) == value
+
+
+@pytest.mark.parametrize(
+    ("overlay", "message"),
+    [
+        pytest.param(
+            {"podsPerCore": 4},
+            "fields not supported by the embedded cluster's kubelets: podsPerCore",
+            id="unknown",
+        ),
+        pytest.param({"topologyManagerScope": "numa"}, "topologyManagerScope", id="refused-scope"),
+        pytest.param(
+            {"memoryManagerPolicy": "Static", "reservedMemory": []}, "reserved", id="refused-memory"
+        ),
+    ],
+)
+def test_overlay_kubelet_rejects(overlay: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        mc.overlay_kubelet(WORKER_SPEC, overlay)
+
+
+def test_rendered_name_is_per_pool_and_content() -> None:
+    name = mc.rendered_name("worker", {"a": 1, "b": 2})
+    assert name.startswith("rendered-worker-") and len(name) == len("rendered-worker-") + 32
+    assert name == mc.rendered_name("worker", {"b": 2, "a": 1})
+    assert name != mc.rendered_name("worker", {"a": 1})
+    assert name != mc.rendered_name("master", {"a": 1, "b": 2})
+
+
+def kc(name: str, selector: dict[str, Any] | None, payload: dict[str, Any] | None = None) -> dict:
+    spec: dict[str, Any] = {"machineConfigPoolSelector": selector}
+    if payload is not None:
+        spec["kubeletConfig"] = payload
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+WORKER_POOL = {"matchLabels": {"pools.operator.machineconfiguration.openshift.io/worker": ""}}
+
+
+@pytest.mark.parametrize(
+    ("obj", "pools", "problem"),
+    [
+        pytest.param(kc("k", WORKER_POOL, {"topologyManagerScope": "pod"}), ["worker"], "", id="ok"),
+        pytest.param(
+            kc("k", WORKER_POOL),
+            [],
+            "could not find any MachineConfigPool set for KubeletConfig k",
+            id="no-pool",
+        ),
+        pytest.param(
+            kc("k", WORKER_POOL, {"podsPerCore": 1}),
+            ["worker"],
+            "KubeletConfiguration for pool worker (node worker-0): fields not supported by the embedded "
+            "cluster's kubelets: podsPerCore",
+            id="not-expressible",
+        ),
+        pytest.param(kc("k", WORKER_POOL, {"podsPerCore": 1}), ["empty"], "", id="pool-without-nodes"),
+    ],
+)
+def test_kubeletconfig_problem(obj: dict, pools: list[str], problem: str) -> None:
+    assert mc.kubeletconfig_problem(obj, pools, {"worker": [WORKER_SPEC]}) == problem
+
+
+def test_kubeletconfig_pools_match_pool_labels() -> None:
+    pools = default_pools()
+    assert mc.kubeletconfig_pools(kc("k", WORKER_POOL), pools) == ["worker"]
+    assert mc.kubeletconfig_pools(kc("k", {}), pools) == ["master", "worker"]
+    assert mc.kubeletconfig_pools(kc("k", None), pools) == []
+
+
+@pytest.mark.parametrize(
+    ("problem", "expected"),
+    [
+        pytest.param("", ("Success", "True", "Success"), id="success"),
+        pytest.param("bad", ("Failure", "False", "Error: bad"), id="failure"),
+    ],
+)
+def test_kubeletconfig_condition(problem: str, expected: tuple[str, str, str]) -> None:
+    cond = mc.kubeletconfig_condition(problem, NOW)
+    assert (cond["type"], cond["status"], cond["message"]) == expected
+
+
+def st(name: str, current: str, desired: str, state: str = mc.STATE_DONE, ready: bool = True) -> mc.NodeState:
+    return mc.NodeState(name, current, desired, state, ready)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "expected"),
+    [
+        pytest.param([st("a", "old", "old"), st("b", "old", "old")], ["a"], id="one-at-a-time"),
+        pytest.param([st("a", "old", "new", mc.STATE_WORKING), st("b", "old", "old")], [], id="one-updating"),
+        pytest.param([st("a", "new", "new"), st("b", "old", "old")], ["b"], id="next-after-first"),
+        pytest.param([st("a", "new", "new"), st("b", "new", "new")], [], id="all-updated"),
+        pytest.param([st("a", "old", "old", ready=False), st("b", "old", "old")], [], id="not-ready-counts"),
+    ],
+)
+def test_nodes_to_update(nodes: list[mc.NodeState], expected: list[str]) -> None:
+    assert mc.nodes_to_update(nodes, "new") == expected
+
+
+@pytest.mark.parametrize(
+    ("nodes", "counts", "updated", "configuration"),
+    [
+        pytest.param(
+            [st("a", "new", "new"), st("b", "new", "new")], (2, 2, 2, 0), "True", "new", id="updated"
+        ),
+        pytest.param(
+            [st("a", "new", "new"), st("b", "old", "new", mc.STATE_WORKING)],
+            (2, 1, 1, 1),
+            "False",
+            "old",
+            id="updating",
+        ),
+        pytest.param([], (0, 0, 0, 0), "True", "new", id="empty-pool"),
+    ],
+)
+def test_pool_status(
+    nodes: list[mc.NodeState], counts: tuple[int, int, int, int], updated: str, configuration: str
+) -> None:
+    mcp = pool("worker", role("worker"))
+    mcp["status"] = {"configuration": {"name": "old"}}
+    status = mc.pool_status(mcp, nodes, "new", ["00-worker"], NOW)
+    assert (
+        status["machineCount"],
+        status["updatedMachineCount"],
+        status["readyMachineCount"],
+        status["unavailableMachineCount"],
+    ) == counts
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions["Updated"] == updated
+    assert conditions["Updating"] == ("False" if updated == "True" else "True")
+    assert conditions["Degraded"] == "False"
+    assert status["configuration"]["name"] == configuration
+    assert status["observedGeneration"] == 3
