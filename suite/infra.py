@@ -52,6 +52,7 @@ from nrop.suite.kube import (
     Manifest,
     UnknownKindError,
 )
+from nrop.suite.objects import NUMACELL_RESOURCE_NAMESPACE
 from nrop.suite.waiting import wait_for
 
 __all__ = [
@@ -130,12 +131,17 @@ def dump_environment(environ: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def numacell_image(environ: Mapping[str, str]) -> str:
-    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN``, then legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``, else CI."""
-    for key in ("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN", "E2E_NUMACELL_DEVICE_PLUGIN_URL"):
+_NUMACELL_IMAGE_VARS = ("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN", "E2E_NUMACELL_DEVICE_PLUGIN_URL")
+
+
+def numacell_image(environ: Mapping[str, str], ours: str | None = None) -> str:
+    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN``, then legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``;
+    unset: ``ours`` (the project's image, when this run installed the stack from it: it holds a
+    real ``numacell``), else upstream's CI image."""
+    for key in _NUMACELL_IMAGE_VARS:
         if key in environ:
             return environ[key]
-    return NUMACELL_IMAGE_CI
+    return ours or NUMACELL_IMAGE_CI
 
 
 def teardown_skipped(environ: Mapping[str, str]) -> bool:
@@ -645,7 +651,9 @@ def _set_up(
         wait_for(
             lambda name=name: kube.get_or_none(NRT, name),
             zones_expose_numacell,
-            f"NRT {name} to expose numacell resources in every zone",
+            f"NRT {name} to expose numacell resources in every zone (the numacell image "
+            f"{infra.numacell_image} must run a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; "
+            f"{_NUMACELL_IMAGE_VARS[0]} picks another)",
             timings.ready_timeout,
             interval=timings.nrt_interval,
         )

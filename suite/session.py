@@ -302,13 +302,15 @@ class Targets:
             context.baseline = leaks.take(context.kube)
             say("BeforeSuite: numacell device plugin, node labels, NRT reference")
             timings = infra.InfraTimings.local() if embedded else infra.InfraTimings()
+            # our numacell where our stack runs: the embedded cluster, or a stack this run installed
+            ours = own_image(os.environ) if embedded or context.stack_installed else None
             with _progress_from_loggers(say):
-                if embedded:
-                    context.infra = infra.before_suite(
-                        context.kube, environ=os.environ, image=own_image(os.environ), timings=timings
-                    )
-                else:
-                    context.infra = infra.before_suite(context.kube, environ=os.environ, timings=timings)
+                context.infra = infra.before_suite(
+                    context.kube,
+                    environ=os.environ,
+                    image=infra.numacell_image(os.environ, ours),
+                    timings=timings,
+                )
             config = SuiteConfig.load(
                 context.kube,
                 timeouts=self.timeouts,

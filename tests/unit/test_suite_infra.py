@@ -464,3 +464,22 @@ def _sub(sub_name: str, **spec: str) -> dict:
 def test_find_subscription(subs, environ, found) -> None:
     sub = stack.find_subscription(subs, environ)
     assert (sub["metadata"]["name"] if sub else None) == found
+
+
+@pytest.mark.parametrize(
+    ("environ", "ours", "image"),
+    [
+        pytest.param({}, None, infra.NUMACELL_IMAGE_CI, id="foreign-stack"),
+        pytest.param({}, "localhost/nrop:latest", "localhost/nrop:latest", id="our-stack"),
+        pytest.param(
+            {"E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN": "x/numacell:1"},
+            "localhost/nrop:latest",
+            "x/numacell:1",
+            id="explicit",
+        ),
+    ],
+)
+def test_numacell_image_is_ours_where_our_stack_runs_unless_chosen(
+    environ: dict[str, str], ours: str | None, image: str
+) -> None:
+    assert infra.numacell_image(environ, ours) == image
