@@ -320,9 +320,7 @@ def config_equal(status_conf: Mapping[str, Any] | None, expected: Mapping[str, A
     if "infoRefreshPeriod" in left and "infoRefreshPeriod" in right:
         from nrop.api.durations import parse_duration
 
-        if parse_duration(str(left["infoRefreshPeriod"])) == parse_duration(
-            str(right["infoRefreshPeriod"])
-        ):
+        if parse_duration(str(left["infoRefreshPeriod"])) == parse_duration(str(right["infoRefreshPeriod"])):
             left["infoRefreshPeriod"] = right["infoRefreshPeriod"]
     return left == right
 
