@@ -137,7 +137,13 @@ def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: st
         kube, WORKERS, lambda nrt: not infra.zones_expose_numacell(nrt), "without numacell devices", 30.0
     )
     timings = replace(INFRA_TIMINGS, ready_timeout=2.0)
-    with pytest.raises(AssertionError, match="to expose numacell resources in every zone within 2s"):
+    # the message names the image and how to pick another
+    expected = (
+        r"to expose numacell resources in every zone \(the numacell image "
+        r"quay\.io/openshift-kni/numacell-device-plugin:test-ci must run a device plugin advertising "
+        r"kni\.node/numacellNN; E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN picks another\) within 2s"
+    )
+    with pytest.raises(AssertionError, match=expected):
         infra.before_suite(kube, environ={}, image=infra.NUMACELL_IMAGE_CI, timings=timings)
     leftovers = [
         ns["metadata"]["name"]
