@@ -100,6 +100,7 @@ class Exporter:
             pods_fingerprint=cfg.pods_fingerprint,
             fingerprint_method=cfg.fingerprint_method,
             resource_exclude=cfg.resource_exclude,
+            topology_manager_policy=tm.policy,
         )
         self.resources: NodeResources | None = None
         self.cycles = 0

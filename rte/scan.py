@@ -23,6 +23,13 @@ This module owns the decision the exporter exists for, as upstream's
 * the pod fingerprint attributes, over every listed pod (method ``all``) or over pods
   with a container holding exclusive CPUs, NUMA-bound memory or NUMA-bound devices
   (``with-exclusive-resources``, upstream's ``numalocality.Verify``);
+* with the fingerprint on and the ``single-numa-node`` policy, the numaplacement
+  attributes (:mod:`nrop.api.numaplacement`, upstream RTE v0.25): the NUMA node of every
+  container of those pods that holds an exclusive CPU (the node of its first CPU), else
+  a NUMA-bound device, else a NUMA-bound memory block, goes into the top-level metadata
+  attribute and the per-zone vector attributes; a container with none is left out, and a
+  container that cannot be placed on one node voids the whole encoding (nothing
+  published, a warning);
 * the three List middlewares, applied in upstream's order: ``sharedcpuspool`` (remove
   the reference container's CPUs from every container), ``podexclude`` (drop pods
   matching namespace/name globs) and ``terminalpods`` (drop pods known to have ended;
@@ -41,7 +48,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from nrop.api import fingerprint
+from nrop.api import fingerprint, numaplacement
 from nrop.api.nrt import AttributeInfo, CostInfo, ResourceInfo, Zone, zone_name_from_numa_id
 from nrop.rte.sysinfo import MachineInfo, hugepage_resource_name
 
@@ -59,6 +66,7 @@ __all__ = [
     "PodExclude",
     "ScanOptions",
     "ScanResult",
+    "container_numa_node",
     "exclude_pods",
     "exclude_terminal_pods",
     "exclusive_reason",
@@ -66,11 +74,13 @@ __all__ = [
     "is_native_resource",
     "node_resources",
     "normalize",
+    "numa_placement",
     "remove_shared_pool",
     "scan",
     "to_counters",
 ]
 
+SINGLE_NUMA_NODE: Final = "single-numa-node"
 RESOURCE_CPU: Final = "cpu"
 RESOURCE_MEMORY: Final = "memory"
 _HUGEPAGES_PREFIX: Final = "hugepages-"
@@ -329,6 +339,61 @@ def fingerprint_pods(
     return fp.sign(), status
 
 
+# ----------------------------------------------------------------------------- numaplacement
+
+
+def _numa_ids(nodes: tuple[int, ...] | None) -> set[int]:
+    return {node for node in nodes or () if node >= 0}
+
+
+def container_numa_node(container: Container, cpu_to_numa: Mapping[int, int]) -> int:
+    """The one NUMA node of a container's exclusive resources, or -1 when it holds none.
+
+    Under ``single-numa-node`` the kubelet put everything on one node, so the first
+    exclusive resource found tells (upstream ``getContainerSingleNUMAPlacement``).
+    ``ValueError`` when the data contradicts that.
+    """
+    if container.cpu_ids:
+        numa = cpu_to_numa.get(container.cpu_ids[0])
+        if numa is None:
+            raise ValueError(f"CPU ID {container.cpu_ids[0]} not found in the CPU to NUMA map")
+        return numa
+    candidates = [_numa_ids(dev.numa_nodes) for dev in container.devices if dev.ids]
+    candidates += [_numa_ids(block.numa_nodes) for block in container.memory]
+    for ids in candidates:
+        if len(ids) > 1:
+            raise ValueError(f"multiple NUMA nodes found for container {container.name}")
+        if ids:
+            return ids.pop()
+    return numaplacement.UNKNOWN
+
+
+def numa_placement(
+    pods: Iterable[Pod], numa_nodes: int, cpu_to_numa: Mapping[int, int]
+) -> numaplacement.Payload:
+    """The numaplacement payload of the containers of ``pods`` that hold exclusive resources.
+
+    Only pods with exclusive resources take part (the ones the ``with-exclusive-resources``
+    fingerprint counts); ``ValueError`` (or :class:`~nrop.api.numaplacement.NumaPlacementError`)
+    when a container cannot be placed.
+    """
+    affinities = []
+    for pod in pods:
+        if exclusive_reason(pod) is None:
+            continue
+        for container in pod.containers:
+            ident = numaplacement.ContainerID(pod.namespace, pod.name, container.name)
+            try:
+                numa = container_numa_node(container, cpu_to_numa)
+            except ValueError as exc:
+                raise ValueError(
+                    f"while getting container NUMA placement: containerID={ident}: {exc}"
+                ) from None
+            if numa != numaplacement.UNKNOWN:
+                affinities.append(numaplacement.ContainerAffinity(ident, numa))
+    return numaplacement.encode(numa_nodes, affinities)
+
+
 # ----------------------------------------------------------------------------- scan
 
 
@@ -341,6 +406,8 @@ class ScanOptions:
     fingerprint_method: fingerprint.Method = fingerprint.DEFAULT_METHOD
     #: ``resourceExclude``: node name (or ``*``) → resource names not to publish.
     resource_exclude: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: The kubelet's topology manager policy: numaplacement is published only for ``single-numa-node``.
+    topology_manager_policy: str = ""
 
 
 @dataclass
@@ -381,6 +448,16 @@ def scan(
         )
         result.annotations[fingerprint.ANNOTATION] = sign
         result.fingerprint, result.fingerprint_status = sign, status
+    placement: numaplacement.Payload | None = None
+    if options.pods_fingerprint and options.topology_manager_policy == SINGLE_NUMA_NODE:
+        try:
+            placement = numa_placement(pods, len(machine.nodes), machine.cpu_to_numa())
+        except ValueError as exc:
+            result.warnings.append(f"containers NUMA-placement detection: {exc}")
+        else:
+            result.attributes.append(
+                AttributeInfo(numaplacement.ATTRIBUTE_METADATA, placement.pack_metadata())
+            )
 
     counted = [p for p in pods if not options.namespace or p.namespace == options.namespace]
     cpu_to_numa = machine.cpu_to_numa()
@@ -397,6 +474,8 @@ def scan(
 
     for node in machine.nodes:
         zone = Zone(name=zone_name_from_numa_id(node.id), type="Node")
+        if placement is not None and node.id in placement.vectors:
+            zone.attributes.append(AttributeInfo(numaplacement.ATTRIBUTE_VECTOR, placement.vectors[node.id]))
         costs = _costs(machine, node.id)
         if costs is not None:
             zone.costs = costs

@@ -14,9 +14,14 @@ and then ``period`` seconds after each step completes.
 
 Preemption mode ``Enabled``: PreFilter and the ``add_pod``/``remove_pod`` pre-filter
 extensions keep the victim set of a preemption attempt, and Filter then does not mark
-failing nodes for resync, as upstream. The eviction simulation itself needs the
-``numaplacement`` attributes of an NRT, which are not decoded here, so the NRT is used
-unmodified (upstream's behaviour for NRTs without placement data).
+failing nodes for resync, as upstream. With the OverReserve cache, each resync that
+flushes a node also keeps the pods the scheduler saw on it (the set the fingerprint
+was checked against); the first Filter of a preemption attempt on that node decodes the
+NRT's ``numaplacement`` attributes against them (:mod:`nrop.sched.nrtpreemption`, kept
+until the next flush of the node) and, when some container is placed, filters the NRT
+with the victims' exclusive requests given back to their NUMA zones. Without placement
+data (other caches, a node never flushed since start, another policy, inconsistent
+attributes) the NRT is used unmodified, as upstream.
 
 Filter and Score both fetch the node's NRT from the cache, as upstream does; the
 topology-manager settings and NUMA node list read from it are memoized per node and
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from nrop.api.nrt import NodeResourceTopology, Zone
+from nrop.api.numaplacement import PlacementInfo
 from nrop.sched.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -59,6 +65,7 @@ from nrop.sched.nrtcache import (
     PassthroughCache,
     ResyncReport,
     SchedulerProfiles,
+    nrt_resource_names,
 )
 from nrop.sched.nrtfilter import (
     INVALID_NODE_TOPOLOGY_DATA,
@@ -68,6 +75,13 @@ from nrop.sched.nrtfilter import (
     filter_with_parsed,
     parse_topology,
     pod_demand,
+)
+from nrop.sched.nrtpreemption import (
+    EVICTION_SIMULATION_NOT_POSSIBLE,
+    EvictionSimulationError,
+    decode_placement,
+    nrt_after_evictions,
+    placement_pods,
 )
 from nrop.sched.nrtscore import resource_weights, score_with_parsed
 from nrop.sched.podrequests import BEST_EFFORT, GUARANTEED, include_non_native, pod_qos
@@ -145,6 +159,9 @@ class NodeResourceTopologyMatch:
         self._weights = resource_weights(self._args.scoring_strategy.resources)
         self._over_reserve: OverReserveCache | None = None
         self._parsed: dict[str, _Memo] = {}
+        # Preemption: the pods seen on a node at its last flush, and the placement decoded from them.
+        self._flushed_pods: dict[str, list[Obj]] = {}
+        self._placements: dict[str, PlacementInfo] = {}
         self._cache: NRTCache
         if self._args.discard_reserved_nodes:
             self._cache = DiscardReservedCache(handle.get_nrt)
@@ -212,11 +229,23 @@ class NodeResourceTopologyMatch:
         victims.pods[_pod_key(pod_to_remove.pod)] = pod_to_remove.pod
         return Status.success()
 
-    def _in_preemption_flow(self, state: CycleState) -> bool:
+    def _victims(self, state: CycleState) -> list[Obj]:
+        """The pods the current preemption attempt evicts; empty outside of one."""
         if self._args.preemption_mode is not PreemptionMode.ENABLED:
-            return False
+            return []
         victims = state.read(VICTIMS_STATE_KEY)
-        return isinstance(victims, PreemptionVictims) and bool(victims.pods)
+        return list(victims.pods.values()) if isinstance(victims, PreemptionVictims) else []
+
+    def _placement(self, node_name: str, nrt: NodeResourceTopology) -> PlacementInfo | None:
+        """The node's decoded container placement, decoded on first use after a flush; None without one."""
+        placement = self._placements.get(node_name)
+        if placement is None:
+            pods = self._flushed_pods.get(node_name)
+            if pods is None:
+                return None
+            placement = decode_placement(nrt, placement_pods(pods, nrt_resource_names(nrt)))
+            self._placements[node_name] = placement
+        return placement
 
     # -- Filter
     def filter(self, state: CycleState, pod: Obj, node_info: NodeInfo) -> Status:
@@ -232,12 +261,23 @@ class NodeResourceTopologyMatch:
             return Status.unschedulable(INVALID_NODE_TOPOLOGY_DATA, plugin=self.name)
         if cached.nrt is None:
             return Status.success()
-        status = filter_with_parsed(
-            self._demand(state, pod), qos, node_info, self._topology(node_name, cached.nrt)
-        )
+        victims = self._victims(state)
+        topology: ParsedTopology | None = None
+        if victims:
+            placement = self._placement(node_name, cached.nrt)
+            if placement is not None and placement.containers:
+                try:
+                    after = nrt_after_evictions(cached.nrt, victims, placement)
+                except EvictionSimulationError as exc:
+                    return Status.unschedulable(EVICTION_SIMULATION_NOT_POSSIBLE + str(exc), plugin=self.name)
+                log.debug("node %s: filtering with the NRT after evicting %d pods", node_name, len(victims))
+                topology = parse_topology(after)
+        if topology is None:
+            topology = self._topology(node_name, cached.nrt)
+        status = filter_with_parsed(self._demand(state, pod), qos, node_info, topology)
         if status.ok:
             return status
-        if not self._in_preemption_flow(state):
+        if not victims:
             self._cache.node_maybe_over_reserved(node_name, pod)
         return status.with_plugin(self.name)
 
@@ -283,6 +323,24 @@ class NodeResourceTopologyMatch:
 
     def resync(self) -> ResyncReport | None:
         """One resync step of the OverReserve cache; None with the other caches."""
-        if self._over_reserve is None:
+        cache = self._over_reserve
+        if cache is None:
             return None
-        return self._over_reserve.resync(self._handle.get_nrt, self._handle.list_pods)
+        if self._args.preemption_mode is not PreemptionMode.ENABLED:
+            return cache.resync(self._handle.get_nrt, self._handle.list_pods)
+        # Preemption decodes placements against the pods the flush was decided on.
+        listed: list[Obj] = []
+
+        def list_pods() -> list[Obj]:
+            listed.extend(self._handle.list_pods())
+            return listed
+
+        report = cache.resync(self._handle.get_nrt, list_pods)
+        for node_name in report.flushed:
+            self._flushed_pods[node_name] = [
+                pod
+                for pod in listed
+                if cache.is_pod_relevant(pod) and (pod.get("spec") or {}).get("nodeName") == node_name
+            ]
+            self._placements.pop(node_name, None)
+        return report

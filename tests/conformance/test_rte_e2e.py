@@ -243,6 +243,8 @@ def test_initial_nrt_describes_each_worker(stack: Stack) -> None:
         assert [(a.name, a.value) for a in nrt.attributes] == [
             ("nodeTopologyPodsFingerprint", NO_PODS),
             ("nodeTopologyPodsFingerprintMethod", "with-exclusive-resources"),
+            # single-numa-node and the fingerprint on: the numaplacement metadata (no pinned container yet).
+            ("topology.node.k8s.io/numaplacement-metadata", "npv0v001::ve=leb89::cc=0::nn=2::bn=0"),
             ("topologyManagerScope", "pod"),
             ("topologyManagerPolicy", "single-numa-node"),
         ]
