@@ -86,6 +86,9 @@ def normalize(spec: Obj) -> dict[str, Any]:
     for key, value in DEFAULTS.items():
         if result.get(key) in (None, ""):
             result[key] = value
+    if isinstance(result.get("replicas"), float) and result["replicas"].is_integer():
+        # The schema admits 1.0 as an integer; the Deployment's int32 field does not.
+        result["replicas"] = int(result["replicas"])
     if not (result.get("scoringStrategy") or {}).get("type"):
         result["scoringStrategy"] = {**(result.get("scoringStrategy") or {}), "type": "LeastAllocated"}
     return result

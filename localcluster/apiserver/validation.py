@@ -190,6 +190,8 @@ class _Walker:
             return value
         if "enum" in schema and value not in schema["enum"]:
             self.errors.append(not_supported(path, value, list(schema["enum"])))
+        if isinstance(value, float) and "integer" in types and "number" not in types:
+            return int(value)  # admitted above, so integral: stored as the Go integer it decodes into
         if isinstance(value, dict):
             return self._object(schema, value, path, top=top, in_status=in_status)
         if isinstance(value, list):

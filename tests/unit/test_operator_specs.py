@@ -258,3 +258,10 @@ def test_compute_replicas_errors(
 ) -> None:
     with pytest.raises(nrsspec.ReplicasError, match=message):
         nrsspec.compute_replicas(requested, control_plane, workers)
+
+
+@pytest.mark.parametrize(("sent", "expected"), [(1.0, 1), (0.0, 0), (2, 2), (None, None)])
+def test_normalize_makes_integral_replicas_an_int(sent: Any, expected: int | None) -> None:
+    # Found by CR fuzzing: the schema admits `replicas: 1.0`, the Deployment's int32 field does not.
+    spec = nrsspec.normalize({"imageSpec": "i", **({} if sent is None else {"replicas": sent})})
+    assert spec.get("replicas") == expected and type(spec.get("replicas")) is type(expected)

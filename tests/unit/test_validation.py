@@ -463,3 +463,14 @@ def test_a_quantity_sent_as_a_number_is_stored_as_its_string(defs, sent, stored)
     result = validate_builtin(defs, POD, obj)
     assert result.errors == []
     assert result.pruned["spec"]["containers"][0]["resources"]["requests"]["cpu"] == stored
+
+
+@pytest.mark.parametrize(("sent", "stored"), [(30, 30), (30.0, 30), (0.0, 0)])
+def test_an_integral_float_for_an_integer_field_is_stored_as_an_integer(defs, sent, stored):
+    # Found by CR fuzzing: the operator copied `replicas: 1.0` from a NUMAResourcesScheduler into
+    # its Deployment; the server stored 1.0 and clients decoding int32 fields failed to read it.
+    obj = _with(_pod(), ["spec", "terminationGracePeriodSeconds"], sent)
+    result = validate_builtin(defs, POD, obj)
+    assert result.errors == []
+    value = result.pruned["spec"]["terminationGracePeriodSeconds"]
+    assert value == stored and type(value) is int
