@@ -59,7 +59,9 @@ def take(kube: k.Kube) -> Snapshot:
     for kind in _CLUSTER_KINDS:
         try:
             objects.update(f"{kind.kind}/{o['metadata']['name']}" for o in kube.list(kind))
-        except k.UnknownKindError:
+        except Exception as exc:
+            if not (isinstance(exc, k.UnknownKindError) or k.is_not_found(exc)):
+                raise
             log.debug("leak check: %s is not served", kind)
     nodes = {
         n["metadata"]["name"]: (

@@ -603,8 +603,11 @@ def exporter_refresh_period(kube: k.Kube) -> float:
     """:func:`refresh_period_of` the cluster's NUMAResourcesOperators (none: the default)."""
     try:
         return refresh_period_of(kube.list(k.NROP))
-    except k.UnknownKindError:
-        return DEFAULT_REFRESH_PERIOD
+    except Exception as exc:
+        # the kind is not served: unknown to discovery, or a 404 where a stale discovery knew it
+        if isinstance(exc, k.UnknownKindError) or k.is_not_found(exc):
+            return DEFAULT_REFRESH_PERIOD
+        raise
 
 
 def republish_grace(kube: k.Kube) -> float:
