@@ -45,6 +45,7 @@ __all__ = [
     "Manifest",
     "UnknownKindError",
     "is_not_found",
+    "is_not_served",
 ]
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,12 @@ MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 ApiError = DynamicApiError
 #: The cluster does not serve the kind at all (its CRD is not installed).
 UnknownKindError = ResourceNotFoundError
+
+
+def is_not_served(exc: BaseException) -> bool:
+    """Whether listing a kind failed because the cluster does not serve it: unknown to discovery,
+    or a 404 where a stale discovery cache still knew it."""
+    return isinstance(exc, UnknownKindError) or is_not_found(exc)
 
 
 def is_not_found(exc: BaseException) -> bool:

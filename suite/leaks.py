@@ -60,7 +60,7 @@ def take(kube: k.Kube) -> Snapshot:
         try:
             objects.update(f"{kind.kind}/{o['metadata']['name']}" for o in kube.list(kind))
         except Exception as exc:
-            if not (isinstance(exc, k.UnknownKindError) or k.is_not_found(exc)):
+            if not k.is_not_served(exc):
                 raise
             log.debug("leak check: %s is not served", kind)
     nodes = {

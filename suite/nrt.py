@@ -604,8 +604,7 @@ def exporter_refresh_period(kube: k.Kube) -> float:
     try:
         return refresh_period_of(kube.list(k.NROP))
     except Exception as exc:
-        # the kind is not served: unknown to discovery, or a 404 where a stale discovery knew it
-        if isinstance(exc, k.UnknownKindError) or k.is_not_found(exc):
+        if k.is_not_served(exc):
             return DEFAULT_REFRESH_PERIOD
         raise
 

@@ -70,3 +70,19 @@ def _after(**changes: object) -> Snapshot:
 )
 def test_compare(after: Snapshot, expected: list[str]) -> None:
     assert compare(BEFORE, after) == expected
+
+
+def test_a_kind_that_is_not_served_is_told_from_other_errors() -> None:
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    from nrop.suite import kube as k
+
+    class Http(Exception):
+        def __init__(self, status: int) -> None:
+            super().__init__(status)
+            self.status = status
+
+    assert k.is_not_served(ResourceNotFoundError("no kind"))  # unknown to discovery
+    assert k.is_not_served(Http(404))  # a stale discovery cache: the list answers 404
+    assert not k.is_not_served(Http(403))
+    assert not k.is_not_served(ValueError("other"))
