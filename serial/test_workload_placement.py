@@ -439,6 +439,11 @@ def _run_replicaset(
 class TestClusterWithAtLeastTwoAvailableNodes:
     pytestmark = spec("cluster with at least two available nodes")
 
+    # The scheduler's over-reserve cache charges each reserved pod to every zone of its node until the
+    # next resync (cacheResyncPeriod 5s). On the default profile's 20-CPU zones the 10 replicas of 4 CPUs
+    # stall half-way for a resync: the timing compared here then depends on the resync's phase. Upstream
+    # runs on bare-metal workers whose zones take the burst at once; so does the wide-zones profile.
+    @pytest.mark.nrop_profile("wide-zones")
     @spec(
         "[test_id:47627] should be able to schedule many replicas with TAS scheduler with performance time "
         "equals to the default scheduler"

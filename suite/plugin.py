@@ -57,13 +57,23 @@ from nrop.suite.options import SELECTION_FLAGS, SuiteOptions, add_options, resol
 from nrop.suite.session import Context, Targets
 from nrop.suite.specs import SPEC_MARK, SpecInfo, spec_info
 
-__all__ = ["CONTAINER_SCOPE_PROFILE", "PREPARE_AHEAD", "SUITE_FLAG", "prepare_points", "profile_for"]
+__all__ = [
+    "CONTAINER_SCOPE_PROFILE",
+    "PREPARE_AHEAD",
+    "PROFILE_MARK",
+    "SUITE_FLAG",
+    "prepare_points",
+    "profile_for",
+]
 
 log = logging.getLogger(__name__)
 
 SUITE_FLAG = "NROP_SERIAL_SUITE"
 CONTAINER_SCOPE_PROFILE = "container-scope"
 CONTAINER_SCOPE_LABELS = frozenset({"tmscope:cnt", "tmscope:container"})
+#: ``@pytest.mark.nrop_profile(name)``: on embedded clusters the spec runs on a cluster of that
+#: profile (a spec whose upstream premise is a machine shape the default profile does not have).
+PROFILE_MARK = "nrop_profile"
 DEFAULT_FIXTURE_BASENAME = "e2e-test"
 
 #: pytest-timeout limit of one spec (setup, body and teardown with its cooldown) when neither the
@@ -97,8 +107,11 @@ def prepare_points(profiles: list[str], ahead: int) -> dict[int, str]:
     return points
 
 
-def profile_for(labels: tuple[str, ...], default_profile: str) -> str:
-    """The embedded cluster profile a spec needs (container scope has its own profile)."""
+def profile_for(labels: tuple[str, ...], default_profile: str, marked: str | None = None) -> str:
+    """The embedded cluster profile a spec needs: the one its ``nrop_profile`` mark names, else
+    ``container-scope`` for container-scope specs, else the run's profile."""
+    if marked:
+        return marked
     if any(label.lower() in CONTAINER_SCOPE_LABELS for label in labels):
         return CONTAINER_SCOPE_PROFILE
     return default_profile
@@ -186,6 +199,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{SPEC_MARK}(text, *labels): one level of a serial-suite spec (use nrop.suite.specs.spec)"
     )
     config.addinivalue_line("markers", "test_id(id): the upstream test_id of a spec ([test_id:NNNNN])")
+    config.addinivalue_line(
+        "markers", f"{PROFILE_MARK}(name): on embedded clusters, run the spec on a cluster of that profile"
+    )
     for label in _labels.LABELS.values():
         config.addinivalue_line(
             "markers", f"{label.marker}: label {label.name} ({label.kind}): {label.description}"
@@ -295,7 +311,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     bound = config.pluginmanager.hasplugin("timeout") and config.getoption("timeout", None) is None
     for item in specs:
-        profile = profile_for(item.stash[_SPEC].labels, options.cluster_profile)
+        marked = item.get_closest_marker(PROFILE_MARK)
+        profile = profile_for(
+            item.stash[_SPEC].labels, options.cluster_profile, str(marked.args[0]) if marked else None
+        )
         item.stash[_PROFILE] = profile
         if bound and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(SPEC_TIMEOUT))

@@ -651,6 +651,18 @@ def test_profile_for(labels: tuple[str, ...], default: str, expected: str) -> No
     assert plugin.profile_for(labels, default) == expected
 
 
+@pytest.mark.parametrize(
+    ("labels", "marked", "expected"),
+    [
+        (("tier0",), "wide-zones", "wide-zones"),
+        (("tmscope:cnt",), "wide-zones", "wide-zones"),
+        (("tier0",), None, "default"),
+    ],
+)
+def test_profile_for_a_marked_spec(labels: tuple[str, ...], marked: str | None, expected: str) -> None:
+    assert plugin.profile_for(labels, "default", marked) == expected
+
+
 # ----------------------------------------------------------------------- failure diagnostics
 
 FAKE_FXT = textwrap.dedent(

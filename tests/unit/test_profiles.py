@@ -28,6 +28,7 @@ SHIPPED = [
     "none",
     "restricted",
     "smt-aligned",
+    "wide-zones",
 ]
 NODE_COUNTS = {"empty": 0, "fifty": 51}
 
@@ -87,6 +88,17 @@ def test_variants_keep_the_default_machine(name: str) -> None:
     assert variant[1].machine == default[1].machine
     options = variant[1].kubelet.cpu_manager_policy_options
     assert options == ({"full-pcpus-only": "true"} if name == "smt-aligned" else {})
+
+
+def test_wide_zones_profile_shape() -> None:
+    workers = [n for n in load_profile("wide-zones").nodes() if n.name.startswith("worker")]
+    assert len(workers) == 2
+    for worker in workers:
+        topo = worker.machine.topology
+        assert (topo.num_cpus, topo.num_numa_nodes) == (96, 2)
+        assert topo.details.cpus_in_numa_nodes(0).to_list() == [*range(24), *range(48, 72)]
+        assert worker.kubelet.reserved_system_cpus == "0,48"
+        assert worker.kubelet.topology_manager_policy == "single-numa-node"
 
 
 def test_fifty_profile_shape() -> None:
