@@ -22,13 +22,12 @@ Requests are plain dicts in the order the pod spec lists them. Upstream iterates
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 from nrop.api import qos as qos_api
 from nrop.api.quantity import Quantity, coerce
-from nrop.api.resources import HUGEPAGES_PREFIX
+from nrop.api.resources import is_extended_resource, is_hugepages, is_native_resource
 
 __all__ = [
     "BEST_EFFORT",
@@ -65,12 +64,7 @@ EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 STORAGE: Final = "storage"
 
 _NATIVE_PREFIX: Final = "kubernetes.io/"
-_REQUESTS_PREFIX: Final = "requests."
 _ATTACHABLE_VOLUMES_PREFIX: Final = "attachable-volumes-"
-_QUALIFIED_NAME_RE: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 
 
 # ------------------------------------------------------------------------ containers
@@ -132,15 +126,6 @@ def pod_qos(pod: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------- resource kinds
 
 
-def is_native_resource(name: str) -> bool:
-    """No domain prefix, or a ``kubernetes.io/`` one (upstream ``IsNativeResource``)."""
-    return "/" not in name or _NATIVE_PREFIX in name
-
-
-def is_hugepages(name: str) -> bool:
-    return name.startswith(HUGEPAGES_PREFIX)
-
-
 def is_numa_affine_resource(name: str) -> bool:
     """Resources a kubelet must bind to NUMA nodes: cpu, memory and hugepages."""
     return name in (CPU, MEMORY) or is_hugepages(name)
@@ -149,26 +134,6 @@ def is_numa_affine_resource(name: str) -> bool:
 def is_host_level_resource(name: str) -> bool:
     """Resources that may have no NUMA affinity: storage and anything non-native (devices...)."""
     return name in (EPHEMERAL_STORAGE, STORAGE) or not is_native_resource(name)
-
-
-def _is_qualified_name(value: str) -> bool:
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix):
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME_RE.match(name) is not None
-
-
-def is_extended_resource(name: str) -> bool:
-    """A valid, fully-qualified, non-native resource name (upstream ``IsExtendedResourceName``)."""
-    if is_native_resource(name) or name.startswith(_REQUESTS_PREFIX):
-        return False
-    return _is_qualified_name(_REQUESTS_PREFIX + name)
 
 
 def is_scalar_resource(name: str) -> bool:

@@ -703,7 +703,10 @@ class Padder:
                 pod = new_test_pod(self.namespace, f"padder-{suffix}", self.image)
                 pod["metadata"]["labels"] = {PADDER_LABEL: ""}
                 container = pod["spec"]["containers"][0]
-                container["resources"] = {"limits": rl.to_manifest(diff), "requests": rl.to_manifest(diff)}
+                # one map for both, as upstream's padder: the numacell pin below lands in requests too
+                # (a request of 0 under a limit of 1 is refused by the API server, and pins nothing)
+                diff_list = rl.to_manifest(diff)
+                container["resources"] = {"limits": diff_list, "requests": diff_list}
                 if any(name.startswith(NUMACELL_PREFIX) for name in available):
                     objects.pin_pod_to(pod, node_name, str(zone["name"]))
                 else:

@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from nrop.api import resourcerequirements
+
 from . import admission, celrules, conversion, crdschema, errors, patching, strategies, structural, validation
 from .clock import Clock, rfc3339
 from .definitions import Definitions
@@ -321,6 +323,8 @@ class Rest:
                 obj.update(result.pruned)
         if kind.storage == ("apiextensions.k8s.io", "customresourcedefinitions"):
             causes = causes + crdschema.validate_crd(obj)
+        if not causes and not kind.custom:
+            causes = _pod_resource_causes(kind, obj)
         if unknown:
             if opts.field_validation == "Strict":
                 raise validation.strict_decoding_error(unknown)
@@ -709,3 +713,35 @@ def _decode_continue(token: str) -> tuple[int, str]:
 def _split_key(start: str) -> tuple[str, str]:
     namespace, _, name = start.partition("/")
     return namespace, name
+
+
+#: Where a built-in kind keeps its pod spec (upstream validates templates as pods).
+_POD_SPEC_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Pod"): ("spec",),
+    ("apps", "Deployment"): ("spec", "template", "spec"),
+    ("apps", "ReplicaSet"): ("spec", "template", "spec"),
+    ("apps", "DaemonSet"): ("spec", "template", "spec"),
+    ("apps", "StatefulSet"): ("spec", "template", "spec"),
+    ("batch", "Job"): ("spec", "template", "spec"),
+}
+
+
+def _pod_resource_causes(kind: Kind, obj: Obj) -> list[errors.Cause]:
+    """Container resource requirements of a pod or pod template (``api.resourcerequirements``)."""
+    path = _POD_SPEC_PATHS.get((kind.group, kind.kind))
+    if path is None:
+        return []
+    spec: Any = obj
+    for key in path:
+        spec = spec.get(key) if isinstance(spec, dict) else None
+    if not isinstance(spec, dict):
+        return []
+    causes = []
+    for problem in resourcerequirements.validate_pod_spec_resources(spec, ".".join(path)):
+        if problem.kind == "Invalid":
+            causes.append(errors.invalid(problem.field, problem.value, problem.detail))
+        elif problem.kind == "Required":
+            causes.append(errors.required(problem.field, problem.detail))
+        else:
+            causes.append(errors.forbidden(problem.field, problem.detail))
+    return causes

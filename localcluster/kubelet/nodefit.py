@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from nrop.api import podrequests
+from nrop.api.resources import is_extended_resource
 from nrop.localcluster.kubelet import nodestatus
 from nrop.localcluster.kubelet.machine import NodeSpec
 
@@ -52,13 +53,6 @@ resource_amount = podrequests.amount
 container_requests = podrequests.container_requests
 #: ``resourcehelper.PodRequests`` (init-container max, sidecar sums, pod-level resources, overhead).
 pod_requests = podrequests.pod_requests
-
-
-def is_extended_resource(name: str) -> bool:
-    """``IsExtendedResourceName``: domain-qualified, outside ``kubernetes.io``, not a quota name."""
-    if "/" not in name or "kubernetes.io/" in name:
-        return False
-    return not name.startswith("requests.")
 
 
 @dataclass(frozen=True)

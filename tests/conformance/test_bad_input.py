@@ -170,6 +170,17 @@ def pod_with_unknown_field(name: str) -> dict[str, Any]:
     }
 
 
+def pod(name: str, **resources: dict[str, str]) -> dict[str, Any]:
+    """A pod whose one container asks for ``resources`` (``limits=...``, ``requests=...``)."""
+    container = {"name": "c", "image": "pause:3.9", "resources": resources}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [container]},
+    }
+
+
 # -- the table --------------------------------------------------------------------------------------
 
 CMS = "/api/v1/namespaces/{ns}/configmaps"
@@ -625,6 +636,57 @@ CASES = [
             "for a watch the embedded server streams changes after its current revision, and the "
             "reference documents no upstream answer to assert against"
         ),
+    ),
+    # -- container resources (requests vs limits, as ValidateContainerResourceRequirements) -----
+    pytest.param(
+        Case(
+            "POST",
+            PODS,
+            422,
+            "Invalid",
+            'spec.containers[0].resources.requests: Invalid value: "0": must be equal to kni.node/numacell00 '
+            "limit of 1",
+            body=pod(
+                "pad",
+                limits={"cpu": "1", "kni.node/numacell00": "1"},
+                requests={"cpu": "1", "kni.node/numacell00": "0"},
+            ),
+            cause_field="spec.containers[0].resources.requests",
+        ),
+        id="extended-request-below-limit",
+    ),
+    pytest.param(
+        Case(
+            "POST",
+            PODS,
+            422,
+            "Invalid",
+            'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+            body=pod("greedy", limits={"cpu": "1"}, requests={"cpu": "2"}),
+        ),
+        id="cpu-request-above-limit",
+    ),
+    pytest.param(
+        Case(
+            "POST",
+            PODS,
+            422,
+            "Invalid",
+            "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
+            body=pod("nolimit", requests={"example.com/deviceA": "1"}),
+        ),
+        id="extended-request-without-limit",
+    ),
+    pytest.param(
+        Case(
+            "POST",
+            PODS,
+            422,
+            "Invalid",
+            'spec.containers[0].resources.limits[example.com/deviceA]: Invalid value: "500m": must be an integer',
+            body=pod("half", limits={"example.com/deviceA": "500m"}),
+        ),
+        id="extended-not-integer",
     ),
     # -- authentication ------------------------------------------------------------------------
     pytest.param(

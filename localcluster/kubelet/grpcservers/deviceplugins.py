@@ -32,7 +32,7 @@ from typing import Protocol
 import grpc
 
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nrop.localcluster.apiserver.validation import is_qualified_name
+from nrop.api.resources import is_extended_resource as is_extended_resource_name
 from nrop.localcluster.kubelet.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
 
@@ -87,13 +87,6 @@ def device_plugin_dir(root: Path) -> Path:
 def kubelet_socket(root: Path) -> Path:
     """``<root>/var/lib/kubelet/device-plugins/kubelet.sock``."""
     return device_plugin_dir(root) / KUBELET_SOCKET_NAME
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """``v1helper.IsExtendedResourceName``: ``domain/name``, not native, valid as a quota name."""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    return not is_qualified_name("requests." + name)
 
 
 class DevicePluginError(Exception):

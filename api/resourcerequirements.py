@@ -1,0 +1,138 @@
+"""Validation of a container's ``resources`` (requests and limits), as the API server applies it.
+
+The one copy of upstream ``ValidateContainerResourceRequirements`` (``pkg/apis/core/validation``)
+for the rules the stack's workloads exercise:
+
+* names: a container may ask for cpu, memory, ephemeral-storage, hugepages and extended
+  resources (``domain/name``), nothing else;
+* values: never negative; whole units for integer resources (extended resources);
+* a request above its limit is refused; for resources that cannot be overcommitted (hugepages
+  and extended resources: devices, ``kni.node/numacellNN``) request and limit must be equal, and
+  a request needs a limit;
+* hugepages come with cpu or memory.
+
+Problems come back as :class:`FieldProblem` (the field path, the bad value, the detail) in
+upstream's wording; the API server turns them into the ``Invalid`` Status causes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .quantity import Quantity, QuantityError, coerce
+from .resources import (
+    CPU,
+    MEMORY,
+    is_extended_resource,
+    is_hugepages,
+    is_integer_resource,
+    is_native_resource,
+    is_overcommit_allowed,
+    is_standard_container_resource,
+)
+
+__all__ = ["FieldProblem", "validate_container_resources", "validate_pod_spec_resources"]
+
+ProblemKind = Literal["Invalid", "Required", "Forbidden"]
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """One field error: ``kind`` is apimachinery's error type, ``value`` the bad value (Invalid)."""
+
+    kind: ProblemKind
+    field: str
+    detail: str
+    value: str = ""
+
+
+def _quantity(value: Any) -> Quantity | None:
+    try:
+        return coerce(value)
+    except (QuantityError, TypeError, ValueError):
+        return None  # a malformed quantity is the schema check's to report
+
+
+def _name_problems(name: str, path: str) -> list[FieldProblem]:
+    if "/" not in name:
+        if not is_standard_container_resource(name):
+            return [FieldProblem("Invalid", path, "must be a standard resource for containers", name)]
+    elif not is_native_resource(name) and not is_extended_resource(name):
+        return [FieldProblem("Invalid", path, "doesn't follow extended resource name standard", name)]
+    return []
+
+
+def _value_problems(name: str, qty: Quantity, path: str) -> list[FieldProblem]:
+    problems = []
+    if qty < Quantity(0):
+        problems.append(FieldProblem("Invalid", path, "must be greater than or equal to 0", str(qty)))
+    if is_integer_resource(name) and qty.milli_value() % 1000 != 0:
+        problems.append(FieldProblem("Invalid", path, "must be an integer", str(qty)))
+    return problems
+
+
+def validate_container_resources(resources: Mapping[str, Any] | None, path: str) -> list[FieldProblem]:
+    """The problems of one container's ``resources`` at ``path`` (``spec.containers[0].resources``)."""
+    resources = resources or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    if not isinstance(limits, Mapping) or not isinstance(requests, Mapping):
+        return []  # mistyped: the schema check reports it
+    lim_path, req_path = f"{path}.limits", f"{path}.requests"
+    problems: list[FieldProblem] = []
+    parsed_limits: dict[str, Quantity] = {}
+    for name, raw in limits.items():
+        key_path = f"{lim_path}[{name}]"
+        problems += _name_problems(name, key_path)
+        qty = _quantity(raw)
+        if qty is not None:
+            parsed_limits[name] = qty
+            problems += _value_problems(name, qty, key_path)
+    for name, raw in requests.items():
+        key_path = f"{req_path}[{name}]"
+        problems += _name_problems(name, key_path)
+        qty = _quantity(raw)
+        if qty is None:
+            continue
+        problems += _value_problems(name, qty, key_path)
+        limit = parsed_limits.get(name)
+        if name in limits:
+            if limit is None:
+                continue
+            if qty != limit and not is_overcommit_allowed(name):
+                problems.append(
+                    FieldProblem("Invalid", req_path, f"must be equal to {name} limit of {limit}", str(qty))
+                )
+            elif qty > limit:
+                problems.append(
+                    FieldProblem(
+                        "Invalid",
+                        req_path,
+                        f"must be less than or equal to {name} limit of {limit}",
+                        str(qty),
+                    )
+                )
+        elif not is_overcommit_allowed(name):
+            problems.append(
+                FieldProblem("Required", lim_path, "Limit must be set for non overcommitable resources")
+            )
+    names = set(limits) | set(requests)
+    if any(is_hugepages(name) for name in names) and not names & {CPU, MEMORY}:
+        problems.append(FieldProblem("Forbidden", path, "HugePages require cpu or memory"))
+    return problems
+
+
+def validate_pod_spec_resources(spec: Mapping[str, Any] | None, path: str = "spec") -> list[FieldProblem]:
+    """The resource problems of every init and app container of a pod spec at ``path``."""
+    spec = spec or {}
+    problems: list[FieldProblem] = []
+    for field in ("initContainers", "containers"):
+        containers: Iterable[Any] = spec.get(field) or ()
+        for index, container in enumerate(containers):
+            if isinstance(container, Mapping):
+                resources = container.get("resources")
+                if resources is None or isinstance(resources, Mapping):
+                    problems += validate_container_resources(resources, f"{path}.{field}[{index}].resources")
+    return problems
