@@ -39,7 +39,14 @@ from nrop.operator import (
 )
 from nrop.operator.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, error_message, kind
-from nrop.operator.reconciling import Context, delete_owned, now, retrying, write_status
+from nrop.operator.reconciling import (
+    Context,
+    delete_owned,
+    now,
+    register_cr_controller,
+    retrying,
+    write_status,
+)
 
 __all__ = ["cleanup", "daemonset_step", "reconcile", "register"]
 
@@ -232,29 +239,11 @@ def cleanup(ctx: Context, name: str) -> None:
 
 def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:
     """The kopf handlers of this controller."""
-
-    @kopf.on.event(naming.GROUP, naming.VERSION, naming.NROP_PLURAL, registry=registry)
-    def nrop_event(name: str, type: str | None, **_: Any) -> None:
-        if type != "DELETED":
-            reconcile(ctx, name)
-
-    @kopf.timer(naming.GROUP, naming.VERSION, naming.NROP_PLURAL, interval=resync, registry=registry)
-    def nrop_resync(name: str, **_: Any) -> None:
-        reconcile(ctx, name)
-
-    @kopf.on.delete(naming.GROUP, naming.VERSION, naming.NROP_PLURAL, registry=registry)
-    def nrop_deleted(name: str, **_: Any) -> None:
-        cleanup(ctx, name)
-
-    def owned(kind_group: str, version: str, plural: str) -> None:
-        @kopf.on.event(
-            kind_group, version, plural, id=f"nrop-owned-{plural}",
-            labels={naming.OWNER_KIND_LABEL: naming.NROP_KIND}, registry=registry,
-        )  # fmt: skip
-        def owned_event(labels: Mapping[str, str], **_: Any) -> None:
-            reconcile(ctx, labels[naming.OWNER_NAME_LABEL])
-
-    owned("apps", "v1", "daemonsets")
+    register_cr_controller(
+        registry, prefix="nrop", plural=naming.NROP_PLURAL, kind_name=naming.NROP_KIND, resync=resync,
+        reconcile=lambda name: reconcile(ctx, name), cleanup=lambda name: cleanup(ctx, name),
+        owned=(("apps", "v1", "daemonsets"),),
+    )  # fmt: skip
 
     # The exporter ConfigMaps, whoever controls them (this controller or a KubeletConfig): their
     # content is hashed into the DaemonSets (upstream's ``configMapToNUMAResourceOperator``).

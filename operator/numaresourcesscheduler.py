@@ -17,7 +17,14 @@ import kopf
 from nrop.operator import conditions, metrics, naming, nrsspec, schedmanifests
 from nrop.operator.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, error_message, kind
-from nrop.operator.reconciling import Context, delete_owned, now, retrying, write_status
+from nrop.operator.reconciling import (
+    Context,
+    delete_owned,
+    now,
+    register_cr_controller,
+    retrying,
+    write_status,
+)
 
 __all__ = ["cleanup", "deployment_step", "reconcile", "register"]
 
@@ -144,27 +151,8 @@ def cleanup(ctx: Context, name: str) -> None:
 
 def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:
     """The kopf handlers of this controller."""
-
-    @kopf.on.event(naming.GROUP, naming.VERSION, naming.NRS_PLURAL, registry=registry)
-    def nrs_event(name: str, type: str | None, **_: Any) -> None:
-        if type != "DELETED":
-            reconcile(ctx, name)
-
-    @kopf.timer(naming.GROUP, naming.VERSION, naming.NRS_PLURAL, interval=resync, registry=registry)
-    def nrs_resync(name: str, **_: Any) -> None:
-        reconcile(ctx, name)
-
-    @kopf.on.delete(naming.GROUP, naming.VERSION, naming.NRS_PLURAL, registry=registry)
-    def nrs_deleted(name: str, **_: Any) -> None:
-        cleanup(ctx, name)
-
-    def owned(kind_group: str, version: str, plural: str) -> None:
-        @kopf.on.event(
-            kind_group, version, plural, id=f"nrs-owned-{plural}",
-            labels={naming.OWNER_KIND_LABEL: naming.NRS_KIND}, registry=registry,
-        )  # fmt: skip
-        def owned_event(labels: Mapping[str, str], **_: Any) -> None:
-            reconcile(ctx, labels[naming.OWNER_NAME_LABEL])
-
-    owned("apps", "v1", "deployments")
-    owned("", "v1", "configmaps")
+    register_cr_controller(
+        registry, prefix="nrs", plural=naming.NRS_PLURAL, kind_name=naming.NRS_KIND, resync=resync,
+        reconcile=lambda name: reconcile(ctx, name), cleanup=lambda name: cleanup(ctx, name),
+        owned=(("apps", "v1", "deployments"), ("", "v1", "configmaps")),
+    )  # fmt: skip

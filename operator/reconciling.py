@@ -1,4 +1,5 @@
-"""What both controllers share: the context of a run, one lock per object, status writes.
+"""What both controllers share: the context of a run, one lock per object, status writes, and
+how a CR controller hooks into kopf (:func:`register_cr_controller`).
 
 A reconciliation reads its CR afresh, decides, applies and writes the status only when it
 changed (conditions compared without ``lastTransitionTime``), so the watch event its
@@ -16,11 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
+import kopf
+
 from nrop.api.backoff import Backoff
-from nrop.operator import conditions
+from nrop.operator import conditions, naming
 from nrop.operator.kubeapi import Api, ApiException, Kind
 
-__all__ = ["TRANSIENT", "Context", "now", "retrying", "write_status"]
+__all__ = ["TRANSIENT", "Context", "now", "register_cr_controller", "retrying", "write_status"]
 
 T = TypeVar("T")
 #: API answers worth another attempt at once: conflicts, throttling, server trouble.
@@ -91,3 +94,45 @@ def delete_owned(ctx: Context, owned: tuple[Kind, ...], owner_labels: Mapping[st
     for kind in owned:
         for live in ctx.api.list(kind, ctx.namespace if kind.namespaced else None, owner_labels):
             ctx.api.delete(kind, live["metadata"]["name"], live["metadata"].get("namespace"))
+
+
+def register_cr_controller(
+    registry: kopf.OperatorRegistry,
+    *,
+    prefix: str,
+    plural: str,
+    kind_name: str,
+    resync: float,
+    reconcile: Callable[[str], Any],
+    cleanup: Callable[[str], Any],
+    owned: tuple[tuple[str, str, str], ...],
+) -> None:
+    """The kopf handlers of one CR controller (handler ids ``<prefix>_event`` etc., as before).
+
+    Every event of a live CR and a timer every ``resync`` seconds reconcile it; its deletion
+    runs ``cleanup``; an event on an ``owned`` ``(group, version, plural)`` object labelled as
+    owned by a ``kind_name`` reconciles the owner the label names.
+    """
+
+    def on_event(name: str, type: str | None, **_: Any) -> None:
+        if type != "DELETED":
+            reconcile(name)
+
+    def on_timer(name: str, **_: Any) -> None:
+        reconcile(name)
+
+    def on_delete(name: str, **_: Any) -> None:
+        cleanup(name)
+
+    def on_owned(labels: Mapping[str, str], **_: Any) -> None:
+        reconcile(labels[naming.OWNER_NAME_LABEL])
+
+    group, version = naming.GROUP, naming.VERSION
+    kopf.on.event(group, version, plural, id=f"{prefix}_event", registry=registry)(on_event)
+    kopf.timer(group, version, plural, id=f"{prefix}_resync", interval=resync, registry=registry)(on_timer)
+    kopf.on.delete(group, version, plural, id=f"{prefix}_deleted", registry=registry)(on_delete)
+    for owned_group, owned_version, owned_plural in owned:
+        kopf.on.event(
+            owned_group, owned_version, owned_plural, id=f"{prefix}-owned-{owned_plural}",
+            labels={naming.OWNER_KIND_LABEL: kind_name}, registry=registry,
+        )(on_owned)  # fmt: skip
