@@ -6,7 +6,6 @@ without touching the NRT; a deployment scales up until every NUMA zone holds one
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import _accounting_helpers as acct
@@ -38,14 +37,7 @@ PAD_TIMEOUT = 300.0
 
 
 @pytest.fixture
-def padder(fxt: Any, suite_config: Any) -> Iterator[acct.Padder]:
-    pad = acct.Padder(fxt.kube, fxt.namespace, suite_config.pause_image)
-    yield pad
-    pad.clean()
-
-
-@pytest.fixture
-def nrts(fxt: Any, padder: acct.Padder) -> list[dict]:
+def nrts(fxt: Any, exact_padder: acct.Padder) -> list[dict]:
     """The Describe's BeforeEach: at least two 2-zone nodes with single-numa-node policy."""
     candidates = e2enrt.filter_zone_count_equal(fxt.kube.list(k8s.NRT), 2)
     if len(candidates) < 2:
@@ -61,8 +53,8 @@ class TestClusterHasAtLeastOneSuitableNode:
     pytestmark = spec("cluster has at least one suitable node")
 
     @pytest.fixture(autouse=True)
-    def _pad_all_but_one(self, nrts: list[dict], padder: acct.Padder) -> None:
-        padder.pad(
+    def _pad_all_but_one(self, nrts: list[dict], exact_padder: acct.Padder) -> None:
+        exact_padder.pad(
             len(nrts) - 1,
             rl.of({"cpu": "2", "memory": "4G"}),
             PAD_TIMEOUT,

@@ -43,13 +43,6 @@ MIN_RES = {"cpu": "1", "memory": "1Gi"}
 
 
 @pytest.fixture
-def padder(fxt: Any) -> Iterator[padding.Padder]:
-    pad = h.new_padder(fxt)
-    yield pad
-    pad.clean()
-
-
-@pytest.fixture
 def two_zone_candidates(fxt: Any, padder: padding.Padder) -> list[Any]:
     """The Describe's and the Context's ``BeforeEach``: single-numa-node NRTs, at least one with 2 zones."""
     nrt_list = e2enrt.list_nrts(fxt.kube)

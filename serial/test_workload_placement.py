@@ -43,14 +43,6 @@ PAD_LEAVE = {"cpu": "1", "memory": "4G"}
 
 
 @pytest.fixture
-def padder(fxt: Any) -> Iterator[padding.Padder]:
-    """The per-test padder; cleaned before the fixture's namespace goes (upstream ``AfterEach``)."""
-    pad = h.new_padder(fxt)
-    yield pad
-    pad.clean()
-
-
-@pytest.fixture
 def nrts(fxt: Any, padder: padding.Padder) -> list[dict[str, Any]]:
     """Every context's ``BeforeEach``: all 2-zone single-numa-node nodes but one padded to 1 CPU / 4G per zone."""
     nrt_list = e2enrt.list_nrts(fxt.kube)

@@ -60,14 +60,6 @@ class Scenario:
 
 
 @pytest.fixture
-def padder(fxt: Any) -> Iterator[Any]:
-    """The per-test padder, cleaned in ``AfterEach`` (no test here pads with it, as upstream)."""
-    pad = h.new_padder(fxt)
-    yield pad
-    pad.clean()
-
-
-@pytest.fixture
 def scenario(fxt: Any, padder: Any) -> Scenario:
     kube = fxt.kube
     nrt_list = e2enrt.list_nrts(kube)

@@ -42,13 +42,6 @@ TEST_TAINT = f"{cfg.TEST_KEY}:NoSchedule"
 
 
 @pytest.fixture
-def padder(fxt: Any) -> Iterator[padding.Padder]:
-    pad = h.new_padder(fxt)
-    yield pad
-    pad.clean()
-
-
-@pytest.fixture
 def nrts(fxt: Any, padder: padding.Padder) -> list[Any]:
     """The Describe's ``BeforeEach``: at least two 2-zone nodes with single-numa-node NRT data."""
     nrt_list = e2enrt.list_nrts(fxt.kube)

@@ -7,7 +7,6 @@ them with TopologyAffinityError), and nothing is accounted in the NRT.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,14 +50,7 @@ class Cluster:
 
 
 @pytest.fixture
-def padder(fxt: Any, suite_config: Any) -> Iterator[acct.Padder]:
-    pad = acct.Padder(fxt.kube, fxt.namespace, suite_config.pause_image)
-    yield pad
-    pad.clean()
-
-
-@pytest.fixture
-def cluster(fxt: Any, padder: acct.Padder) -> Cluster:
+def cluster(fxt: Any, exact_padder: acct.Padder) -> Cluster:
     nrt_list = fxt.kube.list(k8s.NRT)
     # any TM policy the updater handles would do: the proxy for "valid NRT data"
     nrts = e2enrt.filter_by_policy(nrt_list, e2enrt.SINGLE_NUMA_NODE)
@@ -406,7 +398,7 @@ class TestWithZeroSuitableNodes:
         "unsched",
     )
     def test_deployment_multiple_pods(
-        self, fxt: Any, suite_config: Any, cluster: Cluster, padder: acct.Padder
+        self, fxt: Any, suite_config: Any, cluster: Cluster, exact_padder: acct.Padder
     ) -> None:
         kube = fxt.kube
         nrts = cluster.nrts
@@ -426,7 +418,7 @@ class TestWithZeroSuitableNodes:
             rl.to_string(unfit),
         )
 
-        padder.pad(
+        exact_padder.pad(
             len(nrts), numa_level_free, 120, label_selector=f"{MULTI_NUMA_LABEL}={REQUIRED_NUMA_ZONES}"
         )
         nrt_initial_list = fxt.settle_nrts()

@@ -54,6 +54,9 @@ from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
+from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
+from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
+from nrop.operator.naming import SCHEDULER_DEPLOYMENT
 from nrop.suite import infra, objects, stack, waiters
 from nrop.suite import nrt as nrtlib
 from nrop.suite import resourcelist as rl
@@ -80,11 +83,7 @@ WORKERS = (TARGET, OTHER)
 TIMEOUT = 60.0
 REQUESTS = {"cpu": "2", "memory": "256Mi"}
 NUMACELL_NAMESPACE = "numacell-faults"
-PODRESOURCES_SOCKET = "var/lib/kubelet/pod-resources/kubelet.sock"
 PODS_DIR = "var/lib/kubelet/pods"
-SCHEDULER_DEPLOYMENT = "secondary-scheduler"
-#: What the operator stamps on every object it writes (and compares to find drift).
-DESIRED_HASH_ANNOTATION = "nodetopology.openshift.io/desired-hash"
 
 #: Two cores are shared by everything: poll twice a second.
 wait_for = functools.partial(_wait_for, interval=0.5)
