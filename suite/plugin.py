@@ -92,6 +92,9 @@ _OPTION_DESTS = (*SELECTION_FLAGS, "nrop_keep_namespace")
 _LOADGROUP_INPUT = "nrop_loadgroup"
 #: xdist workeroutput key: a worker's AfterSuite/teardown/leak-check errors, for the controller.
 _CLOSE_ERRORS_OUTPUT = "nrop_close_errors"
+#: xdist workeroutput key: a worker's leak-check verdict lines, shown by the controller.
+_LEAK_NOTES_OUTPUT = "nrop_leak_notes"
+_LEAK_NOTE_PREFIXES = ("leak check:", "left behind:")
 
 
 def prepare_points(profiles: list[str], ahead: int) -> dict[int, str]:
@@ -136,6 +139,7 @@ class _State:
     targets: Targets | None = None
     active_key: str | None = None
     close_errors: list[str] = field(default_factory=list)
+    leak_notes: list[str] = field(default_factory=list)
 
     def usable_options(self) -> SuiteOptions:
         if self.error is not None:
@@ -175,7 +179,11 @@ def _say_for(config: pytest.Config) -> Callable[[str], None]:
     def say(line: str) -> None:
         log.info("%s", line)
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is None or hasattr(config, "workerinput"):
+        if hasattr(config, "workerinput"):
+            if line.split("] ", 1)[-1].startswith(_LEAK_NOTE_PREFIXES):
+                _state(config).leak_notes.append(line)  # the controller shows the verdict
+            return
+        if terminal is None:
             return
         capman = config.pluginmanager.get_plugin("capturemanager")
         guard = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
@@ -279,9 +287,12 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """xdist: a worker's AfterSuite/teardown errors fail the run the controller reports."""
-    errors = getattr(node, "workeroutput", {}).get(_CLOSE_ERRORS_OUTPUT) or []
+    output = getattr(node, "workeroutput", {})
     worker = getattr(node, "workerinput", {}).get("workerid", "worker")
-    _state(node.config).close_errors.extend(f"[{worker}] {e}" for e in errors)
+    _state(node.config).close_errors.extend(f"[{worker}] {e}" for e in output.get(_CLOSE_ERRORS_OUTPUT) or [])
+    say = _say_for(node.config)
+    for note in output.get(_LEAK_NOTES_OUTPUT) or []:
+        say(note)  # already prefixed with the profile and the worker
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -503,6 +514,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.close_errors.append(f"{type(exc).__name__}: {exc}")
     if state.worker is not None and hasattr(session.config, "workeroutput"):
         session.config.workeroutput[_CLOSE_ERRORS_OUTPUT] = list(state.close_errors)
+        session.config.workeroutput[_LEAK_NOTES_OUTPUT] = list(state.leak_notes)
     for error in state.close_errors:
         # AfterSuite / teardown failed: the run is not clean even if every spec passed
         if terminal is not None:

@@ -564,6 +564,23 @@ def test_with_xdist_a_worker_s_after_suite_failure_fails_the_run(pytester: pytes
     )
 
 
+def test_with_xdist_the_controller_shows_each_worker_s_leak_check(pytester: pytest.Pytester) -> None:
+    # a worker's progress lines stay in its log; the leak-check verdict reaches the user
+    checked = FAKE_TARGETS.replace(
+        '_record("close", context.key, self.worker or "main")',
+        '_record("close", context.key, self.worker or "main")\n'
+        '    say("leak check: the cluster is as BeforeSuite found it")',
+    )
+    pytester.makeconftest(checked)
+    pytester.makepyfile(test_profiles=PROFILED)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    for profile in ("container-scope", "default"):  # the workers end in any order
+        result.stdout.fnmatch_lines(
+            [f"*nrop: [[]{profile}@gw?[]] leak check: the cluster is as BeforeSuite found it"]
+        )
+
+
 def test_xdist_is_refused_against_a_real_cluster(pytester: pytest.Pytester) -> None:
     kubeconfig = pytester.path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
