@@ -16,9 +16,11 @@ A thin I/O shell over the pure modules, inside the cluster process:
   mirror pod, which :mod:`.staticpods` keeps and this loop never runs;
 * after every allocation change the checkpoints ``cpu_manager_state``,
   ``memory_manager_state`` and ``device-plugins/kubelet_internal_checkpoint`` are rewritten
-  atomically and the podresources snapshot is replaced; whenever the set of running
-  containers changes the notify file ``<root>/run/rte/notify`` is touched, left empty (what RTE's
-  reactive mode watches, as an OCI hook would do on a real node).
+  atomically and the podresources snapshot is replaced (a write that fails, as on a full disk,
+  keeps the previous file and is logged, except the device checkpoint of an admission that
+  handed out devices: as upstream, that pod is rejected with ``UnexpectedAdmissionError``);
+  whenever the set of running containers changes the notify file ``<root>/run/rte/notify`` is
+  touched, left empty (what RTE's reactive mode watches, as an OCI hook would do on a real node).
 
 Stopping the kubelet stops every process it started (SIGTERM, SIGKILL after
 :data:`STOP_GRACE` seconds).
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CPU_MANAGER_STATE",
+    "DEVICE_MANAGER_CHECKPOINT",
     "LEASE_RENEW_INTERVAL",
     "MEMORY_MANAGER_STATE",
     "NOTIFY_FILE",
@@ -88,6 +91,7 @@ log = logging.getLogger(__name__)
 KUBELET_DIR = Path("var/lib/kubelet")
 CPU_MANAGER_STATE = KUBELET_DIR / "cpu_manager_state"
 MEMORY_MANAGER_STATE = KUBELET_DIR / "memory_manager_state"
+DEVICE_MANAGER_CHECKPOINT = KUBELET_DIR / "device-plugins" / CHECKPOINT_FILE
 NOTIFY_FILE = Path("run/rte/notify")
 #: A quarter of the lease duration, as upstream.
 LEASE_RENEW_INTERVAL = nodeobjects.LEASE_DURATION_SECONDS / 4
@@ -126,11 +130,25 @@ class NodeNetwork:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write a file so that readers see the old or the new content, never a part."""
+    """Write a file so that readers see the old or the new content, never a part.
+
+    As upstream's checkpoint file store: a temporary file replaces the target once written in
+    full; when the write fails (a full disk) the temporary file is removed and the target stays.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _go_error(op: str, path: Path, err: OSError) -> str:
+    """An OS error as Go's ``*PathError`` prints it (``write /path: no space left on device``)."""
+    text = err.strerror or str(err)
+    return f"{op} {path}: {text[:1].lower()}{text[1:]}"
 
 
 def _kind(server: APIServer, group: str, version: str, plural: str) -> Kind:
@@ -224,7 +242,7 @@ class Kubelet:
         for stale in (
             CPU_MANAGER_STATE,
             MEMORY_MANAGER_STATE,
-            KUBELET_DIR / "device-plugins" / CHECKPOINT_FILE,
+            DEVICE_MANAGER_CHECKPOINT,
         ):
             (self.root / stale).unlink(missing_ok=True)
         await asyncio.to_thread(shutil.rmtree, pods_dir(self.root), True)
@@ -550,6 +568,7 @@ class Kubelet:
         )
         self._pods[record.uid] = record
         result = await asyncio.to_thread(self._admit_and_allocate, pod)
+        result = self._checkpoint_devices(result)
         now = self.clock.now()
         if not result.admitted:
             record.finished = True
@@ -579,6 +598,28 @@ class Kubelet:
         record.worker = PodWorker(self._context, pod, pod_ip, now)
         self._publish()
         await self._after_change(record, True)
+
+    def _checkpoint_devices(self, result: AdmissionResult) -> AdmissionResult:
+        """Upstream's device manager writes its checkpoint as part of ``Allocate`` when it handed out
+        devices: if that write fails (a full disk), the pod is rejected and its resources released."""
+        allocation = result.allocation
+        if not result.admitted or allocation is None or not any(c.devices for c in allocation.containers):
+            return result
+        with self._lock:
+            data = self.managers.device_manager_checkpoint()
+        try:
+            write_atomically(self.root / DEVICE_MANAGER_CHECKPOINT, data)
+        except OSError as err:
+            with self._lock:
+                self.managers.release(allocation.uid)
+            error = _go_error("write", "/" / DEVICE_MANAGER_CHECKPOINT, err)
+            return AdmissionResult(
+                False,
+                "UnexpectedAdmissionError",
+                f'Allocate failed due to failed to write checkpoint file "{CHECKPOINT_FILE}": {error}, '
+                "which is unexpected",
+            )
+        return result
 
     def _runtime_handler_error(self, pod: Obj) -> str:
         """Why the container runtime cannot make the pod's sandbox (RuntimeClass handler), or ``""``."""
@@ -793,10 +834,14 @@ class Kubelet:
             files = {
                 CPU_MANAGER_STATE: self.managers.cpu_manager_checkpoint(),
                 MEMORY_MANAGER_STATE: self.managers.memory_manager_checkpoint(),
-                KUBELET_DIR / "device-plugins" / CHECKPOINT_FILE: self.managers.device_manager_checkpoint(),
+                DEVICE_MANAGER_CHECKPOINT: self.managers.device_manager_checkpoint(),
             }
         for relative, data in files.items():
-            write_atomically(self.root / relative, data)
+            try:
+                write_atomically(self.root / relative, data)
+            except OSError as err:
+                # As upstream's managers: the state in memory stands, the file keeps its last content.
+                log.error("node %s: failed to write checkpoint file %s: %s", self.name, relative, err)
 
     def _notify_if_changed(self) -> None:
         running = {
