@@ -2,10 +2,13 @@
 
 Starts one ``nrop-cluster up`` (profile ``default``) and runs ``pytest serial --tier-up-to 0``
 against its kubeconfig ``--rounds`` times (each round installs the stack with ``--setup`` and
-removes it with ``--teardown``, as a CI job reusing a cluster would). After each round it
+removes it with ``--teardown``, as a CI job reusing a cluster would). The suite treats the
+cluster as a real one: upstream's timings, no container-scope profile (those specs skip), the
+profile's devices given as ``E2E_NROP_DEVICE_TYPE_1..3``. After each round it
 prints the outcome counts, the wall time, and the cluster's footprint: the resident memory
 (RSS) summed over the ``nrop-cluster`` process and every process below it (the operands the
-emulated kubelets run), the open file descriptors of that tree and its process count.
+emulated kubelets run), the open file descriptors of that tree and its process count, taken
+after the teardown: a process left there is a leak.
 
 Memory must not grow round over round by more than ``--max-growth`` (5 %) once the first
 round has warmed the caches: round 2 is the baseline, and every later round is compared with
@@ -35,6 +38,11 @@ from nrop.suite import target  # noqa: E402  (after the path: run as a script fr
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors)")
 PAGE = os.sysconf("SC_PAGE_SIZE")
+DEVICE_TYPES = {
+    "E2E_NROP_DEVICE_TYPE_1": "example.com/deviceA",
+    "E2E_NROP_DEVICE_TYPE_2": "example.com/deviceB",
+    "E2E_NROP_DEVICE_TYPE_3": "example.com/deviceC",
+}
 
 
 @dataclass(frozen=True)
@@ -99,7 +107,9 @@ def run_round(
         sys.executable, "-m", "pytest", "serial", "--tier-up-to", "0", "--kubeconfig", str(kubeconfig),
         "--setup", "--teardown", "--report-dir", str(report_dir), "-p", "no:cacheprovider", *extra,
     ]  # fmt: skip
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    # the profile's devices, as the suite sets them for its own embedded clusters
+    env = {**DEVICE_TYPES, **os.environ}
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False, env=env)
 
 
 def main() -> int:
