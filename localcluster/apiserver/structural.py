@@ -65,6 +65,10 @@ LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
 MAP_TYPE = "x-kubernetes-map-type"
 
 SCHEMA_TYPES = ("array", "boolean", "integer", "number", "object", "string")
+#: A JSON number that does not fit int64 is decoded as a float64; a float64 counts as an integer
+#: only within ±(2^53 - 1) (go-openapi ``swag.IsFloat64AJSONInteger``).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_MAX_JSON_INTEGER = 2**53 - 1
 _META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 # ObjectMeta's JSON fields: what survives pruning inside an embedded resource's metadata.
 _OBJECT_META_FIELDS = frozenset(
@@ -127,9 +131,12 @@ def _kind(x: Any) -> str:
     if isinstance(x, bool):
         return "boolean"
     if isinstance(x, int):
-        return "integer"
+        if _INT64_MIN <= x <= _INT64_MAX:
+            return "integer"
+        return "number"  # decoded as a float64 upstream, beyond the exact-integer range
     if isinstance(x, float):
-        return "integer" if x.is_integer() else "number"
+        # kube-openapi's IsFloat64AJSONInteger: integral and within ±(2^53 - 1)
+        return "integer" if x.is_integer() and abs(x) <= _MAX_JSON_INTEGER else "number"
     if isinstance(x, str):
         return "string"
     if isinstance(x, dict):

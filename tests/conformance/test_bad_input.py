@@ -344,6 +344,19 @@ CASES = [
             GADGETS,
             422,
             "Invalid",
+            # past int64 the JSON number decodes as a float64, an integer only within ±(2^53 - 1)
+            'spec.size in body must be of type integer: "number"',
+            body=gadget("huge", size=2**70),
+            cause_field="spec.size",
+        ),
+        id="cr-integer-past-int64",
+    ),
+    pytest.param(
+        Case(
+            "POST",
+            GADGETS,
+            422,
+            "Invalid",
             'spec.color: Unsupported value: "green": supported values: "red", "blue"',
             body=gadget("greenish", color="green"),
             cause_field="spec.color",
