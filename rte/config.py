@@ -485,17 +485,30 @@ def read_kubelet_config(path: Path) -> KubeletSettings:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
         raise ConfigError(f"cannot read kubelet config file {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"kubelet config file {path} is not UTF-8 text: {exc.reason} at byte {exc.start}"
+        ) from None
+    except (yaml.YAMLError, RecursionError) as exc:  # PyYAML composes nested nodes recursively
         raise ConfigError(f"kubelet config file {path} is not valid YAML: {exc}") from None
     if not isinstance(data, Mapping):
         raise ConfigError(f"kubelet config file {path} is not a KubeletConfiguration mapping")
+
+    def text(key: str) -> str:
+        value = data.get(key)
+        # These fields are strings. A list or mapping is refused, not printed: YAML aliases make a
+        # few hundred bytes print as billions of elements.
+        if isinstance(value, (list, dict, set)):
+            raise ConfigError(f"kubelet config file {path}: {key} must be a string")
+        return str(value or "")
+
     try:
-        reserved = parse_cpulist(str(data.get("reservedSystemCPUs") or ""))
+        reserved = parse_cpulist(text("reservedSystemCPUs"))
     except ValueError as exc:
         raise ConfigError(f"kubelet config file {path}: reservedSystemCPUs: {exc}") from None
     return KubeletSettings(
-        topology_manager_policy=str(data.get("topologyManagerPolicy") or ""),
-        topology_manager_scope=str(data.get("topologyManagerScope") or ""),
+        topology_manager_policy=text("topologyManagerPolicy"),
+        topology_manager_scope=text("topologyManagerScope"),
         reserved_system_cpus=reserved,
     )
 

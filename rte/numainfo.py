@@ -24,14 +24,13 @@ problem; the shell logs it and reports no figures from that file for the cycle.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
 from nrop.api import checkpoints
-from nrop.rte.sysinfo import MachineInfo, parse_cpulist
+from nrop.rte.sysinfo import MAX_CPU_ID, MachineInfo, parse_cpulist
 
 __all__ = [
     "ALLOCATION",
@@ -77,12 +76,6 @@ METRICS: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = MappingProxyType(
 )
 
 
-#: Linux's largest ``CONFIG_NR_CPUS`` is 8192; a bigger id is garbage, and expanding a range to it
-#: could exhaust memory (a checkpoint with ``checksum: 0`` is accepted unverified).
-MAX_CPU_ID: Final = 65535
-_NUMBER_RE: Final = re.compile(r"[0-9]+")
-
-
 class NUMAInfoError(ValueError):
     """A checkpoint cannot be used this cycle; the text says why."""
 
@@ -104,17 +97,14 @@ def exclusive_cpus(data: bytes) -> frozenset[int]:
     cpus: set[int] = set()
     for pod, containers in checkpoint.entries.items():
         for container, text in containers.items():
-            too_big = [n for n in _NUMBER_RE.findall(text) if int(n) > MAX_CPU_ID]
-            if too_big:
-                raise NUMAInfoError(
-                    f"cpuset {text!r} for container {container!r} in pod {pod!r}: "
-                    f"CPU id {too_big[0]} is larger than {MAX_CPU_ID}"
-                )
+            # parse_cpulist refuses ids above MAX_CPU_ID instead of expanding the range: a checkpoint
+            # with ``checksum: 0`` is accepted unverified, so its cpusets may be anything.
             try:
                 cpus.update(parse_cpulist(text))
             except ValueError as exc:
+                shown = text if len(text) <= 64 else f"{text[:60]}..."
                 raise NUMAInfoError(
-                    f"could not parse cpuset {text!r} for container {container!r} in pod {pod!r}: {exc}"
+                    f"could not parse cpuset {shown!r} for container {container!r} in pod {pod!r}: {exc}"
                 ) from None
     return frozenset(cpus)
 

@@ -35,6 +35,7 @@ from nrop.api.resources import hugepage_resource_name
 
 __all__ = [
     "DEFAULT_SYSFS",
+    "MAX_CPU_ID",
     "MachineInfo",
     "NUMANodeInfo",
     "SysinfoError",
@@ -52,6 +53,9 @@ _NODE_DIR: Final = "devices/system/node"
 _CPU_DIR: Final = "devices/system/cpu"
 _HUGEPAGES_DIR_RE: Final = re.compile(r"hugepages-([0-9]+)kB")
 _INT_RE: Final = re.compile(r"[0-9]+")
+#: Linux's largest ``CONFIG_NR_CPUS`` is 8192; a bigger id is garbage, and expanding a range to it
+#: could exhaust memory (or, past 4300 digits, overflow Python's ``int()`` conversion).
+MAX_CPU_ID: Final = 65535
 
 
 class SysinfoError(Exception):
@@ -62,7 +66,10 @@ class SysinfoError(Exception):
 
 
 def parse_cpulist(text: str) -> tuple[int, ...]:
-    """The kernel's list format (``0-3,8,10-11``) as sorted CPU ids; ``""`` is empty."""
+    """The kernel's list format (``0-3,8,10-11``) as sorted CPU ids; ``""`` is empty.
+
+    An id above :data:`MAX_CPU_ID` is a ``ValueError``: the range is never expanded.
+    """
     text = text.strip()
     if not text:
         return ()
@@ -71,6 +78,10 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
         bounds = element.strip().split("-", 1)
         if not all(_INT_RE.fullmatch(b) for b in bounds):
             raise ValueError(f"invalid CPU list element {element!r} in {text!r}")
+        for bound in bounds:
+            if len(bound.lstrip("0")) > len(str(MAX_CPU_ID)) or int(bound) > MAX_CPU_ID:
+                shown = bound if len(bound) <= 24 else f"{bound[:20]}... ({len(bound)} digits)"
+                raise ValueError(f"CPU id {shown} is larger than {MAX_CPU_ID}")
         start, end = int(bounds[0]), int(bounds[-1])
         if start > end:
             raise ValueError(f"invalid CPU range {element!r} ({start} > {end})")
@@ -154,6 +165,8 @@ def _read(path: Path) -> str:
         return path.read_text()
     except OSError as exc:
         raise SysinfoError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:  # sysfs attributes are ASCII: this is not one
+        raise SysinfoError(f"cannot read {path}: not text ({exc.reason} at byte {exc.start})") from None
 
 
 def _numbered_entries(directory: Path, prefix: str) -> list[tuple[int, str]]:
@@ -199,12 +212,16 @@ def _hugepages(node_dir: Path) -> dict[str, int]:
             raise SysinfoError(
                 f"unexpected entry {directory / name}: expected hugepages-<size>kB directories"
             )
-        counter = (directory / name / "nr_hugepages").resolve()
+        try:
+            counter = (directory / name / "nr_hugepages").resolve()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
+            raise SysinfoError(f"cannot resolve {directory / name / 'nr_hugepages'}: {exc}") from None
         if not counter.is_relative_to(root):
             raise SysinfoError(f"{directory / name / 'nr_hugepages'} resolves outside {directory}")
         text = _read(counter).strip()
-        if not _INT_RE.fullmatch(text):
-            raise SysinfoError(f"malformed {counter}: {text!r}")
+        # A page count past 2**64 is garbage (and past 4300 digits ``int()`` refuses it).
+        if not _INT_RE.fullmatch(text) or len(text) > 20:
+            raise SysinfoError(f"malformed {counter}: {text[:40]!r}")
         size_kb = int(match.group(1))
         resource = hugepage_resource_name(size_kb * 1024)
         sizes[resource] = sizes.get(resource, 0) + int(text) * size_kb * 1024
