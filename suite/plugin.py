@@ -84,6 +84,10 @@ SPEC_TIMEOUT = 1800.0
 #: timeout (5h). It is soft: the spec running when it expires ends, then the run stops.
 SESSION_TIMEOUT = 5 * 3600.0
 
+#: Under xdist, the specs of a profile other than the run's are kept on one worker per this many
+#: specs (each such worker starts a cluster of that profile: about 20 s against minutes of specs).
+GROUP_SIZE = 8
+
 #: A serial run on embedded clusters prepares its next target (cluster, stack, BeforeSuite) in
 #: the background when the spec this many places before the first one needing it starts.
 PREPARE_AHEAD = 2
@@ -152,6 +156,7 @@ _STATE = pytest.StashKey[_State]()
 _SAY_LOCK = threading.Lock()
 _SPEC = pytest.StashKey[SpecInfo]()
 _PROFILE = pytest.StashKey[str]()
+_GROUP = pytest.StashKey[str]()
 _PREPARE = pytest.StashKey[str]()
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 
@@ -329,8 +334,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.stash[_PROFILE] = profile
         if bound and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(SPEC_TIMEOUT))
-        if grouping and options.embedded and profile != options.cluster_profile:
-            item.add_marker(pytest.mark.xdist_group(f"nrop-{profile}"))
+    if grouping and options.embedded:
+        _group_by_profile([item for item in specs if item.stash[_PROFILE] != options.cluster_profile])
 
     predicate = labelfilter.parse(options.selection_filter)
     focus = [re.compile(pattern) for pattern in options.focus]
@@ -349,10 +354,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep = [item for item in items if selected(item)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if not selected(item)])
-    # a serial run uses one target after the other: the specs of the default profile first
-    keep.sort(key=lambda item: (item.stash.get(_PROFILE, options.cluster_profile) != options.cluster_profile,
-                                item.stash.get(_PROFILE, "")))  # fmt: skip
+    other_profile_first = grouping and options.embedded
+    keep.sort(key=lambda item: _run_order(item, options.cluster_profile, other_profile_first))
     items[:] = keep
+
+
+def _group_by_profile(items: list[pytest.Item]) -> None:
+    """xdist groups of the specs of another profile: at most :data:`GROUP_SIZE` specs each, so that
+    a large profile is split over several workers (each starts its own cluster of it)."""
+    count: dict[str, int] = {}
+    for item in items:
+        profile = item.stash[_PROFILE]
+        index = count.get(profile, 0)
+        count[profile] = index + 1
+        item.stash[_GROUP] = f"nrop-{profile}-{index // GROUP_SIZE}"
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(item.stash[_GROUP]))
+
+
+def _run_order(item: pytest.Item, default_profile: str, other_profile_first: bool) -> tuple[bool, str]:
+    """A serial run uses one target after the other: the specs of the default profile first (the
+    next target is prepared meanwhile). Under xdist the groups of other profiles go first: each is
+    a long unit of work for one worker, and started last it would make the run's tail."""
+    other = item.stash.get(_PROFILE, default_profile) != default_profile
+    return (not other if other_profile_first else other, item.stash.get(_GROUP, item.stash.get(_PROFILE, "")))
 
 
 def _suffix_group_ids(items: list[pytest.Item]) -> None:
