@@ -15,7 +15,8 @@ kubelet only lists its own pods anyway.
 
 :class:`TerminalPods` lists, then watches from the list's resourceVersion; a watch ends
 after ``resync`` seconds (upstream's informer resyncs every minute) or on any error, and
-is followed by a fresh list (after a back-off when it failed). Pods that leave the
+is followed by a fresh list (after a back-off when it failed; at once, with an info line,
+when the watch expired with 410, as client-go's reflector does). Pods that leave the
 selection arrive as ``DELETED`` events. The first scan waits for the first list
 (:attr:`TerminalPods.synced`), as upstream waits for its informer cache to sync.
 """
@@ -110,13 +111,14 @@ class TerminalPods:
             field_selector=self.selector,
             resource_version=resource_version,
             timeout_seconds=max(1, int(self._resync)),
-            deserialize=False,
         )
+        # Deserialising events is what makes the client raise an in-stream 410 as an
+        # ApiException (with deserialize=False it fails on the ERROR event with a KeyError).
         for event in stream:
             if self._stop.is_set():
                 break
             with self._lock:
-                apply_event(self._pods, event.get("type", ""), event.get("object") or {})
+                apply_event(self._pods, event.get("type", ""), event.get("raw_object") or {})
 
     def _run(self) -> None:
         failures = FailureLog(log)
@@ -134,6 +136,9 @@ class TerminalPods:
             except Exception as exc:  # the thread must outlive every fault, as the exporter does
                 if self._stop.is_set():
                     return
+                if isinstance(exc, ApiException) and exc.status == 410:
+                    log.info("%s: watch expired (%s); re-listing", what, exc.reason)
+                    continue
                 if isinstance(exc, ApiException):
                     text = f"HTTP {exc.status} {exc.reason}"
                 elif isinstance(exc, _CLIENT_ERRORS):

@@ -10,6 +10,7 @@ with the code and reason its ``StatusError`` carries.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +20,9 @@ import yaml
 from aiohttp import web
 
 from . import discovery, errors, openapi, patching, protobuf, rbac, routing, subresources, tables, watching
+from .audit import DenialLog
 from .authn import Authenticator, impersonated
-from .clock import Clock, SystemClock
+from .clock import Clock, SystemClock, rfc3339_micro
 from .definitions import load as load_definitions
 from .podlogs import PodLogs
 from .registry import Kind, Registry
@@ -100,6 +102,7 @@ class APIServer:
         self.rest = Rest(self.store, self.registry, self.defs, self.clock)
         self.authn = Authenticator(self._service_account_uid, admin_token)
         self.logs = PodLogs()
+        self.denials = DenialLog()
         self.bookmark_interval = bookmark_interval
         self.address = ""
         self.proxies: dict[str, Callable[..., Any]] = {}
@@ -107,6 +110,9 @@ class APIServer:
         self._rbac_cache: tuple[tuple[int, ...], rbac.Policy] | None = None
         # Requests being served; at shutdown only never-ending ones (watches, log follows) remain.
         self._in_flight: set[asyncio.Task[Any]] = set()
+        # Open watch streams by their handler task (the drop-watches debug hook cuts them).
+        self._watches: dict[asyncio.Task[Any], tuple[Obj, web.Request]] = {}
+        self._watch_ids = itertools.count(1)
 
     # -- identity and policy ----------------------------------------------------------------
 
@@ -128,6 +134,7 @@ class APIServer:
     def authorize(self, user: rbac.UserInfo, attrs: rbac.Attributes) -> None:
         decision = rbac.authorize(user, attrs, self.policy())
         if not decision.allowed:
+            self.denials.record(user, attrs, rfc3339_micro(self.clock.now()))
             raise rbac.forbidden_error(user, attrs)
 
     # -- application -------------------------------------------------------------------------
@@ -365,7 +372,9 @@ class APIServer:
         if method == "GET":
             if not name:
                 if _query_bool(request.query, "watch"):
-                    return await self._watch(request, kind, namespace if parsed.namespaced_url else None)
+                    return await self._watch(
+                        request, user, kind, namespace if parsed.namespaced_url else None
+                    )
                 return self._list(request, kind, namespace if parsed.namespaced_url else None)
             obj = self.rest.get(kind, namespace, name)
             return self.render(request, kind, obj)
@@ -514,7 +523,9 @@ class APIServer:
             {"kind": kind.list_kind, "apiVersion": kind.group_version, "metadata": meta, "items": items}
         )
 
-    async def _watch(self, request: web.Request, kind: Kind, namespace: str | None) -> web.StreamResponse:
+    async def _watch(
+        self, request: web.Request, user: rbac.UserInfo, kind: Kind, namespace: str | None
+    ) -> web.StreamResponse:
         labels, fields = self._selectors(request)
         if fields is not None:
             from .selectors import check_field_selector
@@ -541,6 +552,10 @@ class APIServer:
         response.content_type = JSON
         response.enable_chunked_encoding()
         await response.prepare(request)
+        task = asyncio.current_task()
+        if task is not None:
+            info = {"id": next(self._watch_ids), "user": user.name, "path": request.path_qs}
+            self._watches[task] = (info, request)
         first_table = True
 
         def bookmark(rv: int, initial_end: bool) -> Obj:
@@ -570,6 +585,9 @@ class APIServer:
                 await response.write(line + b"\n")
         except (ConnectionResetError, asyncio.CancelledError):
             return response
+        finally:
+            if task is not None:
+                self._watches.pop(task, None)
         await response.write_eof()
         return response
 
@@ -659,8 +677,18 @@ class APIServer:
     # -- debug hooks (admin only: RBAC grants nothing under /debug to service accounts) ----------
 
     async def _debug(self, request: web.Request, path: str) -> web.Response:
+        if request.method == "GET" and path == "/debug/nrop/denials":
+            try:
+                since = int(request.query.get("since", "0") or 0)
+            except ValueError:
+                raise errors.BadRequest(f'since: Invalid value: "{request.query["since"]}"') from None
+            return json_response(self.denials.document(since))
         if request.method == "POST" and path == "/debug/nrop/compact":
             return json_response({"compactedResourceVersion": str(self.store.compact())})
+        if request.method == "GET" and path == "/debug/nrop/watches":
+            return json_response({"items": [info for info, _ in self._watches.values()]})
+        if request.method == "POST" and path == "/debug/nrop/drop-watches":
+            return json_response({"dropped": self._drop_watches()})
         if request.method == "POST" and path.startswith("/debug/nrop/logs/"):
             parts = path[len("/debug/nrop/logs/") :].split("/")
             if len(parts) != 3:
@@ -670,6 +698,18 @@ class APIServer:
             self.logs.append(namespace, pod, container, text)
             return json_response({"appended": len(text)})
         raise errors.NotFound.unknown_path()
+
+    def _drop_watches(self) -> list[Obj]:
+        """Cut every open watch as a network failure would: the connection closes with no
+        final event and no end of the chunked body (a test hook for clients' reconnects)."""
+        dropped = []
+        for task, (info, request) in list(self._watches.items()):
+            if request.transport is not None:
+                request.transport.abort()
+            task.cancel()
+            self._watches.pop(task, None)
+            dropped.append(info)
+        return dropped
 
 
 def _partial(obj: Obj) -> Obj:
