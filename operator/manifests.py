@@ -15,7 +15,7 @@ from nrop.api import crds
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.operator import naming
 
-__all__ = ["OPERATOR_RULES", "install_manifests", "operator_deployment"]
+__all__ = ["OPERATOR_NAMESPACE_RULES", "OPERATOR_RULES", "install_manifests", "operator_deployment"]
 
 Manifest = dict[str, Any]
 
@@ -44,7 +44,9 @@ OPERATOR_RULES: list[Manifest] = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": [*_READ, "update", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": [""], "resources": ["pods/binding", "bindings"], "verbs": ["create"]},
-    {"apiGroups": [""], "resources": ["configmaps", "secrets", "serviceaccounts", "services"], "verbs": _ALL},
+    {"apiGroups": [""], "resources": ["configmaps", "serviceaccounts", "services"], "verbs": _ALL},
+    # the secondary scheduler's role reads them: whoever grants a permission must hold it
+    {"apiGroups": [""], "resources": ["replicationcontrollers"], "verbs": _READ},
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": _ALL},
     {"apiGroups": ["apps"], "resources": ["daemonsets", "deployments"], "verbs": _ALL},
     {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": _READ},
@@ -52,7 +54,7 @@ OPERATOR_RULES: list[Manifest] = [
     {
         "apiGroups": ["rbac.authorization.k8s.io"],
         "resources": ["clusterroles", "clusterrolebindings", "roles", "rolebindings"],
-        "verbs": [*_ALL, "escalate", "bind"],
+        "verbs": _ALL,  # no escalate/bind: the operator holds every permission it grants its operands
     },
     {
         "apiGroups": ["machineconfiguration.openshift.io"],
@@ -66,6 +68,10 @@ OPERATOR_RULES: list[Manifest] = [
         "verbs": ["update"],
     },
 ]
+
+
+#: The operator's rights in its own namespace only: the exporters' metrics Secret it creates there.
+OPERATOR_NAMESPACE_RULES: list[Manifest] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": _ALL}]
 
 
 def operator_deployment(namespace: str, image: str, env: Mapping[str, str] | None = None) -> Manifest:
@@ -182,6 +188,23 @@ def install_manifests(
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
+                "name": naming.OPERATOR_NAME,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": naming.OPERATOR_NAME, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": naming.OPERATOR_NAME, "namespace": namespace, "labels": labels},
+            "rules": OPERATOR_NAMESPACE_RULES,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": naming.OPERATOR_NAME, "namespace": namespace, "labels": labels},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
                 "name": naming.OPERATOR_NAME,
             },
             "subjects": [{"kind": "ServiceAccount", "name": naming.OPERATOR_NAME, "namespace": namespace}],

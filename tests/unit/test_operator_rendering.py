@@ -36,7 +36,7 @@ def test_install_manifests_names_and_env() -> None:
     )
     assert [o["kind"] for o in objects] == [
         "CustomResourceDefinition", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
-        "ClusterRoleBinding", "Deployment",
+        "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
     ]  # fmt: skip
     deployment = by_kind(objects)[("Deployment", "numaresources-controller-manager")]
     assert deployment["metadata"]["namespace"] == "ns1"
