@@ -1,8 +1,7 @@
-# ruff: noqa: F811
 """Malformed pods at both schedulers: refused with a 422 naming the field, or Pending with upstream's reason.
 
 Owns the bad-input part of the scheduling reliability issue. The cluster, the stack and the
-readers are those of :mod:`test_process_faults` (imported, not copied): one embedded cluster on
+readers are those of :mod:`stackfaults` (imported, not copied): one embedded cluster on
 the ``default`` profile (a tainted control plane and two single-numa-node workers, pod scope) runs
 in this process, with the stack installed through the operator, so the NUMA-aware scheduler is a
 real ``nrop-scheduler`` process in a pod and the default scheduler the cluster's own.
@@ -48,26 +47,29 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 # The shared cluster, stack and readers. Fixtures are found by their name in this module, so they
 # are imported under it, and the tests' parameters of the same names are not redefinitions.
-from test_process_faults import (  # noqa: F401
+from stackfaults import (
     OPERANDS,
     TARGET,
-    _container_status,
-    _guaranteed_pod,
-    _numa_cpus,
-    _operand_pod,
-    _pod_cpus,
-    _process_of,
     cluster,
     cluster_thread,
+    container_status,
+    guaranteed_pod,
     installed,
     kube,
     namespace,
+    numa_cpus,
+    operand_pod,
+    pod_cpus,
+    process_of,
     wait_for,
 )
 
 from nrop.localcluster.cluster import LocalCluster
 from nrop.suite import objects, stack, waiters
 from nrop.suite.kube import POD, Kube, Manifest
+
+# The shared fixtures, used by name only.
+__all__ = ["cluster", "cluster_thread", "installed", "kube", "namespace"]
 
 pytestmark = pytest.mark.slow
 
@@ -466,22 +468,22 @@ def _pod_scheduled(pod: Manifest) -> dict[str, Any]:
 def _scheduler_state(kube: Kube, cluster: LocalCluster, installed: stack.Stack) -> tuple[int, int]:
     """The NUMA-aware scheduler's (PID, restartCount)."""
     operand = OPERANDS["scheduler"]
-    pod = _operand_pod(kube, installed, operand)
-    restarts = int(_container_status(pod, operand.container).get("restartCount") or 0)
-    return _process_of(cluster, pod, operand.container), restarts
+    pod = operand_pod(kube, installed, operand)
+    restarts = int(container_status(pod, operand.container).get("restartCount") or 0)
+    return process_of(cluster, pod, operand.container), restarts
 
 
 def _keeps_scheduling(kube: Kube, cluster: LocalCluster, namespace: str, scheduler: str) -> None:
     """A well-formed guaranteed pod runs on TARGET within KEEPS_SCHEDULING, with the CPUs of one zone."""
-    pod = _guaranteed_pod(namespace, scheduler)
+    pod = guaranteed_pod(namespace, scheduler)
     kube.create(pod)
     running = waiters.for_pod_phase(
         kube, namespace, "guaranteed", "Running", interval=0.5, timeout=KEEPS_SCHEDULING
     )
     assert running["spec"]["nodeName"] == TARGET
-    cpus = _pod_cpus(cluster, TARGET, namespace, "guaranteed")
+    cpus = pod_cpus(cluster, TARGET, namespace, "guaranteed")
     assert len(cpus) == 2
-    zones = [z for z, zone_cpus in _numa_cpus(TARGET, cluster).items() if cpus <= zone_cpus]
+    zones = [z for z, zone_cpus in numa_cpus(TARGET, cluster).items() if cpus <= zone_cpus]
     assert len(zones) == 1, f"CPUs {sorted(cpus)} span NUMA zones"
 
 

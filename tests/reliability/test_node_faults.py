@@ -1,7 +1,6 @@
-# ruff: noqa: F811
 """A worker that stops heartbeating goes unreachable and comes back; a full disk under the node's state.
 
-The cluster, the stack and the readers are those of :mod:`test_process_faults` (imported, not
+The cluster, the stack and the readers are those of :mod:`stackfaults` (imported, not
 copied): one embedded cluster on the ``default`` profile runs in this process as a
 :class:`~nrop.localcluster.cluster.ClusterThread`, the stack is installed through the operator
 (:func:`nrop.suite.stack.setup`) and numacell runs on the workers. Only the cluster differs:
@@ -55,25 +54,25 @@ import pytest
 
 # The shared cluster, stack and readers. Fixtures are found by their name in this module, so they
 # are imported under it, and the tests' parameters of the same names are not redefinitions.
-from test_process_faults import (  # noqa: F401
+from stackfaults import (
     OPERANDS,
     OTHER,
     REQUESTS,
     TARGET,
     TIMEOUT,
-    _container_status,
-    _guaranteed_pod,
-    _numa_cpus,
-    _operand_pod,
-    _pod_cpus,
-    _pod_cpus_or_none,
-    _process_of,
-    _wait_available,
     cluster,
+    container_status,
+    guaranteed_pod,
     installed,
     kube,
     namespace,
+    numa_cpus,
+    operand_pod,
+    pod_cpus,
+    pod_cpus_or_none,
+    process_of,
     reference,
+    wait_available,
     wait_for,
 )
 
@@ -91,6 +90,9 @@ from nrop.localcluster.kubelet.kubelet import (
 from nrop.suite import objects, stack, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import EVENT, NODE, POD, Kube, Manifest
+
+# The shared fixtures, used by name only.
+__all__ = ["cluster", "installed", "kube", "namespace", "reference"]
 
 pytestmark = pytest.mark.slow
 
@@ -156,8 +158,8 @@ def _reporter(event: Manifest) -> str:
 
 
 def _named_pod(namespace: str, scheduler: str, name: str, *, pinned: bool = True) -> Manifest:
-    """:func:`_guaranteed_pod` (2 CPUs, 256Mi, for ``scheduler``) under another name, pinned to TARGET or not."""
-    pod = _guaranteed_pod(namespace, scheduler)
+    """:func:`guaranteed_pod` (2 CPUs, 256Mi, for ``scheduler``) under another name, pinned to TARGET or not."""
+    pod = guaranteed_pod(namespace, scheduler)
     pod["metadata"]["name"] = name
     if not pinned:
         del pod["spec"]["nodeSelector"]
@@ -176,9 +178,9 @@ def _running_on(
     """Wait for the pod to run on ``node``; its zone and its exclusive CPUs (all in that zone)."""
     pod = waiters.for_pod_phase(kube, namespace, name, "Running", interval=0.5, timeout=TIMEOUT)
     assert pod["spec"]["nodeName"] == node
-    cpus = _pod_cpus(cluster, node, namespace, name)
+    cpus = pod_cpus(cluster, node, namespace, name)
     assert len(cpus) == 2
-    zones = [zone for zone, zone_cpus in _numa_cpus(node, cluster).items() if cpus <= zone_cpus]
+    zones = [zone for zone, zone_cpus in numa_cpus(node, cluster).items() if cpus <= zone_cpus]
     assert len(zones) == 1, f"CPUs {sorted(cpus)} of {namespace}/{name} span NUMA zones"
     return zones[0], cpus
 
@@ -313,10 +315,10 @@ def test_a_node_that_stops_heartbeating_is_unreachable_until_its_kubelet_is_back
         "effect": "NoExecute",
         "tolerationSeconds": 300,
     } in tolerations
-    exporter = _operand_pod(kube, installed, OPERANDS["exporter"])
+    exporter = operand_pod(kube, installed, OPERANDS["exporter"])
     exporter_container = OPERANDS["exporter"].container
-    exporter_id = _container_status(exporter, exporter_container)["containerID"]
-    exporter_pid = _process_of(cluster, exporter, exporter_container)
+    exporter_id = container_status(exporter, exporter_container)["containerID"]
+    exporter_pid = process_of(cluster, exporter, exporter_container)
     assert _condition(kube.get(NODE, TARGET), "Ready")["status"] == "True"
 
     _stop_heartbeats(cluster_thread, TARGET)
@@ -359,11 +361,11 @@ def test_a_node_that_stops_heartbeating_is_unreachable_until_its_kubelet_is_back
     still = kube.get(POD, "resident", namespace)
     assert still["metadata"]["uid"] == resident["metadata"]["uid"]
     assert still["status"]["phase"] == "Running" and not still["metadata"].get("deletionTimestamp")
-    assert _pod_cpus(cluster, TARGET, namespace, "resident") == resident_cpus
+    assert pod_cpus(cluster, TARGET, namespace, "resident") == resident_cpus
     exporter_now = kube.get(POD, exporter["metadata"]["name"], exporter["metadata"]["namespace"])
     assert not exporter_now["metadata"].get("deletionTimestamp")
-    assert _container_status(exporter_now, exporter_container)["containerID"] == exporter_id
-    assert _process_of(cluster, exporter_now, exporter_container) == exporter_pid
+    assert container_status(exporter_now, exporter_container)["containerID"] == exporter_id
+    assert process_of(cluster, exporter_now, exporter_container) == exporter_pid
     assert _condition(kube.get(NODE, TARGET), "Ready")["status"] == "Unknown"
 
     # The kubelet comes back: Ready, untainted, and the pending pod runs there.
@@ -378,13 +380,13 @@ def test_a_node_that_stops_heartbeating_is_unreachable_until_its_kubelet_is_back
     )
     pinned_zone, _ = _running_on(kube, cluster, namespace, "pinned", TARGET)
     again = wait_for(
-        lambda: _pod_cpus_or_none(cluster, TARGET, namespace, "resident"),
+        lambda: pod_cpus_or_none(cluster, TARGET, namespace, "resident"),
         bool,
         "the restarted kubelet to report the resident pod",
         TIMEOUT,
     )
     assert again == resident_cpus
-    _wait_available(
+    wait_available(
         kube,
         _minus(
             reference,
@@ -398,7 +400,7 @@ def test_a_node_that_stops_heartbeating_is_unreachable_until_its_kubelet_is_back
         kube.delete(POD, name, namespace, grace_period_seconds=0)
     for name in ("resident", "pinned", "elsewhere"):
         waiters.for_pod_deleted(kube, namespace, name, timeout=TIMEOUT)
-    _wait_available(kube, reference, "the reference once the pods are gone")
+    wait_available(kube, reference, "the reference once the pods are gone")
     assert _condition(kube.get(NODE, TARGET), "Ready")["status"] == "True"
 
 
@@ -441,8 +443,8 @@ def test_a_full_disk_rejects_a_device_pod_clearly_and_corrupts_nothing(
     ]
     assert event["type"] == "Warning" and "no space left on device" in event["message"]
     # The rejected pod holds nothing.
-    assert _pod_cpus_or_none(cluster, TARGET, namespace, "on-full-disk") is None
-    _wait_available(
+    assert pod_cpus_or_none(cluster, TARGET, namespace, "on-full-disk") is None
+    wait_available(
         kube, _minus(reference, (TARGET, cpus_only_zone, REQUESTS)), "the reference minus the pod that runs"
     )
 
@@ -462,7 +464,7 @@ def test_a_full_disk_rejects_a_device_pod_clearly_and_corrupts_nothing(
     assert rejected_uid not in cpu.entries and rejected_uid not in memory.entries
     assert all(e.pod_uid != rejected_uid for e in devices.entries or ())
     assert _leftovers(cluster, TARGET) == []
-    _wait_available(
+    wait_available(
         kube,
         _minus(reference, (TARGET, cpus_only_zone, REQUESTS), (TARGET, zone, DEVICE_REQUESTS)),
         "the reference minus both pods",
@@ -471,4 +473,4 @@ def test_a_full_disk_rejects_a_device_pod_clearly_and_corrupts_nothing(
         kube.delete(POD, name, namespace, grace_period_seconds=0)
     for name in ("cpus-only", "space-back"):
         waiters.for_pod_deleted(kube, namespace, name, timeout=TIMEOUT)
-    _wait_available(kube, reference, "the reference once the pods are gone")
+    wait_available(kube, reference, "the reference once the pods are gone")

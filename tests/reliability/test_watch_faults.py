@@ -1,6 +1,6 @@
 """The stack rides out a cut of the API server's watches without a restart and without losing an update.
 
-The cluster, the stack and numacell are those of :mod:`test_process_faults` (its fixtures and
+The cluster, the stack and numacell are those of :mod:`stackfaults` (its fixtures and
 helpers are imported: one embedded cluster in this process, the stack installed through the
 operator, the operands real processes of the project's image). Two cuts, each through an admin
 debug hook of the embedded API server:
@@ -48,27 +48,27 @@ from typing import Any
 import pytest
 
 # The fixtures and helpers of the process-fault tests (same directory; pytest puts it on sys.path).
-from test_process_faults import (
+from stackfaults import (
     OPERANDS,
     TARGET,
     TIMEOUT,
-    _container_status,
-    _expected,
-    _guaranteed_pod,
-    _numa_cpus,
-    _operand_pod,
-    _pod_cpus,
-    _process_of,
-    _reverted_by_the_operator,
-    _scheduled_by,
-    _stack_healthy,
-    _wait_available,
     cluster,
     cluster_thread,
+    container_status,
+    expected_available,
+    guaranteed_pod,
     installed,
     kube,
     namespace,
+    numa_cpus,
+    operand_pod,
+    pod_cpus,
+    process_of,
     reference,
+    reverted_by_the_operator,
+    scheduled_by,
+    stack_healthy,
+    wait_available,
     wait_for,
 )
 
@@ -80,7 +80,7 @@ from nrop.suite import objects, stack, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NODE, POD, Kube
 
-# The fixtures taken from test_process_faults, used by name only.
+# The fixtures taken from stackfaults, used by name only.
 __all__ = ["cluster", "cluster_thread", "installed", "kube", "namespace", "reference"]
 
 pytestmark = pytest.mark.slow
@@ -138,9 +138,9 @@ def _survivors(kube: Kube, cluster: LocalCluster, installed: stack.Stack) -> dic
     out = {}
     for which in SURVIVORS:
         operand = OPERANDS[which]
-        pod = _operand_pod(kube, installed, operand)
-        restarts = int(_container_status(pod, operand.container).get("restartCount") or 0)
-        out[which] = (_process_of(cluster, pod, operand.container), restarts)
+        pod = operand_pod(kube, installed, operand)
+        restarts = int(container_status(pod, operand.container).get("restartCount") or 0)
+        out[which] = (process_of(cluster, pod, operand.container), restarts)
     return out
 
 
@@ -188,7 +188,7 @@ def test_the_stack_recovers_from_a_watch_cut_without_a_restart(
 
     # Writes during the cut, before the clients can have listed again.
     kube.patch(NODE, TARGET, {"metadata": {"labels": {CUT_LABEL: cut_label}}})
-    pod = _guaranteed_pod(namespace, installed.scheduler_name)
+    pod = guaranteed_pod(namespace, installed.scheduler_name)
     pod["spec"]["nodeSelector"][CUT_LABEL] = cut_label
     kube.create(pod)
     kube.patch(
@@ -216,15 +216,17 @@ def test_the_stack_recovers_from_a_watch_cut_without_a_restart(
     # (a) the scheduler saw the pod and the label, both written during the cut.
     running = waiters.for_pod_phase(kube, namespace, "guaranteed", "Running", interval=0.5, timeout=TIMEOUT)
     assert running["spec"]["nodeName"] == TARGET
-    assert _scheduled_by(kube, namespace, "guaranteed") == [installed.scheduler_name]
-    cpus = _pod_cpus(cluster, TARGET, namespace, "guaranteed")
+    assert scheduled_by(kube, namespace, "guaranteed") == [installed.scheduler_name]
+    cpus = pod_cpus(cluster, TARGET, namespace, "guaranteed")
     assert len(cpus) == 2
-    zones = [zone for zone, zone_cpus in _numa_cpus(TARGET, cluster).items() if cpus <= zone_cpus]
+    zones = [zone for zone, zone_cpus in numa_cpus(TARGET, cluster).items() if cpus <= zone_cpus]
     assert len(zones) == 1, f"CPUs {cpus} span NUMA zones"
 
     # (b) the exporter accounts the pod in its NRT; the operator reconciles the change made during
     # the cut and one made after it.
-    _wait_available(kube, _expected(reference, zones[0]), f"the reference minus the pod in {zones[0]}")
+    wait_available(
+        kube, expected_available(reference, zones[0]), f"the reference minus the pod in {zones[0]}"
+    )
     wait_for(
         lambda: kube.get(DAEMONSET, ds_name, installed.namespace)["metadata"]["annotations"].get(
             DESIRED_HASH_ANNOTATION
@@ -233,15 +235,15 @@ def test_the_stack_recovers_from_a_watch_cut_without_a_restart(
         f"the operator to put back the annotation spoiled during the {cut}",
         TIMEOUT,
     )
-    _reverted_by_the_operator(kube, DEPLOYMENT, SCHEDULER_DEPLOYMENT, installed.namespace)
-    wait_for(lambda: kube, _stack_healthy, "both CRs to be healthy", TIMEOUT)
+    reverted_by_the_operator(kube, DEPLOYMENT, SCHEDULER_DEPLOYMENT, installed.namespace)
+    wait_for(lambda: kube, stack_healthy, "both CRs to be healthy", TIMEOUT)
 
     # No process was restarted to get there.
     assert _survivors(kube, cluster, installed) == survivors
 
     kube.delete(POD, "guaranteed", namespace, grace_period_seconds=0)
     waiters.for_pod_deleted(kube, namespace, "guaranteed", timeout=TIMEOUT)
-    _wait_available(kube, reference, "the reference once the pod is gone")
+    wait_available(kube, reference, "the reference once the pod is gone")
 
 
 def test_the_exporters_terminal_pod_watch_recovers_from_a_watch_cut(

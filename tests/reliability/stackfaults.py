@@ -1,0 +1,315 @@
+"""The cluster, stack and readers the fault tests share (imported by ``test_*_faults.py``,
+``test_malformed_pods.py``).
+
+One embedded cluster on the shipped ``default`` profile runs in the test process (a
+:class:`~nrop.localcluster.cluster.ClusterThread`: a kubelet restart needs
+:meth:`~nrop.localcluster.kubelet.fleet.Fleet.restart`, which only the cluster's own loop can
+call). The stack is installed through the operator as the suite's ``--setup`` does
+(:func:`nrop.suite.stack.setup`), and numacell runs on the workers from the suite's own
+manifests, so the operator, the exporters, the secondary scheduler and the device plugins are
+real processes of the project's image on the emulated nodes.
+
+A test module takes the fixtures by importing them (pytest finds fixtures by name in the
+module): ``cluster_thread`` (override it in the module for other controller settings),
+``cluster``, ``kube``, ``installed``, ``reference`` and ``namespace``. The readers find an
+operand's process, a pod's exclusive CPUs (podresources), events and the NRTs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from kubernetes import client, config
+
+from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
+from nrop.api.images import DEFAULT_IMAGE
+from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
+from nrop.localcluster.kubelet.cpuset import CPUSet
+from nrop.localcluster.kubelet.fleet import node_root
+from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
+from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
+from nrop.suite import infra, objects, stack, waiters
+from nrop.suite import nrt as nrtlib
+from nrop.suite import resourcelist as rl
+from nrop.suite.kube import (
+    DAEMONSET,
+    EVENT,
+    NAMESPACE,
+    NROP,
+    NROSCHED,
+    NRT,
+    POD,
+    Kind,
+    Kube,
+    Manifest,
+)
+from nrop.suite.waiting import wait_for as _wait_for
+
+TARGET = "worker-0"
+OTHER = "worker-1"
+WORKERS = (TARGET, OTHER)
+TIMEOUT = 60.0
+REQUESTS = {"cpu": "2", "memory": "256Mi"}
+NUMACELL_NAMESPACE = "numacell-faults"
+PODS_DIR = "var/lib/kubelet/pods"
+
+#: Two cores are shared by everything: poll twice a second.
+wait_for = functools.partial(_wait_for, interval=0.5)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Where one operand's pods are: namespace (``None`` = the stack's), label selector, container."""
+
+    label: str
+    container: str
+    namespace: str | None = None
+    #: A per-node pod (DaemonSet): the one on TARGET is killed.
+    per_node: bool = True
+
+
+OPERANDS = {
+    "exporter": Operand(stack.RTE_POD_LABEL, "resource-topology-exporter"),
+    "scheduler": Operand(stack.SCHEDULER_POD_LABEL, "secondary-scheduler", per_node=False),
+    "operator": Operand("app=numaresources-operator", stack.OPERATOR_CONTAINER, per_node=False),
+    "numacell": Operand(
+        f"name={infra.NUMACELL_PREFIX}-worker-pod", f"{infra.NUMACELL_PREFIX}-worker-cnt", NUMACELL_NAMESPACE
+    ),
+}
+
+
+# -- the cluster and the stack --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster_thread() -> Iterator[ClusterThread]:
+    state = Path(tempfile.mkdtemp(prefix="nrop-flt-", dir="/tmp"))
+    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state / "c", bookmark_interval=1.0))
+    try:
+        with runner:
+            yield runner
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(cluster_thread: ClusterThread) -> LocalCluster:
+    return cluster_thread.cluster
+
+
+@pytest.fixture(scope="module")
+def kube(cluster: LocalCluster) -> Iterator[Kube]:
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(cluster.kubeconfig_path), client_configuration=configuration)
+    with client.ApiClient(configuration) as api:
+        yield Kube(api)
+
+
+@pytest.fixture(scope="module")
+def installed(kube: Kube) -> stack.Stack:
+    """The stack (exporters refreshing every second) and numacell on every worker."""
+    installed = stack.setup(
+        kube, image=DEFAULT_IMAGE, refresh_period="1s", timings=stack.StackTimings.local()
+    )
+    kube.create(objects.new_namespace(NUMACELL_NAMESPACE))
+    pools = infra.node_group_pools([{"poolName": "worker"}])
+    for manifest in infra.numacell_manifests(
+        NUMACELL_NAMESPACE, pools, DEFAULT_IMAGE, infra.numacell_program(DEFAULT_IMAGE)
+    ):
+        kube.create(manifest)
+    wait_for(
+        lambda: kube.get_or_none(DAEMONSET, f"{infra.NUMACELL_PREFIX}-worker-ds", NUMACELL_NAMESPACE),
+        infra.daemonset_ready,
+        "the numacell DaemonSet to be ready",
+        TIMEOUT,
+    )
+    for node in WORKERS:
+        wait_for(
+            lambda node=node: kube.get_or_none(NRT, node),
+            infra.zones_expose_numacell,
+            f"NRT {node} to expose the numacell resources",
+            TIMEOUT,
+        )
+    return installed
+
+
+@pytest.fixture(scope="module")
+def reference(kube: Kube, installed: stack.Stack) -> dict[str, dict[str, rl.ResourceList]]:
+    """Every worker's available resources per zone with the stack idle (stable for two refreshes)."""
+    time.sleep(2.5)
+    first = available(kube)
+    time.sleep(2.5)
+    assert available(kube) == first, "the NRTs of an idle cluster keep changing"
+    return first
+
+
+@pytest.fixture
+def namespace(kube: Kube) -> Iterator[str]:
+    name = f"faults-{uuid.uuid4().hex[:6]}"
+    kube.create(objects.new_namespace(name))
+    yield name
+    kube.delete(NAMESPACE, name)
+
+
+# -- reading the cluster --------------------------------------------------------------------------
+
+
+def available(kube: Kube) -> dict[str, dict[str, rl.ResourceList]]:
+    return {node: nrtlib.zone_resources(kube.get(NRT, node)) for node in WORKERS}
+
+
+def numa_cpus(node: str, cluster: LocalCluster) -> dict[str, frozenset[int]]:
+    """``{zone name: its CPUs}`` from the node's sysfs (zone ``node-<n>`` is NUMA node ``n``)."""
+    base = node_root(cluster.state_dir, node) / "sys/devices/system/node"
+    return {
+        f"node-{d.name[4:]}": frozenset(CPUSet.parse((d / "cpulist").read_text().strip()))
+        for d in base.glob("node[0-9]*")
+    }
+
+
+def pod_cpus(cluster: LocalCluster, node: str, namespace: str, name: str) -> frozenset[int]:
+    """The exclusive CPUs the node's kubelet reports for a pod on its podresources socket."""
+    socket = node_root(cluster.state_dir, node) / PODRESOURCES_SOCKET
+    with grpc.insecure_channel(f"unix://{socket}") as channel:
+        response = api_pb2_grpc.PodResourcesListerStub(channel).List(
+            api_pb2.ListPodResourcesRequest(), timeout=5
+        )
+    (pod,) = [p for p in response.pod_resources if (p.namespace, p.name) == (namespace, name)]
+    return frozenset(cpu for c in pod.containers for cpu in c.cpu_ids)
+
+
+def pod_cpus_or_none(cluster: LocalCluster, node: str, namespace: str, name: str) -> frozenset[int] | None:
+    """:func:`pod_cpus`, or ``None`` while the socket is not served or does not list the pod."""
+    try:
+        return pod_cpus(cluster, node, namespace, name)
+    except (grpc.RpcError, ValueError):
+        return None
+
+
+def container_status(pod: Manifest, container: str) -> dict[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    return next((s for s in statuses if s["name"] == container), {})
+
+
+def events(kube: Kube, namespace: str, name: str, kind: str, reason: str, field_path: str = "") -> int:
+    """How many times ``reason`` was recorded for the object (aggregated events count each occurrence)."""
+    return sum(
+        int(e.get("count") or 1)
+        for e in kube.events_for(namespace, name, kind)
+        if e.get("reason") == reason
+        and (not field_path or (e.get("involvedObject") or {}).get("fieldPath") == field_path)
+    )
+
+
+def node_starts(kube: Kube, node: str) -> int:
+    """How many kubelets recorded ``Starting`` on the Node (node events live in ``default``)."""
+    selector = f"involvedObject.kind=Node,involvedObject.name={node}"
+    return sum(e.get("reason") == "Starting" for e in kube.list(EVENT, "default", field_selector=selector))
+
+
+def container_events(kube: Kube, pod: Manifest, container: str, reason: str) -> int:
+    meta = pod["metadata"]
+    return events(kube, meta["namespace"], meta["name"], "Pod", reason, f"spec.containers{{{container}}}")
+
+
+def scheduled_by(kube: Kube, namespace: str, name: str) -> list[str]:
+    """Who reported ``Scheduled`` for the pod."""
+    return [
+        str(e.get("reportingComponent") or (e.get("source") or {}).get("component"))
+        for e in kube.events_for(namespace, name, "Pod")
+        if e.get("reason") == "Scheduled"
+    ]
+
+
+def process_of(cluster: LocalCluster, pod: Manifest, container: str) -> int:
+    """The PID whose working directory is the container's directory on its node (how the kubelet starts it)."""
+    meta = pod["metadata"]
+    wanted = str(
+        (
+            node_root(cluster.state_dir, pod["spec"]["nodeName"])
+            / PODS_DIR
+            / meta["uid"]
+            / "containers"
+            / container
+        ).resolve()
+    )
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") == wanted:
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no process runs in {wanted}")
+
+
+def operand_pod(kube: Kube, installed: stack.Stack, operand: Operand) -> Manifest:
+    pods = kube.list(POD, operand.namespace or installed.namespace, label_selector=operand.label)
+    pods = [p for p in pods if not operand.per_node or p["spec"].get("nodeName") == TARGET]
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    assert len(running) == 1, (
+        f"expected one running pod for {operand.label}, got {[waiters.pod_summary(p) for p in pods]}"
+    )
+    return running[0]
+
+
+def guaranteed_pod(namespace: str, scheduler: str) -> Manifest:
+    pod = objects.new_test_pod_pause(namespace, "guaranteed")
+    pod["spec"]["schedulerName"] = scheduler
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": TARGET}
+    return objects.set_resources(pod, requests=REQUESTS, limits=REQUESTS)
+
+
+def reverted_by_the_operator(kube: Kube, kind: Kind, name: str, namespace: str) -> None:
+    """Spoil the desired-hash annotation of an object a CR owns and wait for the operator to restore it:
+    a reconcile of that CR that changes nothing else (no rollout)."""
+    desired = kube.get(kind, name, namespace)["metadata"]["annotations"][DESIRED_HASH_ANNOTATION]
+    kube.patch(kind, name, {"metadata": {"annotations": {DESIRED_HASH_ANNOTATION: "spoiled"}}}, namespace)
+    wait_for(
+        lambda: kube.get(kind, name, namespace)["metadata"]["annotations"].get(DESIRED_HASH_ANNOTATION),
+        lambda value: value == desired,
+        f"the operator to reconcile {kind} {namespace}/{name} back",
+        TIMEOUT,
+    )
+
+
+def stack_healthy(kube: Kube) -> bool:
+    return stack.condition_status(kube.get_or_none(NROP, stack.NROP_NAME), "Available") == "True" and (
+        stack.scheduler_healthy(kube.get_or_none(NROSCHED, stack.NROSCHED_NAME))
+    )
+
+
+def expected_available(
+    reference: dict[str, dict[str, rl.ResourceList]], zone: str
+) -> dict[str, dict[str, rl.ResourceList]]:
+    """The reference with the pod's request taken from ``zone`` of TARGET."""
+    expected = {node: dict(zones) for node, zones in reference.items()}
+    expected[TARGET][zone] = rl.sub(reference[TARGET][zone], rl.of(REQUESTS))
+    return expected
+
+
+def wait_available(kube: Kube, expected: dict[str, dict[str, rl.ResourceList]], what: str) -> None:
+    wait_for(
+        lambda: available(kube),
+        lambda now: all(
+            now[node].keys() == zones.keys() and all(rl.equal(now[node][z], zones[z]) for z in zones)
+            for node, zones in expected.items()
+        ),
+        f"the NRTs to converge to {what}",
+        TIMEOUT,
+    )
+
+
+# -- the faults -----------------------------------------------------------------------------------
