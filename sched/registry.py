@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .nrtplugin import NodeResourceTopologyMatch
 from .plugins.balancedallocation import NodeResourcesBalancedAllocation
 from .plugins.defaultbinder import DefaultBinder
 from .plugins.defaultpreemption import DefaultPreemption
@@ -25,6 +24,7 @@ from .plugins.nodeaffinity import NodeAffinity
 from .plugins.nodename import NodeName
 from .plugins.nodeports import NodePorts
 from .plugins.noderesourcesfit import NodeResourcesFit
+from .plugins.noderesourcetopology import NodeResourceTopologyMatch
 from .plugins.nodeunschedulable import NodeUnschedulable
 from .plugins.prioritysort import PrioritySort
 from .plugins.schedulinggates import SchedulingGates

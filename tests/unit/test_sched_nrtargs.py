@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nrop.sched.errors import ConfigError
-from nrop.sched.nrtargs import (
+from nrop.sched.plugins.noderesourcetopology.args import (
     CacheArgs,
     CacheResyncMethod,
     CacheResyncScope,

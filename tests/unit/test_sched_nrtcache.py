@@ -11,7 +11,7 @@ from nrop.api import fingerprint
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.quantity import parse
 from nrop.sched.framework import NRT_RESOURCE, ActionType, ClusterEvent, CycleState, NodeInfo
-from nrop.sched.nrtargs import (
+from nrop.sched.plugins.noderesourcetopology.args import (
     CacheArgs,
     CacheResyncMethod,
     CacheResyncScope,
@@ -20,7 +20,7 @@ from nrop.sched.nrtargs import (
     NodeResourceTopologyMatchArgs,
     ScoringStrategyType,
 )
-from nrop.sched.nrtcache import (
+from nrop.sched.plugins.noderesourcetopology.cache import (
     DiscardReservedCache,
     OverReserveCache,
     ParsedNRTs,
@@ -29,9 +29,14 @@ from nrop.sched.nrtcache import (
     pod_fingerprint_for_node_topology,
     subtract_assumed,
 )
-from nrop.sched.nrtfilter import filter_with_parsed, filter_with_topology, parse_topology, pod_demand
-from nrop.sched.nrtplugin import NodeResourceTopologyMatch
-from nrop.sched.nrtscore import score_with_parsed, score_with_topology
+from nrop.sched.plugins.noderesourcetopology.filter import (
+    filter_with_parsed,
+    filter_with_topology,
+    parse_topology,
+    pod_demand,
+)
+from nrop.sched.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
+from nrop.sched.plugins.noderesourcetopology.score import score_with_parsed, score_with_topology
 from nrop.sched.podrequests import GUARANTEED as QOS_GUARANTEED
 
 # --- builders ------------------------------------------------------------------------------

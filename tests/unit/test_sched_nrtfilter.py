@@ -10,15 +10,15 @@ import pytest
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.quantity import parse
 from nrop.sched.framework import Code, CycleState, NodeInfo, PodInfo, Status
-from nrop.sched.nrtargs import NodeResourceTopologyMatchArgs, PreemptionMode
-from nrop.sched.nrtcache import SchedulerProfiles
-from nrop.sched.nrtfilter import (
+from nrop.sched.plugins.noderesourcetopology.args import NodeResourceTopologyMatchArgs, PreemptionMode
+from nrop.sched.plugins.noderesourcetopology.cache import SchedulerProfiles
+from nrop.sched.plugins.noderesourcetopology.filter import (
     filter_with_topology,
     node_resource_names,
     numa_node_list,
     resources_available_in_any_numa_node,
 )
-from nrop.sched.nrtplugin import NodeResourceTopologyMatch
+from nrop.sched.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
 from nrop.sched.podrequests import pod_qos
 
 # --- builders ------------------------------------------------------------------------------

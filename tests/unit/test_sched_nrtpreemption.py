@@ -11,10 +11,10 @@ from nrop.api import fingerprint
 from nrop.api import numaplacement as np
 from nrop.api.nrt import NodeResourceTopology
 from nrop.sched.framework import Code, CycleState, NodeInfo, PodInfo
-from nrop.sched.nrtargs import NodeResourceTopologyMatchArgs, PreemptionMode
-from nrop.sched.nrtcache import SchedulerProfiles
-from nrop.sched.nrtplugin import NodeResourceTopologyMatch
-from nrop.sched.nrtpreemption import (
+from nrop.sched.plugins.noderesourcetopology.args import NodeResourceTopologyMatchArgs, PreemptionMode
+from nrop.sched.plugins.noderesourcetopology.cache import SchedulerProfiles
+from nrop.sched.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
+from nrop.sched.plugins.noderesourcetopology.preemption import (
     EvictionSimulationError,
     PlacementPod,
     decode_placement,

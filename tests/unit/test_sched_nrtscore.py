@@ -10,16 +10,16 @@ import pytest
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.quantity import parse
 from nrop.sched.framework import CycleState, NodeInfo
-from nrop.sched.nrtargs import (
+from nrop.sched.plugins.noderesourcetopology.args import (
     NodeResourceTopologyMatchArgs,
     ResourceSpec,
     ScoringStrategy,
     ScoringStrategyType,
 )
-from nrop.sched.nrtcache import SchedulerProfiles
-from nrop.sched.nrtfilter import numa_node_list
-from nrop.sched.nrtplugin import NodeResourceTopologyMatch
-from nrop.sched.nrtscore import (
+from nrop.sched.plugins.noderesourcetopology.cache import SchedulerProfiles
+from nrop.sched.plugins.noderesourcetopology.filter import numa_node_list
+from nrop.sched.plugins.noderesourcetopology.plugin import NodeResourceTopologyMatch
+from nrop.sched.plugins.noderesourcetopology.score import (
     GO_INT64_OF_NAN,
     avg_distance,
     balanced_allocation_score,

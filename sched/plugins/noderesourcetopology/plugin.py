@@ -2,7 +2,7 @@
 
 This module owns the plugin's wiring, as scheduler-plugins' ``pkg/noderesourcetopology``
 does it: which cache the args select, the order of the checks in Filter and Score
-around the pure decisions (:mod:`nrop.sched.nrtfilter`, :mod:`nrop.sched.nrtscore`), the
+around the pure decisions (:mod:`nrop.sched.plugins.noderesourcetopology.filter`, :mod:`nrop.sched.plugins.noderesourcetopology.score`), the
 Reserve/Unreserve/PostBind bookkeeping, the events that re-queue pods, and the
 subscriptions that feed the OverReserve cache (foreign pods, topology-manager
 configuration changes).
@@ -17,7 +17,7 @@ extensions keep the victim set of a preemption attempt, and Filter then does not
 failing nodes for resync, as upstream. With the OverReserve cache, each resync that
 flushes a node also keeps the pods the scheduler saw on it (the set the fingerprint
 was checked against); the first Filter of a preemption attempt on that node decodes the
-NRT's ``numaplacement`` attributes against them (:mod:`nrop.sched.nrtpreemption`, kept
+NRT's ``numaplacement`` attributes against them (:mod:`nrop.sched.plugins.noderesourcetopology.preemption`, kept
 until the next flush of the node) and, when some container is placed, filters the NRT
 with the victims' exclusive requests given back to their NUMA zones. Without placement
 data (other caches, a node never flushed since start, another policy, inconsistent
@@ -50,14 +50,14 @@ from nrop.sched.framework import (
     PodInfo,
     Status,
 )
-from nrop.sched.nrtargs import (
+from nrop.sched.plugins.noderesourcetopology.args import (
     CacheResyncScope,
     ForeignPodsDetectMode,
     NodeResourceTopologyMatchArgs,
     PreemptionMode,
     parse_args,
 )
-from nrop.sched.nrtcache import (
+from nrop.sched.plugins.noderesourcetopology.cache import (
     PROCESS_PROFILES,
     DiscardReservedCache,
     NRTCache,
@@ -67,7 +67,7 @@ from nrop.sched.nrtcache import (
     SchedulerProfiles,
     nrt_resource_names,
 )
-from nrop.sched.nrtfilter import (
+from nrop.sched.plugins.noderesourcetopology.filter import (
     INVALID_NODE_TOPOLOGY_DATA,
     NODE_NOT_FOUND,
     ParsedTopology,
@@ -76,14 +76,14 @@ from nrop.sched.nrtfilter import (
     parse_topology,
     pod_demand,
 )
-from nrop.sched.nrtpreemption import (
+from nrop.sched.plugins.noderesourcetopology.preemption import (
     EVICTION_SIMULATION_NOT_POSSIBLE,
     EvictionSimulationError,
     decode_placement,
     nrt_after_evictions,
     placement_pods,
 )
-from nrop.sched.nrtscore import resource_weights, score_with_parsed
+from nrop.sched.plugins.noderesourcetopology.score import resource_weights, score_with_parsed
 from nrop.sched.podrequests import BEST_EFFORT, GUARANTEED, include_non_native, pod_qos
 
 __all__ = ["DEMAND_STATE_KEY", "NAME", "VICTIMS_STATE_KEY", "NodeResourceTopologyMatch", "PreemptionVictims"]

@@ -12,7 +12,7 @@ arithmetic reproduced where it shows in the result:
 * LeastNUMANodes: the fewest NUMA nodes that can hold the request, and whether they are
   the closest such set, averaging distances in float32 as upstream does.
 
-The flow around it (QoS gate, cache lookup) is the plugin's, in :mod:`nrop.sched.nrtplugin`.
+The flow around it (QoS gate, cache lookup) is the plugin's, in :mod:`nrop.sched.plugins.noderesourcetopology.plugin`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any, Final
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.quantity import Quantity
 from nrop.sched.framework import MAX_NODE_SCORE, MIN_NODE_SCORE
-from nrop.sched.nrtargs import ResourceSpec, ScoringStrategyType
-from nrop.sched.nrtfilter import (
+from nrop.sched.plugins.noderesourcetopology.args import ResourceSpec, ScoringStrategyType
+from nrop.sched.plugins.noderesourcetopology.filter import (
     SINGLE_NUMA_NODE,
     NUMANode,
     ParsedTopology,

@@ -19,7 +19,7 @@ reference §3.3 and §3.6):
   Adding beyond ``allocatable``, or having nothing to add, is an
   :class:`EvictionSimulationError` with upstream's text.
 
-The plugin (:mod:`nrop.sched.nrtplugin`) decides when to call these and keeps the
+The plugin (:mod:`nrop.sched.plugins.noderesourcetopology.plugin`) decides when to call these and keeps the
 decoded placement per node.
 """
 

@@ -13,7 +13,7 @@ This module owns the pure part of upstream's Filter (reference §3.2 and §3.3):
   once, so callers can reuse it across nodes' Filter and Score calls).
 
 What comes before (node missing, BestEffort pods, the cache lookup, marking a node for
-resync) is the plugin's flow in :mod:`nrop.sched.nrtplugin`.
+resync) is the plugin's flow in :mod:`nrop.sched.plugins.noderesourcetopology.plugin`.
 
 Quantities are compared exactly; requests are visited in pod-spec order, which is one of
 the orders Go's map iteration may produce (only the text of an ``inconsistent resource

@@ -39,7 +39,12 @@ from typing import Any, Final, Protocol
 from nrop.api import fingerprint
 from nrop.api.nrt import NodeResourceTopology, ResourceInfo, topology_manager_config
 from nrop.api.quantity import Quantity
-from nrop.sched.nrtargs import CacheArgs, CacheResyncMethod, ForeignPodsDetectMode, InformerMode
+from nrop.sched.plugins.noderesourcetopology.args import (
+    CacheArgs,
+    CacheResyncMethod,
+    ForeignPodsDetectMode,
+    InformerMode,
+)
 from nrop.sched.podrequests import ResourceList, are_exclusive_for_pod, pod_effective_request
 
 __all__ = [
