@@ -14,6 +14,7 @@ readers may serialise what they get without copying it.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class WatchEvent:
     resource: Resource
     obj: dict[str, Any]
     old: dict[str, Any] | None
+    #: ``time.monotonic()`` of the write (the history keeps :data:`HISTORY_WINDOW` seconds).
+    at: float = 0.0
     # Serialised forms, filled lazily by whoever renders the event first.
     rendered: dict[Any, bytes] = field(default_factory=dict, repr=False)
 
@@ -62,13 +65,26 @@ def _owner_uids(obj: dict[str, Any] | None) -> set[str]:
     return {ref.get("uid", "") for ref in obj.get("metadata", {}).get("ownerReferences") or ()}
 
 
-class Store:
-    """In-memory objects by resource and key, with a global revision and a bounded history."""
+#: Seconds of history a watch may resume from: etcd's compaction interval in kube-apiserver
+#: (``--etcd-compaction-interval``, 5 minutes); older revisions answer 410 as after a compaction.
+HISTORY_WINDOW = 300.0
 
-    def __init__(self, history_size: int = 50_000) -> None:
+
+class Store:
+    """In-memory objects by resource and key, with a global revision and a bounded history
+    (at most ``history_size`` events, none older than ``history_window`` seconds)."""
+
+    def __init__(
+        self,
+        history_size: int = 50_000,
+        history_window: float = HISTORY_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.rv = 1
         self._objects: dict[Resource, dict[Key, dict[str, Any]]] = {}
         self._history: deque[WatchEvent] = deque(maxlen=history_size)
+        self._history_window = history_window
+        self._clock = clock
         # Oldest revision a watch may still resume from.
         self._compacted_rv = 1
         self._subscribers: dict[Resource | None, list[Subscriber]] = {}
@@ -223,9 +239,13 @@ class Store:
             bucket[key] = obj
         self._index(resource, key, obj if kind != DELETED else None, old)
         self._last_write[resource] = self.rv
-        if len(self._history) == self._history.maxlen:
-            self._compacted_rv = self._history[0].rv
-        event = WatchEvent(self.rv, kind, resource, obj, old)
+        now = self._clock()
+        # Events past the window or the size bound go; a watch resuming before them gets 410.
+        while self._history and (
+            len(self._history) == self._history.maxlen or self._history[0].at < now - self._history_window
+        ):
+            self._compacted_rv = self._history.popleft().rv
+        event = WatchEvent(self.rv, kind, resource, obj, old, at=now)
         self._history.append(event)
         for callback in (*self._subscribers.get(resource, ()), *self._subscribers.get(None, ())):
             try:
