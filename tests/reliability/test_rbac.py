@@ -54,6 +54,7 @@ import pytest
 import yaml
 from cryptography import x509
 from kubernetes import client, config
+from stackfaults import reverted_by_the_operator
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.apiserver import tls
@@ -61,7 +62,6 @@ from nrop.localcluster.apiserver.audit import DenialLog
 from nrop.localcluster.apiserver.rbac import Attributes, service_account_user
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
 from nrop.operator import naming
-from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
 from nrop.suite import nrt as nrtlib
 from nrop.suite import objects, stack, waiters
 from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NAMESPACE, NRT, POD, Kind, Kube
@@ -807,18 +807,6 @@ def _cpus_available(kube: Kube) -> int:
     )
 
 
-def _spoil_and_wait_reconcile(kube: Kube, kind: Kind, name: str) -> None:
-    """Spoil the desired-hash annotation of an object a CR owns; the operator puts it back (a reconcile)."""
-    desired = kube.get(kind, name, NS)["metadata"]["annotations"][DESIRED_HASH_ANNOTATION]
-    kube.patch(kind, name, {"metadata": {"annotations": {DESIRED_HASH_ANNOTATION: "spoiled"}}}, NS)
-    wait_for(
-        lambda: kube.get(kind, name, NS)["metadata"]["annotations"].get(DESIRED_HASH_ANNOTATION),
-        lambda value: value == desired,
-        f"the operator to reconcile {kind} {NS}/{name} back",
-        TIMEOUT,
-    )
-
-
 def test_a_numa_aware_workload_needs_nothing_the_operands_are_denied(
     kube: Kube, endpoint: Endpoint, installed: Installed, namespace: str
 ) -> None:
@@ -836,8 +824,8 @@ def test_a_numa_aware_workload_needs_nothing_the_operands_are_denied(
         lambda: _cpus_available(kube), lambda cpus: cpus == wanted, f"{wanted}m CPUs in the NRTs", TIMEOUT
     )
 
-    _spoil_and_wait_reconcile(kube, DAEMONSET, installed.stack.rte_daemonsets[0].split("/")[1])
-    _spoil_and_wait_reconcile(kube, DEPLOYMENT, naming.SCHEDULER_DEPLOYMENT)
+    reverted_by_the_operator(kube, DAEMONSET, installed.stack.rte_daemonsets[0].split("/")[1], NS)
+    reverted_by_the_operator(kube, DEPLOYMENT, naming.SCHEDULER_DEPLOYMENT, NS)
 
     for name in pods:
         kube.delete(POD, name, namespace, grace_period_seconds=0)
