@@ -1,4 +1,5 @@
-"""Object lifecycles the control plane completes: namespace deletion, garbage collection, CRD cleanup.
+"""Object lifecycles the control plane completes: namespace deletion, garbage collection, CRD cleanup,
+event expiry.
 
 These play kube-controller-manager's namespace and garbage-collector
 controllers and apiextensions' CRD finalizer.  They react to store events and
@@ -10,7 +11,9 @@ propagation policies and watch events behave as on a real cluster:
 - a dependent whose owners (matched by uid) are all gone is deleted; one that
   keeps some owners loses the dangling references; ``foregroundDeletion`` and
   ``orphan`` finalizers are completed;
-- a deleted CRD has its custom resources deleted before it goes.
+- a deleted CRD has its custom resources deleted before it goes;
+- an Event not written for :data:`EVENT_TTL` seconds is deleted, as etcd's lease on it expires
+  (kube-apiserver ``--event-ttl``, 1 hour).
 
 Also here: the objects a fresh cluster starts with (system namespaces, the
 default RBAC policy, the system priority classes).
@@ -21,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import errors, rbac
@@ -34,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+_EVENTS = ("", "events")
+#: Seconds an Event lives after its last write (kube-apiserver's default ``--event-ttl``).
+EVENT_TTL = 3600.0
 _NAMESPACES = ("", "namespaces")
 _CONDITION_TYPES = (
     "NamespaceDeletionDiscoveryFailure",
@@ -113,9 +121,19 @@ def publish_kubernetes_service(server: APIServer, host: str, port: int) -> None:
 class Lifecycle:
     """The background loop that finishes deletions the API only starts."""
 
-    def __init__(self, server: APIServer, period: float = 0.5) -> None:
+    def __init__(
+        self,
+        server: APIServer,
+        period: float = 0.5,
+        event_ttl: float = EVENT_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.server = server
         self.period = period
+        self.event_ttl = event_ttl
+        self._clock = clock
+        # Events by (namespace, name): the time of their last write, oldest first.
+        self._event_writes: dict[tuple[str, str], float] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe = server.store.subscribe(None, self._on_event)
@@ -126,6 +144,11 @@ class Lifecycle:
     def _on_event(self, event: WatchEvent) -> None:
         meta = event.obj.get("metadata", {})
         where = (event.resource, meta.get("namespace", ""), meta.get("name", ""))
+        if event.resource == _EVENTS:
+            key = (where[1], where[2])
+            self._event_writes.pop(key, None)  # re-inserted last: the dict stays in write order
+            if event.type != "DELETED":
+                self._event_writes[key] = self._clock()
         if event.type == "DELETED":
             self._deleting.discard(where)
         elif meta.get("deletionTimestamp"):
@@ -165,7 +188,9 @@ class Lifecycle:
             await asyncio.sleep(0)
 
     def sweep(self) -> None:
-        """One pass: dangling owners, foreground/orphan finalizers, CRDs and namespaces being deleted."""
+        """One pass: expired events, dangling owners, foreground/orphan finalizers, CRDs and
+        namespaces being deleted."""
+        self._expire_events()
         checks, self._orphan_checks = self._orphan_checks, set()
         for uid in checks:
             found = self.server.store.by_uid(uid)
@@ -187,6 +212,20 @@ class Lifecycle:
                 self._cleanup_crd(kind, obj)
             elif kind.storage == _NAMESPACES:
                 self._finish_namespace(obj)
+
+    def _expire_events(self) -> None:
+        deadline = self._clock() - self.event_ttl
+        expired = []
+        for key, written in self._event_writes.items():
+            if written > deadline:
+                break  # write order: the rest are younger
+            expired.append(key)
+        kind = self._kind_of(_EVENTS) if expired else None
+        for namespace, name in expired:
+            self._event_writes.pop((namespace, name), None)
+            obj = self.server.store.get(_EVENTS, namespace, name)
+            if kind is not None and obj is not None:
+                self._delete(kind, obj, "Background")
 
     # -- garbage collection ------------------------------------------------------------------
 
