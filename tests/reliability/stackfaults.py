@@ -10,13 +10,15 @@ manifests, so the operator, the exporters, the secondary scheduler and the devic
 real processes of the project's image on the emulated nodes.
 
 A test module takes the fixtures by importing them (pytest finds fixtures by name in the
-module): ``cluster_thread`` (override it in the module for other controller settings),
-``cluster``, ``kube``, ``installed``, ``reference`` and ``namespace``. The readers find an
+module): ``cluster_thread`` (or its own, from :func:`running_cluster`), ``installed``,
+``reference`` and a fresh ``namespace`` per test; ``cluster`` and ``kube`` on that cluster
+come from ``tests/conftest.py``. The readers find an
 operand's process, a pod's exclusive CPUs (podresources), events and the NRTs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -30,11 +32,11 @@ from typing import Any
 
 import grpc
 import pytest
-from kubernetes import client, config
 
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
+from nrop.localcluster.controllers import ControllerSettings
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
 from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
@@ -92,10 +94,19 @@ OPERANDS = {
 # -- the cluster and the stack --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def cluster_thread() -> Iterator[ClusterThread]:
-    state = Path(tempfile.mkdtemp(prefix="nrop-flt-", dir="/tmp"))
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state / "c", bookmark_interval=1.0))
+@contextlib.contextmanager
+def running_cluster(prefix: str, controllers: ControllerSettings | None = None) -> Iterator[ClusterThread]:
+    """A ``default`` cluster in a thread of this process, its state in a fresh temporary directory
+    removed afterwards; ``controllers`` overrides the control plane's settings."""
+    state = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    runner = ClusterThread(
+        ClusterConfig(
+            profile="default",
+            state_dir=state / "c",
+            bookmark_interval=1.0,
+            controllers=controllers or ControllerSettings(),
+        )
+    )
     try:
         with runner:
             yield runner
@@ -104,16 +115,9 @@ def cluster_thread() -> Iterator[ClusterThread]:
 
 
 @pytest.fixture(scope="module")
-def cluster(cluster_thread: ClusterThread) -> LocalCluster:
-    return cluster_thread.cluster
-
-
-@pytest.fixture(scope="module")
-def kube(cluster: LocalCluster) -> Iterator[Kube]:
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=str(cluster.kubeconfig_path), client_configuration=configuration)
-    with client.ApiClient(configuration) as api:
-        yield Kube(api)
+def cluster_thread() -> Iterator[ClusterThread]:
+    with running_cluster("nrop-flt-") as runner:
+        yield runner
 
 
 @pytest.fixture(scope="module")

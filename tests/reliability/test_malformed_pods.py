@@ -50,12 +50,10 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from stackfaults import (
     OPERANDS,
     TARGET,
-    cluster,
     cluster_thread,
     container_status,
     guaranteed_pod,
     installed,
-    kube,
     namespace,
     numa_cpus,
     operand_pod,
@@ -69,7 +67,7 @@ from nrop.suite import objects, stack, waiters
 from nrop.suite.kube import POD, Kube, Manifest
 
 # The shared fixtures, used by name only.
-__all__ = ["cluster", "cluster_thread", "installed", "kube", "namespace"]
+__all__ = ["cluster_thread", "installed", "namespace"]
 
 pytestmark = pytest.mark.slow
 

@@ -43,8 +43,6 @@ import builtins
 import errno
 import io
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,11 +58,9 @@ from stackfaults import (
     REQUESTS,
     TARGET,
     TIMEOUT,
-    cluster,
     container_status,
     guaranteed_pod,
     installed,
-    kube,
     namespace,
     numa_cpus,
     operand_pod,
@@ -72,12 +68,13 @@ from stackfaults import (
     pod_cpus_or_none,
     process_of,
     reference,
+    running_cluster,
     wait_available,
     wait_for,
 )
 
 from nrop.api import checkpoints
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
+from nrop.localcluster.cluster import ClusterThread, LocalCluster
 from nrop.localcluster.controllers import ControllerSettings
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.devicemanager import DeviceCheckpoint
@@ -92,7 +89,7 @@ from nrop.suite import resourcelist as rl
 from nrop.suite.kube import EVENT, NODE, POD, Kube, Manifest
 
 # The shared fixtures, used by name only.
-__all__ = ["cluster", "installed", "kube", "namespace", "reference"]
+__all__ = ["installed", "namespace", "reference"]
 
 pytestmark = pytest.mark.slow
 
@@ -112,17 +109,10 @@ DEVICE_REQUESTS = {**REQUESTS, NUMACELL: "1"}
 
 @pytest.fixture(scope="module")
 def cluster_thread() -> Iterator[ClusterThread]:
-    state = Path(tempfile.mkdtemp(prefix="nrop-nf-", dir="/tmp"))
     settings = ControllerSettings(node_monitor_grace_period=GRACE, node_monitor_period=0.5)
-    runner = ClusterThread(
-        ClusterConfig(profile="default", state_dir=state / "c", bookmark_interval=1.0, controllers=settings)
-    )
-    try:
-        with runner as started:
-            _renew_often(started)
-            yield runner
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
+    with running_cluster("nrop-nf-", settings) as runner:
+        _renew_often(runner.cluster)
+        yield runner
 
 
 def _renew_often(cluster: LocalCluster, *names: str) -> None:

@@ -36,14 +36,12 @@ from stackfaults import (
     TARGET,
     TIMEOUT,
     available,
-    cluster,
     cluster_thread,
     container_events,
     container_status,
     expected_available,
     guaranteed_pod,
     installed,
-    kube,
     namespace,
     node_starts,
     numa_cpus,
@@ -71,7 +69,7 @@ from nrop.suite.kube import (
 )
 
 # The shared fixtures, used by name only.
-__all__ = ["cluster", "cluster_thread", "installed", "kube", "namespace", "reference"]
+__all__ = ["cluster_thread", "installed", "namespace", "reference"]
 
 pytestmark = pytest.mark.slow
 

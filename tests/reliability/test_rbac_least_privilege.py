@@ -37,14 +37,11 @@ import http.client
 import json
 import logging
 import os
-import shutil
 import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,19 +50,21 @@ from typing import Any
 import pytest
 import yaml
 from cryptography import x509
-from kubernetes import client, config
-from stackfaults import reverted_by_the_operator
+from stackfaults import namespace, reverted_by_the_operator, running_cluster
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.apiserver import tls
 from nrop.localcluster.apiserver.audit import DenialLog
 from nrop.localcluster.apiserver.rbac import Attributes, service_account_user
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
+from nrop.localcluster.cluster import ClusterThread, LocalCluster
 from nrop.operator import naming
 from nrop.suite import nrt as nrtlib
 from nrop.suite import objects, stack, waiters
-from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NAMESPACE, NRT, POD, Kind, Kube
+from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NRT, POD, Kind, Kube
 from nrop.suite.waiting import wait_for as _wait_for
+
+# The shared fixture, used by name only.
+__all__ = ["namespace"]
 
 pytestmark = pytest.mark.slow
 
@@ -263,27 +262,14 @@ def _token(endpoint: Endpoint, namespace: str, sa: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    state = Path(tempfile.mkdtemp(prefix="nrop-rbac-", dir="/tmp"))
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state / "c", bookmark_interval=1.0))
-    try:
-        with runner:
-            yield runner.cluster
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
+def cluster_thread() -> Iterator[ClusterThread]:
+    with running_cluster("nrop-rbac-") as runner:
+        yield runner
 
 
 @pytest.fixture(scope="module")
 def endpoint(cluster: LocalCluster) -> Endpoint:
     return _endpoint(cluster)
-
-
-@pytest.fixture(scope="module")
-def kube(cluster: LocalCluster) -> Iterator[Kube]:
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=str(cluster.kubeconfig_path), client_configuration=configuration)
-    with client.ApiClient(configuration) as api:
-        yield Kube(api)
 
 
 @dataclass(frozen=True)
@@ -300,14 +286,6 @@ def installed(kube: Kube, endpoint: Endpoint) -> Installed:
         kube, image=DEFAULT_IMAGE, refresh_period="1s", timings=stack.StackTimings.local()
     )
     return Installed(installed, _denials(endpoint, before)["items"])
-
-
-@pytest.fixture
-def namespace(kube: Kube) -> Iterator[str]:
-    name = f"rbac-{uuid.uuid4().hex[:6]}"
-    kube.create(objects.new_namespace(name))
-    yield name
-    kube.delete(NAMESPACE, name)
 
 
 def _operand_denials(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -644,12 +622,12 @@ def test_an_operand_is_allowed_exactly_what_its_roles_grant(
     for served in _served(endpoint):
         scopes = (NS, FOREIGN_NS, "") if served.namespaced else ("",)
         for verb in sorted(served.verbs & {*READ_VERBS, *WRITE_VERBS}):
-            for namespace in scopes:
+            for scope in scopes:
                 checked += 1
-                got = reviewer.allowed(sa, verb, served.group, served.resource, namespace)
-                if got != _expected(sa, verb, served.group, served.resource, namespace):
+                got = reviewer.allowed(sa, verb, served.group, served.resource, scope)
+                if got != _expected(sa, verb, served.group, served.resource, scope):
                     wrong.append(
-                        f"{verb} {served.group or 'core'}/{served.resource} in {namespace or 'all namespaces'}: "
+                        f"{verb} {served.group or 'core'}/{served.resource} in {scope or 'all namespaces'}: "
                         f"{'allowed' if got else 'denied'}"
                     )
     assert checked > 300

@@ -52,13 +52,11 @@ from stackfaults import (
     OPERANDS,
     TARGET,
     TIMEOUT,
-    cluster,
     cluster_thread,
     container_status,
     expected_available,
     guaranteed_pod,
     installed,
-    kube,
     namespace,
     numa_cpus,
     operand_pod,
@@ -81,7 +79,7 @@ from nrop.suite import resourcelist as rl
 from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NODE, POD, Kube
 
 # The fixtures taken from stackfaults, used by name only.
-__all__ = ["cluster", "cluster_thread", "installed", "kube", "namespace", "reference"]
+__all__ = ["cluster_thread", "installed", "namespace", "reference"]
 
 pytestmark = pytest.mark.slow
 
