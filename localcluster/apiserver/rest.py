@@ -24,6 +24,7 @@ import orjson
 from nrop.api import resourcerequirements
 
 from . import admission, celrules, conversion, crdschema, errors, patching, strategies, structural, validation
+from .cells import get_field
 from .clock import Clock, rfc3339
 from .definitions import Definitions
 from .registry import Kind, Registry, kinds_from_crd
@@ -731,9 +732,7 @@ def _pod_resource_causes(kind: Kind, obj: Obj) -> list[errors.Cause]:
     path = _POD_SPEC_PATHS.get((kind.group, kind.kind))
     if path is None:
         return []
-    spec: Any = obj
-    for key in path:
-        spec = spec.get(key) if isinstance(spec, dict) else None
+    spec = get_field(obj, *path)
     if not isinstance(spec, dict):
         return []
     causes = []
