@@ -156,7 +156,6 @@ _STATE = pytest.StashKey[_State]()
 _SAY_LOCK = threading.Lock()
 _SPEC = pytest.StashKey[SpecInfo]()
 _PROFILE = pytest.StashKey[str]()
-_GROUP = pytest.StashKey[str]()
 _PREPARE = pytest.StashKey[str]()
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 
@@ -354,8 +353,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep = [item for item in items if selected(item)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if not selected(item)])
-    other_profile_first = grouping and options.embedded
-    keep.sort(key=lambda item: _run_order(item, options.cluster_profile, other_profile_first))
+    # a serial run uses one target after the other: the specs of the default profile first (under
+    # xdist the order does not matter: LoadScopeScheduling hands out the largest groups first)
+    keep.sort(key=lambda item: (item.stash.get(_PROFILE, options.cluster_profile) != options.cluster_profile,
+                                item.stash.get(_PROFILE, "")))  # fmt: skip
     items[:] = keep
 
 
@@ -367,17 +368,7 @@ def _group_by_profile(items: list[pytest.Item]) -> None:
         profile = item.stash[_PROFILE]
         index = count.get(profile, 0)
         count[profile] = index + 1
-        item.stash[_GROUP] = f"nrop-{profile}-{index // GROUP_SIZE}"
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(item.stash[_GROUP]))
-
-
-def _run_order(item: pytest.Item, default_profile: str, other_profile_first: bool) -> tuple[bool, str]:
-    """A serial run uses one target after the other: the specs of the default profile first (the
-    next target is prepared meanwhile). Under xdist the groups of other profiles go first: each is
-    a long unit of work for one worker, and started last it would make the run's tail."""
-    other = item.stash.get(_PROFILE, default_profile) != default_profile
-    return (not other if other_profile_first else other, item.stash.get(_GROUP, item.stash.get(_PROFILE, "")))
+        item.add_marker(pytest.mark.xdist_group(f"nrop-{profile}-{index // GROUP_SIZE}"))
 
 
 def _suffix_group_ids(items: list[pytest.Item]) -> None:

@@ -546,6 +546,38 @@ def test_with_xdist_each_worker_has_its_own_targets_and_a_profile_stays_on_one_w
     assert all(worker in ("gw0", "gw1") for _, _, worker in opened)
 
 
+def test_with_xdist_a_large_profile_is_split_into_groups_that_run_first(pytester: pytest.Pytester) -> None:
+    # more cnt specs than a group holds: two groups, each on its own worker with its own cluster;
+    # xdist hands out the largest units first, so each worker starts with a group
+    specs = ["import os", "from nrop.suite.specs import spec", 'pytestmark = spec("profiles")']
+    for index in range(plugin.GROUP_SIZE + 2):
+        specs.append(
+            f'@spec("[test_id:{100 + index}] cnt spec {index}", "tier0", "tmscope:cnt")\n'
+            f"def test_cnt_{index}(kube):\n"
+            f'    open(os.path.join(os.path.dirname(__file__), "order.log"), "a").write('
+            f"f\"{{os.environ['PYTEST_XDIST_WORKER']}} cnt\\n\")"
+        )
+    for index in range(2):
+        specs.append(
+            f'@spec("[test_id:{200 + index}] default spec {index}", "tier0")\n'
+            f"def test_default_{index}(kube):\n"
+            f'    open(os.path.join(os.path.dirname(__file__), "order.log"), "a").write('
+            f"f\"{{os.environ['PYTEST_XDIST_WORKER']}} default\\n\")"
+        )
+    pytester.makeconftest(FAKE_TARGETS)
+    pytester.makepyfile(test_groups="\n\n\n".join(specs) + "\n")
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    opened = [
+        line.split() for line in (pytester.path / "targets.log").read_text().splitlines() if "open" in line
+    ]
+    assert sorted(worker for _, key, worker in opened if key == "container-scope") == ["gw0", "gw1"]
+    runs = [line.split() for line in (pytester.path / "order.log").read_text().splitlines()]
+    assert sum(1 for _, what in runs if what == "cnt") == plugin.GROUP_SIZE + 2
+    for worker in ("gw0", "gw1"):
+        assert next(what for who, what in runs if who == worker) == "cnt"
+
+
 def test_with_xdist_a_worker_s_after_suite_failure_fails_the_run(pytester: pytest.Pytester) -> None:
     # the leak check (and any AfterSuite/teardown error) raises in a worker's close: the
     # controller must print it and exit 1, though every spec passed
