@@ -4,10 +4,10 @@ the scheduler (upstream ``k8s.io/kubernetes/pkg/apis/core/helper`` and ``v1/help
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from .quantity import Format, format_quantity
+from .selectors import qualified_name_errors
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
@@ -16,10 +16,6 @@ HUGEPAGES_PREFIX: Final = "hugepages-"
 
 _NATIVE_PREFIX: Final = "kubernetes.io/"
 _REQUESTS_PREFIX: Final = "requests."
-_QUALIFIED_NAME_RE: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 #: ``IsStandardContainerResourceName``: what a container may ask for without a domain.
 _STANDARD_CONTAINER_RESOURCES: Final = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE})
 #: ``IsIntegerResourceName``'s standard (quota) names; every extended resource is integer too.
@@ -52,25 +48,11 @@ def is_hugepages(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
 
 
-def is_qualified_name(value: str) -> bool:
-    """``[prefix/]name``: a DNS-1123 subdomain prefix, a name of at most 63 characters."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix):
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME_RE.match(name) is not None
-
-
 def is_extended_resource(name: str) -> bool:
     """A valid, fully-qualified, non-native resource name (upstream ``IsExtendedResourceName``)."""
     if is_native_resource(name) or name.startswith(_REQUESTS_PREFIX):
         return False
-    return is_qualified_name(_REQUESTS_PREFIX + name)
+    return not qualified_name_errors(_REQUESTS_PREFIX + name)
 
 
 def is_standard_container_resource(name: str) -> bool:

@@ -26,8 +26,10 @@ __all__ = [
     "Requirement",
     "SelectorError",
     "label_selector_from_dict",
+    "label_value_errors",
     "matches",
     "parse_label_selector",
+    "qualified_name_errors",
 ]
 
 
@@ -80,7 +82,8 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
-def _qualified_name_errors(key: str) -> list[str]:
+def qualified_name_errors(key: str) -> list[str]:
+    """What makes ``key`` no qualified name (``[prefix/]name``, apimachinery ``IsQualifiedName``)."""
     parts = key.split("/")
     errs: list[str] = []
     if len(parts) > 2:
@@ -108,7 +111,8 @@ def _qualified_name_errors(key: str) -> list[str]:
     return errs
 
 
-def _label_value_errors(value: str) -> list[str]:
+def label_value_errors(value: str) -> list[str]:
+    """What makes ``value`` no label value (apimachinery ``IsValidLabelValue``)."""
     errs: list[str] = []
     if len(value) > _MAX_NAME:
         errs.append(f"must be no more than {_MAX_NAME} characters")
@@ -125,7 +129,7 @@ def _invalid(path: str, value: str, detail: str) -> str:
 def _requirement_errors(key: str, op: Operator, values: tuple[str, ...]) -> list[str]:
     """What ``labels.NewRequirement`` rejects, in its order (key, arity, each value)."""
     errs: list[str] = []
-    if key_errs := _qualified_name_errors(key):
+    if key_errs := qualified_name_errors(key):
         errs.append(_invalid("key", key, "; ".join(key_errs)))
     if op in (Operator.IN, Operator.NOT_IN) and not values:
         errs.append("values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
@@ -142,7 +146,7 @@ def _requirement_errors(key: str, op: Operator, values: tuple[str, ...]) -> list
                     _invalid(f"values[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer")
                 )
     for i, v in enumerate(values):
-        if value_errs := _label_value_errors(v):
+        if value_errs := label_value_errors(v):
             errs.append(_invalid(f"values[{i}][{key}]", v, "; ".join(value_errs)))
     return errs
 
@@ -338,7 +342,7 @@ class _Parser:
         if tok.kind != "id":
             raise ValueError(f"found '{tok.text}', expected: identifier")
         key = tok.text
-        if errs := _qualified_name_errors(key):
+        if errs := qualified_name_errors(key):
             raise ValueError(_invalid("<nil>", key, "; ".join(errs)))
         if negated:
             return Requirement.make(key, Operator.DOES_NOT_EXIST)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nrop.api.quantity import canonical
+from nrop.api.selectors import label_value_errors, qualified_name_errors
 from nrop.localcluster.apiserver.clock import parse_time, rfc3339, rfc3339_micro
 from nrop.localcluster.apiserver.definitions import Definitions, schema_types
 from nrop.localcluster.apiserver.errors import (
@@ -328,19 +329,8 @@ _DNS1123_SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
     "and must start and end with an alphanumeric character"
 )
-_QNAME_CHAR = "[A-Za-z0-9]"
-_QNAME_EXT_CHAR = "[-A-Za-z0-9_.]"
-_QUALIFIED_NAME_FMT = f"({_QNAME_CHAR}{_QNAME_EXT_CHAR}*)?{_QNAME_CHAR}"
-_QUALIFIED_NAME_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
 _DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
 _DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
 
 
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -374,42 +364,12 @@ def is_dns1123_subdomain(value: str) -> list[str]:
 
 
 def is_qualified_name(value: str) -> list[str]:
-    """Label keys, annotation keys and finalizers: ``[prefix/]name``."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QUALIFIED_NAME_RE.match(name):
-        errs.append(
-            "name part "
-            + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
+    """Label keys, annotation keys and finalizers: ``[prefix/]name`` (the rule lives in ``nrop.api.selectors``)."""
+    return qualified_name_errors(value)
 
 
 def is_valid_label_value(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return label_value_errors(value)
 
 
 def validate_name(name: str, kind_rule: NameRule = "subdomain", *, prefix: bool = False) -> list[str]:
