@@ -35,14 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nrop.suite import target  # noqa: E402  (after the path: run as a script from the checkout)
+from nrop.suite.session import EMBEDDED_DEVICE_TYPES  # noqa: E402
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors)")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-DEVICE_TYPES = {
-    "E2E_NROP_DEVICE_TYPE_1": "example.com/deviceA",
-    "E2E_NROP_DEVICE_TYPE_2": "example.com/deviceB",
-    "E2E_NROP_DEVICE_TYPE_3": "example.com/deviceC",
-}
 
 
 @dataclass(frozen=True)
@@ -108,7 +104,7 @@ def run_round(
         "--setup", "--teardown", "--report-dir", str(report_dir), "-p", "no:cacheprovider", *extra,
     ]  # fmt: skip
     # the profile's devices, as the suite sets them for its own embedded clusters
-    env = {**DEVICE_TYPES, **os.environ}
+    env = {**EMBEDDED_DEVICE_TYPES, **os.environ}
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False, env=env)
 
 
