@@ -45,7 +45,6 @@ __all__ = [
     "Manifest",
     "UnknownKindError",
     "is_not_found",
-    "is_not_served",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,14 +83,9 @@ NROSCHED = Kind("nodetopology.openshift.io/v1", "NUMAResourcesScheduler")
 MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 
 ApiError = DynamicApiError
-#: The cluster does not serve the kind at all (its CRD is not installed).
+#: The cluster does not serve the kind at all (its CRD is not installed); :meth:`Kube.list` also
+#: raises it where a stale discovery cache still knew the kind.
 UnknownKindError = ResourceNotFoundError
-
-
-def is_not_served(exc: BaseException) -> bool:
-    """Whether listing a kind failed because the cluster does not serve it: unknown to discovery,
-    or a 404 where a stale discovery cache still knew it."""
-    return isinstance(exc, UnknownKindError) or is_not_found(exc)
 
 
 def is_not_found(exc: BaseException) -> bool:
@@ -156,9 +150,15 @@ class Kube:
             label_selector = ",".join(
                 f"{key}={value}" if value else key for key, value in sorted(label_selector.items())
             )
-        result = self._resource(kind).get(
-            namespace=namespace, label_selector=label_selector or None, field_selector=field_selector
-        )
+        try:
+            result = self._resource(kind).get(
+                namespace=namespace, label_selector=label_selector or None, field_selector=field_selector
+            )
+        except NotFoundError as exc:
+            # A collection answers 404 only when its kind is not served (a missing namespace
+            # lists empty): the discovery cache still knew a CRD that is gone.
+            self._dynamic.resources.invalidate_cache()
+            raise UnknownKindError(f"the cluster does not serve {kind.kind} ({kind.api_version})") from exc
         return list(result.to_dict().get("items") or [])
 
     def events_for(self, namespace: str, name: str, kind: str | None = None) -> list[Manifest]:

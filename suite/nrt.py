@@ -603,10 +603,8 @@ def exporter_refresh_period(kube: k.Kube) -> float:
     """:func:`refresh_period_of` the cluster's NUMAResourcesOperators (none: the default)."""
     try:
         return refresh_period_of(kube.list(k.NROP))
-    except Exception as exc:
-        if k.is_not_served(exc):
-            return DEFAULT_REFRESH_PERIOD
-        raise
+    except k.UnknownKindError:
+        return DEFAULT_REFRESH_PERIOD
 
 
 def republish_grace(kube: k.Kube) -> float:

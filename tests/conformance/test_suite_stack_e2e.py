@@ -4,7 +4,8 @@ One cluster on the shipped ``default`` profile runs as the suite's embedded targ
 (``nrop-cluster up``, fixture ``embedded``), with nothing of the stack installed. In file
 order, as a run of the suite does:
 
-0. without the stack, the preconditions name what is missing and teardown has nothing to do;
+0. a kind whose CRD went away reads as not served even while the client's discovery cache still
+   knows it; without the stack, the preconditions name what is missing and teardown has nothing to do;
 1. :func:`nrop.suite.stack.setup` installs the operator from its rendered manifests, creates
    the NROP and NRS samples and returns once both report healthy conditions, the exporter
    DaemonSet is ready, every worker has an NRT and the scheduler Deployment is ready;
@@ -23,11 +24,24 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from _helpers_e2e import wait_nrts
+from _helpers_e2e import install_nrt_crd, wait_nrts
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.suite import infra, numacell, stack
-from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NAMESPACE, NODE, NROP, NROSCHED, NRT, POD, Kube
+from nrop.suite.kube import (
+    CRD,
+    DAEMONSET,
+    DEPLOYMENT,
+    NAMESPACE,
+    NODE,
+    NROP,
+    NROSCHED,
+    NRT,
+    POD,
+    Kube,
+    UnknownKindError,
+)
+from nrop.suite.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 
@@ -49,6 +63,19 @@ def _env_of_manager(kube: Kube) -> dict[str, str]:
 
 def _labels(kube: Kube, node: str) -> dict[str, str]:
     return kube.get(NODE, node)["metadata"].get("labels") or {}
+
+
+def test_a_removed_crd_reads_as_not_served_despite_a_stale_discovery_cache(kube: Kube) -> None:
+    install_nrt_crd(kube)
+    assert kube.list(NRT) == []  # discovery now knows the kind
+    name = "noderesourcetopologies.topology.node.k8s.io"
+    kube.delete(CRD, name)
+    wait_for(lambda: kube.get_or_none(CRD, name), lambda crd: crd is None, "the NRT CRD to be gone", 20.0)
+    # The collection now answers 404: the cache is dropped and the kind reads as not served.
+    with pytest.raises(UnknownKindError, match="does not serve NodeResourceTopology"):
+        kube.list(NRT)
+    with pytest.raises(UnknownKindError):
+        kube.list(NRT)
 
 
 def test_without_the_stack_preconditions_say_what_is_missing_and_teardown_has_nothing_to_do(

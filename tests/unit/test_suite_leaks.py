@@ -72,17 +72,28 @@ def test_compare(after: Snapshot, expected: list[str]) -> None:
     assert compare(BEFORE, after) == expected
 
 
-def test_a_kind_that_is_not_served_is_told_from_other_errors() -> None:
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+def test_kinds_the_cluster_does_not_serve_are_left_out_and_other_errors_raise() -> None:
+    from typing import Any
+
+    import pytest
 
     from nrop.suite import kube as k
+    from nrop.suite.leaks import take
 
-    class Http(Exception):
-        def __init__(self, status: int) -> None:
-            super().__init__(status)
-            self.status = status
+    class Cluster:
+        def __init__(self, denied: k.Kind | None = None) -> None:
+            self.denied = denied
 
-    assert k.is_not_served(ResourceNotFoundError("no kind"))  # unknown to discovery
-    assert k.is_not_served(Http(404))  # a stale discovery cache: the list answers 404
-    assert not k.is_not_served(Http(403))
-    assert not k.is_not_served(ValueError("other"))
+        def list(self, kind: k.Kind) -> list[dict[str, Any]]:
+            if kind in (k.NROP, k.NROSCHED):
+                raise k.UnknownKindError(f"the cluster does not serve {kind.kind}")
+            if kind == self.denied:
+                raise PermissionError(f"{kind.kind}: forbidden")
+            if kind == k.PRIORITYCLASS:
+                return [{"metadata": {"name": "high"}}]
+            return []
+
+    snapshot = take(Cluster())  # type: ignore[arg-type]
+    assert snapshot.objects == frozenset({"PriorityClass/high"})
+    with pytest.raises(PermissionError, match="RuntimeClass: forbidden"):
+        take(Cluster(denied=k.RUNTIMECLASS))  # type: ignore[arg-type]
