@@ -2,9 +2,10 @@
 
 Starts one ``nrop-cluster up`` (profile ``default``) and runs ``pytest serial --tier-up-to 0``
 against its kubeconfig ``--rounds`` times (each round installs the stack with ``--setup`` and
-removes it with ``--teardown``, as a CI job reusing a cluster would). The suite treats the
-cluster as a real one: upstream's timings, no container-scope profile (those specs skip), the
-profile's devices given as ``E2E_NROP_DEVICE_TYPE_1..3``. After each round it
+removes it with ``--teardown``, as a CI job reusing a cluster would). The suite recognises the
+cluster as an embedded one (its ``/version``) and uses the embedded timings and devices, as on
+the clusters it starts itself; there is no container-scope profile (those specs skip). After
+each round it
 prints the outcome counts, the wall time, and the cluster's footprint: the resident memory
 (RSS) summed over the ``nrop-cluster`` process and every process below it (the operands the
 emulated kubelets run), the open file descriptors of that tree and its process count, taken
@@ -35,7 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nrop.suite import target  # noqa: E402  (after the path: run as a script from the checkout)
-from nrop.suite.session import EMBEDDED_DEVICE_TYPES  # noqa: E402
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors)")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -103,9 +103,7 @@ def run_round(
         sys.executable, "-m", "pytest", "serial", "--tier-up-to", "0", "--kubeconfig", str(kubeconfig),
         "--setup", "--teardown", "--report-dir", str(report_dir), "-p", "no:cacheprovider", *extra,
     ]  # fmt: skip
-    # the profile's devices, as the suite sets them for its own embedded clusters
-    env = {**EMBEDDED_DEVICE_TYPES, **os.environ}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False, env=env)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
 
 
 def main() -> int:

@@ -45,7 +45,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +234,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if suite_run:
             raise
         error = exc  # raised only if a spec of the suite is collected
+    if options is not None and _probes_target(config, suite_run, options):
+        from nrop.suite import target
+
+        assert options.kubeconfig is not None
+        options = replace(options, embedded_server=target.serves_embedded(options.kubeconfig))
     worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else None
     state = _State(options=options, error=error, suite_run=suite_run, worker=worker)
     config.stash[_STATE] = state
@@ -255,6 +260,13 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.dist = "loadgroup"
     if not options.dry_run and not config.option.collectonly and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.report_dir / reports.JUNIT_NAME)
+
+
+def _probes_target(config: pytest.Config, suite_run: bool, options: SuiteOptions) -> bool:
+    """Whether to ask a kubeconfig target if it is an embedded cluster (a run that will reach it)."""
+    return (
+        suite_run and options.kubeconfig is not None and not options.dry_run and not config.option.collectonly
+    )
 
 
 def _session_timeout_unset(config: pytest.Config) -> bool:
@@ -593,7 +605,7 @@ def timeouts(request: pytest.FixtureRequest) -> Any:
     from nrop.suite.timeouts import Timeouts
 
     options = _state(request.config).usable_options()
-    return Timeouts.from_env(os.environ, local=options.embedded)
+    return Timeouts.from_env(os.environ, local=options.emulated)
 
 
 @pytest.fixture(scope="session")

@@ -173,7 +173,7 @@ class Targets:
         self._clusters: list[EmbeddedCluster] = []
         from nrop.suite.timeouts import Timeouts
 
-        self.timeouts = Timeouts.from_env(os.environ, local=options.embedded)
+        self.timeouts = Timeouts.from_env(os.environ, local=options.emulated)
 
     def key_for(self, profile: str) -> str:
         return profile if self.options.embedded else KUBECONFIG_KEY
@@ -248,24 +248,29 @@ class Targets:
             cluster = target.start(key, self._state_dir(key), progress=say)
             self._clusters.append(cluster)
             say(f"embedded cluster up in {cluster.started_in:.1f}s: {cluster.kubeconfig}")
-            for var, value in EMBEDDED_DEVICE_TYPES.items():
-                os.environ.setdefault(var, value)
             kubeconfig = cluster.kubeconfig
         else:
             assert options.kubeconfig is not None
             kubeconfig = options.kubeconfig
+            if options.embedded_server:
+                say(
+                    f"the cluster of {kubeconfig} is an embedded one (nrop-cluster up): its timings and devices"
+                )
+        if options.emulated:
+            for var, value in EMBEDDED_DEVICE_TYPES.items():
+                os.environ.setdefault(var, value)
         context = Context(key=key, kube=None, timeouts=self.timeouts, cluster=cluster)
         try:
             context.kube = k.Kube.from_kubeconfig(kubeconfig)
             if options.do_setup:
                 say("installing the operator and creating the NUMAResourcesOperator/Scheduler CRs")
-                timings = stack.StackTimings.local() if options.embedded else stack.StackTimings()
-                refresh = EMBEDDED_REFRESH_PERIOD if options.embedded else None
+                timings = stack.StackTimings.local() if options.emulated else stack.StackTimings()
+                refresh = EMBEDDED_REFRESH_PERIOD if options.emulated else None
                 with _progress_from_loggers(say):
                     stack.setup(
                         context.kube,
                         image=own_image(os.environ),
-                        env=_embedded_operator_env(os.environ) if options.embedded else None,
+                        env=_embedded_operator_env(os.environ) if options.emulated else None,
                         pool=stack.node_role(os.environ),
                         refresh_period=refresh,
                         timings=timings,
@@ -301,9 +306,9 @@ class Targets:
                 return
             context.baseline = leaks.take(context.kube)
             say("BeforeSuite: numacell device plugin, node labels, NRT reference")
-            timings = infra.InfraTimings.local() if embedded else infra.InfraTimings()
-            # our numacell where our stack runs: the embedded cluster, or a stack this run installed
-            ours = own_image(os.environ) if embedded or context.stack_installed else None
+            timings = infra.InfraTimings.local() if self.options.emulated else infra.InfraTimings()
+            # our numacell where our stack runs: an embedded cluster, or a stack this run installed
+            ours = own_image(os.environ) if self.options.emulated or context.stack_installed else None
             with _progress_from_loggers(say):
                 context.infra = infra.before_suite(
                     context.kube,
@@ -336,7 +341,7 @@ class Targets:
         left: list[str] = []
         try:
             if context.infra is not None and context.kube is not None:
-                timings = infra.InfraTimings.local() if options.embedded else infra.InfraTimings()
+                timings = infra.InfraTimings.local() if options.emulated else infra.InfraTimings()
                 with _progress_from_loggers(say):
                     infra.after_suite(context.kube, context.infra, environ=os.environ, timings=timings)
                 context.infra = None
@@ -352,7 +357,7 @@ class Targets:
                 and (context.stack_installed or not options.embedded)
             ):
                 say("removing the NUMAResourcesScheduler/Operator CRs and the operator")
-                timings = stack.StackTimings.local() if options.embedded else stack.StackTimings()
+                timings = stack.StackTimings.local() if options.emulated else stack.StackTimings()
                 with _progress_from_loggers(say):
                     stack.teardown(context.kube, image=own_image(os.environ), timings=timings)
                 context.stack_installed = False

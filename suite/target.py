@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-__all__ = ["ClusterStartError", "EmbeddedCluster", "cluster_command", "progress_line", "start"]
+__all__ = [
+    "ClusterStartError",
+    "EmbeddedCluster",
+    "cluster_command",
+    "is_embedded_version",
+    "progress_line",
+    "serves_embedded",
+    "start",
+]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +39,39 @@ READY_PREFIX = "ready: kubeconfig="
 START_TIMEOUT = 300.0
 STOP_TIMEOUT = 60.0
 
+#: How the embedded API server's ``/version`` ends its ``gitVersion`` (``v1.33.0-nrop``): a
+#: cluster given by kubeconfig that answers so was started by ``nrop-cluster up``.
+EMBEDDED_VERSION_SUFFIX = "-nrop"
+VERSION_PROBE_TIMEOUT = 5.0
+
 Progress = Callable[[str], None]
+
+
+def is_embedded_version(version: dict[str, str]) -> bool:
+    """Whether a ``/version`` answer is the embedded cluster's."""
+    return str(version.get("gitVersion", "")).endswith(EMBEDDED_VERSION_SUFFIX)
+
+
+def serves_embedded(kubeconfig: Path) -> bool:
+    """Whether the cluster of ``kubeconfig`` is an embedded one (``nrop-cluster up`` by hand or
+    by a benchmark): it then gets the embedded cluster's timings. Unreachable: no."""
+    from kubernetes import client
+
+    from nrop.suite.kube import Kube
+
+    try:
+        kube = Kube.from_kubeconfig(kubeconfig)
+    except Exception as exc:  # the run reports the kubeconfig's problem where it opens the target
+        log.warning("cannot load %s (%s): upstream's timings", kubeconfig, exc)
+        return False
+    try:
+        version = client.VersionApi(kube.api_client).get_code(_request_timeout=VERSION_PROBE_TIMEOUT)
+        return is_embedded_version({"gitVersion": version.git_version})
+    except Exception as exc:  # any failure: treat it as a real cluster, upstream's timings
+        log.warning("cannot read the version of the cluster of %s (%s): upstream's timings", kubeconfig, exc)
+        return False
+    finally:
+        kube.close()
 
 
 class ClusterStartError(RuntimeError):

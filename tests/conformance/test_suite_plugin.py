@@ -13,6 +13,7 @@ import os
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -937,3 +938,23 @@ def test_specs_get_a_long_timeout_and_the_run_upstream_s_5h_unless_given(
     result = _run(pytester, "-s", *args)
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"nrop: {header}", f"*TIMEOUT {expected}"])
+
+
+def test_a_kubeconfig_of_an_embedded_cluster_gets_the_embedded_timings(
+    kubeconfig: Path, tmp_path: Path
+) -> None:
+    # nrop-cluster up by hand (or by bench/soak.py): the suite asks /version and treats it as embedded
+    assert target.serves_embedded(kubeconfig)
+    resolved = replace(suite_options.resolve({}, {"KUBECONFIG": str(kubeconfig)}), embedded_server=True)
+    assert (resolved.embedded, resolved.emulated, resolved.target, resolved.do_setup) == (
+        False,
+        True,
+        "embedded",
+        False,
+    )
+    # a real cluster's version, and a cluster that does not answer, keep upstream's timings
+    assert not target.is_embedded_version({"gitVersion": "v1.33.2"})
+    assert target.is_embedded_version({"gitVersion": "v1.33.0-nrop"})
+    unreachable = tmp_path / "kubeconfig"
+    unreachable.write_text(kubeconfig.read_text().replace("https://127.0.0.1:", "https://127.0.0.1:1"))
+    assert not target.serves_embedded(unreachable)
