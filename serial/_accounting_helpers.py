@@ -8,7 +8,7 @@ The rules themselves live once in the suite library: resource arithmetic in
 in ``nrop.suite.padding``, test objects and QoS in ``nrop.suite.objects``, event predicates in
 ``nrop.suite.scheduling``, the base load in ``nrop.suite.baseload``. What stays here is how
 these specs use them over plain dict manifests and the suite's ``Kube`` client: waits with
-upstream's messages and polling, the padder of mechanism (a), operator-object reads.
+upstream's messages and polling, operator-object reads.
 """
 
 from __future__ import annotations
@@ -369,32 +369,6 @@ def for_deployment_complete(
     )
 
 
-def daemonset_ready(ds: Mapping[str, Any] | None) -> bool:
-    if not ds:
-        return False
-    status = ds.get("status") or {}
-    desired = int(status.get("desiredNumberScheduled", 0))
-    return (
-        desired > 0
-        and int(status.get("observedGeneration", 0)) >= int(ds["metadata"].get("generation", 0))
-        and int(status.get("currentNumberScheduled", 0)) == desired
-        and int(status.get("numberReady", 0)) == desired
-        and int(status.get("updatedNumberScheduled", desired)) == desired
-    )
-
-
-def for_daemonset_ready(
-    kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
-) -> Manifest:
-    return wait_for(
-        lambda: kube.get_or_none(k8s.DAEMONSET, name, namespace),
-        daemonset_ready,
-        f"daemonset {namespace}/{name} to be ready",
-        timeout,
-        interval=interval,
-    )
-
-
 def for_job_completed(
     kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
 ) -> Manifest:
@@ -644,106 +618,6 @@ def round_seconds(seconds: float) -> float:
 def q(text: object) -> str:
     """Go's ``%q`` for messages that quote names the way upstream prints them."""
     return json.dumps(str(text))
-
-
-# ----------------------------------------------------------------------------- padder (mechanism a)
-
-PADDER_LABEL = "nrop-test-pad-pod"
-NUMACELL_PREFIX = "kni.node/numacell"
-
-
-class Padder:
-    """Upstream ``padder.Padder``: pads ``nodes`` single-numa-node nodes so that each zone keeps
-    exactly ``target`` available (every other resource the zone reports is asked at 0), pinned
-    by hostname and, when the zone exposes it, by its numacell device."""
-
-    def __init__(self, kube: Kube, namespace: str, image: str) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.image = image
-        self.padded_nodes: list[str] = []
-
-    def pad(
-        self, nodes: int, target: Mapping[str, Quantity], timeout: float, label_selector: str | None = None
-    ) -> None:
-        if nodes == 0:
-            log.warning("no nodes for padding were found. please specify at least one node")
-            return
-        node_names = {n["metadata"]["name"] for n in self.kube.list(k8s.NODE, label_selector=label_selector)}
-        nrts = [nrt for nrt in self.kube.list(k8s.NRT) if nrt_name(nrt) in node_names]
-        single = e2enrt.filter_by_policy(nrts, e2enrt.SINGLE_NUMA_NODE)
-        if nodes > len(single):
-            raise AssertionError(
-                f"not enough nodes were found for padding. requested: {nodes}, got: {len(single)}"
-            )
-        candidates = e2enrt.accumulate_names(single)
-        pods: list[Manifest] = []
-        left = nodes
-        while left > 0:
-            if not candidates:
-                raise AssertionError("cannot select a node to be padded among []")
-            node_name = random.choice(sorted(candidates))
-            candidates.discard(node_name)
-            nrt = find_from_list(single, node_name)
-            padded = False
-            for zone in zones(nrt):
-                available = zone_resources(zone)
-                if not e2enrt.resources_match_request(available, target):
-                    log.warning(
-                        "node %r zone %r doesn't have enough available allocationTarget",
-                        node_name,
-                        zone["name"],
-                    )
-                    continue
-                diff = {
-                    name: (qty - target[name] if name in target else Quantity(0))
-                    for name, qty in available.items()
-                }
-                suffix = random.randint(0, 9999)
-                pod = new_test_pod(self.namespace, f"padder-{suffix}", self.image)
-                pod["metadata"]["labels"] = {PADDER_LABEL: ""}
-                container = pod["spec"]["containers"][0]
-                # one map for both, as upstream's padder: the numacell pin below lands in requests too
-                # (a request of 0 under a limit of 1 is refused by the API server, and pins nothing)
-                diff_list = rl.to_manifest(diff)
-                container["resources"] = {"limits": diff_list, "requests": diff_list}
-                if any(name.startswith(NUMACELL_PREFIX) for name in available):
-                    objects.pin_pod_to(pod, node_name, str(zone["name"]))
-                else:
-                    objects.pin_pod_to_node(pod, node_name)
-                pods.append(self.kube.create(pod))
-                padded = True
-            if padded:
-                left -= 1
-                self.padded_nodes.append(node_name)
-        failed, _ = for_pods_all_running(self.kube, pods, timeout=180)
-        if failed:
-            raise AssertionError(f"pad pods are not running: {', '.join(pod_key(p) for p in failed)}")
-
-        def met(items: list[Manifest]) -> bool:
-            for name in self.padded_nodes:
-                for zone in zones(find_from_list(items, name)):
-                    available = zone_resources(zone)
-                    if any(qty < available.get(res, Quantity(0)) for res, qty in target.items()):
-                        return False
-            return True
-
-        wait_for(
-            lambda: self.kube.list(k8s.NRT),
-            met,
-            "noderesourcestopologies updated with correct amount of available resources",
-            timeout,
-            interval=1.0,
-        )
-
-    def clean(self) -> None:
-        selector = PADDER_LABEL
-        pods = self.kube.list(k8s.POD, self.namespace, label_selector=selector)
-        for pod in pods:
-            self.kube.delete(k8s.POD, pod["metadata"]["name"], self.namespace, grace_period_seconds=5)
-        for pod in pods:
-            for_pod_deleted(self.kube, self.namespace, pod["metadata"]["name"], timeout=60)
-        self.padded_nodes = []
 
 
 # ----------------------------------------------------------------------------- workloads

@@ -30,6 +30,7 @@ from nrop.api.tolerations import (
 )
 from nrop.suite import waiters
 from nrop.suite.kube import DAEMONSET, NODE, NROP, POD, ApiError, Kind, Kube, Manifest
+from nrop.suite.timeouts import spec_poll
 from nrop.suite.waiting import wait_for
 
 log = logging.getLogger(__name__)
@@ -162,9 +163,8 @@ def custom_policy_support_enabled(platform: ClusterPlatform, nrop: Mapping[str, 
 
 
 def poll(target: str, upstream_interval: float) -> float:
-    """The poll interval to use: upstream's on a real cluster, at most 1 s on the embedded one
-    (same timeouts and semantics, CONTRACTS: local targets may poll faster)."""
-    return upstream_interval if target != "embedded" else min(upstream_interval, 1.0)
+    """The poll interval to use on ``target`` (``SuiteConfig.target``): :func:`spec_poll`'s."""
+    return spec_poll(upstream_interval, local=target == "embedded")
 
 
 def eventually(attempt: Callable[[], str | None], description: str, timeout: float, interval: float) -> None:

@@ -1,15 +1,14 @@
 """Declares this directory the serial suite for the ``nrop`` pytest plugin (``nrop.suite.plugin``),
-and the padders its specs share.
+and the padder its specs share.
 
 With the flag set, a run that collects these tests is a run of the suite: the JUnit file
 ``e2e-serial-run.xml`` goes to the report directory, ``-n`` against a real cluster is
 refused, and a selection that matches no spec is a usage error instead of "no tests ran".
 Options, the other fixtures and the markers come from the plugin.
 
-Upstream pads nodes two ways, and the specs keep the one they use: ``padder`` (upstream
-``e2epadder``: padding pods sized from the zones, pinned by numacell where it is exposed) and
-``exact_padder`` (the ``test/internal/padder`` a few specs use: each zone left with exactly a
-target). Both are cleaned in the spec's ``AfterEach``, before its namespace goes.
+``padder`` is upstream's ``e2epadder`` (``test/internal/padder``): padding pods sized from the
+zones so that each keeps exactly a target, pinned by numacell where it is exposed. It is
+cleaned in the spec's ``AfterEach``, before its namespace goes.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import _accounting_helpers as acct
 import _placement_helpers as h
 import pytest
 
@@ -29,12 +27,5 @@ NROP_SERIAL_SUITE = True
 @pytest.fixture
 def padder(fxt: Any) -> Iterator[padding.Padder]:
     pad = h.new_padder(fxt)
-    yield pad
-    pad.clean()
-
-
-@pytest.fixture
-def exact_padder(fxt: Any) -> Iterator[acct.Padder]:
-    pad = acct.Padder(fxt.kube, fxt.namespace, fxt.config.pause_image)
     yield pad
     pad.clean()

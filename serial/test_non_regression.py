@@ -37,7 +37,7 @@ PAD_TIMEOUT = 300.0
 
 
 @pytest.fixture
-def nrts(fxt: Any, exact_padder: acct.Padder) -> list[dict]:
+def nrts(fxt: Any, padder: e2epad.Padder) -> list[dict]:
     """The Describe's BeforeEach: at least two 2-zone nodes with single-numa-node policy."""
     candidates = e2enrt.filter_zone_count_equal(fxt.kube.list(k8s.NRT), 2)
     if len(candidates) < 2:
@@ -53,13 +53,10 @@ class TestClusterHasAtLeastOneSuitableNode:
     pytestmark = spec("cluster has at least one suitable node")
 
     @pytest.fixture(autouse=True)
-    def _pad_all_but_one(self, nrts: list[dict], exact_padder: acct.Padder) -> None:
-        exact_padder.pad(
-            len(nrts) - 1,
-            rl.of({"cpu": "2", "memory": "4G"}),
-            PAD_TIMEOUT,
-            label_selector=f"{MULTI_NUMA_LABEL}=2",
-        )
+    def _pad_all_but_one(self, nrts: list[dict], padder: e2epad.Padder) -> None:
+        padder.nodes(len(nrts) - 1).until_available_is_resource_list_per_zone(
+            {"cpu": "2", "memory": "4G"}
+        ).pad(PAD_TIMEOUT, label_selector=f"{MULTI_NUMA_LABEL}=2")
 
     @spec("[test_id:47584] should be able to schedule guaranteed pod in selective way", "tier2")
     def test_guaranteed_pod_selective(self, fxt: Any, suite_config: Any, nrts: list[dict]) -> None:

@@ -16,7 +16,7 @@ import yaml
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_POLICY, ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects
+from nrop.suite import objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
@@ -392,7 +392,9 @@ class TestBurstableNotAccounted:
         )
         log.info("create the burstable test daemonset with requests %s", rl.to_string(setup.requests))
         kube.create(ds)
-        ds = acct.for_daemonset_ready(kube, fxt.namespace, "test-ds", timeout=60, interval=10)
+        ds = waiters.for_daemonset_ready(
+            kube, fxt.namespace, "test-ds", timeout=60, interval=fxt.config.timeouts.poll(10)
+        )
 
         _expect_burstable_unaccounted(
             kube, setup, acct.pods_of(kube, ds), scheduler, f"DS {fxt.namespace}/test-ds"

@@ -50,7 +50,7 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(fxt: Any, exact_padder: acct.Padder) -> Cluster:
+def cluster(fxt: Any, padder: e2epad.Padder) -> Cluster:
     nrt_list = fxt.kube.list(k8s.NRT)
     # any TM policy the updater handles would do: the proxy for "valid NRT data"
     nrts = e2enrt.filter_by_policy(nrt_list, e2enrt.SINGLE_NUMA_NODE)
@@ -398,7 +398,7 @@ class TestWithZeroSuitableNodes:
         "unsched",
     )
     def test_deployment_multiple_pods(
-        self, fxt: Any, suite_config: Any, cluster: Cluster, exact_padder: acct.Padder
+        self, fxt: Any, suite_config: Any, cluster: Cluster, padder: e2epad.Padder
     ) -> None:
         kube = fxt.kube
         nrts = cluster.nrts
@@ -418,8 +418,8 @@ class TestWithZeroSuitableNodes:
             rl.to_string(unfit),
         )
 
-        exact_padder.pad(
-            len(nrts), numa_level_free, 120, label_selector=f"{MULTI_NUMA_LABEL}={REQUIRED_NUMA_ZONES}"
+        padder.nodes(len(nrts)).until_available_is_resource_list_per_zone(numa_level_free).pad(
+            120, label_selector=f"{MULTI_NUMA_LABEL}={REQUIRED_NUMA_ZONES}"
         )
         nrt_initial_list = fxt.settle_nrts()
 

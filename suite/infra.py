@@ -38,6 +38,7 @@ from kubernetes import client
 
 from nrop.api import images
 from nrop.api.nrt import NodeResourceTopology
+from nrop.api.selectors import label_selector_from_dict
 from nrop.suite import numacell, stack
 from nrop.suite.kube import (
     DAEMONSET,
@@ -72,7 +73,6 @@ __all__ = [
     "daemonset_ready",
     "dump_environment",
     "kubelet_configuration",
-    "label_selector_string",
     "node_group_pools",
     "numacell_image",
     "numacell_manifests",
@@ -236,26 +236,15 @@ class NodeGroupPool:
 
     @property
     def selector(self) -> str:
-        return label_selector_string(
+        """The pool's nodes as a ``labelSelector`` query parameter."""
+        return _selector_query(
             {"matchLabels": dict(self.match_labels), "matchExpressions": list(self.match_expressions)}
         )
 
 
-def label_selector_string(selector: Mapping[str, Any]) -> str:
-    """A ``metav1.LabelSelector`` as the ``labelSelector`` query parameter (the API server matches)."""
-    terms = [f"{k}={v}" if v else f"{k}=" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or ():
-        key, operator = expr["key"], expr["operator"]
-        values = ",".join(expr.get("values") or ())
-        terms.append(
-            {
-                "In": f"{key} in ({values})",
-                "NotIn": f"{key} notin ({values})",
-                "Exists": key,
-                "DoesNotExist": f"!{key}",
-            }[operator]
-        )
-    return ",".join(terms)
+def _selector_query(selector: Mapping[str, Any]) -> str:
+    """A ``metav1.LabelSelector`` as the ``labelSelector`` query parameter (``Selector.String()``)."""
+    return str(label_selector_from_dict(selector))
 
 
 def pool_of_mcp(mcp: Mapping[str, Any]) -> NodeGroupPool:
@@ -299,7 +288,7 @@ def _mcp_finder(kube: Kube) -> Callable[[Mapping[str, Any]], list[Manifest]] | N
         kube.list(MCP)
     except UnknownKindError:  # not an OpenShift cluster
         return None
-    return lambda selector: kube.list(MCP, label_selector=label_selector_string(selector) or None)
+    return lambda selector: kube.list(MCP, label_selector=_selector_query(selector) or None)
 
 
 # -- numacell manifests (pure) ----------------------------------------------------------------------

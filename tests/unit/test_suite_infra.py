@@ -144,30 +144,33 @@ def test_dump_environment_lists_only_e2e_nrop_and_rte() -> None:
 
 
 @pytest.mark.parametrize(
-    ("selector", "expected"),
+    ("pool", "expected"),
     [
         pytest.param(
-            {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+            infra.NodeGroupPool("worker", {"node-role.kubernetes.io/worker": ""}),
             "node-role.kubernetes.io/worker=",
             id="empty-value",
         ),
-        pytest.param({"matchLabels": {"b": "2", "a": "1"}}, "a=1,b=2", id="sorted"),
+        pytest.param(infra.NodeGroupPool("p", {"b": "2", "a": "1"}), "a=1,b=2", id="sorted"),
         pytest.param(
-            {
-                "matchExpressions": [
-                    {"key": "zone", "operator": "In", "values": ["x", "y"]},
+            infra.NodeGroupPool(
+                "p",
+                {"role": "tas"},
+                (
+                    {"key": "zone", "operator": "In", "values": ["y", "x"]},
                     {"key": "gpu", "operator": "NotIn", "values": ["no"]},
                     {"key": "ssd", "operator": "Exists"},
                     {"key": "old", "operator": "DoesNotExist"},
-                ]
-            },
-            "zone in (x,y),gpu notin (no),ssd,!old",
+                ),
+            ),
+            # upstream's Selector.String(): requirements sorted by key, values sorted
+            "gpu notin (no),!old,role=tas,ssd,zone in (x,y)",
             id="expressions",
         ),
     ],
 )
-def test_label_selector_string(selector, expected) -> None:
-    assert infra.label_selector_string(selector) == expected
+def test_pool_selector_as_a_query(pool, expected) -> None:
+    assert pool.selector == expected
 
 
 MCPS = [
