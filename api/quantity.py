@@ -32,9 +32,10 @@ Behaviour reproduced (k8s.io/apimachinery ``pkg/api/resource``, 1.36/1.37)
       non-integer; ``DecimalSI`` values beyond ``E`` print as ``1e21``.
     * ``value()`` / ``milli_value()`` / ``scaled_value()`` round away from zero.
 
-Deliberate limit: quantities needing more than ``MAX_DIGITS`` decimal digits (for example
-``1e5000``) are rejected, because Python refuses to convert such integers to and from
-text by default; upstream accepts exponents up to 2^31.
+Deliberate limits: a quantity may have at most ``MAX_SIGNIFICANT_DIGITS`` digits as written
+(Python refuses to convert longer integers to and from text by default) and a value of at most
+``MAX_DIGITS`` decimal digits in nano-units (``1e5000`` is fine, ``1e200000`` is refused rather
+than held as a 200000-digit integer); upstream accepts exponents up to 2^31.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "ERR_NUMERIC",
     "ERR_SUFFIX",
     "MAX_DIGITS",
+    "MAX_SIGNIFICANT_DIGITS",
     "QUANTITY_PATTERN",
     "Format",
     "Quantity",
@@ -86,8 +88,12 @@ QUANTITY_PATTERN: Final = (
 )
 _PATTERN_RE: Final = re.compile(QUANTITY_PATTERN)
 
-#: Largest number of decimal digits a quantity may need (value in nano-units).
-MAX_DIGITS: Final = 4000
+#: Largest number of decimal digits a quantity's value may need, in nano-units. The value is
+#: held as an integer and never converted to text whole, so this only bounds memory.
+MAX_DIGITS: Final = 100_000
+#: Largest number of digits a quantity may be written with (below Python's default
+#: ``sys.get_int_max_str_digits()`` of 4300, with room for the nano-units and canonical shift).
+MAX_SIGNIFICANT_DIGITS: Final = 4000
 
 _NANO: Final = 10**9
 _MAX_INT64: Final = 2**63 - 1
@@ -237,6 +243,10 @@ def parse(text: str) -> Quantity:
         raise QuantityError(text, ERR_NUMERIC)
 
     digits = shifted.lstrip("0") or "0"
+    if len(digits) > MAX_SIGNIFICANT_DIGITS:
+        raise QuantityError(
+            text, f"has more than {MAX_SIGNIFICANT_DIGITS} digits, beyond this implementation"
+        )
     if digits == "0":
         nanos = 0
     elif base == 10:
@@ -250,8 +260,6 @@ def parse(text: str) -> Quantity:
         else:
             nanos = _ceil_div(int(digits), 10**-power)
     else:
-        if len(digits) + 19 > MAX_DIGITS:
-            raise QuantityError(text, f"needs more than {MAX_DIGITS} digits, beyond this implementation")
         nanos = _ceil_div(int(digits) * 2**exponent * _NANO, 10 ** len(denom))
         nanos = min(nanos, _MAX_INT64 * _NANO)
         if 0 < nanos < _NANO:
@@ -270,7 +278,7 @@ def is_valid(text: str) -> bool:
 
 def matches_pattern(text: str) -> bool:
     """Whether ``text`` matches the OpenAPI quantity pattern (stricter than the parser)."""
-    return _PATTERN_RE.match(text) is not None
+    return _PATTERN_RE.fullmatch(text) is not None
 
 
 def coerce(value: Quantity | str | int) -> Quantity:
@@ -294,11 +302,22 @@ def coerce(value: Quantity | str | int) -> Quantity:
 
 
 def _strip_tens(value: int) -> tuple[int, int]:
-    """Return (m, k) with value == m * 10**k and m not divisible by 10 (value != 0)."""
-    text = str(abs(value))
-    stripped = text.rstrip("0")
-    mantissa = int(stripped)
-    return (mantissa if value > 0 else -mantissa), len(text) - len(stripped)
+    """Return (m, k) with value == m * 10**k and m not divisible by 10 (value != 0).
+
+    Arithmetic rather than text, so that values longer than Python's integer-to-text limit
+    (``1e5000`` is 5010 digits in nano-units) work: whole runs of zeros are divided out,
+    doubling the run while it divides and starting over at one when it does not.
+    """
+    mantissa, tens, run = abs(value), 0, 1
+    while True:
+        quotient, remainder = divmod(mantissa, 10**run)
+        if remainder:
+            if run == 1:
+                break
+            run = 1
+            continue
+        mantissa, tens, run = quotient, tens + run, run * 2
+    return (mantissa if value > 0 else -mantissa), tens
 
 
 def _canonicalize(nanos: int, fmt: Format) -> str:

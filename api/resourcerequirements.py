@@ -11,16 +11,15 @@ for the rules the stack's workloads exercise:
   a request needs a limit;
 * hugepages come with cpu or memory.
 
-Problems come back as :class:`FieldProblem` (the field path, the bad value, the detail) in
-upstream's wording; the API server turns them into the ``Invalid`` Status causes.
+Problems come back as :class:`~nrop.api.fielderrors.FieldError` values in upstream's wording; the API server turns them into the ``Invalid`` Status causes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from .fielderrors import FieldError, forbidden, invalid, required
 from .quantity import Quantity, QuantityError, coerce
 from .resources import (
     CPU,
@@ -33,19 +32,7 @@ from .resources import (
     is_standard_container_resource,
 )
 
-__all__ = ["FieldProblem", "validate_container_resources", "validate_pod_spec_resources"]
-
-ProblemKind = Literal["Invalid", "Required", "Forbidden"]
-
-
-@dataclass(frozen=True)
-class FieldProblem:
-    """One field error: ``kind`` is apimachinery's error type, ``value`` the bad value (Invalid)."""
-
-    kind: ProblemKind
-    field: str
-    detail: str
-    value: str = ""
+__all__ = ["validate_container_resources", "validate_pod_spec_resources"]
 
 
 def _quantity(value: Any) -> Quantity | None:
@@ -55,25 +42,25 @@ def _quantity(value: Any) -> Quantity | None:
         return None  # a malformed quantity is the schema check's to report
 
 
-def _name_problems(name: str, path: str) -> list[FieldProblem]:
+def _name_problems(name: str, path: str) -> list[FieldError]:
     if "/" not in name:
         if not is_standard_container_resource(name):
-            return [FieldProblem("Invalid", path, "must be a standard resource for containers", name)]
+            return [invalid(path, name, "must be a standard resource for containers")]
     elif not is_native_resource(name) and not is_extended_resource(name):
-        return [FieldProblem("Invalid", path, "doesn't follow extended resource name standard", name)]
+        return [invalid(path, name, "doesn't follow extended resource name standard")]
     return []
 
 
-def _value_problems(name: str, qty: Quantity, path: str) -> list[FieldProblem]:
+def _value_problems(name: str, qty: Quantity, path: str) -> list[FieldError]:
     problems = []
     if qty < Quantity(0):
-        problems.append(FieldProblem("Invalid", path, "must be greater than or equal to 0", str(qty)))
+        problems.append(invalid(path, str(qty), "must be greater than or equal to 0"))
     if is_integer_resource(name) and qty.milli_value() % 1000 != 0:
-        problems.append(FieldProblem("Invalid", path, "must be an integer", str(qty)))
+        problems.append(invalid(path, str(qty), "must be an integer"))
     return problems
 
 
-def validate_container_resources(resources: Mapping[str, Any] | None, path: str) -> list[FieldProblem]:
+def validate_container_resources(resources: Mapping[str, Any] | None, path: str) -> list[FieldError]:
     """The problems of one container's ``resources`` at ``path`` (``spec.containers[0].resources``)."""
     resources = resources or {}
     limits = resources.get("limits") or {}
@@ -81,7 +68,7 @@ def validate_container_resources(resources: Mapping[str, Any] | None, path: str)
     if not isinstance(limits, Mapping) or not isinstance(requests, Mapping):
         return []  # mistyped: the schema check reports it
     lim_path, req_path = f"{path}.limits", f"{path}.requests"
-    problems: list[FieldProblem] = []
+    problems: list[FieldError] = []
     parsed_limits: dict[str, Quantity] = {}
     for name, raw in limits.items():
         key_path = f"{lim_path}[{name}]"
@@ -102,32 +89,23 @@ def validate_container_resources(resources: Mapping[str, Any] | None, path: str)
             if limit is None:
                 continue
             if qty != limit and not is_overcommit_allowed(name):
-                problems.append(
-                    FieldProblem("Invalid", req_path, f"must be equal to {name} limit of {limit}", str(qty))
-                )
+                problems.append(invalid(req_path, str(qty), f"must be equal to {name} limit of {limit}"))
             elif qty > limit:
                 problems.append(
-                    FieldProblem(
-                        "Invalid",
-                        req_path,
-                        f"must be less than or equal to {name} limit of {limit}",
-                        str(qty),
-                    )
+                    invalid(req_path, str(qty), f"must be less than or equal to {name} limit of {limit}")
                 )
         elif not is_overcommit_allowed(name):
-            problems.append(
-                FieldProblem("Required", lim_path, "Limit must be set for non overcommitable resources")
-            )
+            problems.append(required(lim_path, "Limit must be set for non overcommitable resources"))
     names = set(limits) | set(requests)
     if any(is_hugepages(name) for name in names) and not names & {CPU, MEMORY}:
-        problems.append(FieldProblem("Forbidden", path, "HugePages require cpu or memory"))
+        problems.append(forbidden(path, "HugePages require cpu or memory"))
     return problems
 
 
-def validate_pod_spec_resources(spec: Mapping[str, Any] | None, path: str = "spec") -> list[FieldProblem]:
+def validate_pod_spec_resources(spec: Mapping[str, Any] | None, path: str = "spec") -> list[FieldError]:
     """The resource problems of every init and app container of a pod spec at ``path``."""
     spec = spec or {}
-    problems: list[FieldProblem] = []
+    problems: list[FieldError] = []
     for field in ("initContainers", "containers"):
         containers: Iterable[Any] = spec.get(field) or ()
         for index, container in enumerate(containers):

@@ -25,6 +25,9 @@ __all__ = [
     "Operator",
     "Requirement",
     "SelectorError",
+    "dns1035_label_errors",
+    "dns1123_label_errors",
+    "dns1123_subdomain_errors",
     "label_selector_from_dict",
     "label_value_errors",
     "matches",
@@ -54,12 +57,12 @@ class Operator(enum.StrEnum):
 # --- label key and value syntax (apimachinery util/validation) -------------------------------
 
 _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_RE = re.compile(f"^{_NAME_FMT}$")
+_NAME_RE = re.compile(_NAME_FMT)
 _VALUE_FMT = f"({_NAME_FMT})?"
-_VALUE_RE = re.compile(f"^{_VALUE_FMT}$")
+_VALUE_RE = re.compile(_VALUE_FMT)
 _DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + "(\\." + _DNS_LABEL_FMT + ")*"
-_DNS_SUBDOMAIN_RE = re.compile(f"^{_DNS_SUBDOMAIN_FMT}$")
+_DNS_SUBDOMAIN_RE = re.compile(_DNS_SUBDOMAIN_FMT)
 _MAX_NAME = 63
 _MAX_SUBDOMAIN = 253
 _NAME_MSG = (
@@ -73,6 +76,17 @@ _VALUE_MSG = (
 _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
     "and must start and end with an alphanumeric character"
+)
+_DNS_LABEL_RE = re.compile(_DNS_LABEL_FMT)
+_DNS_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
+_DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character"
 )
 
 
@@ -100,14 +114,44 @@ def qualified_name_errors(key: str) -> list[str]:
         else:
             if len(prefix) > _MAX_SUBDOMAIN:
                 errs.append(f"prefix part must be no more than {_MAX_SUBDOMAIN} characters")
-            if not _DNS_SUBDOMAIN_RE.match(prefix):
+            if not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
                 errs.append("prefix part " + _regex_error(_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com"))
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > _MAX_NAME:
         errs.append(f"name part must be no more than {_MAX_NAME} characters")
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         errs.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """What makes ``value`` no lowercase RFC 1123 subdomain (apimachinery ``IsDNS1123Subdomain``)."""
+    errs: list[str] = []
+    if len(value) > _MAX_SUBDOMAIN:
+        errs.append(f"must be no more than {_MAX_SUBDOMAIN} characters")
+    if not _DNS_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(_regex_error(_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """What makes ``value`` no lowercase RFC 1123 label (apimachinery ``IsDNS1123Label``)."""
+    errs: list[str] = []
+    if len(value) > _MAX_NAME:
+        errs.append(f"must be no more than {_MAX_NAME} characters")
+    if not _DNS_LABEL_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS_LABEL_MSG, _DNS_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """What makes ``value`` no DNS-1035 label (apimachinery ``IsDNS1035Label``)."""
+    errs: list[str] = []
+    if len(value) > _MAX_NAME:
+        errs.append(f"must be no more than {_MAX_NAME} characters")
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 
@@ -116,7 +160,7 @@ def label_value_errors(value: str) -> list[str]:
     errs: list[str] = []
     if len(value) > _MAX_NAME:
         errs.append(f"must be no more than {_MAX_NAME} characters")
-    if not _VALUE_RE.match(value):
+    if not _VALUE_RE.fullmatch(value):
         errs.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
 

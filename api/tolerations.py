@@ -1,18 +1,23 @@
 """Taints and tolerations, the one copy of Kubernetes' rules for them.
 
 This module owns what ``v1.Toleration.ToleratesTaint`` and ``MatchToleration``,
-``v1helper.FindMatchingUntoleratedTaint``, the API server's ``validateTolerations``
-(with its exact messages) and the ``pkg/util/taints`` helpers (``ParseTaints`` of one
-spec, ``AddOrUpdateTaint``, ``RemoveTaint``) decide, plus the operator API's
-``SortedTolerations``.  The scheduler's taint plugins, the DaemonSet controller, the
-operator's node-group validation and the suite all share it.  It is pure: dicts in,
-booleans, lists and messages out.
+``v1helper.FindMatchingUntoleratedTaint``, the API server's ``ValidateTolerations``
+(with its exact messages, as :class:`~nrop.api.fielderrors.FieldError`) and the
+``pkg/util/taints`` helpers (``ParseTaints`` of one spec, ``AddOrUpdateTaint``,
+``RemoveTaint``) decide, plus the operator API's ``SortedTolerations``.  The scheduler's
+taint plugins, the DaemonSet controller, the API server's pod validation, the operator's
+node-group validation and the suite all share it.  It is pure: dicts in, booleans, lists
+and field errors out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
+
+from . import fielderrors
+from .fielderrors import ErrorType, FieldError, go_quote, go_struct
+from .selectors import label_value_errors, qualified_name_errors
 
 __all__ = [
     "EFFECTS",
@@ -27,6 +32,7 @@ __all__ = [
     "same_toleration",
     "sorted_tolerations",
     "tolerates",
+    "toleration_errors",
     "tolerations_errors",
     "tolerations_tolerate",
 ]
@@ -34,8 +40,9 @@ __all__ = [
 NO_SCHEDULE: Final = "NoSchedule"
 PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
 NO_EXECUTE: Final = "NoExecute"
-#: The taint effects a toleration may name, in the order upstream lists them as supported values.
-EFFECTS: Final = (NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE)
+#: The taint effects a toleration may name, in the order upstream lists them as supported values
+#: (``validateTaintEffect``; ``field.NotSupported`` keeps the order it is given).
+EFFECTS: Final = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 #: The toleration operators, in the order upstream lists them as supported values.
 OPERATORS: Final = ("Equal", "Exists")
 
@@ -106,43 +113,78 @@ def sorted_tolerations(tolerations: Iterable[Mapping[str, Any]] | None) -> list[
 
 # -- validation --------------------------------------------------------------------------------
 
+#: The bad value of an ``Exists`` toleration with a value: the internal ``core.Toleration``
+#: printed with Go's ``%#v``. A set ``tolerationSeconds`` is a pointer there, whose address
+#: upstream prints and no one can reproduce; this one stands for it.
+_SECONDS_POINTER: Final = "(*int64)(0xc000000000)"
 
-def _quote(value: Any) -> str:
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+def _go_toleration(tol: Mapping[str, Any]) -> str:
+    seconds = _SECONDS_POINTER if tol.get("tolerationSeconds") is not None else "(*int64)(nil)"
+    return go_struct(
+        "core.Toleration",
+        [
+            *(
+                (name.capitalize(), go_quote(str(tol.get(name) or "")))
+                for name in ("key", "operator", "value", "effect")
+            ),
+            ("TolerationSeconds", seconds),
+        ],
+    )
 
 
-def tolerations_errors(tolerations: Sequence[Mapping[str, Any]], path: str) -> list[str]:
-    """The API server's refusals of these tolerations (``validateTolerations``), ``path`` naming the list."""
-    errors = []
-    for i, tol in enumerate(tolerations):
+def toleration_errors(tolerations: Sequence[Mapping[str, Any]], path: str) -> list[FieldError]:
+    """The API server's refusals of these tolerations (``ValidateTolerations``), ``path`` naming the list.
+
+    In upstream's order for each toleration: the key, an empty key without ``Exists``,
+    ``tolerationSeconds`` without ``NoExecute``, the operator and its value, the effect.
+    """
+    errors: list[FieldError] = []
+    for i, entry in enumerate(tolerations):
         where = f"{path}[{i}]"
-        operator = tol.get("operator") or ("Equal" if tol.get("key") else "")
-        key, value, effect = tol.get("key") or "", tol.get("value") or "", tol.get("effect") or ""
-        if operator and operator not in OPERATORS:
-            supported = ", ".join(_quote(o) for o in OPERATORS)
-            errors.append(
-                f"{where}.operator: Unsupported value: {_quote(operator)}: supported values: {supported}"
-            )
-        if effect and effect not in EFFECTS:
-            supported = ", ".join(_quote(e) for e in EFFECTS)
-            errors.append(
-                f"{where}.effect: Unsupported value: {_quote(effect)}: supported values: {supported}"
-            )
+        tol = entry or {}  # a null entry decodes as the zero toleration
+        key, operator = str(tol.get("key") or ""), str(tol.get("operator") or "")
+        value, effect = str(tol.get("value") or ""), str(tol.get("effect") or "")
+        if key:
+            errors += [fielderrors.invalid(f"{where}.key", key, m) for m in qualified_name_errors(key)]
         if not key and operator != "Exists":
             errors.append(
-                f"{where}.operator: Invalid value: {_quote(operator)}: operator must be Exists when `key` is empty, "
-                'which means "match all values and all keys"'
-            )
-        if operator == "Exists" and value:
-            errors.append(
-                f"{where}.operator: Invalid value: {_quote(value)}: value must be empty when `operator` is 'Exists'"
+                fielderrors.invalid(
+                    f"{where}.operator",
+                    operator,
+                    'operator must be Exists when `key` is empty, which means "match all values and all keys"',
+                )
             )
         if tol.get("tolerationSeconds") is not None and effect != NO_EXECUTE:
             errors.append(
-                f"{where}.effect: Invalid value: {_quote(effect)}: "
-                "effect must be 'NoExecute' when `tolerationSeconds` is set"
+                fielderrors.invalid(
+                    f"{where}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"
+                )
             )
+        if operator in ("Equal", ""):
+            value_errors = label_value_errors(value)
+            if value_errors:
+                errors.append(fielderrors.invalid(f"{where}.operator", value, ";".join(value_errors)))
+        elif operator == "Exists":
+            if value:
+                errors.append(
+                    FieldError(
+                        ErrorType.INVALID,
+                        f"{where}.operator",
+                        "value must be empty when `operator` is 'Exists'",
+                        _go_toleration(tol),
+                    )
+                )
+        else:
+            errors.append(fielderrors.not_supported(f"{where}.operator", operator, OPERATORS))
+        if effect and effect not in EFFECTS:
+            errors.append(fielderrors.not_supported(f"{where}.effect", effect, EFFECTS))
     return errors
+
+
+def tolerations_errors(tolerations: Sequence[Mapping[str, Any]], path: str) -> list[str]:
+    """:func:`toleration_errors` as text (``field.Error.Error()``), one line per error."""
+    return [str(error) for error in toleration_errors(tolerations, path)]
 
 
 # -- taints on a node --------------------------------------------------------------------------

@@ -70,7 +70,7 @@ class ImageValidation:
         if "@" not in image:
             return f'image "{image}" must be referenced by digest, not by tag'
         digest = image.split("@", 1)[1]
-        if not _DIGEST.match(digest):
+        if not _DIGEST.fullmatch(digest):
             return f'image "{image}" has malformed digest "{digest}": expected sha256:<64 hex chars>'
         if digest not in self.digests:
             return (

@@ -21,6 +21,7 @@ import copy
 import re
 from typing import Any
 
+from nrop.api.selectors import dns1035_label_errors, dns1123_subdomain_errors
 from nrop.localcluster.apiserver.errors import (
     Cause,
     duplicate,
@@ -70,39 +71,7 @@ AGE_COLUMN: dict[str, Any] = {
     "jsonPath": ".metadata.creationTimestamp",
 }
 
-_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _KUBE_VERSION = re.compile(r"^v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?$")
-
-
-# --- apimachinery's name checks, with their messages -----------------------------------------------
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.match(value):
-        errs.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-            "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-            f"validation is '{_DNS1123_LABEL}(\\.{_DNS1123_LABEL})*')"
-        )
-    return errs
-
-
-def dns1035_label_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1035_LABEL.match(value):
-        errs.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-            "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-        )
-    return errs
 
 
 # --- defaulting ------------------------------------------------------------------------------------
@@ -388,7 +357,7 @@ def _validate_conversion(conversion: dict[str, Any], path: str) -> list[Cause]:
 
 def _version_priority(name: str) -> tuple[int, int, int, str]:
     """Upstream's kube-aware order: GA > beta > alpha, higher major then minor first; others last, A–Z."""
-    m = _KUBE_VERSION.match(name)
+    m = _KUBE_VERSION.fullmatch(name)
     if not m:
         return (3, 0, 0, name)
     stability = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]

@@ -160,7 +160,7 @@ def _parse_bracket(inner: str, expr: str) -> _Step:
     if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
         return _Field(inner[1:-1])
     if inner.startswith("?"):
-        match = _FILTER_RE.match(inner)
+        match = _FILTER_RE.fullmatch(inner)
         if match is None:
             raise JSONPathError(f"unsupported filter [{inner}] in {expr!r}")
         path = _parse_steps(match["path"]) if match["path"] else ()

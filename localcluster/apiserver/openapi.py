@@ -9,8 +9,9 @@ protobuf v2 document, which this server does not serve.  So every served kind,
 custom resources included, gets upstream-shaped paths and operations here.
 
 ``components.schemas`` carries real schemas (built-ins converted from the
-kubernetes-validate JSON-Schema definitions, custom resources from their CRD
-version's ``openAPIV3Schema``) so ``kubectl explain`` works too.
+kubernetes-validate JSON-Schema definitions by ``openapischemas``, custom
+resources from their CRD version's ``openAPIV3Schema`` here) so ``kubectl
+explain`` works too.
 
 Everything here is pure and memoised: the server asks for the root and the
 documents on every ``kubectl apply``.
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nrop.localcluster.apiserver.definitions import KUBE_VERSION, Definitions, load
+from nrop.localcluster.apiserver.openapischemas import COMPONENTS_REF, closure, converted_definition
 
 __all__ = [
     "ServedKind",
@@ -39,24 +41,12 @@ __all__ = [
     "schema_name",
 ]
 
-_JS_REF = "#/$defs/"
-_OA_REF = "#/components/schemas/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _OBJECT_META = _META + "ObjectMeta"
 _LIST_META = _META + "ListMeta"
 _STATUS = _META + "Status"
 _DELETE_OPTIONS = _META + "DeleteOptions"
 _PATCH = _META + "Patch"
-
-# The OpenAPI 3.0 Schema Object's keywords; anything else that is not an
-# ``x-`` extension is JSON-Schema-only and is dropped.
-_OA_KEYWORD_TEXT = (
-    "title multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength minLength pattern "
-    "maxItems minItems uniqueItems maxProperties minProperties required enum type allOf oneOf anyOf not "
-    "items properties additionalProperties description format default nullable readOnly writeOnly "
-    "externalDocs example deprecated $ref"
-)
-_OA_KEYWORDS = frozenset(_OA_KEYWORD_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -130,8 +120,6 @@ def openapi_root(
 
 _DOC_CACHE_SIZE = 128
 _doc_cache: OrderedDict[tuple[Any, ...], tuple[Definitions, dict[str, Any], list[str]]] = OrderedDict()
-# Converted definitions and their reachable closures, per Definitions instance.
-_converted: dict[int, tuple[Definitions, dict[str, dict[str, Any]], dict[str, frozenset[str]]]] = {}
 
 
 def _doc_key(group: str, version: str, kinds: Sequence[ServedKind], defs: Definitions) -> tuple[Any, ...]:
@@ -171,7 +159,7 @@ def openapi_document(
     return _cache_entry(group, version, kinds, defs or load())[1]
 
 
-# --------------------------------------------------------------------------- schema conversion
+# --------------------------------------------------------------------------- schemas of served kinds
 
 
 def schema_name(kind: ServedKind, defs: Definitions) -> str:
@@ -188,109 +176,6 @@ def _rest_friendly(group: str, version: str, kind: str) -> str:
     return f"{reversed_group}.{version}.{kind}"
 
 
-def _convert(schema: Any) -> Any:
-    """One kubernetes-validate JSON-Schema node as an OpenAPI 3.0 schema node."""
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key.startswith("x-"):
-            out[key] = value  # extensions are opaque: their content is not schema
-        elif key not in _OA_KEYWORDS:
-            continue
-        elif key == "$ref":
-            out[key] = _OA_REF + value[len(_JS_REF) :] if value.startswith(_JS_REF) else value
-        elif key == "type":
-            _convert_type(value, out)
-        elif key == "properties":
-            out[key] = {name: _convert(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties", "not"):
-            out[key] = _convert(value)
-        elif key in ("allOf", "oneOf", "anyOf"):
-            out[key] = [_convert(sub) for sub in value]
-        else:
-            out[key] = value
-    if "$ref" in out and len(out) > 1:
-        # OpenAPI 3.0 ignores siblings of $ref; upstream wraps the ref in allOf to keep them.
-        out["allOf"] = [{"$ref": out.pop("$ref")}]
-    return out
-
-
-def _convert_type(declared: Any, out: dict[str, Any]) -> None:
-    types = [declared] if isinstance(declared, str) else list(declared)
-    concrete = [t for t in types if t != "null"]
-    if len(concrete) == 1:
-        out["type"] = concrete[0]
-    elif not concrete:
-        out["nullable"] = True
-    else:
-        out.setdefault("anyOf", [{"type": t} for t in concrete])
-        if "null" in types:
-            out["nullable"] = True
-
-
-def _refs(node: Any, into: set[str]) -> None:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str):
-                into.add(value.rsplit("/", 1)[-1])
-            elif key == "properties":
-                for sub in value.values():
-                    _refs(sub, into)
-            elif not key.startswith("x-"):
-                _refs(value, into)
-    elif isinstance(node, list):
-        for item in node:
-            _refs(item, into)
-
-
-def _definition_tables(
-    defs: Definitions,
-) -> tuple[dict[str, dict[str, Any]], dict[str, frozenset[str]]]:
-    entry = _converted.get(id(defs))
-    if entry is None or entry[0] is not defs:
-        entry = (defs, {}, {})
-        _converted[id(defs)] = entry
-    return entry[1], entry[2]
-
-
-def _converted_def(defs: Definitions, name: str) -> dict[str, Any]:
-    converted, _ = _definition_tables(defs)
-    out = converted.get(name)
-    if out is None:
-        out = _convert(defs.defs[name])
-        converted[name] = out
-    return out
-
-
-def _closure(defs: Definitions, roots: Iterable[str]) -> set[str]:
-    """Every definition reachable from ``roots`` (the roots included)."""
-    _, closures = _definition_tables(defs)
-    seen: set[str] = set()
-    for root in roots:
-        if root in seen or root not in defs.defs:
-            continue
-        cached = closures.get(root)
-        if cached is None:
-            cached = _walk_closure(defs, root)
-            closures[root] = cached
-        seen |= cached
-    return seen
-
-
-def _walk_closure(defs: Definitions, root: str) -> frozenset[str]:
-    seen = {root}
-    todo = [root]
-    while todo:
-        found: set[str] = set()
-        _refs(defs.defs[todo.pop()], found)
-        for name in found - seen:
-            if name in defs.defs:
-                seen.add(name)
-                todo.append(name)
-    return frozenset(seen)
-
-
 def _custom_schema(kind: ServedKind) -> dict[str, Any]:
     """A CRD schema completed the way upstream publishes it: typed meta fields and the GVK."""
     base = copy.deepcopy(kind.schema) if kind.schema else {}
@@ -299,7 +184,7 @@ def _custom_schema(kind: ServedKind) -> dict[str, Any]:
     props = dict(base.get("properties") or {})
     props["apiVersion"] = {"description": _API_VERSION_DOC, "type": "string"}
     props["kind"] = {"description": _KIND_DOC, "type": "string"}
-    props["metadata"] = {"allOf": [{"$ref": _OA_REF + _OBJECT_META}], "description": _METADATA_DOC}
+    props["metadata"] = {"allOf": [{"$ref": COMPONENTS_REF + _OBJECT_META}], "description": _METADATA_DOC}
     base["properties"] = dict(sorted(props.items()))
     base["type"] = "object"
     base["x-kubernetes-group-version-kind"] = [_gvk(kind.group, kind.version, kind.kind)]
@@ -316,10 +201,10 @@ def _custom_list_schema(kind: ServedKind, item_name: str) -> dict[str, Any]:
             "items": {
                 "description": f"List of {kind.plural}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md",
                 "type": "array",
-                "items": {"$ref": _OA_REF + item_name},
+                "items": {"$ref": COMPONENTS_REF + item_name},
             },
             "kind": {"description": _KIND_DOC, "type": "string"},
-            "metadata": {"allOf": [{"$ref": _OA_REF + _LIST_META}], "description": _LIST_METADATA_DOC},
+            "metadata": {"allOf": [{"$ref": COMPONENTS_REF + _LIST_META}], "description": _LIST_METADATA_DOC},
         },
         "x-kubernetes-group-version-kind": [_gvk(kind.group, kind.version, kind.kind + "List")],
     }
@@ -514,7 +399,7 @@ class _Ctx:
 
 
 def _ref(name: str) -> dict[str, str]:
-    return {"$ref": _OA_REF + name}
+    return {"$ref": COMPONENTS_REF + name}
 
 
 def _media(custom: bool) -> tuple[str, ...]:
@@ -633,7 +518,9 @@ def _build_document(
     paths: dict[str, Any] = {}
     for kind in kinds:
         _kind_paths(ctx, kind, paths)
-    schemas: dict[str, Any] = {name: _converted_def(defs, name) for name in sorted(_closure(defs, ctx.roots))}
+    schemas: dict[str, Any] = {
+        name: converted_definition(defs, name) for name in sorted(closure(defs, ctx.roots))
+    }
     schemas.update(ctx.custom_schemas)
     return {
         "openapi": "3.0.0",

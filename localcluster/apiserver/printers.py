@@ -1,10 +1,11 @@
-"""kube-apiserver's built-in Table printers: the columns and cells of ``kubectl get``.
+"""kube-apiserver's built-in Table printers: the cells of ``kubectl get``.
 
-Owns, for each built-in ``(group, resource)`` this cluster serves, upstream's
-column set (``BUILTIN_COLUMNS``, ``PRINTERS``) and the row function that fills it,
-including the pod ``STATUS``/``READY``/``RESTARTS`` logic of upstream ``printPod``
-and the ``Completed`` row condition of finished pods.  Like upstream the
-priority-1 (``-o wide``) cells are always filled; kubectl drops them unless asked.
+Owns, for each built-in ``(group, resource)`` this cluster serves, the row
+function that fills upstream's column set (the sets themselves, as data, are
+``printercolumns.BUILTIN_COLUMNS``; ``PRINTERS`` pairs the two), including the
+pod ``STATUS``/``READY``/``RESTARTS`` logic of upstream ``printPod`` and the
+``Completed`` row condition of finished pods.  Like upstream the priority-1
+(``-o wide``) cells are always filled; kubectl drops them unless asked.
 ``tables.render_table`` picks these printers; resources without one get the
 default table there.  Pure: objects and an injected ``now`` in, cells out.
 """
@@ -16,12 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from nrop.localcluster.apiserver.cells import (
-    AGE_DESCRIPTION,
-    NAME_DESCRIPTION,
     Cell,
     Obj,
     RowFn,
-    column_definition,
     format_age,
     get_field,
     list_field,
@@ -30,6 +28,7 @@ from nrop.localcluster.apiserver.cells import (
     parse_time,
     translate_timestamp,
 )
+from nrop.localcluster.apiserver.printercolumns import BUILTIN_COLUMNS
 
 __all__ = [
     "BUILTIN_COLUMNS",
@@ -502,208 +501,31 @@ def _priorityclass_row(obj: Obj, now: datetime) -> list[Cell]:
 
 # --------------------------------------------------------------------------- registry
 
-_WELL_KNOWN = {
-    "Name": NAME_DESCRIPTION,
-    "Age": AGE_DESCRIPTION,
-    "Containers": "Names of each container in the template.",
-    "Images": "Images referenced by each container in the template.",
+_ROWS: dict[tuple[str, str], RowFn] = {
+    ("", "pods"): _pod_row,
+    ("", "nodes"): _node_row,
+    ("", "namespaces"): _simple(lambda o: str(get_field(o, "status", "phase") or "")),
+    ("", "configmaps"): _simple(lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
+    ("", "secrets"): _simple(lambda o: str(o.get("type") or ""), lambda o: len(o.get("data") or {})),
+    ("", "serviceaccounts"): _simple(lambda o: len(o.get("secrets") or [])),
+    ("", "services"): _service_row,
+    ("", "endpoints"): _simple(_endpoints_cell),
+    ("", "events"): _event_row,
+    ("apps", "deployments"): _deployment_row,
+    ("apps", "replicasets"): _replicaset_row,
+    ("apps", "statefulsets"): _statefulset_row,
+    ("apps", "daemonsets"): _daemonset_row,
+    ("batch", "jobs"): _job_row,
+    ("coordination.k8s.io", "leases"): _simple(lambda o: str(get_field(o, "spec", "holderIdentity") or "")),
+    ("scheduling.k8s.io", "priorityclasses"): _priorityclass_row,
+    ("node.k8s.io", "runtimeclasses"): _simple(lambda o: str(o.get("handler") or "")),
+    ("rbac.authorization.k8s.io", "rolebindings"): _binding_row,
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): _binding_row,
 }
-
-
-def _cols(*specs: str | tuple[str, str]) -> list[Obj]:
-    """Column definitions from ``"Name"`` or ``("Name[:type]", description)`` specs.
-
-    A leading ``+`` marks a priority-1 (``-o wide``) column; a bare name takes
-    its description from ``_WELL_KNOWN``; the ``Name`` column has format ``name``.
-    """
-    out = []
-    for spec in specs:
-        label, description = (spec, _WELL_KNOWN[spec.lstrip("+")]) if isinstance(spec, str) else spec
-        priority = 1 if label.startswith("+") else 0
-        name, _, type_ = label.lstrip("+").partition(":")
-        fmt = "name" if name == "Name" else ""
-        out.append(column_definition(name, description, type_=type_ or "string", priority=priority, fmt=fmt))
-    return out
-
-
-_SELECTOR = ("+Selector", "A label query over pods that are managed by this object.")
-_BINDING_COLUMNS = _cols(
-    "Name",
-    ("Role", "RoleRef can reference a Role in the current namespace or a ClusterRole."),
-    "Age",
-    ("+Users", "Users in the binding"),
-    ("+Groups", "Groups in the binding"),
-    ("+ServiceAccounts", "ServiceAccounts in the binding"),
-)
 
 PRINTERS: dict[tuple[str, str], tuple[list[Obj], RowFn]] = {
-    ("", "pods"): (
-        _cols(
-            "Name",
-            ("Ready", "The aggregate readiness state of this pod for accepting traffic."),
-            ("Status", "The aggregate status of the containers in this pod."),
-            ("Restarts", "The number of times the containers in this pod have been restarted."),
-            "Age",
-            ("+IP", "IP address allocated to the pod."),
-            ("+Node", "NodeName is the node this pod is scheduled onto."),
-            ("+Nominated Node", "nominatedNodeName is set only when this pod preempts other pods."),
-            ("+Readiness Gates", "If specified, all readiness gates will be evaluated for pod readiness."),
-        ),
-        _pod_row,
-    ),
-    ("", "nodes"): (
-        _cols(
-            "Name",
-            ("Status", "The status of the node"),
-            ("Roles", "The roles of the node"),
-            "Age",
-            ("Version", "Kubelet Version reported by the node."),
-            ("+Internal-IP", "List of addresses reachable to the node."),
-            ("+External-IP", "List of addresses reachable to the node."),
-            ("+OS-Image", "OS Image reported by the node from /etc/os-release."),
-            ("+Kernel-Version", "Kernel Version reported by the node from 'uname -r'."),
-            ("+Container-Runtime", "ContainerRuntime Version reported by the node."),
-        ),
-        _node_row,
-    ),
-    ("", "namespaces"): (
-        _cols("Name", ("Status", "The status of the namespace"), "Age"),
-        _simple(lambda o: str(get_field(o, "status", "phase") or "")),
-    ),
-    ("", "configmaps"): (
-        _cols("Name", ("Data", "Data contains the configuration data."), "Age"),
-        _simple(lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
-    ),
-    ("", "secrets"): (
-        _cols(
-            "Name",
-            ("Type", "Used to facilitate programmatic handling of secret data."),
-            ("Data", "Data contains the secret data."),
-            "Age",
-        ),
-        _simple(lambda o: str(o.get("type") or ""), lambda o: len(o.get("data") or {})),
-    ),
-    ("", "serviceaccounts"): (
-        _cols("Name", ("Secrets", "Secrets pods running as this ServiceAccount may use."), "Age"),
-        _simple(lambda o: len(o.get("secrets") or [])),
-    ),
-    ("", "services"): (
-        _cols(
-            "Name",
-            ("Type", "type determines how the Service is exposed."),
-            ("Cluster-IP", "clusterIP is the IP address of the service."),
-            ("External-IP", "IP addresses on which nodes also accept traffic for this service."),
-            ("Port(s)", "The list of ports that are exposed by this service."),
-            "Age",
-            ("+Selector", "Route service traffic to pods with labels matching this selector."),
-        ),
-        _service_row,
-    ),
-    ("", "endpoints"): (
-        _cols("Name", ("Endpoints", "The set of all endpoints is the union of all subsets."), "Age"),
-        _simple(_endpoints_cell),
-    ),
-    ("", "events"): (
-        _cols(
-            ("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
-            ("Type", "Type of this event (Normal, Warning)."),
-            ("Reason", "A short, machine understandable reason for the transition."),
-            ("Object", "The object that this event is about."),
-            ("+Subobject", "The field of the involved object the event is about."),
-            ("+Source", "The component reporting this event."),
-            ("Message", "A human-readable description of the status of this operation."),
-            ("+First Seen", "The time at which the event was first recorded."),
-            ("+Count", "The number of times this event has occurred."),
-            "+Name",
-        ),
-        _event_row,
-    ),
-    ("apps", "deployments"): (
-        _cols(
-            "Name",
-            ("Ready", "Number of the pod with ready state"),
-            ("Up-to-date", "Total number of pods targeted by this deployment with the desired template."),
-            ("Available", "Total number of available pods targeted by this deployment."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _deployment_row,
-    ),
-    ("apps", "replicasets"): (
-        _cols(
-            "Name",
-            ("Desired:integer", "Replicas is the number of desired pods."),
-            ("Current:integer", "Replicas is the most recently observed number of pods."),
-            ("Ready:integer", "The number of pods targeted by this ReplicaSet with a Ready Condition."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _replicaset_row,
-    ),
-    ("apps", "statefulsets"): (
-        _cols("Name", ("Ready", "Number of the pod with ready state"), "Age", "+Containers", "+Images"),
-        _statefulset_row,
-    ),
-    ("apps", "daemonsets"): (
-        _cols(
-            "Name",
-            ("Desired:integer", "The total number of nodes that should be running the daemon pod."),
-            ("Current:integer", "The number of nodes running at least 1 daemon pod that should."),
-            ("Ready:integer", "The number of nodes running a ready daemon pod that should."),
-            ("Up-to-date:integer", "The total number of nodes that are running updated daemon pod"),
-            ("Available:integer", "The number of nodes running an available daemon pod that should."),
-            ("Node Selector", "NodeSelector must be true for the pod to fit on a node."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _daemonset_row,
-    ),
-    ("batch", "jobs"): (
-        _cols(
-            "Name",
-            ("Status", "Status of the job."),
-            ("Completions", "The number of pods which reached phase Succeeded."),
-            ("Duration", "Time required to complete the job."),
-            "Age",
-            "+Containers",
-            "+Images",
-            _SELECTOR,
-        ),
-        _job_row,
-    ),
-    ("coordination.k8s.io", "leases"): (
-        _cols(
-            "Name",
-            ("Holder", "holderIdentity contains the identity of the holder of a current lease."),
-            "Age",
-        ),
-        _simple(lambda o: str(get_field(o, "spec", "holderIdentity") or "")),
-    ),
-    ("scheduling.k8s.io", "priorityclasses"): (
-        _cols(
-            "Name",
-            ("Value:integer", "value represents the integer value of this priority class."),
-            ("Global-Default:boolean", "globalDefault makes this the default priority for pods without one."),
-            "Age",
-            ("PreemptionPolicy", "preemptionPolicy is the Policy for preempting pods with lower priority."),
-        ),
-        _priorityclass_row,
-    ),
-    ("node.k8s.io", "runtimeclasses"): (
-        _cols("Name", ("Handler", "handler names the underlying runtime and configuration."), "Age"),
-        _simple(lambda o: str(o.get("handler") or "")),
-    ),
-    ("rbac.authorization.k8s.io", "rolebindings"): (_BINDING_COLUMNS, _binding_row),
-    ("rbac.authorization.k8s.io", "clusterrolebindings"): (_BINDING_COLUMNS, _binding_row),
+    key: (columns, _ROWS[key]) for key, columns in BUILTIN_COLUMNS.items()
 }
-
-BUILTIN_COLUMNS: dict[tuple[str, str], list[Obj]] = {key: cols for key, (cols, _) in PRINTERS.items()}
 
 
 def has_printer(group: str, resource: str) -> bool:

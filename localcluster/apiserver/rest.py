@@ -15,17 +15,16 @@ import copy
 import logging
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import orjson
 
-from nrop.api import resourcerequirements
+from nrop.localcluster.clock import Clock, rfc3339
 
 from . import admission, celrules, conversion, crdschema, errors, patching, strategies, structural, validation
-from .cells import get_field
-from .clock import Clock, rfc3339
 from .definitions import Definitions
 from .registry import Kind, Registry, kinds_from_crd
 from .selectors import (
@@ -59,6 +58,9 @@ class WriteOptions:
     field_manager: str = ""
     field_validation: str = "Warn"
     warnings: list[str] = field(default_factory=list)
+    #: Checks the object about to be written against the stored one (``None`` on create) before
+    #: anything else; the HTTP layer sets RBAC's escalation check here (``rbac.write_guard``).
+    guard: Callable[[Obj, Obj | None], None] | None = None
 
 
 @dataclass
@@ -221,6 +223,8 @@ class Rest:
 
     def create(self, kind: Kind, namespace: str, body: Any, opts: WriteOptions) -> Obj:
         obj = self._admit_body(kind, namespace, body)
+        if opts.guard is not None:
+            opts.guard(obj, None)
         meta = obj["metadata"]
         if meta.get("resourceVersion"):
             raise errors.BadRequest("resourceVersion should not be set on objects to be created")
@@ -316,7 +320,7 @@ class Rest:
         else:
             def_name = self.defs.for_gvk(kind.group, kind.version, kind.kind)
             if def_name is not None:
-                result = validation.validate_builtin(self.defs, def_name, obj)
+                result = validation.validate_builtin(self.defs, def_name, obj, stored=True)
                 causes, unknown = result.errors, result.unknown_fields
                 # Keep what upstream's decoder keeps: no unknown fields (Strict fails below),
                 # timestamps re-encoded as RFC 3339 UTC.
@@ -325,7 +329,7 @@ class Rest:
         if kind.storage == ("apiextensions.k8s.io", "customresourcedefinitions"):
             causes = causes + crdschema.validate_crd(obj)
         if not causes and not kind.custom:
-            causes = _pod_resource_causes(kind, obj)
+            causes = validation.pod_spec_causes(kind.group, kind.kind, obj)
         if unknown:
             if opts.field_validation == "Strict":
                 raise validation.strict_decoding_error(unknown)
@@ -455,6 +459,8 @@ class Rest:
         self, kind: Kind, obj: Obj, old: Obj, opts: WriteOptions, *, subresource: str = ""
     ) -> Obj:
         """The shared end of PUT and PATCH: preconditions, preserved fields, strategy, no-op check."""
+        if opts.guard is not None and not subresource:
+            opts.guard(obj, old)
         meta = obj["metadata"]
         name = old["metadata"]["name"]
         rv = meta.get("resourceVersion")
@@ -714,33 +720,3 @@ def _decode_continue(token: str) -> tuple[int, str]:
 def _split_key(start: str) -> tuple[str, str]:
     namespace, _, name = start.partition("/")
     return namespace, name
-
-
-#: Where a built-in kind keeps its pod spec (upstream validates templates as pods).
-_POD_SPEC_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("", "Pod"): ("spec",),
-    ("apps", "Deployment"): ("spec", "template", "spec"),
-    ("apps", "ReplicaSet"): ("spec", "template", "spec"),
-    ("apps", "DaemonSet"): ("spec", "template", "spec"),
-    ("apps", "StatefulSet"): ("spec", "template", "spec"),
-    ("batch", "Job"): ("spec", "template", "spec"),
-}
-
-
-def _pod_resource_causes(kind: Kind, obj: Obj) -> list[errors.Cause]:
-    """Container resource requirements of a pod or pod template (``api.resourcerequirements``)."""
-    path = _POD_SPEC_PATHS.get((kind.group, kind.kind))
-    if path is None:
-        return []
-    spec = get_field(obj, *path)
-    if not isinstance(spec, dict):
-        return []
-    causes = []
-    for problem in resourcerequirements.validate_pod_spec_resources(spec, ".".join(path)):
-        if problem.kind == "Invalid":
-            causes.append(errors.invalid(problem.field, problem.value, problem.detail))
-        elif problem.kind == "Required":
-            causes.append(errors.required(problem.field, problem.detail))
-        else:
-            causes.append(errors.forbidden(problem.field, problem.detail))
-    return causes

@@ -1,10 +1,12 @@
-"""The HTTP front of the API server: authentication, authorization, content negotiation, dispatch.
+"""The HTTP front of the API server: authentication, authorization, dispatch and the verbs' handlers.
 
 One aiohttp catch-all handler parses the path, authenticates the bearer token
 (and ``Impersonate-*`` headers), authorizes service accounts through RBAC,
 decodes the body, and calls the REST verbs, the subresource handlers, the
 watch streamer or discovery.  Every failure leaves as a ``kind: Status`` body
-with the code and reason its ``StatusError`` carries.
+with the code and reason its ``StatusError`` carries.  Reading requests and
+shaping responses (bodies, query options, ``Accept``) is ``httpio``'s, shared
+with ``subresources``.
 """
 
 from __future__ import annotations
@@ -15,73 +17,24 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-import yaml
 from aiohttp import web
 
-from . import discovery, errors, openapi, patching, protobuf, rbac, routing, subresources, tables, watching
+from nrop.localcluster.clock import Clock, SystemClock, rfc3339_micro
+
+from . import discovery, errors, httpio, openapi, patching, rbac, routing, subresources, tables, watching
 from .audit import DenialLog
 from .authn import Authenticator, impersonated
-from .clock import Clock, SystemClock, rfc3339_micro
 from .definitions import load as load_definitions
 from .podlogs import PodLogs
 from .registry import Kind, Registry
-from .rest import MAX_BODY, DeleteOptions, Rest, WriteOptions
-from .selectors import parse_field_selector, parse_label_selector
+from .rest import MAX_BODY, Rest, WriteOptions
 from .store import Store
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-JSON = "application/json"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 _WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-
-
-def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
-
-
-def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=dumps(obj), status=status, content_type=JSON, headers=headers)
-
-
-def status_response(err: errors.StatusError) -> web.Response:
-    headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
-    return json_response(err.status(), err.code, headers)
-
-
-def _accept_params(accept: str) -> list[dict[str, str]]:
-    out = []
-    for media in accept.split(","):
-        pieces = [p.strip() for p in media.split(";")]
-        params = {"type": pieces[0]}
-        for piece in pieces[1:]:
-            if "=" in piece:
-                key, value = piece.split("=", 1)
-                params[key.strip()] = value.strip()
-        out.append(params)
-    return out
-
-
-def wanted_form(accept: str) -> str:
-    """``table``, ``metadata`` or ``object``: what representation the client asks for."""
-    for params in _accept_params(accept):
-        if params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
-            if params.get("as") == "Table":
-                return "table"
-            if params.get("as") in ("PartialObjectMetadata", "PartialObjectMetadataList"):
-                return "metadata"
-        if params["type"] in (JSON, "*/*", "application/*", "application/yaml"):
-            return "object"
-    return "object"
-
-
-def _query_bool(query: Any, name: str) -> bool | None:
-    value = query.get(name)
-    if value is None:
-        return None
-    return value.lower() in ("true", "1")
 
 
 class APIServer:
@@ -160,12 +113,12 @@ class APIServer:
         try:
             return await self._handle(request)
         except errors.StatusError as err:
-            return status_response(err)
+            return httpio.status_response(err)
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:
             log.exception("internal error serving %s %s", request.method, request.path)
-            return status_response(errors.InternalError(f"Internal error occurred: {exc}"))
+            return httpio.status_response(errors.InternalError(f"Internal error occurred: {exc}"))
         finally:
             if task is not None:
                 self._in_flight.discard(task)
@@ -198,6 +151,7 @@ class APIServer:
             )
         attrs = rbac.request_attributes(request.method, path, request.query)
         self.authorize(user, attrs)
+        request[httpio.WRITE_GUARD] = rbac.write_guard(user, attrs, self.policy)
         if path.startswith("/debug/nrop/"):
             return await self._debug(request, path)
         parsed = routing.parse(path)
@@ -216,9 +170,9 @@ class APIServer:
         if request.method != "GET":
             raise errors.MethodNotAllowed(f"{request.method} is not supported on {path}")
         if path in ("/version", "/version/"):  # client-go asks /version, the Python client /version/
-            return json_response(discovery.version_info())
+            return httpio.json_response(discovery.version_info())
         if path == "/openapi/v3":
-            return json_response(self._openapi_root())
+            return httpio.json_response(self._openapi_root())
         if path.startswith("/openapi/v3/"):
             prefix = path[len("/openapi/v3/") :]
             parts = prefix.split("/")
@@ -229,7 +183,7 @@ class APIServer:
             else:
                 raise errors.NotFound.unknown_path()
             doc, _ = self._openapi_doc(group, version)
-            return json_response(doc)
+            return httpio.json_response(doc)
         raise errors.NotFound.unknown_path()
 
     def _openapi_doc(self, group: str, version: str) -> tuple[Obj, str]:
@@ -273,71 +227,26 @@ class APIServer:
         if parsed.kind == "api":
             if aggregated:
                 return self._aggregated(discovery.aggregated(self.registry, core=True))
-            return json_response(discovery.api_versions(self.address))
+            return httpio.json_response(discovery.api_versions(self.address))
         if parsed.kind == "apis":
             if aggregated:
                 return self._aggregated(discovery.aggregated(self.registry, core=False))
-            return json_response(discovery.api_group_list(self.registry))
+            return httpio.json_response(discovery.api_group_list(self.registry))
         if parsed.kind == "group":
             doc = discovery.api_group(self.registry, parsed.group)
         else:
             doc = discovery.api_resource_list(self.registry, parsed.group, parsed.version)
         if doc is None:
             raise errors.NotFound.unknown_path()
-        return json_response(doc)
+        return httpio.json_response(doc)
 
     @staticmethod
     def _aggregated(doc: Obj) -> web.Response:
-        response = web.Response(body=dumps(doc))
+        response = web.Response(body=httpio.dumps(doc))
         response.headers["Content-Type"] = discovery.AGGREGATED_CONTENT_TYPE
         return response
 
     # -- resources -----------------------------------------------------------------------------
-
-    async def _body(self, request: web.Request, *, patch: bool = False) -> tuple[Any, str]:
-        """Decode a request body: (value, media type)."""
-        content_type = (request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
-        if request.content_length is not None and request.content_length > MAX_BODY:
-            raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
-        # StreamReader.read(n) returns what has arrived so far, not n bytes: read until EOF.
-        received = bytearray()
-        while len(received) <= MAX_BODY and (
-            chunk := await request.content.read(MAX_BODY + 1 - len(received))
-        ):
-            received += chunk
-        raw = bytes(received)
-        if len(raw) > MAX_BODY:
-            raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
-        if patch:
-            if content_type == "application/apply-patch+yaml":
-                return _decode_yaml(raw), content_type
-            return _decode_json(raw), content_type
-        if content_type == PROTOBUF or raw[:4] == protobuf.MAGIC:
-            try:
-                return protobuf.decode(raw), JSON
-            except protobuf.UnsupportedKind as exc:
-                raise _unknown_format(protobuf=str(exc)) from None
-        if content_type in (JSON, ""):
-            return _decode_json(raw), content_type
-        if content_type in ("application/yaml", "application/x-yaml"):
-            return _decode_yaml(raw), content_type
-        raise _unknown_format()
-
-    def _write_options(self, request: web.Request) -> WriteOptions:
-        query = request.query
-        dry = query.getall("dryRun", [])
-        for value in dry:
-            if value != "All":
-                raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-        validation_mode = query.get("fieldValidation", "Warn")
-        if validation_mode not in ("Strict", "Warn", "Ignore"):
-            raise errors.BadRequest(
-                f'fieldValidation: Unsupported value: "{validation_mode}": '
-                'supported values: "Ignore", "Strict", "Warn"'
-            )
-        return WriteOptions(
-            dry_run=bool(dry), field_manager=query.get("fieldManager", ""), field_validation=validation_mode
-        )
 
     async def _resource(
         self, request: web.Request, user: rbac.UserInfo, kind: Kind, parsed: routing.ResourcePath
@@ -362,16 +271,16 @@ class APIServer:
             kind.storage == ("authorization.k8s.io", "selfsubjectaccessreviews")
             or kind.plural == "subjectaccessreviews"
         ):
-            body, _ = await self._body(request)
-            return json_response(subresources.access_review(self, user, kind, body), 201)
+            body, _ = await httpio.read_body(request)
+            return httpio.json_response(subresources.access_review(self, user, kind, body), 201)
         if kind.plural == "bindings":
-            body, _ = await self._body(request)
+            body, _ = await httpio.read_body(request)
             return await subresources.bind(
                 self, namespace, (body.get("metadata") or {}).get("name", ""), body
             )
         if method == "GET":
             if not name:
-                if _query_bool(request.query, "watch"):
+                if httpio.query_bool(request.query, "watch"):
                     return await self._watch(
                         request, user, kind, namespace if parsed.namespaced_url else None
                     )
@@ -383,13 +292,13 @@ class APIServer:
                 raise errors.MethodNotAllowed(
                     f'create is not supported on a named resource of kind "{kind.group_resource}"'
                 )
-            body, _ = await self._body(request)
-            opts = self._write_options(request)
+            body, _ = await httpio.read_body(request)
+            opts = httpio.write_options(request)
             obj = self.rest.create(kind, namespace, body, opts)
             return self.render(request, kind, obj, 201, opts)
         if method == "PUT":
-            body, _ = await self._body(request)
-            opts = self._write_options(request)
+            body, _ = await httpio.read_body(request)
+            opts = httpio.write_options(request)
             obj, created = self.rest.update(kind, namespace, name, body, opts)
             return self.render(request, kind, obj, 201 if created else 200, opts)
         if method == "PATCH":
@@ -406,10 +315,10 @@ class APIServer:
         self, request: web.Request, kind: Kind, namespace: str, name: str, *, subresource: str = ""
     ) -> web.StreamResponse:
         # The media type is checked before the body is decoded: upstream answers 415, not 400.
-        content_type = request.headers.get("Content-Type") or JSON
+        content_type = request.headers.get("Content-Type") or httpio.JSON
         patch_type = patching.patch_type_for(content_type.lower(), builtin=not kind.custom)
-        patch, _ = await self._body(request, patch=True)
-        opts = self._write_options(request)
+        patch, _ = await httpio.read_body(request, patch=True)
+        opts = httpio.write_options(request)
         if patch_type == "apply" and not opts.field_manager:
             raise errors.Invalid(
                 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
@@ -423,7 +332,7 @@ class APIServer:
             patch,
             opts,
             subresource=subresource,
-            force=_query_bool(request.query, "force") or False,
+            force=httpio.query_bool(request.query, "force") or False,
         )
         return self.render(request, kind, obj, 201 if created else 200, opts)
 
@@ -431,12 +340,12 @@ class APIServer:
         self, request: web.Request, kind: Kind, obj: Obj, status: int = 200, opts: WriteOptions | None = None
     ) -> web.Response:
         headers = {"Warning": ", ".join(opts.warnings)} if opts and opts.warnings else None
-        form = wanted_form(request.headers.get("Accept", ""))
+        form = httpio.wanted_form(request.headers.get("Accept", ""))
         if form == "table" and request.method == "GET":
-            return json_response(self._table(request, kind, [obj]), status, headers)
+            return httpio.json_response(self._table(request, kind, [obj]), status, headers)
         if form == "metadata":
-            return json_response(_partial(obj), status, headers)
-        return json_response(obj, status, headers)
+            return httpio.json_response(httpio.partial_metadata(obj), status, headers)
+        return httpio.json_response(obj, status, headers)
 
     def _table(
         self,
@@ -470,16 +379,8 @@ class APIServer:
             include_column_definitions=defs,
         )
 
-    def _selectors(self, request: web.Request) -> tuple[Any, Any]:
-        labels = request.query.get("labelSelector")
-        fields = request.query.get("fieldSelector")
-        return (
-            parse_label_selector(labels) if labels else None,
-            parse_field_selector(fields) if fields else None,
-        )
-
     def _list(self, request: web.Request, kind: Kind, namespace: str | None) -> web.Response:
-        labels, fields = self._selectors(request)
+        labels, fields = httpio.selectors(request)
         try:
             limit = int(request.query.get("limit", "0") or 0)
         except ValueError:
@@ -496,9 +397,9 @@ class APIServer:
             resource_version=request.query.get("resourceVersion", ""),
             resource_version_match=request.query.get("resourceVersionMatch", ""),
         )
-        form = wanted_form(request.headers.get("Accept", ""))
+        form = httpio.wanted_form(request.headers.get("Accept", ""))
         if form == "table":
-            return json_response(
+            return httpio.json_response(
                 self._table(
                     request, kind, result.items, rv=result.resource_version, cont=result.continue_token
                 )
@@ -508,25 +409,25 @@ class APIServer:
             meta["continue"] = result.continue_token
             meta["remainingItemCount"] = result.remaining
         if form == "metadata":
-            return json_response(
+            return httpio.json_response(
                 {
                     "kind": "PartialObjectMetadataList",
                     "apiVersion": "meta.k8s.io/v1",
                     "metadata": meta,
-                    "items": [_partial(o) for o in result.items],
+                    "items": [httpio.partial_metadata(o) for o in result.items],
                 }
             )
         items = result.items
         if not kind.custom:
             items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
-        return json_response(
+        return httpio.json_response(
             {"kind": kind.list_kind, "apiVersion": kind.group_version, "metadata": meta, "items": items}
         )
 
     async def _watch(
         self, request: web.Request, user: rbac.UserInfo, kind: Kind, namespace: str | None
     ) -> web.StreamResponse:
-        labels, fields = self._selectors(request)
+        labels, fields = httpio.selectors(request)
         if fields is not None:
             from .selectors import check_field_selector
 
@@ -541,15 +442,15 @@ class APIServer:
             namespace=namespace,
             matches=lambda obj: self.rest.matches(kind, obj, labels, fields),
             resource_version=request.query.get("resourceVersion", ""),
-            send_initial_events=_query_bool(request.query, "sendInitialEvents"),
-            allow_bookmarks=bool(_query_bool(request.query, "allowWatchBookmarks")),
+            send_initial_events=httpio.query_bool(request.query, "sendInitialEvents"),
+            allow_bookmarks=bool(httpio.query_bool(request.query, "allowWatchBookmarks")),
             timeout=timeout,
             bookmark_interval=self.bookmark_interval,
         )
         watching.validate(req, request.query.get("resourceVersionMatch", ""))
-        form = wanted_form(request.headers.get("Accept", ""))
+        form = httpio.wanted_form(request.headers.get("Accept", ""))
         response = web.StreamResponse(status=200)
-        response.content_type = JSON
+        response.content_type = httpio.JSON
         response.enable_chunked_encoding()
         await response.prepare(request)
         task = asyncio.current_task()
@@ -567,19 +468,19 @@ class APIServer:
         try:
             async for frame in watching.stream(self.store, req, bookmark):
                 if frame.type in ("ERROR", "BOOKMARK"):
-                    line = dumps({"type": frame.type, "object": frame.obj})
+                    line = httpio.dumps({"type": frame.type, "object": frame.obj})
                 elif form == "table":
                     table = self._table(request, kind, [frame.obj], defs=first_table)
                     first_table = False
-                    line = dumps({"type": frame.type, "object": table})
+                    line = httpio.dumps({"type": frame.type, "object": table})
                 elif form == "metadata":
-                    line = dumps({"type": frame.type, "object": _partial(frame.obj)})
+                    line = httpio.dumps({"type": frame.type, "object": httpio.partial_metadata(frame.obj)})
                 else:
                     obj = self.rest._output(kind, frame.obj)
                     cache_key = (frame.type, kind.group, kind.version)
                     line = frame.source.rendered.get(cache_key) if frame.source is not None else None
                     if line is None:
-                        line = dumps({"type": frame.type, "object": obj})
+                        line = httpio.dumps({"type": frame.type, "object": obj})
                         if frame.source is not None:
                             frame.source.rendered[cache_key] = line
                 await response.write(line + b"\n")
@@ -591,59 +492,15 @@ class APIServer:
         await response.write_eof()
         return response
 
-    async def _delete_options(self, request: web.Request) -> DeleteOptions:
-        body: Obj = {}
-        if request.can_read_body:
-            raw = await request.read()
-            if raw.strip():
-                decoded = _decode_json(raw)
-                if not isinstance(decoded, dict):
-                    raise errors.BadRequest("DeleteOptions must be an object")
-                body = decoded
-        query = request.query
-        grace = body.get("gracePeriodSeconds")
-        if "gracePeriodSeconds" in query:
-            try:
-                grace = int(query["gracePeriodSeconds"])
-            except ValueError:
-                raise errors.BadRequest("gracePeriodSeconds must be an integer") from None
-        propagation = query.get("propagationPolicy") or body.get("propagationPolicy")
-        orphan = query.get("orphanDependents")
-        orphan_value = (orphan.lower() == "true") if orphan is not None else body.get("orphanDependents")
-        if orphan_value is not None and propagation:
-            raise errors.Invalid(
-                'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
-                f'"{propagation}": orphanDependents and deletionPropagation cannot be both set'
-            )
-        if orphan_value is True:
-            propagation = "Orphan"
-        elif orphan_value is False:
-            propagation = "Background"
-        if propagation not in (None, "Orphan", "Background", "Foreground"):
-            raise errors.Invalid(
-                'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
-                f'"{propagation}": supported values: "Background", "Foreground", "Orphan"'
-            )
-        dry = query.getall("dryRun", []) or body.get("dryRun") or []
-        for value in dry:
-            if value != "All":
-                raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-        return DeleteOptions(
-            grace_period=grace,
-            propagation=propagation,
-            preconditions=dict(body.get("preconditions") or {}),
-            dry_run=bool(dry),
-        )
-
     async def _delete(self, request: web.Request, kind: Kind, namespace: str, name: str) -> web.Response:
-        opts = await self._delete_options(request)
+        opts = await httpio.delete_options(request)
         obj, gone = self.rest.delete(kind, namespace, name, opts)
         if not gone or kind.return_deleted_object:
-            return json_response(obj)
+            return httpio.json_response(obj)
         details = {"name": name, "kind": kind.plural, "uid": obj["metadata"].get("uid", "")}
         if kind.group:
             details["group"] = kind.group
-        return json_response(
+        return httpio.json_response(
             {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
         )
 
@@ -654,8 +511,8 @@ class APIServer:
             raise errors.MethodNotAllowed(
                 f'deletecollection is not supported on resources of kind "{kind.group_resource}"'
             )
-        opts = await self._delete_options(request)
-        labels, fields = self._selectors(request)
+        opts = await httpio.delete_options(request)
+        labels, fields = httpio.selectors(request)
         result = self.rest.list(kind, namespace, labels=labels, fields=fields)
         deleted = []
         for obj in result.items:
@@ -665,7 +522,7 @@ class APIServer:
             except errors.NotFound:
                 continue
             deleted.append(done)
-        return json_response(
+        return httpio.json_response(
             {
                 "kind": kind.list_kind,
                 "apiVersion": kind.group_version,
@@ -682,13 +539,13 @@ class APIServer:
                 since = int(request.query.get("since", "0") or 0)
             except ValueError:
                 raise errors.BadRequest(f'since: Invalid value: "{request.query["since"]}"') from None
-            return json_response(self.denials.document(since))
+            return httpio.json_response(self.denials.document(since))
         if request.method == "POST" and path == "/debug/nrop/compact":
-            return json_response({"compactedResourceVersion": str(self.store.compact())})
+            return httpio.json_response({"compactedResourceVersion": str(self.store.compact())})
         if request.method == "GET" and path == "/debug/nrop/watches":
-            return json_response({"items": [info for info, _ in self._watches.values()]})
+            return httpio.json_response({"items": [info for info, _ in self._watches.values()]})
         if request.method == "POST" and path == "/debug/nrop/drop-watches":
-            return json_response({"dropped": self._drop_watches()})
+            return httpio.json_response({"dropped": self._drop_watches()})
         if request.method == "POST" and path.startswith("/debug/nrop/logs/"):
             parts = path[len("/debug/nrop/logs/") :].split("/")
             if len(parts) != 3:
@@ -696,7 +553,7 @@ class APIServer:
             namespace, pod, container = parts
             text = (await request.read()).decode()
             self.logs.append(namespace, pod, container, text)
-            return json_response({"appended": len(text)})
+            return httpio.json_response({"appended": len(text)})
         raise errors.NotFound.unknown_path()
 
     def _drop_watches(self) -> list[Obj]:
@@ -710,47 +567,3 @@ class APIServer:
             self._watches.pop(task, None)
             dropped.append(info)
         return dropped
-
-
-def _partial(obj: Obj) -> Obj:
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata", {}),
-    }
-
-
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-
-def _unknown_format(*, protobuf: str = "") -> errors.UnsupportedMediaType:
-    """Upstream's 415; for protobuf bodies of other kinds, what the embedded cluster reads and the workaround."""
-    hint = (
-        f" (protobuf request bodies are read for Namespace, ConfigMap, Secret, ServiceAccount and "
-        f"SelfSubjectAccessReview only, not {protobuf}: use `kubectl create ... --dry-run=client -o yaml "
-        "| kubectl apply -f -`)"
-        if protobuf
-        else ""
-    )
-    return errors.UnsupportedMediaType(
-        "the body of the request was in an unknown format - accepted media types include: "
-        "application/json, application/yaml" + hint
-    )
-
-
-def _decode_json(raw: bytes) -> Any:
-    if not raw.strip():
-        raise errors.BadRequest("the request body is empty; expected a JSON object")
-    if raw[:4] == protobuf.MAGIC:
-        raise _unknown_format(protobuf="a patch")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise errors.BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
-
-
-def _decode_yaml(raw: bytes) -> Any:
-    try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise errors.BadRequest(f"error converting YAML to JSON: {exc}") from None

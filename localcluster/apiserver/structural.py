@@ -182,11 +182,11 @@ def _format_ok(fmt: str, value: str) -> bool:
     """Known string formats; unknown ones (and int32/int64, which only apply to numbers) pass."""
     try:
         if fmt == "date-time":
-            return bool(_DATE_TIME.match(value))
+            return bool(_DATE_TIME.fullmatch(value))
         if fmt == "date":
-            return bool(_DATE.match(value))
+            return bool(_DATE.fullmatch(value))
         if fmt == "uuid":
-            return bool(_UUID.match(value))
+            return bool(_UUID.fullmatch(value))
         if fmt == "byte":
             base64.b64decode(value, validate=True)
             return True
@@ -200,9 +200,9 @@ def _format_ok(fmt: str, value: str) -> bool:
             ipaddress.ip_network(value, strict=False)
             return True
         if fmt == "hostname":
-            return len(value) <= 253 and bool(_HOSTNAME.match(value))
+            return len(value) <= 253 and bool(_HOSTNAME.fullmatch(value))
         if fmt == "email":
-            return bool(_EMAIL.match(value))
+            return bool(_EMAIL.fullmatch(value))
     except (ValueError, binascii.Error):
         return False
     return True

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from . import errors, rbac
+from nrop.localcluster.clock import rfc3339
+
+from . import errors, patching, rbac
+from .httpio import json_response, read_body, write_options
 from .podlogs import LogQuery
 from .podproxy import proxy_pod
 from .registry import Kind
@@ -41,8 +44,6 @@ async def handle(
     name: str,
     parsed: ResourcePath,
 ) -> web.StreamResponse:
-    from .server import json_response
-
     sub = parsed.subresource
     if kind.storage == ("", "pods") and sub in STREAMING_SUBRESOURCES:
         streams = server.proxies.get(f"pods/{sub}")
@@ -60,8 +61,8 @@ async def handle(
         if method == "GET":
             return server.render(request, kind, server.rest.get(kind, namespace, name))
         if method == "PUT":
-            body, _ = await server._body(request)
-            opts = server._write_options(request)
+            body, _ = await read_body(request)
+            opts = write_options(request)
             obj, _ = server.rest.update(kind, namespace, name, body, opts, subresource="status")
             return server.render(request, kind, obj, 200, opts)
         if method == "PATCH":
@@ -69,18 +70,18 @@ async def handle(
     elif sub == "scale":
         return await _scale(server, request, kind, namespace, name)
     elif sub == "binding" and method == "POST":
-        body, _ = await server._body(request)
+        body, _ = await read_body(request)
         return await bind(server, namespace, name, body)
     elif sub == "eviction" and method == "POST":
-        body, _ = await server._body(request)
+        body, _ = await read_body(request)
         return json_response(evict(server, namespace, name, body), 201)
     elif sub == "log" and method == "GET":
         return await _log(server, request, namespace, name)
     elif sub == "finalize" and method == "PUT":
-        body, _ = await server._body(request)
+        body, _ = await read_body(request)
         return json_response(finalize(server, kind, name, body))
     elif sub == "token" and method == "POST":
-        body, _ = await server._body(request)
+        body, _ = await read_body(request)
         return json_response(token(server, namespace, name, body), 201)
     elif sub == "proxy" and kind.plural == "pods" and not kind.group:
         return await proxy_pod(server, request, namespace, name, parsed.rest)
@@ -147,19 +148,16 @@ def _scale_of(kind: Kind, obj: Obj) -> Obj:
 async def _scale(
     server: APIServer, request: web.Request, kind: Kind, namespace: str, name: str
 ) -> web.Response:
-    from . import patching
-    from .server import json_response
-
     current = server.rest.get(kind, namespace, name)
     if request.method == "GET":
         return json_response(_scale_of(kind, current))
     if request.method == "PUT":
-        scale, _ = await server._body(request)
+        scale, _ = await read_body(request)
     elif request.method == "PATCH":
         # 415 for an unknown media type comes before any decoding error, as upstream.
         content_type = request.headers.get("Content-Type") or "application/json"
         patch_type = patching.patch_type_for(content_type.lower(), builtin=not kind.custom)
-        patch, _ = await server._body(request, patch=True)
+        patch, _ = await read_body(request, patch=True)
         base = _scale_of(kind, current)
         if patch_type == "json":
             scale = patching.apply_json_patch(base, patch)
@@ -182,7 +180,7 @@ async def _scale(
     spec_path, _, _ = _scale_paths(kind)
     _set_path(updated, spec_path, replicas)
     updated["metadata"]["resourceVersion"] = rv or current["metadata"]["resourceVersion"]
-    opts = server._write_options(request)
+    opts = write_options(request)
     stored = server.rest.commit_update(
         kind, updated, server.store.get(kind.storage, namespace, name) or current, opts
     )
@@ -193,8 +191,6 @@ async def _scale(
 
 
 async def bind(server: APIServer, namespace: str, name: str, body: Any) -> web.Response:
-    from .server import json_response
-
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be a Binding object")
     target = body.get("target") or {}
@@ -349,8 +345,6 @@ def finalize(server: APIServer, kind: Kind, name: str, body: Any) -> Obj:
 
 
 def token(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
-    from .clock import rfc3339
-
     sa = server.store.get(("", "serviceaccounts"), namespace, name)
     if sa is None:
         raise errors.NotFound.for_object("serviceaccounts", "", name)

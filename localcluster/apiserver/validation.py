@@ -5,9 +5,13 @@ Upstream decodes a built-in body into its Go struct: unknown fields are dropped
 decode, and the kind's validation then reports missing required fields.  Here
 one walk over the body and its kubernetes-validate definition does all three:
 :func:`validate_builtin` returns the type/required/enum errors, the unknown
-field paths and the body with unknown fields pruned.  :func:`validate_name` and
-:func:`validate_object_meta` reproduce apimachinery's ``ValidateObjectMeta``
-messages, which clients and tests match on.
+field paths and the body with unknown fields pruned (for a Pod stored by the API
+server, its quantities re-serialized as upstream's ``Quantity.String()``).
+:func:`validate_name` and :func:`validate_object_meta` reproduce apimachinery's
+``ValidateObjectMeta`` messages, which clients and tests match on.
+:func:`pod_spec_causes` is the pod strategy's validation of a pod spec (a Pod's or a
+workload's template) with the rules of ``nrop.api``: container resources, node
+selector labels, node affinity and tolerations.
 """
 
 from __future__ import annotations
@@ -16,12 +20,19 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from nrop.api.quantity import canonical
-from nrop.api.selectors import label_value_errors, qualified_name_errors
-from nrop.localcluster.apiserver.clock import parse_time, rfc3339, rfc3339_micro
+from nrop.api import nodeaffinity, resourcerequirements, tolerations
+from nrop.api.fielderrors import FieldError
+from nrop.api.quantity import QuantityError, canonical
+from nrop.api.selectors import (
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
 from nrop.localcluster.apiserver.definitions import Definitions, schema_types
 from nrop.localcluster.apiserver.errors import (
     BadRequest,
@@ -33,16 +44,14 @@ from nrop.localcluster.apiserver.errors import (
     too_long,
     type_invalid,
 )
+from nrop.localcluster.clock import parse_time, rfc3339, rfc3339_micro
 
 __all__ = [
     "FIELD_VALIDATION_DIRECTIVES",
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "NameRule",
     "ValidationResult",
-    "is_dns1123_label",
-    "is_dns1123_subdomain",
-    "is_qualified_name",
-    "is_valid_label_value",
+    "pod_spec_causes",
     "split_path",
     "strict_decoding_error",
     "validate_builtin",
@@ -56,6 +65,11 @@ FIELD_VALIDATION_DIRECTIVES = ("Ignore", "Warn", "Strict")
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 _QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+#: Kinds whose stored quantities are re-serialized (upstream re-serializes every Quantity it
+#: decodes; here only Pods, whose resources clients read back, the rest keep the text sent).
+_RESERIALIZED_QUANTITIES = frozenset({"io.k8s.api.core.v1.Pod"})
+#: The detail upstream's validation gives a required field the definitions also mark required.
+_REQUIRED_DETAILS = {("io.k8s.api.core.v1.NodeSelector", "nodeSelectorTerms"): nodeaffinity.NO_TERMS}
 _QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 # Go decodes these into time.Time and encodes them back: any RFC 3339 input (kopf sends
@@ -95,6 +109,7 @@ def validate_builtin(
     *,
     field_validation: str = "Strict",
     path: str = "",
+    stored: bool = False,
 ) -> ValidationResult:
     """Check ``obj`` against definition ``def_name`` (e.g. ``io.k8s.api.core.v1.Pod``).
 
@@ -102,8 +117,14 @@ def validate_builtin(
     resource's metadata against ``ObjectMeta``).  Missing required fields under a
     top-level ``status`` are not reported: upstream status writes are not held to
     the definitions' ``required`` lists (those only mirror Go's ``omitempty``).
+    ``stored``: the API server decodes ``obj`` to store it, so ``pruned`` holds a Pod's
+    quantities as upstream serves them (``1000m`` is stored as ``1``).
     """
-    walker = _Walker(defs, report_unknown=field_validation != "Ignore")
+    walker = _Walker(
+        defs,
+        report_unknown=field_validation != "Ignore",
+        reserialize=stored and def_name in _RESERIALIZED_QUANTITIES,
+    )
     result = ValidationResult()
     result.pruned = walker.walk({"$ref": "#/$defs/" + def_name}, obj, path, top=not path)
     result.errors = walker.errors
@@ -147,9 +168,10 @@ def _is_empty(value: Any) -> bool:
 
 
 class _Walker:
-    def __init__(self, defs: Definitions, *, report_unknown: bool) -> None:
+    def __init__(self, defs: Definitions, *, report_unknown: bool, reserialize: bool = False) -> None:
         self.defs = defs
         self.report_unknown = report_unknown
+        self.reserialize = reserialize
         self.errors: list[Cause] = []
         self.unknown: list[str] = []
 
@@ -180,6 +202,8 @@ class _Walker:
             return None  # Go decodes null as the zero value; `required` is checked by the parent
         if def_name == _QUANTITY_DEF and isinstance(value, int | float) and not isinstance(value, bool):
             return self._numeric_quantity(value, path)
+        if def_name == _QUANTITY_DEF and isinstance(value, str) and self.reserialize:
+            return self._stored_quantity(value, path)
         if "oneOf" in schema or "anyOf" in schema:
             return self._alternatives(schema, value, path, def_name)
         types = schema_types(schema) - {"null"}
@@ -194,7 +218,7 @@ class _Walker:
         if isinstance(value, float) and "integer" in types and "number" not in types:
             return int(value)  # admitted above, so integral: stored as the Go integer it decodes into
         if isinstance(value, dict):
-            return self._object(schema, value, path, top=top, in_status=in_status)
+            return self._object(schema, value, path, def_name, top=top, in_status=in_status)
         if isinstance(value, list):
             items = schema.get("items")
             if not isinstance(items, dict):
@@ -205,6 +229,18 @@ class _Walker:
             if def_name in _TIME_FORMATS and value:
                 return self._time(value, path, def_name)
         return value
+
+    def _stored_quantity(self, value: str, path: str) -> str:
+        """A quantity string as upstream stores it: ``UnmarshalJSON`` (trimmed, parsed), then
+        ``String()`` (the text as sent where the parser keeps it, else the canonical form)."""
+        if not _QUANTITY_RE.fullmatch(value.strip()):
+            self._string_format({}, value, path, _QUANTITY_DEF)
+            return value
+        try:
+            return canonical(value.strip())
+        except QuantityError as err:
+            self.errors.append(invalid(path, value, err.reason))
+            return value
 
     def _numeric_quantity(self, value: float, path: str) -> str:
         """A quantity sent as a JSON number (``cpu: 2``): Go's ``Quantity.UnmarshalJSON`` parses
@@ -240,7 +276,7 @@ class _Walker:
 
     def _string_format(self, schema: dict[str, Any], value: str, path: str, def_name: str) -> None:
         if def_name == _QUANTITY_DEF:
-            if not _QUANTITY_RE.match(value.strip()):
+            if not _QUANTITY_RE.fullmatch(value.strip()):
                 self.errors.append(
                     invalid(
                         path,
@@ -255,7 +291,14 @@ class _Walker:
                 self.errors.append(invalid(path, value, "illegal base64 data"))
 
     def _object(
-        self, schema: dict[str, Any], value: dict[str, Any], path: str, *, top: bool, in_status: bool
+        self,
+        schema: dict[str, Any],
+        value: dict[str, Any],
+        path: str,
+        def_name: str,
+        *,
+        top: bool,
+        in_status: bool,
     ) -> dict[str, Any]:
         props: dict[str, Any] = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
@@ -279,7 +322,8 @@ class _Walker:
         if not in_status:
             for name in schema.get("required", ()):
                 if _is_empty(value.get(name)):
-                    self.errors.append(required(_child(path, name)))
+                    detail = _REQUIRED_DETAILS.get((def_name, name), "")
+                    self.errors.append(required(_child(path, name), detail))
         return out
 
 
@@ -319,59 +363,6 @@ def _quote(text: str) -> str:
 # --------------------------------------------------------------------------- names
 
 
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery's ``RegexError``, including its double space before ``or``."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    quoted = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {quoted}regex used for validation is '{fmt}')"
-
-
-def _max_len_error(limit: int) -> str:
-    return f"must be no more than {limit} characters"
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _DNS1123_LABEL_RE.match(value):
-        errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """Label keys, annotation keys and finalizers: ``[prefix/]name`` (the rule lives in ``nrop.api.selectors``)."""
-    return qualified_name_errors(value)
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    return label_value_errors(value)
-
-
 def validate_name(name: str, kind_rule: NameRule = "subdomain", *, prefix: bool = False) -> list[str]:
     """Messages for an invalid object name (empty list: valid).
 
@@ -384,9 +375,9 @@ def validate_name(name: str, kind_rule: NameRule = "subdomain", *, prefix: bool 
     if prefix and name.endswith("-"):
         name = name[:-1] + "a"  # upstream's maskTrailingDash
     if kind_rule == "label":
-        return is_dns1123_label(name)
+        return dns1123_label_errors(name)
     if kind_rule == "subdomain":
-        return is_dns1123_subdomain(name)
+        return dns1123_subdomain_errors(name)
     raise ValueError(f"unknown name rule {kind_rule!r}")
 
 
@@ -415,22 +406,26 @@ def validate_object_meta(
         if not namespace:
             causes.append(required("metadata.namespace"))
         else:
-            causes.extend(invalid("metadata.namespace", namespace, m) for m in is_dns1123_label(namespace))
+            causes.extend(
+                invalid("metadata.namespace", namespace, m) for m in dns1123_label_errors(namespace)
+            )
     elif namespace:
         causes.append(forbidden("metadata.namespace", "not allowed on this type"))
     causes.extend(validate_labels(meta.get("labels") or {}, "metadata.labels"))
     causes.extend(validate_annotations(meta.get("annotations") or {}, "metadata.annotations"))
     for finalizer in meta.get("finalizers") or ():
-        causes.extend(invalid("metadata.finalizers", finalizer, m) for m in is_qualified_name(str(finalizer)))
+        causes.extend(
+            invalid("metadata.finalizers", finalizer, m) for m in qualified_name_errors(str(finalizer))
+        )
     return causes
 
 
 def validate_labels(labels: dict[str, Any], path: str) -> list[Cause]:
     causes: list[Cause] = []
     for key, value in labels.items():
-        causes.extend(invalid(path, key, m) for m in is_qualified_name(key))
+        causes.extend(invalid(path, key, m) for m in qualified_name_errors(key))
         if isinstance(value, str):
-            causes.extend(invalid(path, value, m) for m in is_valid_label_value(value))
+            causes.extend(invalid(path, value, m) for m in label_value_errors(value))
     return causes
 
 
@@ -439,8 +434,53 @@ def validate_annotations(annotations: dict[str, Any], path: str) -> list[Cause]:
     total = 0
     for key, value in annotations.items():
         # Annotation keys are qualified names, case-insensitively.
-        causes.extend(invalid(path, key, m) for m in is_qualified_name(key.lower()))
+        causes.extend(invalid(path, key, m) for m in qualified_name_errors(key.lower()))
         total += len(key.encode()) + len(str(value or "").encode())
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         causes.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return causes
+
+
+# --------------------------------------------------------------------------- pod specs
+
+#: Where each kind holds a pod spec (a Pod's own, a workload's template).
+_POD_SPEC_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Pod"): ("spec",),
+    ("", "PodTemplate"): ("template", "spec"),
+    ("", "ReplicationController"): ("spec", "template", "spec"),
+    ("apps", "Deployment"): ("spec", "template", "spec"),
+    ("apps", "ReplicaSet"): ("spec", "template", "spec"),
+    ("apps", "DaemonSet"): ("spec", "template", "spec"),
+    ("apps", "StatefulSet"): ("spec", "template", "spec"),
+    ("batch", "Job"): ("spec", "template", "spec"),
+    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def _cause(error: FieldError) -> Cause:
+    return Cause(error.reason, error.body(), error.field)
+
+
+def pod_spec_causes(group: str, kind: str, obj: Mapping[str, Any]) -> list[Cause]:
+    """The ``ValidatePodSpec`` causes of the pod spec a ``group``/``kind`` object holds ([] for
+    other kinds), in upstream's order: container resources, ``nodeSelector`` labels, node
+    affinity, tolerations. Paths are upstream's (``spec.template.spec.tolerations[0]...``)."""
+    parts = _POD_SPEC_PATHS.get((group, kind))
+    spec: Any = obj
+    for part in parts or ():
+        spec = spec.get(part) if isinstance(spec, Mapping) else None
+    if parts is None or not isinstance(spec, Mapping):
+        return []
+    path = ".".join(parts)
+    causes = [_cause(p) for p in resourcerequirements.validate_pod_spec_resources(spec, path)]
+    node_selector = spec.get("nodeSelector")
+    if isinstance(node_selector, Mapping):
+        causes += validate_labels(dict(node_selector), f"{path}.nodeSelector")
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
+    if isinstance(node_affinity, Mapping):
+        errors = nodeaffinity.node_affinity_errors(node_affinity, f"{path}.affinity.nodeAffinity")
+        causes += [_cause(e) for e in errors]
+    pod_tolerations = spec.get("tolerations")
+    if isinstance(pod_tolerations, list) and pod_tolerations:
+        causes += [_cause(e) for e in tolerations.toleration_errors(pod_tolerations, f"{path}.tolerations")]
     return causes

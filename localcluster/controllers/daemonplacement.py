@@ -31,7 +31,7 @@ from typing import Any
 
 from nrop.api.nodeaffinity import OBJECT_NAME_FIELD, RequiredNodeAffinity
 from nrop.api.tolerations import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint, same_toleration
-from nrop.localcluster.apiserver.clock import parse_time
+from nrop.localcluster.clock import parse_time
 
 from .workloads import is_available, is_ready, is_terminal, scaled_value
 

@@ -26,8 +26,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock
 from nrop.localcluster.apiserver.rest import DeleteOptions
+from nrop.localcluster.clock import Clock
 
 from . import daemonplacement as placement
 from .reconciling import Controller, key_of, kind_of, split_key

@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock
 from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.clock import Clock
 
 from . import rollout
 from .reconciling import Controller, key_of, kind_of, split_key

@@ -27,8 +27,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock, parse_time, rfc3339
 from nrop.localcluster.apiserver.rest import DeleteOptions
+from nrop.localcluster.clock import Clock, parse_time, rfc3339
 
 from . import jobstatus
 from .reconciling import Controller, key_of, kind_of, split_key

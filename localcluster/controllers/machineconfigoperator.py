@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock, rfc3339
 from nrop.localcluster.apiserver.rest import WriteOptions
+from nrop.localcluster.clock import Clock, rfc3339
 from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.nodestatus import node_labels
 

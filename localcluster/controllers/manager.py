@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nrop.localcluster.apiserver.clock import Clock
+from nrop.localcluster.clock import Clock
 
 from .daemonsets import DaemonSetController
 from .deployments import DeploymentController

@@ -19,8 +19,8 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from nrop.localcluster.apiserver.clock import Clock
 from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.clock import Clock
 
 from . import nodehealth
 from .reconciling import Controller, kind_of

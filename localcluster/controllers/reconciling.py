@@ -25,10 +25,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock, rfc3339
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.clock import Clock, rfc3339
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

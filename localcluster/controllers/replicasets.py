@@ -18,11 +18,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.rest import DeleteOptions
 from nrop.localcluster.apiserver.selectors import LabelSelector, label_selector_from_dict
 from nrop.localcluster.apiserver.store import Store, WatchEvent
+from nrop.localcluster.clock import Clock
 
 from .reconciling import Controller, key_of, kind_of, split_key
 from .replicas import deletion_order, replica_diff, replica_set_status, slow_start_batches

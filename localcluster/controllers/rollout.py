@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from nrop.localcluster.apiserver.clock import parse_time, rfc3339
+from nrop.localcluster.clock import parse_time, rfc3339
 
 from .workloads import compute_hash, controller_ref, get_condition, scaled_value, set_condition
 

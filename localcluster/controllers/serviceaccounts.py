@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock
 from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.clock import Clock
 
 from .reconciling import Controller, kind_of
 

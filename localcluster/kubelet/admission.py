@@ -29,29 +29,29 @@ from enum import StrEnum
 from typing import Any
 
 from nrop.api.qos import pod_qos_class
-from nrop.localcluster.kubelet import memorymanager as mm
 from nrop.localcluster.kubelet import nodefit
-from nrop.localcluster.kubelet.cpumanager import (
-    ContainerCPURequest,
-    PodCPURequest,
-    StaticPolicy,
-    num_reserved_cpus,
-)
-from nrop.localcluster.kubelet.cpumanagerstate import CPUManagerState, decode_checkpoint, encode_checkpoint
-from nrop.localcluster.kubelet.cpuset import CPUSet
-from nrop.localcluster.kubelet.devicemanager import (
+from nrop.localcluster.kubelet.cm import (
     NODE_WITHOUT_TOPOLOGY,
+    ContainerCPURequest,
+    CPUManagerState,
     Device,
     DeviceCheckpoint,
     DeviceContainer,
     DeviceManager,
     DevicePod,
+    MemoryManagerCheckpoint,
+    PodCPURequest,
     PreferredAllocation,
+    ProviderHints,
+    TopologyHint,
+    TopologyManager,
+    num_reserved_cpus,
 )
-from nrop.localcluster.kubelet.hints import TopologyHint
+from nrop.localcluster.kubelet.cm import memorymanager as mm
+from nrop.localcluster.kubelet.cm.cpumanager import StaticPolicy
+from nrop.localcluster.kubelet.cm.cpumanagerstate import decode_checkpoint, encode_checkpoint
+from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.machine import DeviceGroup, NodeSpec
-from nrop.localcluster.kubelet.memorycheckpoint import MemoryManagerCheckpoint
-from nrop.localcluster.kubelet.topologymanager import ProviderHints, TopologyManager
 
 __all__ = [
     "REJECTED_MESSAGE_PREFIX",

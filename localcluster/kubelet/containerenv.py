@@ -116,7 +116,7 @@ def field_value(path: str, pod: Obj, facts: DownwardFacts) -> str:
     }
     if path in simple:
         return str(simple[path] or "")
-    match = _SUBSCRIPT.match(path)
+    match = _SUBSCRIPT.fullmatch(path)
     if match:
         return str((meta.get(match.group(1)) or {}).get(match.group(2), ""))
     if path in ("metadata.labels", "metadata.annotations"):

@@ -39,8 +39,9 @@ from aiohttp import web
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.podlogs import LogQuery
 from nrop.localcluster.kubelet import execstreams
-from nrop.localcluster.kubelet.kubelet import Kubelet, NodeNetwork
+from nrop.localcluster.kubelet.kubelet import Kubelet
 from nrop.localcluster.kubelet.machine import KubeletConfig, NodeSpec
+from nrop.localcluster.kubelet.nodenetwork import NodeNetwork
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer
@@ -91,7 +92,7 @@ class Fleet:
     async def restart(self, name: str, kubelet: KubeletConfig, *, downtime: float = 0.0) -> None:
         """Reboot node ``name``: its kubelet stops, and ``downtime`` seconds later starts again
         with configuration ``kubelet`` (re-registering the existing Node keeps what others wrote
-        on it, see :meth:`Kubelet._register_node`)."""
+        on it, see :meth:`~.nodereporting.NodeReporter.register`)."""
         old = self.kubelets[name]
         log.info("node %s: rebooting with a new kubelet configuration", name)
         await old.stop()

@@ -4,23 +4,23 @@ A thin I/O shell over the pure modules, inside the cluster process:
 
 * the node root ``<state dir>/nodes/<name>/`` holds the sysfs tree (:mod:`.sysfs`), the
   podresources socket, the device-plugin directory and the checkpoint files;
+* the Node, its Lease and node events are written by :mod:`.nodereporting`, on the node's
+  loopback addresses (:mod:`.nodenetwork`);
 * pods with ``spec.nodeName == <name>`` are followed through a store subscription and
   handled one at a time, in order, by :meth:`Kubelet._work`, together with what the pods'
-  processes report (exits, probe results): admission by
-  :class:`~.admission.NodeResourceManagers` (rejection: ``Failed`` status and a Warning
-  event), then a pod IP and a :class:`~.podworker.PodWorker` (simulated containers, and
-  real processes for the project's own image), graceful deletion (SIGTERM, SIGKILL after
-  the grace period, release, terminal status, ``DELETE`` with grace 0);
+  processes report (exits, probe results): admission (:mod:`.admitting`; rejection: ``Failed``
+  status and a Warning event), then a pod IP and a :class:`~.podworker.PodWorker` (simulated
+  containers, and real processes for the project's own image), graceful deletion (SIGTERM,
+  SIGKILL after the grace period, release, terminal status, ``DELETE`` with grace 0); pod
+  status, events and deletes are written by :mod:`.podreporting`;
 * static pods from the manifest directory come in through :mod:`.staticpods` on the same
   queue (``ADDED``, ``STATIC_REMOVED``) and run the same way; their API object is their
   mirror pod, which :mod:`.staticpods` keeps and this loop never runs;
-* after every allocation change the checkpoints ``cpu_manager_state``,
-  ``memory_manager_state`` and ``device-plugins/kubelet_internal_checkpoint`` are rewritten
-  atomically and the podresources snapshot is replaced (a write that fails, as on a full disk,
-  keeps the previous file and is logged, except the device checkpoint of an admission that
-  handed out devices: as upstream, that pod is rejected with ``UnexpectedAdmissionError``);
-  whenever the set of running containers changes the notify file ``<root>/run/rte/notify`` is
-  touched, left empty (what RTE's reactive mode watches, as an OCI hook would do on a real node).
+* device plugins register with :mod:`.pluginendpoints`;
+* after every allocation change the managers' checkpoints are rewritten
+  (:mod:`.checkpointfiles`) and the podresources snapshot is replaced; whenever the set of
+  running containers changes the notify file ``<root>/run/rte/notify`` is touched, left empty
+  (what RTE's reactive mode watches, as an OCI hook would do on a real node).
 
 Stopping the kubelet stops every process it started (SIGTERM, SIGKILL after
 :data:`STOP_GRACE` seconds).
@@ -33,13 +33,11 @@ may block; every use of the managers, gRPC threads included, holds ``self._lock`
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 import random
 import shutil
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -47,24 +45,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.clock import Clock, SystemClock, rfc3339
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.rest import WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.clock import Clock, SystemClock, rfc3339
 from nrop.localcluster.kubelet import nodeobjects, nodestatus, podevents, staticpods
-from nrop.localcluster.kubelet.admission import AdmissionResult, NodeResourceManagers, PodAllocation
-from nrop.localcluster.kubelet.devicemanager import CHECKPOINT_FILE, Device
+from nrop.localcluster.kubelet.admission import NodeResourceManagers
+from nrop.localcluster.kubelet.admitting import PodAdmitter
+from nrop.localcluster.kubelet.checkpointfiles import (
+    CPU_MANAGER_STATE,
+    DEVICE_MANAGER_CHECKPOINT,
+    MEMORY_MANAGER_STATE,
+    write_checkpoints,
+)
 from nrop.localcluster.kubelet.entrypoints import RuntimeConfig
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
-    ENDPOINT_STOP_GRACE_PERIOD,
-    DevicePluginError,
-    PluginClient,
     RegistrationServer,
     device_plugin_dir,
     kubelet_socket,
 )
 from nrop.localcluster.kubelet.grpcservers.podresources import PodResourcesServer, pod_resources_socket
 from nrop.localcluster.kubelet.machine import NodeSpec
+from nrop.localcluster.kubelet.nodenetwork import POD_ADDRESSES, NodeNetwork
+from nrop.localcluster.kubelet.nodereporting import NodeReporter
+from nrop.localcluster.kubelet.pluginendpoints import PluginEndpoints
+from nrop.localcluster.kubelet.podreporting import PodReporter
 from nrop.localcluster.kubelet.podworker import PodWorker, RuntimeContext, pods_dir
 from nrop.localcluster.kubelet.probes import ProbeKind, ProbeSpec
 from nrop.localcluster.kubelet.processes import ProcessSpec, Supervisor
@@ -75,23 +80,15 @@ if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer
 
 __all__ = [
-    "CPU_MANAGER_STATE",
-    "DEVICE_MANAGER_CHECKPOINT",
     "LEASE_RENEW_INTERVAL",
-    "MEMORY_MANAGER_STATE",
     "NOTIFY_FILE",
     "STOP_GRACE",
     "Kubelet",
-    "NodeNetwork",
 ]
 
 log = logging.getLogger(__name__)
 
 #: Relative to a node root.
-KUBELET_DIR = Path("var/lib/kubelet")
-CPU_MANAGER_STATE = KUBELET_DIR / "cpu_manager_state"
-MEMORY_MANAGER_STATE = KUBELET_DIR / "memory_manager_state"
-DEVICE_MANAGER_CHECKPOINT = KUBELET_DIR / "device-plugins" / CHECKPOINT_FILE
 NOTIFY_FILE = Path("run/rte/notify")
 #: A quarter of the lease duration, as upstream.
 LEASE_RENEW_INTERVAL = nodeobjects.LEASE_DURATION_SECONDS / 4
@@ -99,56 +96,8 @@ LEASE_RENEW_INTERVAL = nodeobjects.LEASE_DURATION_SECONDS / 4
 STOP_GRACE = 3.0
 _FIELD_MANAGER = "kubelet"
 _TERMINAL = ("Succeeded", "Failed")
-_OWN_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 
 Obj = dict[str, Any]
-
-#: How many pod addresses a node's ``127.<n>.x.y`` range holds.
-POD_ADDRESSES = 254 * 256
-
-
-@dataclass(frozen=True)
-class NodeNetwork:
-    """A node's loopback addresses: ``127.0.1.<i+1>`` for the node, ``127.<16+i>.x.y`` for its pods."""
-
-    address: str
-    pod_prefix: str
-
-    @classmethod
-    def for_index(cls, index: int) -> NodeNetwork:
-        if not 0 <= index < 200:
-            raise ValueError(f"node index {index} out of range for loopback addressing")
-        return cls(f"127.0.1.{index + 1}", f"127.{16 + index}")
-
-    @property
-    def pod_cidr(self) -> str:
-        return f"{self.pod_prefix}.0.0/16"
-
-    def pod_ip(self, serial: int) -> str:
-        serial %= POD_ADDRESSES
-        return f"{self.pod_prefix}.{serial // 254}.{serial % 254 + 1}"
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write a file so that readers see the old or the new content, never a part.
-
-    As upstream's checkpoint file store: a temporary file replaces the target once written in
-    full; when the write fails (a full disk) the temporary file is removed and the target stays.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    except OSError:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def _go_error(op: str, path: Path, err: OSError) -> str:
-    """An OS error as Go's ``*PathError`` prints it (``write /path: no space left on device``)."""
-    text = err.strerror or str(err)
-    return f"{op} {path}: {text[:1].lower()}{text[1:]}"
 
 
 def _kind(server: APIServer, group: str, version: str, plural: str) -> Kind:
@@ -196,8 +145,6 @@ class Kubelet:
         self.managers = NodeResourceManagers(spec)
         self.views = ResourceViews()
         self._lock = threading.RLock()
-        self._plugins: dict[str, PluginClient] = {}
-        self._plugin_removals: dict[str, asyncio.TimerHandle] = {}
         self._pods: dict[str, _PodRecord] = {}
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
@@ -215,12 +162,31 @@ class Kubelet:
         self._closing: set[asyncio.Task[None]] = set()
         self._context: RuntimeContext | None = None
         self.podresources = PodResourcesServer(self.views, pod_resources_socket(self.root))
-        self.registration = RegistrationServer(kubelet_socket(self.root), self)
+        self.device_plugins = PluginEndpoints(
+            self.managers, self._lock, from_thread=self._from_thread, on_change=self._devices_changed
+        )
+        self.registration = RegistrationServer(kubelet_socket(self.root), self.device_plugins)
+        self._admitter = PodAdmitter(self.managers, self._lock, self.device_plugins, self.root, server.store)
         self._pod_kind = _kind(server, "", "v1", "pods")
         self._node_kind = _kind(server, "", "v1", "nodes")
         self._lease_kind = _kind(server, "coordination.k8s.io", "v1", "leases")
         self._event_kind = _kind(server, "", "v1", "events")
         self._opts = WriteOptions(field_manager=_FIELD_MANAGER)
+        self._node_reporter = NodeReporter(
+            server,
+            spec,
+            self.clock,
+            self._opts,
+            address=network.address,
+            pod_cidr=network.pod_cidr,
+            node_kind=self._node_kind,
+            lease_kind=self._lease_kind,
+            event_kind=self._event_kind,
+            resources=self.node_resources,
+        )
+        self._pod_reporter = PodReporter(
+            server, self.name, self.clock, self._opts, pod_kind=self._pod_kind, event_kind=self._event_kind
+        )
         self.static_pods = staticpods.StaticPods(
             server,
             self.name,
@@ -239,19 +205,15 @@ class Kubelet:
         self.root.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(write_sysfs, self.root, self.spec.machine)
         # The store does not outlive the process, so neither do the pods of old checkpoints.
-        for stale in (
-            CPU_MANAGER_STATE,
-            MEMORY_MANAGER_STATE,
-            DEVICE_MANAGER_CHECKPOINT,
-        ):
+        for stale in (CPU_MANAGER_STATE, MEMORY_MANAGER_STATE, DEVICE_MANAGER_CHECKPOINT):
             (self.root / stale).unlink(missing_ok=True)
         await asyncio.to_thread(shutil.rmtree, pods_dir(self.root), True)
         await asyncio.to_thread(self.registration.start)
         await asyncio.to_thread(self.podresources.start)
         self._publish()
-        self._register_node()
-        self._node_events()
-        self._renew_lease()
+        self._node_reporter.register()
+        self._node_reporter.post_events()
+        self._node_reporter.renew_lease()
         self._unsubscribe = self.server.store.subscribe(self._pod_kind.storage, self._on_pod_event)
         for pod in self.server.store.list(self._pod_kind.storage):
             if (pod.get("spec") or {}).get("nodeName") == self.name:
@@ -270,8 +232,7 @@ class Kubelet:
         for record in self._pods.values():
             if record.timer is not None:
                 record.timer.cancel()
-        for handle in self._plugin_removals.values():
-            handle.cancel()
+        self.device_plugins.cancel_removals()
         for task in self._tasks:
             task.cancel()
         if self._tasks:
@@ -300,92 +261,12 @@ class Kubelet:
             capacity[resource], allocatable[resource] = str(total), str(healthy)
         return nodestatus.NodeResources(dict(sorted(capacity.items())), dict(sorted(allocatable.items())))
 
-    def _register_node(self) -> None:
-        resources = self.node_resources()
-        body = nodeobjects.node_object(
-            self.spec,
-            address=self.network.address,
-            pod_cidr=self.network.pod_cidr,
-            capacity=resources.capacity,
-            allocatable=resources.allocatable,
-            now=self.clock.now(),
-        )
-        try:
-            self.server.rest.create(self._node_kind, "", body, self._opts)
-        except errors.AlreadyExists:
-            # Re-registration (a restart): as upstream's kubelet, leave what others wrote on the
-            # Node (labels, annotations, taints, cordon) and write only the status.
-            current = copy.deepcopy(self.server.rest.get(self._node_kind, "", self.name))
-            current["status"] = body["status"]
-            self.server.rest.update(self._node_kind, "", self.name, current, self._opts, subresource="status")
-
-    def _node_events(self) -> None:
-        now = self.clock.now()
-        for kind, reason, message in podevents.node_events(self.name):
-            body = nodeobjects.node_event(self.name, kind, reason, message, now, unique=uuid.uuid4().hex[:16])
-            try:
-                self.server.rest.create(self._event_kind, "default", body, self._opts)
-            except errors.StatusError as err:
-                log.warning("node %s: event %s not recorded: %s", self.name, reason, err)
-
-    def _update_node_resources(self) -> None:
-        try:
-            node = copy.deepcopy(self.server.rest.get(self._node_kind, "", self.name))
-        except errors.NotFound:
-            return
-        resources = self.node_resources()
-        status = node.setdefault("status", {})
-        if (
-            status.get("capacity") == resources.capacity
-            and status.get("allocatable") == resources.allocatable
-        ):
-            return
-        status["capacity"], status["allocatable"] = resources.capacity, resources.allocatable
-        heartbeat = rfc3339(self.clock.now())
-        for condition in status.get("conditions") or ():
-            condition["lastHeartbeatTime"] = heartbeat
-        self.server.rest.update(self._node_kind, "", self.name, node, self._opts, subresource="status")
-        log.info("node %s: capacity/allocatable updated", self.name)
-
-    def _renew_lease(self) -> None:
-        namespace = nodeobjects.NODE_LEASE_NAMESPACE
-        try:
-            lease = copy.deepcopy(self.server.rest.get(self._lease_kind, namespace, self.name))
-        except errors.NotFound:
-            node = self.server.rest.get(self._node_kind, "", self.name)
-            body = nodeobjects.lease_object(self.name, node["metadata"]["uid"], self.clock.now())
-            self.server.rest.create(self._lease_kind, namespace, body, self._opts)
-            return
-        fresh = nodeobjects.lease_object(self.name, "", self.clock.now())
-        lease.setdefault("spec", {}).update(fresh["spec"])
-        self.server.rest.update(self._lease_kind, namespace, self.name, lease, self._opts)
-
-    def _sync_node_conditions(self) -> None:
-        """Post healthy conditions again if someone else (the node lifecycle controller) changed them.
-
-        Upstream's kubelet recomputes its status every ``nodeStatusUpdateFrequency`` and
-        writes it when it differs from the Node's, which is how a node that was marked
-        ``Unknown`` while its lease lapsed becomes Ready again.
-        """
-        try:
-            node = copy.deepcopy(self.server.rest.get(self._node_kind, "", self.name))
-        except errors.NotFound:
-            return
-        status = node.setdefault("status", {})
-        ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
-        if ready is not None and ready.get("status") == "True":
-            return
-        now = self.clock.now()
-        status["conditions"] = nodeobjects.node_conditions(now, now)
-        self.server.rest.update(self._node_kind, "", self.name, node, self._opts, subresource="status")
-        log.info("node %s: conditions posted as Ready again", self.name)
-
     async def _lease_loop(self) -> None:
         while True:
             await asyncio.sleep(self.lease_renew_interval)
             try:
-                self._renew_lease()
-                self._sync_node_conditions()
+                self._node_reporter.renew_lease()
+                self._node_reporter.sync_conditions()
             except errors.StatusError as err:
                 log.warning("node %s: renewing the lease failed: %s", self.name, err)
 
@@ -477,16 +358,16 @@ class Kubelet:
     ) -> bool:
         worker = record.worker
         assert worker is not None
-        pod = self._current(record)
+        pod = self._pod_reporter.current(record)
         if not result and pod is not None:
-            self._event(
+            self._pod_reporter.event(
                 pod, "Unhealthy", f"{spec.kind.title} probe failed: {message}", now, container=container
             )
         if spec.kind == ProbeKind.LIVENESS or (spec.kind == ProbeKind.STARTUP and not result):
             if result or not worker.kill(container, cid, spec.termination_grace, now):
                 return False
             if pod is not None:
-                self._event(
+                self._pod_reporter.event(
                     pod,
                     "Killing",
                     f"Container {container} failed {spec.kind} probe, will be restarted",
@@ -513,7 +394,7 @@ class Kubelet:
                 self._pods[uid] = _PodRecord(uid, meta["namespace"], meta["name"], finished=True)
                 return
             if meta.get("deletionTimestamp"):
-                self._delete_now(meta["namespace"], meta["name"], uid)
+                self._pod_reporter.delete_now(meta["namespace"], meta["name"], uid)
                 return
             await self._admit(pod)
             return
@@ -524,51 +405,14 @@ class Kubelet:
 
     # -- admission -----------------------------------------------------------------------------
 
-    def _admit_and_allocate(self, pod: Obj) -> AdmissionResult:
-        """Worker thread: the admit handlers, then the device plugins' ``Allocate`` calls."""
-        with self._lock:
-            result = self.managers.admit(pod)
-            if not result.admitted or result.allocation is None:
-                return result
-            try:
-                self._plugin_allocate(result.allocation)
-            except DevicePluginError as err:
-                self.managers.release(result.allocation.uid)
-                return AdmissionResult(
-                    False, "UnexpectedAdmissionError", f"Allocate failed due to {err}, which is unexpected"
-                )
-            return result
-
-    def _plugin_allocate(self, allocation: PodAllocation) -> None:
-        for container in allocation.containers:
-            per_resource: dict[str, list[str]] = {}
-            for device in container.devices:
-                per_resource.setdefault(device.resource, []).append(device.device_id)
-            for resource, ids in sorted(per_resource.items()):
-                client = self._plugins.get(resource)
-                if client is None:
-                    continue  # a profile's built-in devices: nothing to call
-                response = client.allocate([ids])
-                if len(response.container_responses) != 1:
-                    raise DevicePluginError(
-                        f"device plugin {resource} returned {len(response.container_responses)} responses for 1 request"
-                    )
-                self.managers.record_device_allocate_response(
-                    allocation.uid,
-                    container.name,
-                    resource,
-                    response.container_responses[0].SerializeToString(),
-                )
-                client.pre_start_container(ids)
-
     async def _admit(self, pod: Obj) -> None:
         meta = pod["metadata"]
         record = _PodRecord(
             meta["uid"], meta["namespace"], meta["name"], static=staticpods.is_static_pod(pod)
         )
         self._pods[record.uid] = record
-        result = await asyncio.to_thread(self._admit_and_allocate, pod)
-        result = self._checkpoint_devices(result)
+        result = await asyncio.to_thread(self._admitter.admit_and_allocate, pod)
+        result = self._admitter.checkpoint_devices(result)
         now = self.clock.now()
         if not result.admitted:
             record.finished = True
@@ -580,14 +424,16 @@ class Kubelet:
                 result.reason,
                 result.message,
             )
-            self._write_status(record, {**result.rejection_status(), "startTime": rfc3339(now)})
-            self._event(pod, result.reason, result.message, now)
+            self._pod_reporter.write_status(record, {**result.rejection_status(), "startTime": rfc3339(now)})
+            self._pod_reporter.event(pod, result.reason, result.message, now)
             return
-        sandbox_error = self._runtime_handler_error(pod)
+        sandbox_error = self._admitter.sandbox_error(pod)
         if sandbox_error:
             # Admitted (resources held) but no sandbox: the pod stays Pending, as upstream's does.
             log.info("node %s: pod %s/%s: %s", self.name, record.namespace, record.name, sandbox_error)
-            self._event(pod, "FailedCreatePodSandBox", f"Failed to create pod sandbox: {sandbox_error}", now)
+            self._pod_reporter.event(
+                pod, "FailedCreatePodSandBox", f"Failed to create pod sandbox: {sandbox_error}", now
+            )
             return
         if (pod.get("spec") or {}).get("hostNetwork"):
             pod_ip = self.network.address
@@ -598,44 +444,6 @@ class Kubelet:
         record.worker = PodWorker(self._context, pod, pod_ip, now)
         self._publish()
         await self._after_change(record, True)
-
-    def _checkpoint_devices(self, result: AdmissionResult) -> AdmissionResult:
-        """Upstream's device manager writes its checkpoint as part of ``Allocate`` when it handed out
-        devices: if that write fails (a full disk), the pod is rejected and its resources released."""
-        allocation = result.allocation
-        if not result.admitted or allocation is None or not any(c.devices for c in allocation.containers):
-            return result
-        with self._lock:
-            data = self.managers.device_manager_checkpoint()
-        try:
-            write_atomically(self.root / DEVICE_MANAGER_CHECKPOINT, data)
-        except OSError as err:
-            with self._lock:
-                self.managers.release(allocation.uid)
-            error = _go_error("write", "/" / DEVICE_MANAGER_CHECKPOINT, err)
-            return AdmissionResult(
-                False,
-                "UnexpectedAdmissionError",
-                f'Allocate failed due to failed to write checkpoint file "{CHECKPOINT_FILE}": {error}, '
-                "which is unexpected",
-            )
-        return result
-
-    def _runtime_handler_error(self, pod: Obj) -> str:
-        """Why the container runtime cannot make the pod's sandbox (RuntimeClass handler), or ``""``."""
-        name = (pod.get("spec") or {}).get("runtimeClassName")
-        if not name:
-            return ""
-        runtime_class = self.server.store.get(("node.k8s.io", "runtimeclasses"), "", name)
-        if runtime_class is None:
-            return f'RuntimeClass "{name}" not found'
-        handler = runtime_class.get("handler", "")
-        if handler not in nodeobjects.RUNTIME_HANDLERS:
-            return (
-                "rpc error: code = Unknown desc = failed to get sandbox runtime: "
-                f'no runtime for "{handler}" is configured'
-            )
-        return ""
 
     def _runtime_context(self) -> RuntimeContext:
         """What every pod worker of this node shares (after the server has an address)."""
@@ -669,7 +477,7 @@ class Kubelet:
             for c in (*statuses.get("initContainerStatuses", ()), *statuses["containerStatuses"])
             if "running" in (c.get("state") or {})
         ]
-        self._container_events(pod, podevents.killing(pod, running))
+        self._pod_reporter.container_events(pod, podevents.killing(pod, running))
         worker.terminate(float(grace) if isinstance(grace, int) else worker.pod_grace, self.clock.now())
         await self._after_change(record, True)
 
@@ -684,7 +492,7 @@ class Kubelet:
             self._pods.pop(record.uid, None)
             self._forget(record)
             return
-        self._delete_now(record.namespace, record.name, record.uid)
+        self._pod_reporter.delete_now(record.namespace, record.name, record.uid)
 
     def _forget(self, record: _PodRecord) -> None:
         """The pod object is gone: stop what still runs, give back its resources, drop its logs."""
@@ -707,61 +515,13 @@ class Kubelet:
             self.managers.release(record.uid)
         self._publish()
 
-    # -- API writes ----------------------------------------------------------------------------
-
-    def _current(self, record: _PodRecord) -> Obj | None:
-        try:
-            pod = self.server.rest.get(self._pod_kind, record.namespace, record.name)
-        except errors.NotFound:
-            return None
-        return pod if self._is_api_object(record, pod) else None
-
-    @staticmethod
-    def _is_api_object(record: _PodRecord, pod: Obj) -> bool:
-        """Whether ``pod`` is the API object of the record: the pod itself, or a static pod's mirror."""
-        if record.static:
-            annotations = pod["metadata"].get("annotations") or {}
-            return annotations.get(staticpods.CONFIG_MIRROR) == record.uid
-        return pod["metadata"].get("uid") == record.uid
+    # -- pod state and status ------------------------------------------------------------------
 
     def _static_pod_state(self, uid: str) -> staticpods.PodState:
         record = self._pods.get(uid)
         if record is None or record.worker is None:
             return None
         return "terminating" if record.deleting else "running"
-
-    def _write_status(
-        self, record: _PodRecord, fields: Obj, extra_conditions: list[Obj] | None = None
-    ) -> None:
-        try:
-            current = self.server.rest.get(self._pod_kind, record.namespace, record.name)
-        except errors.NotFound:
-            return
-        if not self._is_api_object(record, current):
-            return
-        pod = copy.deepcopy(current)
-        status = pod.setdefault("status", {})
-        if extra_conditions is not None:
-            kept = [c for c in status.get("conditions") or () if c.get("type") not in _OWN_CONDITIONS]
-            if not any(c.get("type") == "PodScheduled" for c in kept):
-                kept.append(
-                    {
-                        "type": "PodScheduled",
-                        "status": "True",
-                        "lastProbeTime": None,
-                        "lastTransitionTime": fields["startTime"],
-                    }
-                )
-            status["conditions"] = extra_conditions + kept
-        status.update(fields)
-        try:
-            self.server.rest.update(
-                self._pod_kind, record.namespace, record.name, pod, self._opts, subresource="status"
-            )
-        except (errors.NotFound, errors.Conflict) as err:
-            log.debug(
-                "node %s: status of %s/%s not written: %s", self.name, record.namespace, record.name, err
-            )
 
     def _write_run_status(self, record: _PodRecord) -> None:
         assert record.worker is not None
@@ -774,56 +534,13 @@ class Kubelet:
             podIP=pod_ip,
             podIPs=[{"ip": pod_ip}],
         )
-        self._write_status(record, run_status, conditions)
+        self._pod_reporter.write_status(record, run_status, conditions)
         events = podevents.container_events(record.worker.pod, record.written, run_status)
         for name, restarts in podevents.started(record.written, run_status):
             record.worker.simulated_started(name, restarts)
         record.written = podevents.snapshot(run_status)
-        self._container_events(record.worker.pod, events)
+        self._pod_reporter.container_events(record.worker.pod, events)
         self._notify_if_changed()
-
-    def _container_events(self, pod: Obj, events: list[podevents.ContainerEvent]) -> None:
-        now = self.clock.now()
-        for event in events:
-            self._event(
-                pod,
-                event.reason,
-                event.message,
-                now,
-                field_path=event.field_path,
-                warning=event.type == "Warning",
-            )
-
-    def _event(
-        self,
-        pod: Obj,
-        reason: str,
-        message: str,
-        now: datetime,
-        *,
-        container: str = "",
-        field_path: str = "",
-        warning: bool = True,
-    ) -> None:
-        body = nodeobjects.rejection_event(pod, reason, message, self.name, now, unique=uuid.uuid4().hex[:16])
-        if container:
-            field_path = f"spec.containers{{{container}}}"
-        if field_path:
-            body["involvedObject"]["fieldPath"] = field_path
-        if not warning:
-            body["type"] = "Normal"
-        try:
-            self.server.rest.create(self._event_kind, pod["metadata"]["namespace"], body, self._opts)
-        except errors.StatusError as err:
-            log.warning("node %s: event %s not recorded: %s", self.name, reason, err)
-
-    def _delete_now(self, namespace: str, name: str, uid: str) -> None:
-        try:
-            self.server.rest.delete(
-                self._pod_kind, namespace, name, DeleteOptions(grace_period=0, preconditions={"uid": uid})
-            )
-        except (errors.NotFound, errors.Conflict):
-            pass
 
     # -- files and snapshots --------------------------------------------------------------------
 
@@ -836,12 +553,7 @@ class Kubelet:
                 MEMORY_MANAGER_STATE: self.managers.memory_manager_checkpoint(),
                 DEVICE_MANAGER_CHECKPOINT: self.managers.device_manager_checkpoint(),
             }
-        for relative, data in files.items():
-            try:
-                write_atomically(self.root / relative, data)
-            except OSError as err:
-                # As upstream's managers: the state in memory stands, the file keeps its last content.
-                log.error("node %s: failed to write checkpoint file %s: %s", self.name, relative, err)
+        write_checkpoints(self.root, files, self.name)
 
     def _notify_if_changed(self) -> None:
         running = {
@@ -858,53 +570,15 @@ class Kubelet:
             path.touch()
             os.utime(path)
 
-    # -- device plugins (DevicePluginHandler; called from gRPC threads) -------------------------
+    # -- device plugins (their endpoints: self.device_plugins) ----------------------------------
 
     def _from_thread(self, fn: Callable[..., None], *args: Any) -> None:
         if self._loop is not None and not self._stopping and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(fn, *args)
 
-    def plugin_connected(self, resource: str, client: PluginClient) -> None:
-        with self._lock:
-            self._plugins[resource] = client
-        self._from_thread(self._cancel_plugin_removal, resource)
-
-    def plugin_devices(self, resource: str, devices: list[Device]) -> None:
-        with self._lock:
-            client = self._plugins.get(resource)
-            self.managers.set_plugin_devices(
-                resource, devices, client.preferred_allocation if client is not None else None
-            )
-        self._from_thread(self._devices_changed)
-
-    def plugin_disconnected(self, resource: str) -> None:
-        with self._lock:
-            self._plugins.pop(resource, None)
-        self._from_thread(self._schedule_plugin_removal, resource)
-
     def _devices_changed(self) -> None:
         self._publish()
-        self._update_node_resources()
-
-    def _cancel_plugin_removal(self, resource: str) -> None:
-        handle = self._plugin_removals.pop(resource, None)
-        if handle is not None:
-            handle.cancel()
-
-    def _schedule_plugin_removal(self, resource: str) -> None:
-        assert self._loop is not None
-        self._cancel_plugin_removal(resource)
-        self._plugin_removals[resource] = self._loop.call_later(
-            ENDPOINT_STOP_GRACE_PERIOD, self._remove_plugin, resource
-        )
-
-    def _remove_plugin(self, resource: str) -> None:
-        self._plugin_removals.pop(resource, None)
-        with self._lock:
-            if resource in self._plugins:
-                return
-            self.managers.remove_plugin_devices(resource)
-        self._devices_changed()
+        self._node_reporter.update_resources()
 
     # -- what the node serves through the API server's nodes/<name>/proxy ----------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cputopology import CPUTopology
+from .cm import CPUTopology
 
 
 @dataclass(frozen=True)

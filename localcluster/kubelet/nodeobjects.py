@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from nrop.api.quantity import Format, Quantity
-from nrop.localcluster.apiserver.clock import rfc3339, rfc3339_micro
+from nrop.localcluster.clock import rfc3339, rfc3339_micro
 from nrop.localcluster.kubelet import nodestatus
 from nrop.localcluster.kubelet.admission import ZoneSummary
 from nrop.localcluster.kubelet.machine import NodeSpec

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nrop.api.quantity import Format, Quantity, QuantityError, parse
-from nrop.localcluster.kubelet import cpumanager, memorymanager, topologymanager
+from nrop.api.resources import HUGEPAGES_PREFIX
+from nrop.localcluster.kubelet.cm import cpumanager, memorymanager, topologymanager
 from nrop.localcluster.kubelet.cpuset import CPUSet, CPUSetParseError
 from nrop.localcluster.kubelet.machine import HUGEPAGE_SIZES, Machine, NodeSpec
 
@@ -249,7 +250,7 @@ def node_resources(spec: NodeSpec, *, include_devices: bool = True) -> NodeResou
     for resource, (_total, healthy) in devices.items():
         allocatable[resource] = Quantity.from_int(healthy, Format.DECIMAL_SI)
     for name, value in capacity.items():
-        if name.startswith(memorymanager.HUGEPAGES_PREFIX):
+        if name.startswith(HUGEPAGES_PREFIX):
             memory = allocatable["memory"] - value
             allocatable["memory"] = memory if memory.sign() >= 0 else Quantity(0, memory.format)
     return NodeResources(
@@ -323,7 +324,7 @@ def _validate_reserved_memory_entries(spec: NodeSpec) -> None:
     seen: set[tuple[int, str]] = set()
     for entry in spec.kubelet.reserved_memory:
         for name in sorted(entry.limits):
-            if name != memorymanager.MEMORY and not name.startswith(memorymanager.HUGEPAGES_PREFIX):
+            if name != memorymanager.MEMORY and not name.startswith(HUGEPAGES_PREFIX):
                 raise KubeletConfigError(
                     "reservedMemory",
                     f'invalid configuration: the limits of NUMA node {entry.numa_node} name a non-memory resource "{name}"',
@@ -351,7 +352,7 @@ def _validate_memory_manager(spec: NodeSpec, reservation: Mapping[str, Quantity]
     memory_reservation = {
         name: q.value()
         for name, q in reservation.items()
-        if name == memorymanager.MEMORY or name.startswith(memorymanager.HUGEPAGES_PREFIX)
+        if name == memorymanager.MEMORY or name.startswith(HUGEPAGES_PREFIX)
     }
     reserved = [
         memorymanager.MemoryReservation(numa_node=r.numa_node, limits=dict(r.limits))

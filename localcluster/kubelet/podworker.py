@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import kubeconfig
-from nrop.localcluster.apiserver.clock import Clock
 from nrop.localcluster.apiserver.podlogs import LogQuery
+from nrop.localcluster.clock import Clock
 from nrop.localcluster.kubelet import containerenv, podsite, volumes
 from nrop.localcluster.kubelet.entrypoints import (
     EntryPoint,

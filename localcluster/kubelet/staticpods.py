@@ -37,9 +37,9 @@ import yaml
 
 from nrop.api.quantity import canonical
 from nrop.localcluster.apiserver import definitions, errors, validation
-from nrop.localcluster.apiserver.clock import Clock, rfc3339_micro
 from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.strategies import default_pod_spec
+from nrop.localcluster.clock import Clock, rfc3339_micro
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

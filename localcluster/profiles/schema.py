@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from nrop.api.quantity import QuantityError, parse
-from nrop.localcluster.kubelet.cputopology import CPUTopology, TopologyError
+from nrop.api.selectors import label_value_errors, qualified_name_errors
+from nrop.localcluster.kubelet.cm import CPUTopology, TopologyError, format_binary_si
 from nrop.localcluster.kubelet.machine import (
     HUGEPAGE_SIZES,
     DeviceGroup,
@@ -31,7 +32,6 @@ from nrop.localcluster.kubelet.machine import (
     NUMANode,
     Taint,
 )
-from nrop.localcluster.kubelet.memorymanager import format_binary_si
 from nrop.localcluster.kubelet.nodestatus import KubeletConfigError, validate_kubelet_config
 from nrop.localcluster.kubelet.sysfs import default_distances
 
@@ -49,8 +49,6 @@ _HUGEPAGE_NAMES = {format_binary_si(size): size for size in HUGEPAGE_SIZES}  # "
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 _TOP_FIELDS = ("summary", "pools")
 _POOL_FIELDS = ("name", "namePrefix", "count", "controlPlane", "labels", "taints", "machine", "kubelet")
@@ -292,7 +290,7 @@ def _devices(r: _Reader, value: Any, path: str, numa_count: int) -> tuple[Device
             raise r.fail(_join(here, "resource"), "required")
         resource = r.string(fields["resource"], _join(here, "resource"))
         prefix, _, name = resource.partition("/")
-        if not name or not _DNS_SUBDOMAIN.fullmatch(prefix) or not _NAME.fullmatch(name) or len(name) > 63:
+        if not name or qualified_name_errors(resource):
             raise r.fail(
                 _join(here, "resource"), f"{resource!r} is not an extended resource name (domain/name)"
             )
@@ -427,13 +425,10 @@ def _labels(r: _Reader, value: Any, path: str) -> dict[str, str]:
     for given, item in r.mapping(value, path).items():
         here = _join(path, given)
         key = str(given)
-        prefix, _, name = key.rpartition("/")
-        if (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))) or not (
-            len(name) <= 63 and _NAME.fullmatch(name)
-        ):
+        if qualified_name_errors(key):
             raise r.fail(here, "not a valid label key")
         text = "" if item is None else r.string(item, here)
-        if len(text) > 63 or not _LABEL_VALUE.fullmatch(text):
+        if label_value_errors(text):
             raise r.fail(here, f"{text!r} is not a valid label value")
         labels[key] = text
     return labels

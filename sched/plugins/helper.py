@@ -7,10 +7,10 @@ scores in the one upstream way; whether a toleration tolerates a taint is
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+from nrop.api.selectors import qualified_name_errors
 from nrop.sched.errors import ConfigError
 from nrop.sched.framework import Obj, Status
 
@@ -52,25 +52,27 @@ def node_taints(node: Obj) -> Sequence[Mapping[str, Any]]:
 
 # ------------------------------------------------------------------------------ args
 
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAME_PART_ERRORS = ("name part must be non-empty", "name part must be no more than 63 characters")
 
 
 def qualified_name_error(value: str) -> str | None:
-    """Why ``value`` is not a valid label name (upstream ``ValidateLabelName``), or None."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    """Why ``value`` is not a valid label name (upstream ``ValidateLabelName``), or None.
+
+    The rule is :func:`nrop.api.selectors.qualified_name_errors`; this says the first problem
+    in the scheduler's words: the prefix, then an empty or too long name, then its characters.
+    """
+    errors = qualified_name_errors(value)
+    if not errors:
+        return None
+    if any(not error.startswith("name part") for error in errors):
         return "prefix part must be a lowercase RFC 1123 subdomain"
-    if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not _QUALIFIED_NAME.match(name):
-        return (
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-            "end with an alphanumeric character"
-        )
-    return None
+    for known in _NAME_PART_ERRORS:
+        if known in errors:
+            return known
+    return (
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+        "end with an alphanumeric character"
+    )
 
 
 def args_mapping(args: Any, path: str, known: Iterable[str]) -> Mapping[str, Any]:

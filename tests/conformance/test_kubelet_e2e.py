@@ -26,8 +26,8 @@ import pytest
 
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
-from nrop.localcluster.kubelet.cpumanagerstate import decode_checkpoint
-from nrop.localcluster.kubelet.devicemanager import Device
+from nrop.localcluster.kubelet.cm.cpumanagerstate import decode_checkpoint
+from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers import DevicePluginStub, device_plugin_dir, kubelet_socket
 from nrop.suite import waiting
 

@@ -76,14 +76,14 @@ from stackfaults import (
 from nrop.api import checkpoints
 from nrop.localcluster.cluster import ClusterThread, LocalCluster
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.localcluster.kubelet.cpuset import CPUSet
-from nrop.localcluster.kubelet.devicemanager import DeviceCheckpoint
-from nrop.localcluster.kubelet.fleet import node_root
-from nrop.localcluster.kubelet.kubelet import (
+from nrop.localcluster.kubelet.checkpointfiles import (
     CPU_MANAGER_STATE,
     DEVICE_MANAGER_CHECKPOINT,
     MEMORY_MANAGER_STATE,
 )
+from nrop.localcluster.kubelet.cm.devicemanager import DeviceCheckpoint
+from nrop.localcluster.kubelet.cpuset import CPUSet
+from nrop.localcluster.kubelet.fleet import node_root
 from nrop.suite import objects, stack, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import EVENT, NODE, POD, Kube, Manifest

@@ -18,8 +18,8 @@ are real processes, each with a token of its own service account, under RBAC.
   service account exactly what those rules grant, nothing through any other binding; no
   operand reads Secrets outside its namespace; real requests with the operands' tokens get
   403 for what their role lacks. The operator has Secrets only in its own namespace and no
-  ``escalate``/``bind``. One known gap is a strict ``xfail``: the embedded API server lacks
-  RBAC's escalation check.
+  ``escalate``/``bind``, and a service account that may create Roles cannot create one
+  granting more than it holds (RBAC's escalation check answers 403).
 * **needed access**: guaranteed pods through the NUMA-aware scheduler, the NRT updates they
   cause and an operator reconcile leave no denied request of an operand's service account in
   the audit (install included); as a control, taking the exporter's ClusterRoleBinding away
@@ -666,11 +666,6 @@ def test_the_operator_cannot_grant_itself_more(reviewer: Reviewer, installed: In
     assert not granted, f"{_user(naming.OPERATOR_NAME)} may {granted}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the embedded API server does not implement RBAC's escalation check (upstream ConfirmNoEscalation): "
-    "whoever may create Roles may grant permissions it does not hold",
-)
 def test_creating_a_role_grants_no_more_than_the_creator_holds(
     endpoint: Endpoint, namespace: str, nobody: tuple[str, str]
 ) -> None:

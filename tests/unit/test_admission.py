@@ -18,9 +18,9 @@ from nrop.localcluster.kubelet.admission import (
     NodeResourceManagers,
     machine_devices,
 )
+from nrop.localcluster.kubelet.cm import CPUTopology
+from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.cpuset import CPUSet
-from nrop.localcluster.kubelet.cputopology import CPUTopology
-from nrop.localcluster.kubelet.devicemanager import Device
 from nrop.localcluster.kubelet.machine import (
     DeviceGroup,
     KubeletConfig,
@@ -722,7 +722,7 @@ def test_admission_checks_fit_against_the_allocatable_the_node_status_shows() ->
 def test_cpu_manager_alpha_options_follow_the_feature_gate(gates: dict[str, bool], starts: bool) -> None:
     from dataclasses import replace
 
-    from nrop.localcluster.kubelet.cpumanager import PolicyOptionError
+    from nrop.localcluster.kubelet.cm.cpumanager import PolicyOptionError
 
     spec = two_numa().spec
     config = replace(

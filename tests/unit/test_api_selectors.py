@@ -12,9 +12,14 @@ from nrop.api.selectors import (
     EVERYTHING,
     NOTHING,
     SelectorError,
+    dns1035_label_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
     label_selector_from_dict,
+    label_value_errors,
     matches,
     parse_label_selector,
+    qualified_name_errors,
 )
 
 LABELS = {"app": "web", "tier": "front", "example.com/team": "numa", "count": "7"}
@@ -359,3 +364,43 @@ def test_label_selector_from_dict_errors_name_the_path(body: dict[str, Any], mes
     with pytest.raises(SelectorError) as info:
         label_selector_from_dict(body, path=PATH)
     assert str(info.value).startswith(message)
+
+
+_DNS1123_LABEL = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_DNS1035_LABEL = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "errors"),
+    [
+        pytest.param(dns1123_label_errors, "my-name", [], id="label"),
+        pytest.param(dns1123_label_errors, "1abc", [], id="label-digit-first"),
+        pytest.param(dns1123_label_errors, "a.b", [_DNS1123_LABEL], id="label-dot"),
+        pytest.param(
+            dns1123_label_errors, "a" * 64, ["must be no more than 63 characters"], id="label-too-long"
+        ),
+        pytest.param(dns1035_label_errors, "abc-123", [], id="1035"),
+        pytest.param(dns1035_label_errors, "1abc", [_DNS1035_LABEL], id="1035-digit-first"),
+        pytest.param(dns1123_subdomain_errors, "example.com", [], id="subdomain"),
+        # Go's regexp anchors at the very end: a trailing newline is no match (Python's "$" would be)
+        pytest.param(dns1123_label_errors, "abc\n", [_DNS1123_LABEL], id="label-newline"),
+        pytest.param(dns1035_label_errors, "abc\n", [_DNS1035_LABEL], id="1035-newline"),
+    ],
+)
+def test_dns_names(check: Any, value: str, errors: list[str]) -> None:
+    assert check(value) == errors
+
+
+@pytest.mark.parametrize("value", ["foo\n", "example.com\n"])
+def test_a_trailing_newline_is_no_name_value_or_subdomain(value: str) -> None:
+    assert qualified_name_errors(value)
+    assert label_value_errors(value)
+    assert dns1123_subdomain_errors(value)

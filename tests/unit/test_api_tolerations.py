@@ -14,6 +14,7 @@ from nrop.api.tolerations import (
     same_toleration,
     sorted_tolerations,
     tolerates,
+    toleration_errors,
     tolerations_errors,
     tolerations_tolerate,
 )
@@ -194,7 +195,7 @@ P = "spec.nodeGroups[0].config.tolerations"
             [{"key": "k", "effect": "Sometimes"}],
             [
                 f'{P}[0].effect: Unsupported value: "Sometimes": '
-                'supported values: "NoExecute", "NoSchedule", "PreferNoSchedule"'
+                'supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'
             ],
             id="effect",
         ),
@@ -208,7 +209,10 @@ P = "spec.nodeGroups[0].config.tolerations"
         ),
         pytest.param(
             [{"key": "k", "operator": "Exists", "value": "v"}],
-            [f"{P}[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'"],
+            [
+                f'{P}[0].operator: Invalid value: core.Toleration{{Key:"k", Operator:"Exists", Value:"v", '
+                "Effect:\"\", TolerationSeconds:(*int64)(nil)}: value must be empty when `operator` is 'Exists'"
+            ],
             id="exists-with-value",
         ),
         pytest.param(
@@ -224,9 +228,49 @@ P = "spec.nodeGroups[0].config.tolerations"
             [
                 f'{P}[1].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"',
                 f'{P}[1].effect: Unsupported value: "Never": '
-                'supported values: "NoExecute", "NoSchedule", "PreferNoSchedule"',
+                'supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
             ],
             id="all-errors-in-order",
+        ),
+        pytest.param(
+            [
+                {
+                    "key": "-k",
+                    "operator": "Exists",
+                    "value": "v",
+                    "effect": "NoSchedule",
+                    "tolerationSeconds": 5,
+                }
+            ],
+            [
+                f'{P}[0].key: Invalid value: "-k": name part must consist of alphanumeric characters, '
+                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                f'{P}[0].effect: Invalid value: "NoSchedule": '
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+                f'{P}[0].operator: Invalid value: core.Toleration{{Key:"-k", Operator:"Exists", Value:"v", '
+                'Effect:"NoSchedule", TolerationSeconds:(*int64)(0xc000000000)}: '
+                "value must be empty when `operator` is 'Exists'",
+            ],
+            id="upstream-order-key-seconds-operator",
+        ),
+        pytest.param(
+            [{"key": "k", "value": "not a value"}],
+            [
+                f'{P}[0].operator: Invalid value: "not a value": a valid label must be an empty string or '
+                "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+                "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+            ],
+            id="equal-value-is-a-label-value",
+        ),
+        pytest.param(
+            [None],
+            [
+                f'{P}[0].operator: Invalid value: "": operator must be Exists when `key` is empty, '
+                'which means "match all values and all keys"'
+            ],
+            id="null-entry-is-the-zero-toleration",
         ),
     ],
 )
@@ -281,3 +325,23 @@ def test_add_or_update_taint(taints, taint, expected, updated) -> None:
 )
 def test_remove_taint(taints, taint, expected, removed) -> None:
     assert remove_taint(taints, taint) == (expected, removed)
+
+
+@pytest.mark.parametrize(
+    ("toleration", "field", "reason"),
+    [
+        pytest.param(
+            {"key": "k", "operator": "Exists", "value": "v"}, "operator", "FieldValueInvalid", id="invalid"
+        ),
+        pytest.param(
+            {"key": "k", "operator": "Maybe"}, "operator", "FieldValueNotSupported", id="not-supported"
+        ),
+        pytest.param({"key": "k", "effect": "Never"}, "effect", "FieldValueNotSupported", id="effect"),
+    ],
+)
+def test_toleration_errors_carry_the_status_cause(
+    toleration: dict[str, Any], field: str, reason: str
+) -> None:
+    (error,) = toleration_errors([toleration], "spec.tolerations")
+    assert (error.field, error.reason) == (f"spec.tolerations[0].{field}", reason)
+    assert str(error) == f"{error.field}: {error.body()}"

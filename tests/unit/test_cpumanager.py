@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from nrop.localcluster.kubelet.cpuassignment import (
+from nrop.localcluster.kubelet.cm.cpuassignment import (
     CPUAssignmentError,
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
 )
-from nrop.localcluster.kubelet.cpumanager import (
+from nrop.localcluster.kubelet.cm.cpumanager import (
     ContainerCPURequest,
     CPUManagerState,
     PodCPURequest,
@@ -29,15 +29,15 @@ from nrop.localcluster.kubelet.cpumanager import (
     parse_static_policy_options,
     pod_guaranteed_cpus,
 )
-from nrop.localcluster.kubelet.cpumanagerstate import (
+from nrop.localcluster.kubelet.cm.cpumanagerstate import (
     CheckpointError,
     checkpoint_checksum,
     decode_checkpoint,
     encode_checkpoint,
 )
+from nrop.localcluster.kubelet.cm.cputopology import CPUTopology
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
 from nrop.localcluster.kubelet.cpuset import CPUSet
-from nrop.localcluster.kubelet.cputopology import CPUTopology
-from nrop.localcluster.kubelet.hints import TopologyHint
 
 P = CPUSet.parse
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from nrop.localcluster.kubelet.devicemanager import (
+from nrop.localcluster.kubelet.cm.devicemanager import (
     CorruptCheckpointError,
     Device,
     DeviceAllocationError,
@@ -15,7 +15,7 @@ from nrop.localcluster.kubelet.devicemanager import (
     DeviceManager,
     DevicePod,
 )
-from nrop.localcluster.kubelet.hints import TopologyHint
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
 
 RES = "example.com/dev"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.kubelet import write_atomically
+from nrop.localcluster.kubelet.checkpointfiles import write_atomically
 
 OLD = b'{"policyName":"static","defaultCpuSet":"0-3","checksum":1}'
 NEW = b'{"policyName":"static","defaultCpuSet":"0-1","checksum":2}'

@@ -18,7 +18,7 @@ from nrop.localcluster.kubelet.admission import (
 )
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.grpcservers.podresources import ContainerDevice, ContainerMemory
-from nrop.localcluster.kubelet.kubelet import NodeNetwork
+from nrop.localcluster.kubelet.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.nodereport import format_reports, human_bytes
 from nrop.localcluster.profiles import load_profile

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from nrop.localcluster.kubelet.hints import TopologyHint
-from nrop.localcluster.kubelet.memorycheckpoint import CorruptCheckpointError, MemoryManagerCheckpoint
-from nrop.localcluster.kubelet.memorymanager import (
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
+from nrop.localcluster.kubelet.cm.memorycheckpoint import CorruptCheckpointError, MemoryManagerCheckpoint
+from nrop.localcluster.kubelet.cm.memorymanager import (
     Block,
     MemoryContainer,
     MemoryManagerConfigError,
@@ -23,7 +23,7 @@ from nrop.localcluster.kubelet.memorymanager import (
     new_static_policy,
     validate_reserved_memory,
 )
-from nrop.localcluster.kubelet.topologymanager import TopologyManager
+from nrop.localcluster.kubelet.cm.topologymanager import TopologyManager
 
 Mi = 1 << 20
 Gi = 1 << 30

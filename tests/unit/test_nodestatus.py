@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.cputopology import CPUTopology
+from nrop.localcluster.kubelet.cm import CPUTopology
 from nrop.localcluster.kubelet.machine import (
     DeviceGroup,
     KubeletConfig,

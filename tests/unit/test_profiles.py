@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from nrop.localcluster import cli
-from nrop.localcluster.kubelet.cputopology import CPUInfo, CPUTopology
+from nrop.localcluster.kubelet.cm import CPUInfo, CPUTopology
 from nrop.localcluster.kubelet.machine import DeviceGroup, Taint
 from nrop.localcluster.profiles import ProfileError, load_profile, parse_profile, shipped
 

@@ -187,9 +187,34 @@ def test_invalid_inputs_carry_upstream_reason(text: str, reason: str) -> None:
     assert not is_valid(text)
 
 
-def test_huge_exponent_is_rejected_with_a_clear_message() -> None:
+@pytest.mark.parametrize(
+    ("text", "canonical_form"),
+    [
+        # Beyond Python's default integer-to-text limit in nano-units (5010 digits); upstream's
+        # int64Amount.AsCanonicalBytes lowers the exponent to a multiple of three.
+        pytest.param("1e5000", "100e4998", id="exponent-5000"),
+        pytest.param("-1e5000", "-100e4998", id="negative-exponent-5000"),
+        pytest.param("123e4999", "1230e4998", id="mantissa-and-exponent"),
+        pytest.param("1e4998", "1e4998", id="exponent-multiple-of-three"),
+    ],
+)
+def test_values_beyond_python_text_limit_parse_and_print(text: str, canonical_form: str) -> None:
+    quantity = parse(text)
+    assert str(quantity) == canonical(text) == canonical_form
+    assert abs(quantity) > parse("1e30")
+    assert parse(canonical_form) == quantity
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("1e200000", id="value-past-max-digits"),
+        pytest.param("1" * 4001, id="written-with-too-many-digits"),
+    ],
+)
+def test_quantities_past_the_implementation_limits_are_rejected_with_a_clear_message(text: str) -> None:
     with pytest.raises(QuantityError, match="digits"):
-        parse("1e5000")
+        parse(text)
 
 
 # NewQuantity / NewMilliQuantity / NewScaledQuantity .String(), from quantity_test.go

@@ -368,6 +368,37 @@ def test_a_missing_role_does_not_hide_a_grant() -> None:
     assert authorize(SA, res("list", "pods"), policy).allowed
 
 
+NODES = [rule(["get", "list"], [""], ["nodes"])]
+METRICS = [rule(["get"], urls=["/metrics"])]
+CM_WRITER = [rule(["create", "update"], [""], ["configmaps"])]
+RULES_FOR_CASES = [
+    # ClusterRoleBindings first (the unqualified SA subject of one names no one), then the namespace's.
+    pytest.param(SA, "ns", [*NODES, *POD_READER], id="sa-cluster-then-its-namespace"),
+    pytest.param(SA, "other", NODES, id="sa-elsewhere"),
+    pytest.param(SA, "", NODES, id="sa-cluster-wide"),
+    pytest.param(ALICE, "ns", [*METRICS, *CM_WRITER], id="group-binding-to-cluster-role"),
+    pytest.param(ALICE, "other", [*METRICS, *POD_READER], id="user-binding"),
+]
+
+
+@pytest.mark.parametrize(("user", "namespace", "rules"), RULES_FOR_CASES)
+def test_rules_for(user: UserInfo, namespace: str, rules: list[dict[str, Any]]) -> None:
+    assert POLICY.rules_for(user, namespace) == (rules, [])
+
+
+def test_rules_for_reports_missing_roles_and_keeps_the_rest() -> None:
+    policy = Policy(
+        cluster_roles=[cluster_role("reader", POD_READER)],
+        role_bindings=[binding("RoleBinding", "a", "Role", "gone", [sa_subj("sa")], ns="ns")],
+        cluster_role_bindings=[
+            binding("ClusterRoleBinding", "b", "ClusterRole", "reader", [sa_subj("sa", "ns")])
+        ],
+    )
+    rules, errors = policy.rules_for(SA, "ns")
+    assert rules == POD_READER
+    assert [str(e) for e in errors] == ['role.rbac.authorization.k8s.io "gone" not found']
+
+
 # --------------------------------------------------------------------------- aggregation
 
 

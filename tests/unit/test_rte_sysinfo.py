@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nrop.localcluster.kubelet.cputopology import CPUTopology
+from nrop.localcluster.kubelet.cm import CPUTopology
 from nrop.localcluster.kubelet.machine import Machine, NUMANode
 from nrop.localcluster.kubelet.sysfs import sysfs_path, write_sysfs
 from nrop.localcluster.profiles import load_profile

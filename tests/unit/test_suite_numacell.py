@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nrop.localcluster.kubelet.devicemanager import Device
+from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     DevicePluginError,
     PluginClient,

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from nrop.localcluster.kubelet import bitmask
-from nrop.localcluster.kubelet.devicemanager import Device, DeviceContainer, DeviceManager, DevicePod
-from nrop.localcluster.kubelet.hints import TopologyHint
-from nrop.localcluster.kubelet.topologymanager import (
+from nrop.localcluster.kubelet.cm import bitmask
+from nrop.localcluster.kubelet.cm.devicemanager import Device, DeviceContainer, DeviceManager, DevicePod
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
+from nrop.localcluster.kubelet.cm.topologymanager import (
     TOPOLOGY_AFFINITY_MESSAGE,
     AdmitResult,
     PolicyOptions,

@@ -1,4 +1,4 @@
-"""Validation of built-in bodies against their definitions, and of names and object metadata."""
+"""Validation of built-in bodies against their definitions, of names and object metadata, and of pod specs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from nrop.localcluster.apiserver.definitions import load
 from nrop.localcluster.apiserver.errors import BadRequest
 from nrop.localcluster.apiserver.validation import (
+    pod_spec_causes,
     split_path,
     strict_decoding_error,
     validate_builtin,
@@ -474,3 +475,157 @@ def test_an_integral_float_for_an_integer_field_is_stored_as_an_integer(defs, se
     assert result.errors == []
     value = result.pruned["spec"]["terminationGracePeriodSeconds"]
     assert value == stored and type(value) is int
+
+
+# -- quantities as stored -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [
+        pytest.param("1000m", "1", id="not-canonical"),
+        pytest.param("16Ei", "9223372036854775807", id="binary-capped"),
+        pytest.param(" 1.441 ", "1.441", id="trimmed-and-kept-verbatim"),
+        pytest.param("1e5000", "100e4998", id="past-python-text-limit"),
+        pytest.param("2", "2", id="canonical"),
+    ],
+)
+def test_a_stored_pod_serves_its_quantities_as_upstream(defs, sent, stored):
+    obj = _with(_pod(), ["spec", "containers", 0, "resources", "limits", "cpu"], sent)
+    result = validate_builtin(defs, POD, obj, stored=True)
+    assert result.errors == []
+    assert result.pruned["spec"]["containers"][0]["resources"]["limits"]["cpu"] == stored
+    # Only what the API server stores is re-serialized (the kubelet's static-pod decode is not).
+    assert (
+        validate_builtin(defs, POD, obj).pruned["spec"]["containers"][0]["resources"]["limits"]["cpu"] == sent
+    )
+
+
+def test_other_kinds_keep_their_quantity_text(defs):
+    obj = _with(
+        _deployment(), ["spec", "template", "spec", "containers", 0, "resources", "limits", "cpu"], "1000m"
+    )
+    result = validate_builtin(defs, DEPLOYMENT, obj, stored=True)
+    assert result.pruned["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1000m"
+
+
+@pytest.mark.parametrize(
+    ("sent", "message"),
+    [
+        pytest.param(
+            "lots",
+            'Invalid value: "lots": quantities must match the regular expression '
+            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            id="not-a-quantity",
+        ),
+        pytest.param("1Mi5", 'Invalid value: "1Mi5": unable to parse quantity\'s suffix', id="bad-suffix"),
+    ],
+)
+def test_a_stored_pod_with_a_bad_quantity_is_refused(defs, sent, message):
+    obj = _with(_pod(), ["spec", "containers", 0, "resources", "limits", "cpu"], sent)
+    result = validate_builtin(defs, POD, obj, stored=True)
+    assert [(c.field, c.message) for c in result.errors] == [
+        ("spec.containers[0].resources.limits[cpu]", message)
+    ]
+
+
+def test_an_empty_node_selector_gets_upstreams_detail(defs):
+    path = ["spec", "affinity"]
+    obj = _with(
+        _pod(),
+        path,
+        {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}},
+    )
+    result = validate_builtin(defs, POD, obj)
+    assert [(c.field, c.reason, c.message) for c in result.errors] == [
+        (
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+            "FieldValueRequired",
+            "Required value: must have at least one node selector term",
+        )
+    ]
+
+
+# -- pod specs (ValidatePodSpec's rules from nrop.api) -------------------------------------------
+
+_BAD_SPEC = {
+    "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "-1"}}}],
+    "nodeSelector": {"example.org/k": "not a label value"},
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In"}]}]
+            }
+        }
+    },
+    "tolerations": [{"key": "k", "operator": "Maybe"}],
+}
+_BAD_SPEC_CAUSES = [
+    ("containers[0].resources.requests[cpu]", "FieldValueInvalid"),
+    ("nodeSelector", "FieldValueInvalid"),
+    (
+        "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        ".matchExpressions[0].values",
+        "FieldValueRequired",
+    ),
+    ("tolerations[0].operator", "FieldValueNotSupported"),
+]
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "obj", "prefix"),
+    [
+        pytest.param("", "Pod", {"spec": _BAD_SPEC}, "spec.", id="pod"),
+        pytest.param(
+            "apps",
+            "Deployment",
+            {"spec": {"template": {"spec": _BAD_SPEC}}},
+            "spec.template.spec.",
+            id="deployment",
+        ),
+        pytest.param(
+            "apps",
+            "DaemonSet",
+            {"spec": {"template": {"spec": _BAD_SPEC}}},
+            "spec.template.spec.",
+            id="daemonset",
+        ),
+        pytest.param(
+            "batch", "Job", {"spec": {"template": {"spec": _BAD_SPEC}}}, "spec.template.spec.", id="job"
+        ),
+        pytest.param(
+            "batch",
+            "CronJob",
+            {"spec": {"jobTemplate": {"spec": {"template": {"spec": _BAD_SPEC}}}}},
+            "spec.jobTemplate.spec.template.spec.",
+            id="cronjob",
+        ),
+        pytest.param(
+            "", "PodTemplate", {"template": {"spec": _BAD_SPEC}}, "template.spec.", id="podtemplate"
+        ),
+    ],
+)
+def test_pod_spec_causes_in_upstreams_order_at_upstreams_paths(group, kind, obj, prefix):
+    causes = pod_spec_causes(group, kind, obj)
+    assert [(c.field, c.reason) for c in causes] == [(prefix + f, r) for f, r in _BAD_SPEC_CAUSES]
+
+
+def test_pod_spec_causes_messages():
+    causes = pod_spec_causes("", "Pod", {"spec": _BAD_SPEC})
+    assert [c.message for c in causes[1:]] == [
+        f'Invalid value: "not a label value": {LABEL_VALUE_MSG}',
+        "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+        'Unsupported value: "Maybe": supported values: "Equal", "Exists"',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "obj"),
+    [
+        pytest.param("", "Pod", _pod(), id="valid-pod"),
+        pytest.param("", "ConfigMap", {"data": {"nodeSelector": "x"}}, id="not-a-pod-kind"),
+        pytest.param("apps", "Deployment", {"spec": {}}, id="no-template"),
+    ],
+)
+def test_pod_spec_causes_none(group, kind, obj):
+    assert pod_spec_causes(group, kind, obj) == []

@@ -17,8 +17,8 @@ last device list with every device unhealthy (``markResourceUnhealthy``: capacit
 allocatable drops to zero), then ``plugin_disconnected``; the kubelet forgets the resource
 after :data:`ENDPOINT_STOP_GRACE_PERIOD` unless the plugin registers again.
 
-What to allocate is decided by the pure :mod:`nrop.localcluster.kubelet.devicemanager`;
-devices are reported as its :class:`~nrop.localcluster.kubelet.devicemanager.Device`.
+What to allocate is decided by the pure :mod:`nrop.localcluster.kubelet.cm.devicemanager`;
+devices are reported as its :class:`~nrop.localcluster.kubelet.cm.devicemanager.Device`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import grpc
 
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.api.resources import is_extended_resource as is_extended_resource_name
-from nrop.localcluster.kubelet.devicemanager import Device
+from nrop.localcluster.kubelet.cm import Device
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
 
 __all__ = [

@@ -1,4 +1,8 @@
-"""Time for the API server: an injectable clock and the two Kubernetes timestamp formats."""
+"""Time for the embedded cluster: an injectable clock and the two Kubernetes timestamp formats.
+
+Shared by the API server, the controllers and the emulated kubelets, so it lives
+above all three; the ``Clock`` protocol is what tests replace to move time by hand.
+"""
 
 from __future__ import annotations
 

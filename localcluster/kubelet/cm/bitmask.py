@@ -1,7 +1,7 @@
 """NUMA-node bitmask arithmetic, on ``frozenset[int]`` masks, with upstream's orderings.
 
 Upstream's ``topologymanager/bitmask`` package stores a mask as a ``uint64``; here a mask is
-the set of its bit numbers (the same value :class:`~nrop.localcluster.kubelet.hints.TopologyHint`
+the set of its bit numbers (the same value :class:`~nrop.localcluster.kubelet.cm.hints.TopologyHint`
 carries).  What matters for identical decisions is kept exactly: the iteration order of
 ``IterateBitMasks`` (by size, then lexicographically), "narrower" (fewer bits, then the lower
 numeric value) and the ``String()`` rendering used as a map key by the memory manager.

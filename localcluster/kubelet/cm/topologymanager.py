@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import product
 
-from nrop.localcluster.kubelet import bitmask
-from nrop.localcluster.kubelet.hints import TopologyHint
+from nrop.localcluster.kubelet.cm import bitmask
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
 
 __all__ = [
     "DEFAULT_MAX_ALLOWABLE_NUMA_NODES",

@@ -10,7 +10,8 @@ reported their devices:
 * ``devicesToAllocate`` (reusable init-container devices first, then aligned devices,
   the plugin's preferred allocation, unaligned and topology-less ones) with upstream's
   error texts, and the init-container reuse bookkeeping of ``Allocate``;
-* the ``kubelet_internal_checkpoint`` JSON with its FNV-32a/go-spew checksum.
+* what the ``kubelet_internal_checkpoint`` holds (its format, with the FNV-32a/go-spew
+  checksum, is :mod:`.devicecheckpoint`, whose names are re-exported here).
 
 No I/O and no gRPC: the ``GetPreferredAllocation`` RPC is an optional callable, and the
 ``Allocate`` RPC's response bytes are recorded by the caller.
@@ -18,17 +19,22 @@ No I/O and no gRPC: the ``GetPreferredAllocation`` RPC is an optional callable, 
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nrop.localcluster.kubelet import bitmask
-from nrop.localcluster.kubelet.hints import TopologyHint
+from nrop.localcluster.kubelet.cm import bitmask
+from nrop.localcluster.kubelet.cm.devicecheckpoint import (
+    CHECKPOINT_FILE,
+    CorruptCheckpointError,
+    DeviceCheckpoint,
+    PodDevicesEntry,
+)
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
 
 __all__ = [
+    "CHECKPOINT_FILE",
     "NODE_WITHOUT_TOPOLOGY",
     "CorruptCheckpointError",
     "Device",
@@ -43,7 +49,6 @@ __all__ = [
 
 #: NUMA key under which devices without topology are recorded.
 NODE_WITHOUT_TOPOLOGY = -1
-CHECKPOINT_FILE = "kubelet_internal_checkpoint"
 
 #: ``GetPreferredAllocation(available, must_include, size)`` of a plugin that supports it.
 PreferredAllocation = Callable[[frozenset[str], frozenset[str], int], Iterable[str]]
@@ -51,10 +56,6 @@ PreferredAllocation = Callable[[frozenset[str], frozenset[str], int], Iterable[s
 
 class DeviceAllocationError(Exception):
     """A ``devicesToAllocate`` failure; the topology manager reports ``UnexpectedAdmissionError``."""
-
-
-class CorruptCheckpointError(ValueError):
-    """The checkpoint's checksum does not match its content (``checkpoint is corrupted``)."""
 
 
 def _natural_key(device_id: str) -> list[Any]:
@@ -496,120 +497,3 @@ class DeviceManager:
             self.healthy[resource] = set()
             self.unhealthy[resource] = set()
             self.all_devices.setdefault(resource, {})
-
-
-# --- checkpoint ----------------------------------------------------------------------------
-
-
-def _fnv32a(data: bytes) -> int:
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return value
-
-
-def _spew_list(values: Sequence[Any] | None) -> str:
-    return "<nil>" if values is None else "[" + " ".join(str(v) for v in values) + "]"
-
-
-@dataclass
-class PodDevicesEntry:
-    pod_uid: str
-    container_name: str
-    resource_name: str
-    device_ids: dict[int, list[str] | None]
-    alloc_resp: bytes | None = None
-
-
-@dataclass
-class DeviceCheckpoint:
-    """``/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint`` (v2, ``DeviceIDs`` per NUMA)."""
-
-    entries: list[PodDevicesEntry] | None = None
-    registered: dict[str, list[str] | None] | None = None
-    checksum: int = 0
-    #: Written by master kubelets only (outside the checksummed data).
-    boot_id: str = ""
-
-    def render_for_hash(self) -> str:
-        """The go-spew ``%#v`` text of ``Data`` that upstream hashes."""
-        if self.entries is None:
-            entries = "<nil>"
-        else:
-            entries = (
-                "["
-                + " ".join(
-                    f"{{PodUID:(string){e.pod_uid} ContainerName:(string){e.container_name} "
-                    f"ResourceName:(string){e.resource_name} DeviceIDs:(checkpoint.DevicesPerNUMA)map["
-                    + " ".join(f"{node}:{_spew_list(e.device_ids[node])}" for node in sorted(e.device_ids))
-                    + f"] AllocResp:([]uint8){_spew_list(None if e.alloc_resp is None else list(e.alloc_resp))}}}"
-                    for e in self.entries
-                )
-                + "]"
-            )
-        if self.registered is None:
-            registered = "<nil>"
-        else:
-            registered = (
-                "map["
-                + " ".join(f"{res}:{_spew_list(self.registered[res])}" for res in sorted(self.registered))
-                + "]"
-            )
-        return (
-            f"(checkpoint.checkpointData){{PodDeviceEntries:([]checkpoint.PodDevicesEntry){entries} "
-            f"RegisteredDevices:(map[string][]string){registered}}}"
-        )
-
-    def compute_checksum(self) -> int:
-        return _fnv32a(self.render_for_hash().encode())
-
-    def to_json(self) -> str:
-        """``MarshalCheckpoint``: sets ``checksum`` and returns the file content."""
-        self.checksum = self.compute_checksum()
-        entries = None
-        if self.entries is not None:
-            entries = [
-                {
-                    "PodUID": e.pod_uid,
-                    "ContainerName": e.container_name,
-                    "ResourceName": e.resource_name,
-                    # Go sorts integer map keys by their string form in JSON ("-1" < "0").
-                    "DeviceIDs": {str(n): e.device_ids[n] for n in sorted(e.device_ids, key=str)},
-                    "AllocResp": None if e.alloc_resp is None else base64.b64encode(e.alloc_resp).decode(),
-                }
-                for e in self.entries
-            ]
-        registered = (
-            None if self.registered is None else {r: self.registered[r] for r in sorted(self.registered)}
-        )
-        body: dict[str, Any] = {
-            "Data": {"PodDeviceEntries": entries, "RegisteredDevices": registered},
-            "Checksum": self.checksum,
-        }
-        if self.boot_id:
-            body["BootID"] = self.boot_id
-        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-    @classmethod
-    def from_json(cls, data: str | bytes) -> DeviceCheckpoint:
-        """Parse and verify; raises :class:`CorruptCheckpointError` on a checksum mismatch."""
-        raw = json.loads(data)
-        body = raw.get("Data") or {}
-        entries = None
-        if body.get("PodDeviceEntries") is not None:
-            entries = [
-                PodDevicesEntry(
-                    e.get("PodUID", ""),
-                    e.get("ContainerName", ""),
-                    e.get("ResourceName", ""),
-                    {int(n): ids for n, ids in (e.get("DeviceIDs") or {}).items()},
-                    None if e.get("AllocResp") is None else base64.b64decode(e["AllocResp"]),
-                )
-                for e in body["PodDeviceEntries"]
-            ]
-        registered = body.get("RegisteredDevices")
-        checkpoint = cls(entries, registered, int(raw.get("Checksum", 0)), raw.get("BootID", ""))
-        if checkpoint.checksum != checkpoint.compute_checksum():
-            raise CorruptCheckpointError("checkpoint is corrupted")
-        return checkpoint

@@ -2,18 +2,18 @@
 
 Owns what upstream ``pkg/kubelet/cm/memorymanager`` decides for a Linux node:
 
-* startup validation of ``reservedMemory`` against Node Allocatable, with upstream's texts;
 * the machine state per NUMA node (``memory``, ``hugepages-<size>``: total, systemReserved,
   allocatable, reserved, free; ``cells`` and ``numberOfAssignments`` for cross-NUMA groups);
-* who is handled (Guaranteed pods only), the requested sizes per container and per pod
-  (init-container max / sidecar rule), the topology hints (``calculateHints``), ``Allocate``
+* who is handled (Guaranteed pods only), the topology hints (``calculateHints``), ``Allocate``
   (default / extended hint, greedy lowest-NUMA-first reservation, init-container reuse) and
   ``RemoveContainer``;
 * adopting a ``memory_manager_state`` checkpoint at startup (``validateState``).
 
-The state types (``MemoryTable``, ``NUMANodeState``, ``Block``) and the checkpoint
-format live in ``memorycheckpoint``; the state types are re-exported here because
-the policy's API speaks them.
+What the policy is given -- the NUMA nodes, ``reservedMemory`` and its startup validation
+against Node Allocatable, pods with their requested sizes per container and per pod -- is in
+:mod:`.memoryinputs`.  The state types (``MemoryTable``, ``NUMANodeState``, ``Block``) and the
+checkpoint format live in :mod:`.memorycheckpoint`.  Both are re-exported here because the
+policy's API speaks them.
 
 No I/O: sizes are integers in bytes; pods are described by :class:`MemoryPod`.
 """
@@ -21,14 +21,11 @@ No I/O: sizes are integers in bytes; pods are described by :class:`MemoryPod`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 
-from nrop.api.quantity import Format, format_quantity
-from nrop.api.resources import HUGEPAGES_PREFIX, hugepage_resource_name
-from nrop.localcluster.kubelet import bitmask
-from nrop.localcluster.kubelet.hints import TopologyHint
-from nrop.localcluster.kubelet.memorycheckpoint import (
+from nrop.api.resources import hugepage_resource_name
+from nrop.localcluster.kubelet.cm import bitmask
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
+from nrop.localcluster.kubelet.cm.memorycheckpoint import (
     CHECKPOINT_FILE,
     Assignments,
     Block,
@@ -36,6 +33,17 @@ from nrop.localcluster.kubelet.memorycheckpoint import (
     MemoryManagerCheckpoint,
     MemoryTable,
     NUMANodeState,
+)
+from nrop.localcluster.kubelet.cm.memoryinputs import (
+    MEMORY,
+    MemoryContainer,
+    MemoryManagerConfigError,
+    MemoryPod,
+    MemoryPolicy,
+    MemoryReservation,
+    NUMANodeMemory,
+    format_binary_si,
+    validate_reserved_memory,
 )
 
 __all__ = [
@@ -57,104 +65,9 @@ __all__ = [
     "validate_reserved_memory",
 ]
 
-MEMORY = "memory"
-
-
-class MemoryPolicy(StrEnum):
-    NONE = "None"
-    STATIC = "Static"
-
-
-class MemoryManagerConfigError(ValueError):
-    """The kubelet would refuse to start; the text is upstream's."""
-
 
 class MemoryManagerError(Exception):
     """An ``Allocate`` failure; the topology manager turns it into ``UnexpectedAdmissionError``."""
-
-
-# --- quantities ----------------------------------------------------------------------------
-
-
-def format_binary_si(value: int) -> str:
-    """Canonical string of a BinarySI quantity of ``value`` bytes ("1100Mi", "2Gi", "1536")."""
-    return format_quantity(value, Format.BINARY_SI)
-
-
-def _is_memory_resource(name: str) -> bool:
-    return name == MEMORY or name.startswith(HUGEPAGES_PREFIX)
-
-
-# --- inputs --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NUMANodeMemory:
-    """One NUMA node as cadvisor reports it (``machineInfo.Topology[i]``)."""
-
-    id: int
-    #: Total memory of the node in bytes, hugepages included.
-    memory: int
-    #: Page size in bytes -> number of pages configured on this node.
-    hugepages: Mapping[int, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class MemoryReservation:
-    """One ``reservedMemory`` entry: ``{numaNode: 0, limits: {memory: 1100Mi}}`` (bytes)."""
-
-    numa_node: int
-    limits: Mapping[str, int]
-
-
-@dataclass(frozen=True)
-class MemoryContainer:
-    name: str
-    #: Container requests in bytes; only ``memory`` and ``hugepages-*`` are considered.
-    requests: Mapping[str, int] = field(default_factory=dict)
-    #: An init container with ``restartPolicy: Always`` (sidecar); its memory is never reused.
-    restartable: bool = False
-
-    def memory_requests(self) -> dict[str, int]:
-        return {name: int(size) for name, size in self.requests.items() if _is_memory_resource(name)}
-
-
-@dataclass(frozen=True)
-class MemoryPod:
-    uid: str
-    #: QoS class is Guaranteed (computed by the caller with the usual QoS rules).
-    guaranteed: bool
-    init_containers: Sequence[MemoryContainer] = ()
-    containers: Sequence[MemoryContainer] = ()
-    #: Pod-level ``resources`` set (1.34+): the static policy skips such pods.
-    pod_level_resources: bool = False
-
-    def all_containers(self) -> list[MemoryContainer]:
-        return [*self.init_containers, *self.containers]
-
-    def is_regular_init_container(self, name: str) -> bool:
-        for container in self.init_containers:
-            if container.name == name:
-                return not container.restartable
-        return False
-
-    def requested(self) -> dict[str, int]:
-        """Pod-scope request per type: max(init max with sidecars, app sum + sidecar sum)."""
-        init_max: dict[str, int] = {}
-        sidecars: dict[str, int] = {}
-        for container in self.init_containers:
-            for name, size in container.memory_requests().items():
-                init_max.setdefault(name, 0)
-                if container.restartable:
-                    sidecars[name] = sidecars.get(name, 0) + size
-                elif sidecars.get(name, 0) + size > init_max[name]:
-                    init_max[name] = sidecars.get(name, 0) + size
-        apps: dict[str, int] = {}
-        for container in self.containers:
-            for name, size in container.memory_requests().items():
-                apps[name] = apps.get(name, 0) + size
-        # Upstream only reports types requested by app containers.
-        return {name: max(apps[name] + sidecars.get(name, 0), init_max.get(name, 0)) for name in apps}
 
 
 def _clone_state(state: MachineState) -> MachineState:
@@ -177,37 +90,6 @@ def _table(state: MachineState, node: int, resource: str) -> MemoryTable:
 
 
 # --- configuration -------------------------------------------------------------------------
-
-
-def validate_reserved_memory(
-    numa_nodes: Iterable[int],
-    node_allocatable_reservation: Mapping[str, int],
-    reserved_memory: Sequence[MemoryReservation],
-) -> None:
-    """``validateReservedMemory``: per memory type, Σ reservedMemory == Node Allocatable reservation.
-
-    ``node_allocatable_reservation`` is systemReserved + kubeReserved + evictionHard
-    (``memory.available`` counts as ``memory``), in bytes.
-    """
-    known = set(numa_nodes)
-    totals: dict[str, int] = {}
-    for reservation in reserved_memory:
-        if reservation.numa_node not in known:
-            raise MemoryManagerConfigError(
-                "the reserved memory configuration references a NUMA node "
-                f"{reservation.numa_node} that does not exist on this machine"
-            )
-        for name, size in reservation.limits.items():
-            totals[name] = totals.get(name, 0) + int(size)
-    types = set(totals) | {name for name in node_allocatable_reservation if _is_memory_resource(name)}
-    for name in sorted(types):
-        expected = int(node_allocatable_reservation.get(name, 0))
-        reserved = totals.get(name, 0)
-        if expected != reserved:
-            raise MemoryManagerConfigError(
-                f'the total amount "{format_binary_si(reserved)}" of type "{name}" is not equal to '
-                f'the value "{format_binary_si(expected)}" determined by Node Allocatable feature'
-            )
 
 
 def _convert_reserved(

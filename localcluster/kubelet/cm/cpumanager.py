@@ -20,15 +20,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
 
-from nrop.localcluster.kubelet.cpuassignment import (
+from nrop.localcluster.kubelet.cm.cpuassignment import (
     CPUAssignmentError,
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
 )
-from nrop.localcluster.kubelet.cpumanagerstate import POLICY_STATIC, CPUManagerError, CPUManagerState
+from nrop.localcluster.kubelet.cm.cpumanagerstate import POLICY_STATIC, CPUManagerError, CPUManagerState
+from nrop.localcluster.kubelet.cm.cputopology import CPUTopology
+from nrop.localcluster.kubelet.cm.hints import TopologyHint
 from nrop.localcluster.kubelet.cpuset import CPUSet
-from nrop.localcluster.kubelet.cputopology import CPUTopology
-from nrop.localcluster.kubelet.hints import TopologyHint
 
 __all__ = [
     "ALIGN_BY_SOCKET",
