@@ -19,7 +19,7 @@ How it stays importable and reproducible:
 * Outputs are ``api_pb2.py``, ``api_pb2.pyi`` and ``api_pb2_grpc.py`` next to this
   script's ``<api>/<version>/__init__.py``. For a given grpcio-tools version the output
   is byte-for-byte stable (no timestamps or absolute paths), which the unit test
-  ``tests/unit/test_grpc_stubs.py`` checks. The stubs record the protobuf and grpcio
+  ``tests/unit/api/test_grpc_stubs.py`` checks. The stubs record the protobuf and grpcio
   versions they were generated with and refuse older runtimes at import time.
 """
 

@@ -17,7 +17,7 @@ from nrop.localcluster.apiserver.selectors import (
     supported_fields,
 )
 
-# --- label selectors: the rules are nrop.api.selectors (tests/unit/test_api_selectors.py) ----
+# --- label selectors: the rules are nrop.api.selectors (tests/unit/api/test_api_selectors.py) ----
 
 
 def test_bad_label_selector_string_is_a_bad_request() -> None:
