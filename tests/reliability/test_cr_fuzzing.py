@@ -15,7 +15,7 @@ the unknown fields it added, the schema paths it exercised.
   object lacks the unknown fields, each named in a ``Warning`` header. Never a 500,
   never a hang. Every field of the schema is exercised with good and bad values.
 * Level 2 (tens of cases per CRD, the ``default`` cluster with the operator installed
-  as ``tests/conformance/test_operator_e2e.py`` installs it): schema-valid specs are
+  as ``tests/e2e/test_operator_e2e.py`` installs it): schema-valid specs are
   applied for real. Within a bound the CR is ``Available=True`` or ``Degraded=True``
   with a message for that generation, the operator's process is the same one (same
   pid, no restart) and a Degraded CR left the DaemonSets and Deployments it owns as the
@@ -50,8 +50,8 @@ from nrop.localcluster.controllers import ControllerSettings
 from nrop.operator import naming, samples
 from nrop.operator.kubeapi import Api
 
-# The operator stack of the conformance module, reused as it is (fixtures and helpers).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+# The operator stack of the end-to-end module, reused as it is (fixtures and helpers).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 _e2e = importlib.import_module("test_operator_e2e")
 state_dir = _e2e.state_dir
 cluster_thread = _e2e.cluster_thread

@@ -1,5 +1,5 @@
 """Tests of nrop.suite.fixture's node choice (E2E_NROP_TARGET_NODE); the lifecycle runs against a
-real cluster in tests/conformance/test_suite_library_e2e.py."""
+real cluster in tests/e2e/test_suite_library_e2e.py."""
 
 from __future__ import annotations
 
