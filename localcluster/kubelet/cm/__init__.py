@@ -9,7 +9,7 @@ pod is pinned or rejected here exactly as on a real node (``reference/kubelet-ma
 * the memory manager (:mod:`.memorymanager`): the ``Static`` policy over the inputs of
   :mod:`.memoryinputs`, and the ``memory_manager_state`` checkpoint (:mod:`.memorycheckpoint`);
 * the device manager (:mod:`.devicemanager`): device inventory, hints and allocation, and the
-  ``kubelet_internal_checkpoint`` (:mod:`.devicecheckpoint`);
+  ``kubelet_internal_checkpoint`` (its format is :mod:`nrop.api.checkpoints`, as the other two);
 * the topology manager (:mod:`.topologymanager`): policies, scopes and hint merging, over the
   :class:`TopologyHint` every provider returns (:mod:`.hints`) and NUMA bitmasks (:mod:`.bitmask`).
 

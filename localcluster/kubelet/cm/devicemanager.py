@@ -11,7 +11,7 @@ reported their devices:
   the plugin's preferred allocation, unaligned and topology-less ones) with upstream's
   error texts, and the init-container reuse bookkeeping of ``Allocate``;
 * what the ``kubelet_internal_checkpoint`` holds (its format, with the FNV-32a/go-spew
-  checksum, is :mod:`.devicecheckpoint`, whose names are re-exported here).
+  checksum, is :mod:`nrop.api.checkpoints`, whose names are re-exported here).
 
 No I/O and no gRPC: the ``GetPreferredAllocation`` RPC is an optional callable, and the
 ``Allocate`` RPC's response bytes are recorded by the caller.
@@ -24,13 +24,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nrop.api.checkpoints import DEVICE_MANAGER_CHECKPOINT_FILE as CHECKPOINT_FILE
+from nrop.api.checkpoints import CorruptCheckpointError, DeviceCheckpoint, PodDevicesEntry
 from nrop.localcluster.kubelet.cm import bitmask
-from nrop.localcluster.kubelet.cm.devicecheckpoint import (
-    CHECKPOINT_FILE,
-    CorruptCheckpointError,
-    DeviceCheckpoint,
-    PodDevicesEntry,
-)
 from nrop.localcluster.kubelet.cm.hints import TopologyHint
 
 __all__ = [
