@@ -20,8 +20,9 @@ whole run, in the same order, talking to the cluster only through :class:`~nrop.
    ``E2E_NROP_INFRA_TEARDOWN_SKIP`` / ``E2E_INFRA_NO_TEARDOWN``) removes the labels and the
    namespace (the DaemonSets go with it).
 
-Manifests and checks are pure functions over plain dicts (tested with tables); the I/O
-functions are thin loops around them built on :func:`nrop.suite.waiting.wait_for`.
+Checks are pure functions over plain dicts (tested with tables), the numacell manifests and
+readiness checks those of :mod:`nrop.suite.numacelldeploy`; the I/O functions are thin loops
+around them built on :func:`nrop.suite.waiting.wait_for`.
 """
 
 from __future__ import annotations
@@ -36,10 +37,9 @@ from typing import Any
 
 from kubernetes import client
 
-from nrop.api import images
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.selectors import label_selector_from_dict
-from nrop.suite import numacell, stack
+from nrop.suite import numacelldeploy, stack
 from nrop.suite.kube import (
     DAEMONSET,
     NAMESPACE,
@@ -61,34 +61,27 @@ __all__ = [
     "MIN_SNN_NODES",
     "MULTI_NUMA_LABEL",
     "NUMACELL_IMAGE_CI",
-    "NUMACELL_PREFIX",
     "Infra",
     "InfraError",
     "InfraTimings",
     "NodeGroupPool",
-    "NumacellProgram",
     "after_suite",
     "before_suite",
     "check_nodes_topology",
-    "daemonset_ready",
     "dump_environment",
     "kubelet_configuration",
     "node_group_pools",
     "numacell_image",
-    "numacell_manifests",
-    "numacell_program",
     "pool_of_mcp",
     "scheduler_image_validation_enabled",
     "teardown_skipped",
     "topology_problems",
-    "zones_expose_numacell",
 ]
 
 log = logging.getLogger(__name__)
 
 MULTI_NUMA_LABEL = "numa.hardware.openshift-kni.io/cell-count"
 INFRA_NAMESPACE_BASE = "e2e-test-infra"
-NUMACELL_PREFIX = "numacell-dp"
 NUMACELL_IMAGE_CI = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
 #: ``minNumberOfNodesWithSameTopology``.
 MIN_SNN_NODES = 2
@@ -104,9 +97,6 @@ ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
 NROP_NAME = "numaresourcesoperator"
 NROSCHED_NAME = "numaresourcesscheduler"
 SCHEDULER_IMAGE_VALIDATION = "SCHEDULER_IMAGE_VALIDATION"
-DEVICE_PLUGIN_PATH = numacell.DEFAULT_DEVICE_PLUGIN_PATH
-#: Where the numacell container of the project's image sees the node's sysfs.
-HOST_SYS = "/host-sys"
 
 
 MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
@@ -291,144 +281,6 @@ def _mcp_finder(kube: Kube) -> Callable[[Mapping[str, Any]], list[Manifest]] | N
     return lambda selector: kube.list(MCP, label_selector=_selector_query(selector) or None)
 
 
-# -- numacell manifests (pure) ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NumacellProgram:
-    """How the numacell container starts: upstream's binary, or the project's ``numacell`` script."""
-
-    command: tuple[str, ...]
-    args: tuple[str, ...]
-    #: Mount the node's ``/sys`` at :data:`HOST_SYS` (the project's program reads it there).
-    mount_sysfs: bool
-
-
-UPSTREAM_PROGRAM = NumacellProgram(("/bin/numacell",), ("-alsologtostderr", "-v", "3"), mount_sysfs=False)
-OWN_PROGRAM = NumacellProgram(
-    ("numacell",),
-    ("-alsologtostderr", "-v", "3", "--sysfs", HOST_SYS, "--device-plugin-path", DEVICE_PLUGIN_PATH),
-    mount_sysfs=True,
-)
-
-
-def numacell_program(image: str) -> NumacellProgram:
-    """The project's ``numacell`` for the project's own image (any registry or tag), upstream's binary otherwise."""
-    return OWN_PROGRAM if images.is_own_image(image) else UPSTREAM_PROGRAM
-
-
-def numacell_manifests(
-    namespace: str, pools: Sequence[NodeGroupPool], image: str, program: NumacellProgram
-) -> list[Manifest]:
-    """ServiceAccount ``numacell-dp-sa``, Role ``numacell-dp-ro``, RoleBinding ``numacell-dp-rb`` and one
-    privileged DaemonSet ``numacell-dp-<pool>-ds`` per pool, as upstream's ``numacell/manifests``."""
-    sa, role, binding = f"{NUMACELL_PREFIX}-sa", f"{NUMACELL_PREFIX}-ro", f"{NUMACELL_PREFIX}-rb"
-    manifests: list[Manifest] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": namespace}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": role, "namespace": namespace},
-            "rules": [
-                {
-                    "apiGroups": ["security.openshift.io"],
-                    "resourceNames": ["privileged"],
-                    "resources": ["securitycontextconstraints"],
-                    "verbs": ["use"],
-                }
-            ],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": binding, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
-        },
-    ]
-    for pool in pools:
-        name = f"{NUMACELL_PREFIX}-{pool.name}"
-        labels = {"name": f"{name}-pod"}
-        mounts: list[dict[str, Any]] = [{"name": "kubeletsockets", "mountPath": DEVICE_PLUGIN_PATH}]
-        volumes: list[dict[str, Any]] = [
-            {"name": "kubeletsockets", "hostPath": {"path": DEVICE_PLUGIN_PATH, "type": "Directory"}}
-        ]
-        if program.mount_sysfs:
-            mounts.append({"name": "sysfs", "mountPath": HOST_SYS, "readOnly": True})
-            volumes.append({"name": "sysfs", "hostPath": {"path": "/sys", "type": "Directory"}})
-        spec: dict[str, Any] = {
-            "terminationGracePeriodSeconds": 0,
-            "restartPolicy": "Always",
-            "serviceAccountName": sa,
-            "containers": [
-                {
-                    "name": f"{name}-cnt",
-                    "image": image,
-                    "command": list(program.command),
-                    "args": list(program.args),
-                    "imagePullPolicy": "IfNotPresent" if images.is_own_image(image) else "Always",
-                    "securityContext": {"privileged": True},
-                    "volumeMounts": mounts,
-                }
-            ],
-            "volumes": volumes,
-        }
-        if pool.match_labels:
-            spec["nodeSelector"] = dict(pool.match_labels)
-        if pool.match_expressions:
-            spec["affinity"] = {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [{"matchExpressions": [dict(e) for e in pool.match_expressions]}]
-                    }
-                }
-            }
-        manifests.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": f"{name}-ds", "namespace": namespace},
-                "spec": {
-                    "selector": {"matchLabels": labels},
-                    "template": {"metadata": {"labels": labels}, "spec": spec},
-                },
-            }
-        )
-    return manifests
-
-
-def daemonset_ready(ds: Mapping[str, Any] | None) -> bool:
-    """``AreDaemonSetPodsReady`` (every desired pod scheduled and available) at the current generation."""
-    if ds is None:
-        return False
-    status = ds.get("status") or {}
-    desired = int(status.get("desiredNumberScheduled") or 0)
-    return (
-        desired > 0
-        and int(status.get("observedGeneration") or 0) >= int(ds["metadata"].get("generation") or 0)
-        and int(status.get("currentNumberScheduled") or 0) == desired
-        and int(status.get("numberAvailable") or 0) == desired
-        and int(status.get("numberUnavailable") or 0) == 0
-    )
-
-
-def zones_expose_numacell(nrt: Mapping[str, Any] | None) -> bool:
-    """Every zone of ``nrt`` has an allocatable ``kni.node/numacell*`` resource.
-
-    Upstream (``ForNodeResourceTopologyToHave``) only asks for the name. A kubelet keeps a
-    departed plugin's resource with nothing allocatable for minutes, so after an earlier run
-    the name alone would pass before the new plugin registered, and the reference NRTs would
-    be recorded without the devices.
-    """
-    if nrt is None:
-        return False
-    zones = NodeResourceTopology.from_dict(nrt).zones
-    return bool(zones) and all(
-        any(numacell.is_resource_name(r.name) and int(str(r.allocatable)) > 0 for r in z.resources)
-        for z in zones
-    )
-
-
 # -- cluster reads ------------------------------------------------------------------------------------
 
 
@@ -532,14 +384,14 @@ def before_suite(
     *,
     environ: Mapping[str, str],
     image: str | None = None,
-    program: NumacellProgram | None = None,
+    program: numacelldeploy.NumacellProgram | None = None,
     timings: InfraTimings = InfraTimings(),
     rand: Callable[[], int] = lambda: random.randrange(10000),
 ) -> Infra:
     """Steps 4 and 5 of upstream's BeforeSuite (call :func:`check_nodes_topology` first).
 
     ``image`` defaults to :func:`numacell_image` of ``environ``; ``program`` to
-    :func:`numacell_program` of the image. Raises :class:`InfraError` when the stack is not
+    :func:`~nrop.suite.numacelldeploy.numacell_program` of the image. Raises :class:`InfraError` when the stack is not
     there (no NROP / NRS / scheduler name) or the numacell resources never show up.
     """
     started = time.monotonic()
@@ -597,7 +449,9 @@ def before_suite(
         numacell_image=image,
     )
     try:
-        _set_up(kube, infra, pools, program or numacell_program(image), environ, timings, started)
+        _set_up(
+            kube, infra, pools, program or numacelldeploy.numacell_program(image), environ, timings, started
+        )
     except BaseException:
         if not teardown_skipped(environ):
             log.info("e2e infra setup failed: removing what it created")
@@ -614,7 +468,7 @@ def _set_up(
     kube: Kube,
     infra: Infra,
     pools: Sequence[NodeGroupPool],
-    program: NumacellProgram,
+    program: numacelldeploy.NumacellProgram,
     environ: Mapping[str, str],
     timings: InfraTimings,
     started: float,
@@ -622,7 +476,7 @@ def _set_up(
     namespace = infra.namespace
     infra_nrts = kube.list(NRT)
     log.info("using NUMACell image %s (command %s)", infra.numacell_image, " ".join(program.command))
-    manifests = numacell_manifests(namespace, pools, infra.numacell_image, program)
+    manifests = numacelldeploy.numacell_manifests(namespace, pools, infra.numacell_image, program)
     for manifest in manifests:
         kube.create(manifest)
     infra.numacell_daemonsets = [_name(m) for m in manifests if m["kind"] == "DaemonSet"]
@@ -630,7 +484,7 @@ def _set_up(
     for ds in infra.numacell_daemonsets:
         wait_for(
             lambda ds=ds: kube.get_or_none(DAEMONSET, ds, namespace),
-            daemonset_ready,
+            numacelldeploy.daemonset_ready,
             f"daemonset {namespace}/{ds} ready",
             timings.ready_timeout,
             interval=timings.daemonset_interval,
@@ -639,7 +493,7 @@ def _set_up(
     for name in (_name(nrt) for nrt in infra_nrts):
         wait_for(
             lambda name=name: kube.get_or_none(NRT, name),
-            zones_expose_numacell,
+            numacelldeploy.zones_expose_numacell,
             f"NRT {name} to expose numacell resources in every zone (the numacell image "
             f"{infra.numacell_image} must run a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; "
             f"{_NUMACELL_IMAGE_VARS[0]} picks another)",

@@ -8,7 +8,7 @@ there for a pod, how a program of this
 installation is started, a subprocess with its log in a file, the NRT CRD, the
 KubeletConfiguration file an exporter reads, one exporter per worker stopped cleanly at
 the end, and numacell deployed from the suite's own manifests
-(:func:`nrop.suite.infra.numacell_manifests`).
+(:func:`nrop.suite.numacelldeploy.numacell_manifests`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import yaml
 from nrop.api import crds
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra
+from nrop.suite import infra, numacelldeploy
 from nrop.suite.kube import CRD, DAEMONSET, NRT, Kube
 from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
@@ -36,8 +36,8 @@ from nrop.suite.waiting import wait_for
 #: Where ``nrop-cluster up`` keeps each node's root below its state directory.
 NODES_DIR = "nodes"
 PODRESOURCES_SOCKET = "var/lib/kubelet/pod-resources/kubelet.sock"
-NUMACELL_DAEMONSET = f"{infra.NUMACELL_PREFIX}-worker-ds"
-NUMACELL_POD_LABELS = {"name": f"{infra.NUMACELL_PREFIX}-worker-pod"}
+NUMACELL_DAEMONSET = f"{numacelldeploy.NUMACELL_PREFIX}-worker-ds"
+NUMACELL_POD_LABELS = {"name": f"{numacelldeploy.NUMACELL_PREFIX}-worker-pod"}
 
 Manifest = dict[str, Any]
 
@@ -192,13 +192,13 @@ def deploy_numacell(kube: Kube, namespace: str, timeout: float = 30.0) -> Manife
     DaemonSet. The namespace is created here and deleting it removes everything."""
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     pools = infra.node_group_pools([{"poolName": "worker"}])
-    for manifest in infra.numacell_manifests(
-        namespace, pools, DEFAULT_IMAGE, infra.numacell_program(DEFAULT_IMAGE)
+    for manifest in numacelldeploy.numacell_manifests(
+        namespace, pools, DEFAULT_IMAGE, numacelldeploy.numacell_program(DEFAULT_IMAGE)
     ):
         kube.create(manifest)
     return wait_for(
         lambda: kube.get_or_none(DAEMONSET, NUMACELL_DAEMONSET, namespace),
-        infra.daemonset_ready,
+        numacelldeploy.daemonset_ready,
         f"daemonset {namespace}/{NUMACELL_DAEMONSET} ready",
         timeout,
         interval=0.2,

@@ -2,7 +2,7 @@
 
 One cluster on the shipped ``default`` profile runs as the suite's embedded target
 (``nrop-cluster up``, fixture ``embedded``). The suite's own
-manifests (:func:`nrop.suite.infra.numacell_manifests`, the project's image and its
+manifests (:func:`nrop.suite.numacelldeploy.numacell_manifests`, the project's image and its
 ``numacell`` program) are created through the API; the kubelets run the plugin as a real
 process per worker, which reads the node's sysfs through ``/host-sys`` and registers on
 the node's device-plugin socket. The tests check what the suite relies on: the
@@ -33,7 +33,7 @@ from _helpers_e2e import (
 
 from nrop.api.nrt import NodeResourceTopology
 from nrop.rte.sysinfo import parse_cpulist
-from nrop.suite import infra, numacell
+from nrop.suite import infra, numacell, numacelldeploy
 from nrop.suite.kube import DAEMONSET, NODE, NRT, POD, Kube
 from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
@@ -156,7 +156,7 @@ def test_nrt_zones_expose_the_cells(
             check=True, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         obj = kube.get(NRT, node)
-        assert infra.zones_expose_numacell(obj)
+        assert numacelldeploy.zones_expose_numacell(obj)
         nrt = NodeResourceTopology.from_dict(obj)
         for zone in nrt.numa_zones():
             resource = numacell.resource_name(zone.numa_id)

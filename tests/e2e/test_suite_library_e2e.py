@@ -37,7 +37,7 @@ from _helpers_e2e import deploy_numacell, install_nrt_crd, start_exporter, stopp
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.api.nrt import NodeResourceTopology
-from nrop.suite import baseload, infra, objects, scheduling, waiters
+from nrop.suite import baseload, numacelldeploy, objects, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as nrtutil
 from nrop.suite.config import SuiteConfig
@@ -68,7 +68,7 @@ def nrts(embedded: EmbeddedCluster, kube: k.Kube, state_dir: Path) -> Iterator[d
         yield wait_nrts(
             kube,
             WORKERS,
-            infra.zones_expose_numacell,
+            numacelldeploy.zones_expose_numacell,
             "with numacell resources in every zone",
             60.0,
             interval=0.5,

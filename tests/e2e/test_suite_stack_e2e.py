@@ -27,7 +27,7 @@ import pytest
 from _helpers_e2e import install_nrt_crd, wait_nrts
 
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra, numacell, stack
+from nrop.suite import infra, numacell, numacelldeploy, stack
 from nrop.suite.kube import (
     CRD,
     DAEMONSET,
@@ -123,11 +123,11 @@ def test_before_suite_sets_up_the_infra_and_after_suite_removes_it(
         assert data.namespace.startswith("e2e-test-infra-")
         assert data.scheduler_name == "topo-aware-scheduler"
         assert data.numacell_daemonsets == ["numacell-dp-worker-ds"]
-        assert infra.daemonset_ready(kube.get(DAEMONSET, "numacell-dp-worker-ds", data.namespace))
+        assert numacelldeploy.daemonset_ready(kube.get(DAEMONSET, "numacell-dp-worker-ds", data.namespace))
         reference = {n["metadata"]["name"]: n for n in data.nrt_reference}
         assert sorted(reference) == WORKERS
         for nrt in reference.values():
-            assert infra.zones_expose_numacell(nrt)
+            assert numacelldeploy.zones_expose_numacell(nrt)
             for zone in nrt["zones"]:
                 cell = int(zone["name"].rsplit("-", 1)[1])
                 (res,) = [r for r in zone["resources"] if numacell.is_resource_name(r["name"])]
@@ -161,7 +161,11 @@ def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: st
     # device plugin registers, so the NRTs never show numacell resources. The earlier tests'
     # plugins must be gone from the NRTs first: the exporters notice at their next refresh.
     wait_nrts(
-        kube, WORKERS, lambda nrt: not infra.zones_expose_numacell(nrt), "without numacell devices", 30.0
+        kube,
+        WORKERS,
+        lambda nrt: not numacelldeploy.zones_expose_numacell(nrt),
+        "without numacell devices",
+        30.0,
     )
     timings = replace(INFRA_TIMINGS, ready_timeout=2.0)
     # the message names the image and how to pick another

@@ -41,7 +41,7 @@ from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
 from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
-from nrop.suite import infra, objects, stack, waiters
+from nrop.suite import infra, numacelldeploy, objects, stack, waiters
 from nrop.suite import nrt as nrtlib
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import (
@@ -86,7 +86,9 @@ OPERANDS = {
     "scheduler": Operand(stack.SCHEDULER_POD_LABEL, "secondary-scheduler", per_node=False),
     "operator": Operand("app=numaresources-operator", stack.OPERATOR_CONTAINER, per_node=False),
     "numacell": Operand(
-        f"name={infra.NUMACELL_PREFIX}-worker-pod", f"{infra.NUMACELL_PREFIX}-worker-cnt", NUMACELL_NAMESPACE
+        f"name={numacelldeploy.NUMACELL_PREFIX}-worker-pod",
+        f"{numacelldeploy.NUMACELL_PREFIX}-worker-cnt",
+        NUMACELL_NAMESPACE,
     ),
 }
 
@@ -128,20 +130,22 @@ def installed(kube: Kube) -> stack.Stack:
     )
     kube.create(objects.new_namespace(NUMACELL_NAMESPACE))
     pools = infra.node_group_pools([{"poolName": "worker"}])
-    for manifest in infra.numacell_manifests(
-        NUMACELL_NAMESPACE, pools, DEFAULT_IMAGE, infra.numacell_program(DEFAULT_IMAGE)
+    for manifest in numacelldeploy.numacell_manifests(
+        NUMACELL_NAMESPACE, pools, DEFAULT_IMAGE, numacelldeploy.numacell_program(DEFAULT_IMAGE)
     ):
         kube.create(manifest)
     wait_for(
-        lambda: kube.get_or_none(DAEMONSET, f"{infra.NUMACELL_PREFIX}-worker-ds", NUMACELL_NAMESPACE),
-        infra.daemonset_ready,
+        lambda: kube.get_or_none(
+            DAEMONSET, f"{numacelldeploy.NUMACELL_PREFIX}-worker-ds", NUMACELL_NAMESPACE
+        ),
+        numacelldeploy.daemonset_ready,
         "the numacell DaemonSet to be ready",
         TIMEOUT,
     )
     for node in WORKERS:
         wait_for(
             lambda node=node: kube.get_or_none(NRT, node),
-            infra.zones_expose_numacell,
+            numacelldeploy.zones_expose_numacell,
             f"NRT {node} to expose the numacell resources",
             TIMEOUT,
         )

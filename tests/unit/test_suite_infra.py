@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra, stack
+from nrop.suite import infra, numacelldeploy, stack
 
 
 def nrt(
@@ -216,8 +216,10 @@ def test_node_group_pools() -> None:
 
 def test_numacell_manifests_for_the_own_image() -> None:
     pools = infra.node_group_pools([{"poolName": "worker"}])
-    program = infra.numacell_program(DEFAULT_IMAGE)
-    sa, role, binding, ds = infra.numacell_manifests("e2e-test-infra-42", pools, DEFAULT_IMAGE, program)
+    program = numacelldeploy.numacell_program(DEFAULT_IMAGE)
+    sa, role, binding, ds = numacelldeploy.numacell_manifests(
+        "e2e-test-infra-42", pools, DEFAULT_IMAGE, program
+    )
     assert [(m["kind"], m["metadata"]["name"]) for m in (sa, role, binding, ds)] == [
         ("ServiceAccount", "numacell-dp-sa"),
         ("Role", "numacell-dp-ro"),
@@ -250,7 +252,7 @@ def test_numacell_manifests_for_the_own_image() -> None:
 def test_numacell_manifests_for_the_upstream_image() -> None:
     pools = [infra.pool_of_mcp(MCPS[1])]
     image = infra.NUMACELL_IMAGE_CI
-    *_, ds = infra.numacell_manifests("ns", pools, image, infra.numacell_program(image))
+    *_, ds = numacelldeploy.numacell_manifests("ns", pools, image, numacelldeploy.numacell_program(image))
     spec = ds["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert (container["command"], container["args"]) == (["/bin/numacell"], ["-alsologtostderr", "-v", "3"])
@@ -310,7 +312,7 @@ def _ds(generation: int = 1, **status: int) -> dict:
     ],
 )
 def test_daemonset_readiness(ds, ready, fully) -> None:
-    assert infra.daemonset_ready(ds) is ready
+    assert numacelldeploy.daemonset_ready(ds) is ready
     assert stack.daemonset_fully_ready(ds) is fully
 
 
@@ -340,7 +342,7 @@ def _zone(*names: str, allocatable: str = "1") -> dict:
     ],
 )
 def test_zones_expose_numacell(zones, expected) -> None:
-    assert infra.zones_expose_numacell({"metadata": {"name": "w0"}, "zones": zones}) is expected
+    assert numacelldeploy.zones_expose_numacell({"metadata": {"name": "w0"}, "zones": zones}) is expected
 
 
 def _conds(**statuses: str) -> dict:

@@ -1,0 +1,185 @@
+"""The numacell device plugin as BeforeSuite deploys it (catalog §3.1): manifests and readiness.
+
+Owns the pure part of upstream's ``numacell/manifests`` and of the waits around it: which
+program the container starts (upstream's binary, or the project's ``numacell`` for the
+project's image, reading the node's sysfs at :data:`HOST_SYS`), the ServiceAccount, Role,
+RoleBinding and one privileged DaemonSet ``numacell-dp-<pool>-ds`` per node-group pool,
+and the checks BeforeSuite polls: the DaemonSets ready, every NRT zone exposing an
+allocatable ``kni.node/numacellNN``. The I/O is :mod:`nrop.suite.infra`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nrop.api import images
+from nrop.api.nrt import NodeResourceTopology
+from nrop.suite import numacell
+from nrop.suite.kube import Manifest
+
+__all__ = [
+    "DEVICE_PLUGIN_PATH",
+    "HOST_SYS",
+    "NUMACELL_PREFIX",
+    "OWN_PROGRAM",
+    "UPSTREAM_PROGRAM",
+    "NumacellProgram",
+    "Pool",
+    "daemonset_ready",
+    "numacell_manifests",
+    "numacell_program",
+    "zones_expose_numacell",
+]
+
+NUMACELL_PREFIX = "numacell-dp"
+DEVICE_PLUGIN_PATH = numacell.DEFAULT_DEVICE_PLUGIN_PATH
+#: Where the numacell container of the project's image sees the node's sysfs.
+HOST_SYS = "/host-sys"
+
+
+class Pool(Protocol):
+    """A node-group pool (:class:`nrop.suite.infra.NodeGroupPool`): a name and the nodes it selects."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def match_labels(self) -> Mapping[str, str]: ...
+    @property
+    def match_expressions(self) -> tuple[Mapping[str, Any], ...]: ...
+
+
+@dataclass(frozen=True)
+class NumacellProgram:
+    """How the numacell container starts: upstream's binary, or the project's ``numacell`` script."""
+
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    #: Mount the node's ``/sys`` at :data:`HOST_SYS` (the project's program reads it there).
+    mount_sysfs: bool
+
+
+UPSTREAM_PROGRAM = NumacellProgram(("/bin/numacell",), ("-alsologtostderr", "-v", "3"), mount_sysfs=False)
+OWN_PROGRAM = NumacellProgram(
+    ("numacell",),
+    ("-alsologtostderr", "-v", "3", "--sysfs", HOST_SYS, "--device-plugin-path", DEVICE_PLUGIN_PATH),
+    mount_sysfs=True,
+)
+
+
+def numacell_program(image: str) -> NumacellProgram:
+    """The project's ``numacell`` for the project's own image (any registry or tag), upstream's binary otherwise."""
+    return OWN_PROGRAM if images.is_own_image(image) else UPSTREAM_PROGRAM
+
+
+def numacell_manifests(
+    namespace: str, pools: Sequence[Pool], image: str, program: NumacellProgram
+) -> list[Manifest]:
+    """ServiceAccount ``numacell-dp-sa``, Role ``numacell-dp-ro``, RoleBinding ``numacell-dp-rb`` and one
+    privileged DaemonSet ``numacell-dp-<pool>-ds`` per pool, as upstream's ``numacell/manifests``."""
+    sa, role, binding = f"{NUMACELL_PREFIX}-sa", f"{NUMACELL_PREFIX}-ro", f"{NUMACELL_PREFIX}-rb"
+    manifests: list[Manifest] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": namespace}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": role, "namespace": namespace},
+            "rules": [
+                {
+                    "apiGroups": ["security.openshift.io"],
+                    "resourceNames": ["privileged"],
+                    "resources": ["securitycontextconstraints"],
+                    "verbs": ["use"],
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": binding, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+        },
+    ]
+    for pool in pools:
+        name = f"{NUMACELL_PREFIX}-{pool.name}"
+        labels = {"name": f"{name}-pod"}
+        mounts: list[dict[str, Any]] = [{"name": "kubeletsockets", "mountPath": DEVICE_PLUGIN_PATH}]
+        volumes: list[dict[str, Any]] = [
+            {"name": "kubeletsockets", "hostPath": {"path": DEVICE_PLUGIN_PATH, "type": "Directory"}}
+        ]
+        if program.mount_sysfs:
+            mounts.append({"name": "sysfs", "mountPath": HOST_SYS, "readOnly": True})
+            volumes.append({"name": "sysfs", "hostPath": {"path": "/sys", "type": "Directory"}})
+        spec: dict[str, Any] = {
+            "terminationGracePeriodSeconds": 0,
+            "restartPolicy": "Always",
+            "serviceAccountName": sa,
+            "containers": [
+                {
+                    "name": f"{name}-cnt",
+                    "image": image,
+                    "command": list(program.command),
+                    "args": list(program.args),
+                    "imagePullPolicy": "IfNotPresent" if images.is_own_image(image) else "Always",
+                    "securityContext": {"privileged": True},
+                    "volumeMounts": mounts,
+                }
+            ],
+            "volumes": volumes,
+        }
+        if pool.match_labels:
+            spec["nodeSelector"] = dict(pool.match_labels)
+        if pool.match_expressions:
+            spec["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [dict(e) for e in pool.match_expressions]}]
+                    }
+                }
+            }
+        manifests.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": f"{name}-ds", "namespace": namespace},
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": spec},
+                },
+            }
+        )
+    return manifests
+
+
+def daemonset_ready(ds: Mapping[str, Any] | None) -> bool:
+    """``AreDaemonSetPodsReady`` (every desired pod scheduled and available) at the current generation."""
+    if ds is None:
+        return False
+    status = ds.get("status") or {}
+    desired = int(status.get("desiredNumberScheduled") or 0)
+    return (
+        desired > 0
+        and int(status.get("observedGeneration") or 0) >= int(ds["metadata"].get("generation") or 0)
+        and int(status.get("currentNumberScheduled") or 0) == desired
+        and int(status.get("numberAvailable") or 0) == desired
+        and int(status.get("numberUnavailable") or 0) == 0
+    )
+
+
+def zones_expose_numacell(nrt: Mapping[str, Any] | None) -> bool:
+    """Every zone of ``nrt`` has an allocatable ``kni.node/numacell*`` resource.
+
+    Upstream (``ForNodeResourceTopologyToHave``) only asks for the name. A kubelet keeps a
+    departed plugin's resource with nothing allocatable for minutes, so after an earlier run
+    the name alone would pass before the new plugin registered, and the reference NRTs would
+    be recorded without the devices.
+    """
+    if nrt is None:
+        return False
+    zones = NodeResourceTopology.from_dict(nrt).zones
+    return bool(zones) and all(
+        any(numacell.is_resource_name(r.name) and int(str(r.allocatable)) > 0 for r in z.resources)
+        for z in zones
+    )
