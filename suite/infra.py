@@ -15,7 +15,7 @@ whole run, in the same order, talking to the cluster only through :class:`~nrop.
    ``kni.node/numacellNN`` resource, labels every NRT node
    ``numa.hardware.openshift-kni.io/cell-count=<#zones>``, records the reference NRT list,
    and (unless ``E2E_VALIDATE_SCHEDULER_IMAGE=true``) sets ``SCHEDULER_IMAGE_VALIDATION=false``
-   in the operator's environment (:func:`nrop.suite.stack.set_operator_env`);
+   in the operator's environment (:func:`nrop.suite.operatorenv.set_operator_env`);
 4. :func:`after_suite` — restores the operator env, then (unless
    ``E2E_NROP_INFRA_TEARDOWN_SKIP`` / ``E2E_INFRA_NO_TEARDOWN``) removes the labels and the
    namespace (the DaemonSets go with it).
@@ -39,7 +39,7 @@ from kubernetes import client
 
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.selectors import label_selector_from_dict
-from nrop.suite import numacelldeploy, stack
+from nrop.suite import numacelldeploy, operatorenv
 from nrop.suite.kube import (
     DAEMONSET,
     NAMESPACE,
@@ -372,7 +372,7 @@ class Infra:
     labelled_nodes: list[str]
     numacell_daemonsets: list[str]
     numacell_image: str
-    env_restore: stack.EnvRestore | None = None
+    env_restore: operatorenv.EnvRestore | None = None
 
 
 def _progress(step: str, started: float) -> None:
@@ -511,7 +511,7 @@ def _set_up(
     _progress(f"recorded reference NRT data ({len(infra.nrt_reference)} objects)", started)
 
     if not scheduler_image_validation_enabled(environ):
-        infra.env_restore = stack.set_operator_env(
+        infra.env_restore = operatorenv.set_operator_env(
             kube, SCHEDULER_IMAGE_VALIDATION, "false", environ, timeout=timings.rollout_timeout
         )
         _progress("scheduler image validation disabled", started)
@@ -546,7 +546,7 @@ def after_suite(
     """
     started = time.monotonic()
     if infra.env_restore is not None:
-        stack.restore_operator_env(kube, infra.env_restore, timeout=timings.rollout_timeout)
+        operatorenv.restore_operator_env(kube, infra.env_restore, timeout=timings.rollout_timeout)
         infra.env_restore = None
         _progress("scheduler image validation settings restored", started)
     if teardown_skipped(environ):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra, numacelldeploy, stack
+from nrop.suite import infra, numacelldeploy, operatorenv, stack
 
 
 def nrt(
@@ -436,8 +436,8 @@ def test_refresh_period_goes_to_the_node_group_config() -> None:
     ],
 )
 def test_with_env(env, expected) -> None:
-    assert stack.with_env(env, "X", "false") == expected
-    assert stack.has_env(expected, "X", "false")
+    assert operatorenv.with_env(env, "X", "false") == expected
+    assert operatorenv.has_env(expected, "X", "false")
 
 
 def _sub(sub_name: str, **spec: str) -> dict:
@@ -467,7 +467,7 @@ def _sub(sub_name: str, **spec: str) -> dict:
     ],
 )
 def test_find_subscription(subs, environ, found) -> None:
-    sub = stack.find_subscription(subs, environ)
+    sub = operatorenv.find_subscription(subs, environ)
     assert (sub["metadata"]["name"] if sub else None) == found
 
 
