@@ -31,7 +31,8 @@ from typing import Any
 
 from nrop.sched import registry as plugin_registry
 from nrop.sched.cache import SchedulerCache, is_terminal
-from nrop.sched.config import DEFAULT_SCHEDULER_NAME, ProfileConfig, SchedulerConfiguration
+from nrop.sched.config import SchedulerConfiguration
+from nrop.sched.cycle import ScheduleResult
 from nrop.sched.events import EventBroadcaster
 from nrop.sched.framework import (
     NRT_RESOURCE,
@@ -46,8 +47,9 @@ from nrop.sched.framework import (
 from nrop.sched.informers import Informer, InformerFactory
 from nrop.sched.kubeclient import PODS, ApiError, KubeClient, NotFoundError
 from nrop.sched.metrics import SchedulerMetrics
+from nrop.sched.profileconfig import DEFAULT_SCHEDULER_NAME, ProfileConfig
 from nrop.sched.queue import QueuedPodInfo, SchedulingQueue
-from nrop.sched.runtime import Profile, ScheduleResult, build_profile
+from nrop.sched.runtime import Profile, build_profile
 
 log = logging.getLogger(__name__)
 

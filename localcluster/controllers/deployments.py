@@ -12,7 +12,7 @@ The I/O shell of :mod:`.rollout`, after ``DeploymentController.syncDeployment``:
    new one up or the old ones down (RollingUpdate), or all old ones to zero and, once their
    pods are gone, the new one up (Recreate); ``ScalingReplicaSet`` events;
 5. old ReplicaSets beyond ``revisionHistoryLimit`` are deleted once the rollout completes;
-6. the status (:func:`.rollout.rollout_status`) is written through ``deployments/status``,
+6. the status (:func:`.rolloutstatus.rollout_status`) is written through ``deployments/status``,
    together with the ``deployment.kubernetes.io/revision`` annotation, as upstream does.
 """
 
@@ -27,7 +27,7 @@ from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock
 
-from . import rollout
+from . import rollout, rolloutstatus
 from .reconciling import Controller, key_of, kind_of, split_key
 from .replicasets import claim_objects, owner_keys, selector_of
 from .workloads import controller_of, get_condition, is_terminal, set_condition
@@ -156,9 +156,14 @@ class DeploymentController(Controller):
         updated_d = copy.deepcopy(d)
         changed = self._set_revision(updated_d, new_rs)
         conditions = list((updated_d.get("status") or {}).get("conditions") or ())
-        if rollout.progress_deadline(d) is not None and get_condition(conditions, "Progressing") is None:
+        if (
+            rolloutstatus.progress_deadline(d) is not None
+            and get_condition(conditions, "Progressing") is None
+        ):
             message = f'Found new replica set "{new_rs["metadata"]["name"]}"'
-            found = rollout.condition("Progressing", "True", rollout.FOUND_NEW_RS, message, self.clock.now())
+            found = rolloutstatus.condition(
+                "Progressing", "True", rolloutstatus.FOUND_NEW_RS, message, self.clock.now()
+            )
             updated_d.setdefault("status", {})["conditions"] = set_condition(conditions, found)
             changed = True
         if changed:
@@ -202,13 +207,15 @@ class DeploymentController(Controller):
             raise
         except errors.StatusError as err:
             message = f'Failed to create new replica set "{name}": {err.message}'
-            if rollout.progress_deadline(d) is not None:
+            if rolloutstatus.progress_deadline(d) is not None:
                 current = self._current(d)
                 status = dict(current.get("status") or {})
-                failed = rollout.condition("Progressing", "False", rollout.FAILED_RS_CREATE, message, now)
+                failed = rolloutstatus.condition(
+                    "Progressing", "False", rolloutstatus.FAILED_RS_CREATE, message, now
+                )
                 status["conditions"] = set_condition(list(status.get("conditions") or ()), failed)
                 self._write_status(current, status)
-            self.recorder.event(d, "Warning", rollout.FAILED_RS_CREATE, message)
+            self.recorder.event(d, "Warning", rolloutstatus.FAILED_RS_CREATE, message)
             raise
         if replicas > 0:
             self.recorder.event(
@@ -216,9 +223,9 @@ class DeploymentController(Controller):
             )
         updated_d = copy.deepcopy(self._current(d))
         self._set_revision(updated_d, created)
-        if rollout.progress_deadline(d) is not None:
-            cond = rollout.condition(
-                "Progressing", "True", rollout.NEW_RS_CREATED, f'Created new replica set "{name}"', now
+        if rolloutstatus.progress_deadline(d) is not None:
+            cond = rolloutstatus.condition(
+                "Progressing", "True", rolloutstatus.NEW_RS_CREATED, f'Created new replica set "{name}"', now
             )
             status = updated_d.setdefault("status", {})
             status["conditions"] = set_condition(list(status.get("conditions") or ()), cond)
@@ -267,7 +274,7 @@ class DeploymentController(Controller):
         new_rs, old_rs = self._refresh(new_rs, old_rs)
         all_rs = [*old_rs, *([new_rs] if new_rs is not None else [])]
         d = self._current(d)
-        status = rollout.calculate_status(d, all_rs, new_rs, self.clock.now())
+        status = rolloutstatus.calculate_status(d, all_rs, new_rs, self.clock.now())
         if status != (d.get("status") or {}):
             self._write_status(d, status)
 
@@ -304,7 +311,7 @@ class DeploymentController(Controller):
                     self._scale(rs, plan[rs["metadata"]["name"]], d, annotate_only_if_resized=True)
             self._sync_status(d, *self._refresh(new_rs, old_rs))
             return
-        if rollout.deployment_complete(d, d.get("status") or {}):
+        if rolloutstatus.deployment_complete(d, d.get("status") or {}):
             self._cleanup(d, old_rs)
         self._sync_status(d, *self._refresh(new_rs, old_rs))
 
@@ -324,7 +331,7 @@ class DeploymentController(Controller):
             if new_rs is None:
                 return
         self._scale(new_rs, rollout.replicas_of(d), d, annotate_only_if_resized=True)
-        if rollout.deployment_complete(d, d.get("status") or {}):
+        if rolloutstatus.deployment_complete(d, d.get("status") or {}):
             self._cleanup(d, old_rs)
         self._sync_status(d, *self._refresh(new_rs, old_rs))
 
@@ -346,7 +353,7 @@ class DeploymentController(Controller):
     # -- status --------------------------------------------------------------------------------------
 
     def _check_paused(self, d: Obj) -> Obj:
-        conditions = rollout.paused_condition(d, self.clock.now())
+        conditions = rolloutstatus.paused_condition(d, self.clock.now())
         if conditions is None:
             return d
         return self._write_status(d, {**(d.get("status") or {}), "conditions": conditions})
@@ -355,10 +362,10 @@ class DeploymentController(Controller):
         d = self._current(d)
         all_rs = [*old_rs, *([new_rs] if new_rs is not None else [])]
         now = self.clock.now()
-        status = rollout.rollout_status(d, all_rs, new_rs, now)
+        status = rolloutstatus.rollout_status(d, all_rs, new_rs, now)
         if status != (d.get("status") or {}):
             self._write_status(d, status)
-        after = rollout.requeue_after(d, status, now)
+        after = rolloutstatus.requeue_after(d, status, now)
         if after is not None:
             self.enqueue_after(key_of(d), after)
 

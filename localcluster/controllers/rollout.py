@@ -1,4 +1,4 @@
-"""The Deployment controller's arithmetic: surge and unavailability, scaling, revisions, status.
+"""The Deployment controller's rollout arithmetic: surge and unavailability, scaling, revisions.
 
 Pure, over Deployment and ReplicaSet bodies, after ``pkg/controller/deployment`` and its
 ``util`` package.  The names follow upstream so the two can be read side by side:
@@ -11,10 +11,10 @@ Pure, over Deployment and ReplicaSet bodies, after ``pkg/controller/deployment``
 * the new ReplicaSet: :func:`find_new_replica_set`, :func:`new_replica_set_body`,
   :func:`replica_set_annotations` (``deployment.kubernetes.io/revision``,
   ``desired-replicas``, ``max-replicas``, ``revision-history``);
-* status: :func:`calculate_status` (counts and ``Available``) and :func:`rollout_status`
-  (``Progressing`` with ``NewReplicaSetAvailable``/``ReplicaSetUpdated``/
-  ``ProgressDeadlineExceeded``, ``ReplicaFailure``), :func:`requeue_after` for deadlines;
 * :func:`history_to_delete` (``revisionHistoryLimit``).
+
+The status (counts, conditions, the progress deadline) is :mod:`.rolloutstatus`, built on
+this module's accessors.
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
-from nrop.localcluster.clock import parse_time, rfc3339
+from nrop.localcluster.clock import parse_time
 
-from .workloads import compute_hash, controller_ref, get_condition, scaled_value, set_condition
+from .workloads import compute_hash, controller_ref, scaled_value
 
 __all__ = [
     "DESIRED_REPLICAS",
@@ -35,8 +34,6 @@ __all__ = [
     "POD_TEMPLATE_HASH",
     "REVISION",
     "REVISION_HISTORY",
-    "calculate_status",
-    "deployment_complete",
     "find_active_or_latest",
     "find_new_replica_set",
     "history_to_delete",
@@ -47,14 +44,10 @@ __all__ = [
     "new_replica_set_body",
     "new_rs_new_replicas",
     "old_replica_set_scale_down",
-    "paused_condition",
-    "progress_deadline",
     "proportional_scale",
     "replica_set_annotations",
     "replicas_annotations",
-    "requeue_after",
     "resolve_fenceposts",
-    "rollout_status",
 ]
 
 Obj = dict[str, Any]
@@ -76,32 +69,19 @@ _SKIP_COPY = frozenset(
 )
 _MAX_REVISION_HISTORY_CHARS = 2000
 
-# Reasons of the Progressing and Available conditions (``deploymentutil``).
-NEW_RS_CREATED = "NewReplicaSetCreated"
-FOUND_NEW_RS = "FoundNewReplicaSet"
-NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
-RS_UPDATED = "ReplicaSetUpdated"
-TIMED_OUT = "ProgressDeadlineExceeded"
-PAUSED = "DeploymentPaused"
-RESUMED = "DeploymentResumed"
-FAILED_RS_CREATE = "ReplicaSetCreateError"
-MINIMUM_AVAILABLE = "MinimumReplicasAvailable"
-MINIMUM_UNAVAILABLE = "MinimumReplicasUnavailable"
-
-
 # -- small accessors ---------------------------------------------------------------------------
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
 
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("status") or {}
 
 
 def replicas_of(obj: Mapping[str, Any]) -> int:
-    value = _spec(obj).get("replicas")
+    value = spec_of(obj).get("replicas")
     return 1 if value is None else int(value)
 
 
@@ -129,7 +109,7 @@ def _active(rs_list: Iterable[Obj | None]) -> list[Obj]:
 
 
 def _is_rolling(d: Mapping[str, Any]) -> bool:
-    return (_spec(d).get("strategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
+    return (spec_of(d).get("strategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
 
 
 # -- surge and unavailability ----------------------------------------------------------------------
@@ -147,7 +127,7 @@ def resolve_fenceposts(
 
 
 def _rolling_params(d: Mapping[str, Any]) -> tuple[int | str | None, int | str | None]:
-    rolling = (_spec(d).get("strategy") or {}).get("rollingUpdate") or {}
+    rolling = (spec_of(d).get("strategy") or {}).get("rollingUpdate") or {}
     return rolling.get("maxSurge", "25%"), rolling.get("maxUnavailable", "25%")
 
 
@@ -191,9 +171,9 @@ def equal_ignore_hash(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 def find_new_replica_set(d: Mapping[str, Any], rs_list: Sequence[Obj]) -> Obj | None:
     """The oldest ReplicaSet whose template is the Deployment's."""
-    template = _spec(d).get("template") or {}
+    template = spec_of(d).get("template") or {}
     for rs in by_creation(rs_list):
-        if equal_ignore_hash(_spec(rs).get("template") or {}, template):
+        if equal_ignore_hash(spec_of(rs).get("template") or {}, template):
             return rs
     return None
 
@@ -237,7 +217,7 @@ def replica_set_annotations(
 
 def new_replica_set_body(d: Obj, replicas: int, revision: int, collision_count: int | None) -> Obj:
     """The ReplicaSet ``getNewReplicaSet`` creates: ``<deployment>-<hash>`` with the hash label and selector."""
-    spec = _spec(d)
+    spec = spec_of(d)
     template_hash = compute_hash(spec.get("template") or {}, collision_count)
     template = copy.deepcopy(spec.get("template") or {})
     template_meta = template.setdefault("metadata", {})
@@ -288,7 +268,7 @@ def old_replica_set_scale_down(
         return {}
     all_count = sum(replicas_of(rs) for rs in active_old) + replicas_of(new_rs)
     min_available = replicas_of(d) - max_unavailable(d)
-    new_unavailable = replicas_of(new_rs) - int(_status(new_rs).get("availableReplicas") or 0)
+    new_unavailable = replicas_of(new_rs) - int(status_of(new_rs).get("availableReplicas") or 0)
     max_scaled_down = all_count - min_available - new_unavailable
     if max_scaled_down <= 0:
         return {}
@@ -300,15 +280,15 @@ def old_replica_set_scale_down(
         if cleaned >= max_scaled_down:
             break
         name = rs["metadata"]["name"]
-        unhealthy = sizes[name] - int(_status(rs).get("availableReplicas") or 0)
+        unhealthy = sizes[name] - int(status_of(rs).get("availableReplicas") or 0)
         if sizes[name] == 0 or unhealthy <= 0:
             continue
         step = min(max_scaled_down - cleaned, unhealthy)
         sizes[name] -= step
         cleaned += step
     # Then available ones, as long as the minimum availability holds.
-    available = int(_status(new_rs).get("availableReplicas") or 0) + sum(
-        int(_status(rs).get("availableReplicas") or 0) for rs in active_old
+    available = int(status_of(new_rs).get("availableReplicas") or 0) + sum(
+        int(status_of(rs).get("availableReplicas") or 0) for rs in active_old
     )
     total_scale_down = available - min_available
     scaled = 0
@@ -360,7 +340,7 @@ def _is_saturated(d: Mapping[str, Any], rs: Mapping[str, Any] | None) -> bool:
     return (
         desired == replicas
         and replicas_of(rs) == replicas
-        and int(_status(rs).get("availableReplicas") or 0) == replicas
+        and int(status_of(rs).get("availableReplicas") or 0) == replicas
     )
 
 
@@ -374,7 +354,7 @@ def _fraction(rs: Mapping[str, Any], d: Mapping[str, Any]) -> int:
     deployment_replicas = replicas_of(d) + max_surge(d)
     annotated = _annotation_int(rs, MAX_REPLICAS)
     if annotated is None:
-        annotated = int(_status(d).get("replicas") or 0)
+        annotated = int(status_of(d).get("replicas") or 0)
     if annotated == 0:
         return 0
     return _round_half_away(replicas_of(rs) * deployment_replicas / annotated) - replicas_of(rs)
@@ -421,190 +401,12 @@ def proportional_scale(
     return [(rs, sizes[rs["metadata"]["name"]]) for rs in active]
 
 
-# -- status ---------------------------------------------------------------------------------------------------
-
-
-def condition(kind: str, status: str, reason: str, message: str, now: datetime) -> Obj:
-    stamp = rfc3339(now)
-    return {
-        "type": kind,
-        "status": status,
-        "lastUpdateTime": stamp,
-        "lastTransitionTime": stamp,
-        "reason": reason,
-        "message": message,
-    }
-
-
-def calculate_status(d: Mapping[str, Any], all_rs: Sequence[Obj], new_rs: Obj | None, now: datetime) -> Obj:
-    """``calculateStatus``: counts over the ReplicaSets and the ``Available`` condition (zeros omitted)."""
-    available = sum(int(_status(rs).get("availableReplicas") or 0) for rs in all_rs)
-    total = sum(replicas_of(rs) for rs in all_rs)
-    counts = {
-        "observedGeneration": int(d["metadata"].get("generation") or 0),
-        "replicas": sum(int(_status(rs).get("replicas") or 0) for rs in all_rs),
-        "updatedReplicas": int(_status(new_rs).get("replicas") or 0) if new_rs is not None else 0,
-        "readyReplicas": sum(int(_status(rs).get("readyReplicas") or 0) for rs in all_rs),
-        "availableReplicas": available,
-        "unavailableReplicas": max(0, total - available),
-    }
-    status: Obj = {k: v for k, v in counts.items() if v}
-    if _status(d).get("collisionCount") is not None:
-        status["collisionCount"] = _status(d)["collisionCount"]
-    conditions = [dict(c) for c in _status(d).get("conditions") or ()]
-    if available >= replicas_of(d) - max_unavailable(d):
-        wanted = condition(
-            "Available", "True", MINIMUM_AVAILABLE, "Deployment has minimum availability.", now
-        )
-    else:
-        wanted = condition(
-            "Available", "False", MINIMUM_UNAVAILABLE, "Deployment does not have minimum availability.", now
-        )
-    conditions = set_condition(conditions, wanted)
-    status["conditions"] = conditions
-    return status
-
-
-def deployment_complete(d: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    replicas = replicas_of(d)
-    return (
-        int(status.get("updatedReplicas") or 0) == replicas
-        and int(status.get("replicas") or 0) == replicas
-        and int(status.get("availableReplicas") or 0) == replicas
-        and int(status.get("observedGeneration") or 0) >= int(d["metadata"].get("generation") or 0)
-    )
-
-
-def _progressing(d: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    old = _status(d)
-
-    def n(s: Mapping[str, Any], k: str) -> int:
-        return int(s.get(k) or 0)
-
-    return (
-        n(new, "updatedReplicas") > n(old, "updatedReplicas")
-        or n(new, "replicas") - n(new, "updatedReplicas") < n(old, "replicas") - n(old, "updatedReplicas")
-        or n(new, "readyReplicas") > n(old, "readyReplicas")
-        or n(new, "availableReplicas") > n(old, "availableReplicas")
-    )
-
-
-def progress_deadline(d: Mapping[str, Any]) -> int | None:
-    value = _spec(d).get("progressDeadlineSeconds")
-    # MaxInt32 means "no deadline" for the apps/v1 default of older clients.
-    return None if value is None or int(value) >= 2**31 - 1 else int(value)
-
-
-def _timed_out(d: Mapping[str, Any], status: Mapping[str, Any], now: datetime) -> bool:
-    deadline = progress_deadline(d)
-    if deadline is None:
-        return False
-    current = get_condition(list(status.get("conditions") or ()), "Progressing")
-    if current is None or current.get("reason") == NEW_RS_AVAILABLE:
-        return False
-    if current.get("reason") == TIMED_OUT:
-        return True
-    return parse_time(current["lastUpdateTime"]) + timedelta(seconds=deadline) < now
-
-
-def rollout_status(
-    d: Mapping[str, Any],
-    all_rs: Sequence[Obj],
-    new_rs: Obj | None,
-    now: datetime,
-) -> Obj:
-    """``syncRolloutStatus``'s new status: counts, ``Available``, ``Progressing``, ``ReplicaFailure``."""
-    status = calculate_status(d, all_rs, new_rs, now)
-    conditions: list[Obj] = status["conditions"]
-    if progress_deadline(d) is None:
-        conditions = [c for c in conditions if c.get("type") != "Progressing"]
-    current = get_condition(list(_status(d).get("conditions") or ()), "Progressing")
-    complete_already = (
-        int(status.get("replicas") or 0) == int(status.get("updatedReplicas") or 0)
-        and current is not None
-        and current.get("reason") == NEW_RS_AVAILABLE
-    )
-    if progress_deadline(d) is not None and not complete_already:
-        rs_name = new_rs["metadata"]["name"] if new_rs is not None else None
-        if deployment_complete(d, status):
-            message = (
-                f'ReplicaSet "{rs_name}" has successfully progressed.'
-                if rs_name
-                else "Deployment has successfully progressed."
-            )
-            conditions = set_condition(
-                conditions, condition("Progressing", "True", NEW_RS_AVAILABLE, message, now)
-            )
-        elif _progressing(d, status):
-            message = f'ReplicaSet "{rs_name}" is progressing.' if rs_name else "Deployment is progressing."
-            update = condition("Progressing", "True", RS_UPDATED, message, now)
-            if current is not None and current.get("status") == "True":
-                update["lastTransitionTime"] = current.get("lastTransitionTime")
-            # Progress refreshes lastUpdateTime even with an unchanged reason.
-            conditions = [c for c in conditions if c.get("type") != "Progressing"] + [update]
-        elif _timed_out(d, {"conditions": conditions}, now):
-            message = (
-                f'ReplicaSet "{rs_name}" has timed out progressing.'
-                if rs_name
-                else f'Deployment "{d["metadata"]["name"]}" has timed out progressing.'
-            )
-            conditions = set_condition(conditions, condition("Progressing", "False", TIMED_OUT, message, now))
-    failure = _replica_failure(all_rs, new_rs, now)
-    if failure is not None:
-        conditions = set_condition(conditions, failure)
-    else:
-        conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
-    status["conditions"] = conditions
-    if not conditions:
-        del status["conditions"]
-    return status
-
-
-def _replica_failure(all_rs: Sequence[Obj], new_rs: Obj | None, now: datetime) -> Obj | None:
-    """``getReplicaFailures``: the new ReplicaSet's ``ReplicaFailure`` first, else any other's."""
-    ordered = [new_rs, *[rs for rs in all_rs if rs is not new_rs]] if new_rs is not None else list(all_rs)
-    for rs in ordered:
-        for cond in _status(rs).get("conditions") or ():
-            if cond.get("type") == "ReplicaFailure":
-                return condition(
-                    "ReplicaFailure", cond["status"], cond.get("reason", ""), cond.get("message", ""), now
-                )
-    return None
-
-
-def requeue_after(d: Mapping[str, Any], status: Mapping[str, Any], now: datetime) -> float | None:
-    """``requeueStuckDeployment``: seconds until the progress deadline would pass, if a rollout is under way."""
-    deadline = progress_deadline(d)
-    current = get_condition(list(status.get("conditions") or ()), "Progressing")
-    if deadline is None or current is None or current.get("reason") in (NEW_RS_AVAILABLE, TIMED_OUT):
-        return None
-    due = parse_time(current["lastUpdateTime"]) + timedelta(seconds=deadline)
-    return max(0.0, (due - now).total_seconds()) + 1.0
-
-
-def paused_condition(d: Mapping[str, Any], now: datetime) -> list[Obj] | None:
-    """``checkPausedConditions``: the conditions with ``DeploymentPaused``/``DeploymentResumed``, or None."""
-    if progress_deadline(d) is None:
-        return None
-    conditions = [dict(c) for c in _status(d).get("conditions") or ()]
-    current = get_condition(conditions, "Progressing")
-    if current is not None and current.get("reason") == TIMED_OUT:
-        return None
-    paused_now = current is not None and current.get("reason") == PAUSED
-    if _spec(d).get("paused") and not paused_now:
-        return set_condition(
-            conditions, condition("Progressing", "Unknown", PAUSED, "Deployment is paused", now)
-        )
-    if not _spec(d).get("paused") and paused_now:
-        return set_condition(
-            conditions, condition("Progressing", "Unknown", RESUMED, "Deployment is resumed", now)
-        )
-    return None
+# -- revision history -----------------------------------------------------------------------------------------
 
 
 def history_to_delete(d: Mapping[str, Any], old_rs: Sequence[Obj]) -> list[Obj]:
     """``cleanupDeployment``: the oldest empty, settled old ReplicaSets beyond ``revisionHistoryLimit``."""
-    limit = _spec(d).get("revisionHistoryLimit")
+    limit = spec_of(d).get("revisionHistoryLimit")
     if limit is None:
         return []
     alive = [rs for rs in old_rs if not rs["metadata"].get("deletionTimestamp")]
@@ -614,9 +416,9 @@ def history_to_delete(d: Mapping[str, Any], old_rs: Sequence[Obj]) -> list[Obj]:
     ordered = sorted(alive, key=lambda rs: (_annotation_int(rs, REVISION) or 0, _created(rs)))
     victims = []
     for rs in ordered[:surplus]:
-        settled = int(_status(rs).get("observedGeneration") or 0) >= int(
+        settled = int(status_of(rs).get("observedGeneration") or 0) >= int(
             rs["metadata"].get("generation") or 0
         )
-        if int(_status(rs).get("replicas") or 0) == 0 and replicas_of(rs) == 0 and settled:
+        if int(status_of(rs).get("replicas") or 0) == 0 and replicas_of(rs) == 0 and settled:
             victims.append(rs)
     return victims

@@ -19,7 +19,7 @@ runs the PreFilter extensions (``add_pod``/``remove_pod``) on the cycle state's 
    for scheduling"), and the nominated node is cleared.
 4. Otherwise the best candidate (lowest highest-victim priority, then lowest priority
    sum, fewest victims, latest start of the highest-priority victims) becomes the
-   nominated node and its victims are left under :data:`nrop.sched.runtime.VICTIMS_KEY`;
+   nominated node and its victims are left under :data:`nrop.sched.cycle.VICTIMS_KEY`;
    the caller evicts them (upstream's ``prepareCandidate``).
 """
 
@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nrop.sched.cycle import FRAMEWORK_KEY, VICTIMS_KEY, CycleView, FitError
 from nrop.sched.errors import ConfigError
 from nrop.sched.framework import Code, CycleState, Handle, NodeInfo, Obj, PodInfo, Status, pod_priority
-from nrop.sched.runtime import FRAMEWORK_KEY, VICTIMS_KEY, CycleView, FitError
 
 from .helper import args_mapping, integer, invalid
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nrop.localcluster.controllers import rollout
+from nrop.localcluster.controllers import rollout, rolloutstatus
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "v2"}]}}
@@ -343,7 +343,7 @@ def test_rollout_status(
     d: dict, all_rs: list[dict], expected_counts: dict, available: tuple, progress: tuple
 ) -> None:
     new = next(r for r in all_rs if r["metadata"]["name"] == "new")
-    status = rollout.rollout_status(d, all_rs, new, NOW)
+    status = rolloutstatus.rollout_status(d, all_rs, new, NOW)
     assert {k: v for k, v in status.items() if k != "conditions"} == expected_counts
     conditions = {c["type"]: c for c in status["conditions"]}
     assert (conditions["Available"]["status"], conditions["Available"]["reason"]) == available
@@ -355,14 +355,14 @@ def test_progress_keeps_the_transition_time_and_refreshes_the_update_time() -> N
     d = deployment(
         4, status={"replicas": 4, "updatedReplicas": 0, "conditions": [progressing("ReplicaSetUpdated")]}
     )
-    status = rollout.rollout_status(d, [rs("old", 3), rs("new", 1, 0, image="v2")], None, NOW)
+    status = rolloutstatus.rollout_status(d, [rs("old", 3), rs("new", 1, 0, image="v2")], None, NOW)
     (p,) = [c for c in status["conditions"] if c["type"] == "Progressing"]
     assert (p["lastTransitionTime"], p["lastUpdateTime"]) == ("2025-01-01T10:00:00Z", "2025-01-01T12:00:00Z")
     assert p["message"] == "Deployment is progressing."
 
 
 def test_no_progress_deadline_drops_the_progressing_condition() -> None:
-    status = rollout.rollout_status(
+    status = rolloutstatus.rollout_status(
         deployment(1, deadline=None, status={"conditions": [progressing("X")]}), [rs("new", 1)], None, NOW
     )
     assert [c["type"] for c in status["conditions"]] == ["Available"]
@@ -370,26 +370,28 @@ def test_no_progress_deadline_drops_the_progressing_condition() -> None:
 
 def test_requeue_after_counts_down_to_the_deadline() -> None:
     d = deployment(4, deadline=3600)
-    assert rollout.requeue_after(d, {"conditions": [progressing("ReplicaSetUpdated")]}, NOW) == pytest.approx(
-        1.0 + 0.0
-    )
+    assert rolloutstatus.requeue_after(
+        d, {"conditions": [progressing("ReplicaSetUpdated")]}, NOW
+    ) == pytest.approx(1.0 + 0.0)
     later = {"conditions": [progressing("ReplicaSetUpdated", updated="2025-01-01T11:59:00Z")]}
-    assert rollout.requeue_after(d, later, NOW) == pytest.approx(3541.0)
-    assert rollout.requeue_after(d, {"conditions": [progressing("NewReplicaSetAvailable")]}, NOW) is None
+    assert rolloutstatus.requeue_after(d, later, NOW) == pytest.approx(3541.0)
+    assert (
+        rolloutstatus.requeue_after(d, {"conditions": [progressing("NewReplicaSetAvailable")]}, NOW) is None
+    )
 
 
 def test_paused_and_resumed_conditions() -> None:
     paused = deployment(1)
     paused["spec"]["paused"] = True
-    conditions = rollout.paused_condition(paused, NOW)
+    conditions = rolloutstatus.paused_condition(paused, NOW)
     assert conditions is not None and (conditions[-1]["status"], conditions[-1]["reason"]) == (
         "Unknown",
         "DeploymentPaused",
     )
     resumed = deployment(1, status={"conditions": conditions})
-    after = rollout.paused_condition(resumed, NOW)
+    after = rolloutstatus.paused_condition(resumed, NOW)
     assert after is not None and after[-1]["reason"] == "DeploymentResumed"
-    assert rollout.paused_condition(deployment(1), NOW) is None
+    assert rolloutstatus.paused_condition(deployment(1), NOW) is None
 
 
 def test_history_beyond_the_limit_is_deleted_oldest_revision_first_and_only_when_empty() -> None:

@@ -14,17 +14,15 @@ import yaml
 
 from nrop.sched import config
 from nrop.sched.config import (
-    NOT_IMPLEMENTED,
-    UNKNOWN_PLUGIN_CONFIG,
     ClientConnection,
     LeaderElectionConfig,
-    PluginRef,
     SchedulerConfiguration,
     kubeconfig_source,
 )
 from nrop.sched.decoding import get_int, get_str, struct
 from nrop.sched.errors import ConfigError
 from nrop.sched.framework import EXTENSION_POINTS
+from nrop.sched.profileconfig import NOT_IMPLEMENTED, UNKNOWN_PLUGIN_CONFIG, PluginRef
 
 EXAMPLES = Path(config.__file__).parent / "examples"
 

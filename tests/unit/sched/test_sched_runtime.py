@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from nrop.sched import registry
-from nrop.sched.config import PluginRef, ProfileConfig
+from nrop.sched.cycle import FitError, num_feasible_nodes_to_find, select_host
 from nrop.sched.framework import ActionType, ClusterEvent, CycleState, NodeInfo, PodInfo, Status, implements
-from nrop.sched.runtime import FitError, Profile, build_profile, num_feasible_nodes_to_find, select_host
+from nrop.sched.profileconfig import PluginRef, ProfileConfig
+from nrop.sched.runtime import Profile, build_profile
 
 # framework.EXTENSION_POINTS has no "preEnqueue" yet: PreEnqueue plugins are found by their method.
 POINTS = (
