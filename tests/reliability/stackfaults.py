@@ -41,7 +41,7 @@ from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
 from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
-from nrop.suite import infra, numacelldeploy, objects, stack, waiters
+from nrop.suite import infra, numacelldeploy, objects, operatorenv, stack, waiters
 from nrop.suite import nrt as nrtlib
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import (
@@ -84,7 +84,7 @@ class Operand:
 OPERANDS = {
     "exporter": Operand(stack.RTE_POD_LABEL, "resource-topology-exporter"),
     "scheduler": Operand(stack.SCHEDULER_POD_LABEL, "secondary-scheduler", per_node=False),
-    "operator": Operand("app=numaresources-operator", stack.OPERATOR_CONTAINER, per_node=False),
+    "operator": Operand("app=numaresources-operator", operatorenv.OPERATOR_CONTAINER, per_node=False),
     "numacell": Operand(
         f"name={numacelldeploy.NUMACELL_PREFIX}-worker-pod",
         f"{numacelldeploy.NUMACELL_PREFIX}-worker-cnt",

@@ -24,12 +24,13 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from nrop.api.fielderrors import go_quote
 from nrop.localcluster.apiserver.errors import Forbidden, InternalError, NotFound
 
 from .aggregation import has_aggregation_rule, name_of
 from .attributes import Attributes
 from .identity import RBAC_GROUP, SYSTEM_MASTERS, UserInfo
-from .messages import go_quote, go_quote_list
+from .messages import go_quote_list
 from .policy import MissingRole, Policy, aggregate_errors, authorize
 from .rules import covers
 

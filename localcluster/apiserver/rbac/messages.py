@@ -1,6 +1,6 @@
 """The texts of RBAC's 403 answers, word for word as kube-apiserver writes them.
 
-This module owns Go's ``%q`` quoting of names and string lists, the authorizer's denial
+This module owns Go's ``%q`` of string lists (one string: :func:`nrop.api.fielderrors.go_quote`), the authorizer's denial
 (:func:`forbidden_message`, upstream ``responsewriters.Forbidden``) and the
 :class:`~nrop.localcluster.apiserver.errors.Forbidden` error carrying it.
 """
@@ -9,30 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from nrop.api.fielderrors import go_quote
 from nrop.localcluster.apiserver.errors import Forbidden
 
 from .attributes import Attributes
 from .identity import UserInfo
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` for the strings that reach messages (names, paths, groups)."""
-    out = ['"']
-    for ch in text:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def go_quote_list(items: Iterable[str]) -> str:

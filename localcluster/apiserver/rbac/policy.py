@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from nrop.api.fielderrors import go_quote
+
 from .aggregation import Obj, aggregate_cluster_roles, name_of, namespace_of
 from .attributes import Attributes
 from .bootstrap import BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES
 from .identity import RBAC_GROUP, SERVICE_ACCOUNT_USERNAME_PREFIX, SYSTEM_MASTERS, UserInfo
-from .messages import go_quote
 from .rules import rule_allows
 
 

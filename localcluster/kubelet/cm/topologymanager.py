@@ -17,13 +17,13 @@ No I/O: hint providers and allocators are plain callables supplied by the kubele
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import product
 
+from nrop.api.fielderrors import go_quote
 from nrop.localcluster.kubelet.cm import bitmask
 from nrop.localcluster.kubelet.cm.hints import TopologyHint
 
@@ -91,11 +91,6 @@ class TopologyAffinityError(Exception):
         super().__init__(TOPOLOGY_AFFINITY_MESSAGE)
 
 
-def _go_quote(text: str) -> str:
-    # Go's %q for the printable strings configuration carries.
-    return json.dumps(text, ensure_ascii=False)
-
-
 _GO_BOOL = {
     "1": True,
     "t": True,
@@ -135,25 +130,25 @@ class PolicyOptions:
             if name == PREFER_CLOSEST_NUMA_NODES_OPTION:
                 if value not in _GO_BOOL:
                     raise TopologyManagerConfigError(
-                        f"bad value for option {_go_quote(name)}: "
-                        f"strconv.ParseBool: parsing {_go_quote(value)}: invalid syntax"
+                        f"bad value for option {go_quote(name)}: "
+                        f"strconv.ParseBool: parsing {go_quote(value)}: invalid syntax"
                     )
                 prefer_closest = _GO_BOOL[value]
             elif name == MAX_ALLOWABLE_NUMA_NODES_OPTION:
                 if not _GO_INT.fullmatch(value):
                     raise TopologyManagerConfigError(
-                        f"unable to convert policy option to integer {_go_quote(name)}: "
-                        f"strconv.Atoi: parsing {_go_quote(value)}: invalid syntax"
+                        f"unable to convert policy option to integer {go_quote(name)}: "
+                        f"strconv.Atoi: parsing {go_quote(value)}: invalid syntax"
                     )
                 number = int(value)
                 if number < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
                     raise TopologyManagerConfigError(
-                        f"the minimum value of {_go_quote(name)} should not be less than "
+                        f"the minimum value of {go_quote(name)} should not be less than "
                         f"{DEFAULT_MAX_ALLOWABLE_NUMA_NODES}"
                     )
                 max_nodes = number
             else:
-                raise TopologyManagerConfigError(f"unknown Topology Manager Policy option: {_go_quote(name)}")
+                raise TopologyManagerConfigError(f"unknown Topology Manager Policy option: {go_quote(name)}")
         return cls(prefer_closest_numa=prefer_closest, max_allowable_numa_nodes=max_nodes)
 
 
