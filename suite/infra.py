@@ -37,6 +37,7 @@ from typing import Any
 
 from kubernetes import client
 
+from nrop.api.fielderrors import go_quote
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.selectors import label_selector_from_dict
 from nrop.suite import numacelldeploy, operatorenv
@@ -147,11 +148,6 @@ def scheduler_image_validation_enabled(environ: Mapping[str, str]) -> bool:
 # -- preconditions (pure) ---------------------------------------------------------------------------
 
 
-def _q(text: str) -> str:
-    """Go's ``%q`` for the plain strings these messages quote."""
-    return json.dumps(text)
-
-
 def _attribute(nrt: Mapping[str, Any], name: str) -> str | None:
     return NodeResourceTopology.from_dict(nrt).attribute(name)
 
@@ -175,13 +171,13 @@ def topology_problems(
     snn = [n for n in nrts if _attribute(n, TM_POLICY_ATTR) == SINGLE_NUMA_NODE]
     if len(snn) < MIN_SNN_NODES:
         problems.append(
-            f"Not enough nodes with {_q(SINGLE_NUMA_NODE)} topology found {len(snn)} needed {MIN_SNN_NODES}"
+            f"Not enough nodes with {go_quote(SINGLE_NUMA_NODE)} topology found {len(snn)} needed {MIN_SNN_NODES}"
         )
     by_name = {_name(n): n for n in nrts}
     for node, kconfig in sorted(kconfigs.items()):
         nrt = by_name.get(node)
         if nrt is None:
-            problems.append(f"Unable to find NRT for node {_q(node)}")
+            problems.append(f"Unable to find NRT for node {go_quote(node)}")
             continue
         if kconfig is None:
             continue  # reported below as a missing KubeletConfig
@@ -191,25 +187,25 @@ def topology_problems(
         ):
             value = _attribute(nrt, attr)
             if value is None:
-                problems.append(f"Attribute {_q(attr)} not reported on NRT {_q(node)}")
+                problems.append(f"Attribute {go_quote(attr)} not reported on NRT {go_quote(node)}")
                 break
             expected = str(kconfig.get(key) or default)
             if value != expected:
                 problems.append(
-                    f"Inconsistent topology manager {what} for node {_q(node)}: "
-                    f"NRT={_q(value)} KConfig={_q(expected)}"
+                    f"Inconsistent topology manager {what} for node {go_quote(node)}: "
+                    f"NRT={go_quote(value)} KConfig={go_quote(expected)}"
                 )
                 break
     for name in sorted(by_name):
         if kconfigs.get(name) is None:
-            problems.append(f"Unable to find KubeletConfig for node {_q(name)}")
+            problems.append(f"Unable to find KubeletConfig for node {go_quote(name)}")
     for worker in sorted(workers):
         if worker not in by_name:
-            problems.append(f"failed to find NRT for {_q(worker)}")
+            problems.append(f"failed to find NRT for {go_quote(worker)}")
     for node, kconfig in sorted(kconfigs.items()):
         options = (kconfig or {}).get("cpuManagerPolicyOptions") or {}
         if str(options.get(FULL_PCPUS_ONLY, "false")).strip().lower() in ("true", "1", "t"):
-            problems.append(f"SMT alignment enabled for node {_q(node)}")
+            problems.append(f"SMT alignment enabled for node {go_quote(node)}")
     return problems
 
 
@@ -320,7 +316,7 @@ def check_nodes_topology(kube: Kube, nrop: Mapping[str, Any] | None = None) -> l
     problems: list[str] = []
     tas_nodes: set[str] = set()
     if nrop is None:
-        problems.append(f"NUMAResourcesOperator {_q(NROP_NAME)} not found: no TAS-enabled nodes")
+        problems.append(f"NUMAResourcesOperator {go_quote(NROP_NAME)} not found: no TAS-enabled nodes")
     else:
         try:
             node_groups = nrop.get("spec", {}).get("nodeGroups") or ()
@@ -401,7 +397,7 @@ def before_suite(
         raise InfraError(
             "NUMA fixture initialization failed: "
             + ", ".join(
-                f"{kind} {_q(name)} not found"
+                f"{kind} {go_quote(name)} not found"
                 for kind, name, obj in (
                     ("NUMAResourcesOperator", NROP_NAME, nrop),
                     ("NUMAResourcesScheduler", NROSCHED_NAME, nrosched),

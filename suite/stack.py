@@ -21,7 +21,6 @@ and readiness are pure functions over the objects (tested with tables).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -85,11 +84,6 @@ OPERATOR_LABELS = {"control-plane": "controller-manager", "app": "numaresources-
 
 class StackError(AssertionError):
     """The stack is not in a state the suite can work with (what upstream's install suites fail with)."""
-
-
-def _q(text: str) -> str:
-    """Go's ``%q`` for the plain strings these messages quote."""
-    return json.dumps(text)
 
 
 @dataclass(frozen=True)
