@@ -7,8 +7,9 @@ The rules themselves live once in the suite library: resource arithmetic in
 ``nrop.suite.resourcelist``, NRT filters and comparisons in ``nrop.suite.nrt``, padding pods
 in ``nrop.suite.padding``, test objects and QoS in ``nrop.suite.objects``, event predicates in
 ``nrop.suite.scheduling``, the base load in ``nrop.suite.baseload``. What stays here is how
-these specs use them over plain dict manifests and the suite's ``Kube`` client: waits with
-upstream's messages and polling, operator-object reads.
+these specs use them over plain dict manifests and the suite's ``Kube`` client: NRT reads,
+event checks, operator-object reads. Waiting goes through ``nrop.suite.waiters``, each call
+site with its upstream timeout and interval.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import json
 import logging
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from nrop.api.durations import parse_duration
 from nrop.api.quantity import Quantity, coerce
 from nrop.suite import baseload, objects, scheduling, waiters
 from nrop.suite import kube as k8s
@@ -31,7 +32,6 @@ from nrop.suite import nrt as e2enrt
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import Kube, Manifest
-from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -86,85 +86,6 @@ def nrt_to_string(nrt: Mapping[str, Any]) -> str:
     parts = [f"NRT {nrt_name(nrt)} rv={nrt['metadata'].get('resourceVersion')}"]
     parts.extend(f"  {zone['name']}: {rl.to_string(zone_resources(zone))}" for zone in zones(nrt))
     return "\n".join(parts)
-
-
-def _same_nrt(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    if before["metadata"].get("resourceVersion") == after["metadata"].get("resourceVersion"):
-        return True
-    return _canonical_zones(before) == _canonical_zones(after) and (before.get("attributes") or []) == (
-        after.get("attributes") or []
-    )
-
-
-def _canonical_zones(nrt: Mapping[str, Any]) -> list[tuple[str, dict[str, tuple[Quantity, ...]]]]:
-    return [
-        (
-            str(zone["name"]),
-            {
-                str(r["name"]): (coerce(r["capacity"]), coerce(r["allocatable"]), coerce(r["available"]))
-                for r in zone.get("resources") or ()
-            },
-        )
-        for zone in zones(nrt)
-    ]
-
-
-_DEFAULT_REFRESH_PERIOD = 10.0
-_REPUBLISH_MARGIN = 5.0
-
-
-def republish_grace(kube: Kube) -> float:
-    """How long after which an NRT that did not change counts as re-published unchanged: one
-    exporter refresh period (from the NROP status, default 10s) plus a margin.
-
-    Upstream's ``GetUpdated`` waits for a change of zones or attributes; its exporter emits
-    resources in Go map order, so every periodic refresh looks like a change and the wait
-    means "re-published since the reference". An exporter with a stable order only changes
-    an NRT when the data change; the same meaning is then one refresh period.
-    """
-    period = _DEFAULT_REFRESH_PERIOD
-    for nrop in kube.list(k8s.NROP):
-        _, pool = single_pool_config(nrop)
-        if pool is not None and pool.config.get("infoRefreshPeriod"):
-            period = parse_duration(str(pool.config["infoRefreshPeriod"]))
-    return period + _REPUBLISH_MARGIN
-
-
-def _changed_or_republished(
-    kube: Kube,
-    refs: Sequence[Manifest],
-    getter: Callable[[], list[Manifest]],
-    timeout: float,
-    interval: float,
-) -> list[Manifest]:
-    grace = min(timeout, republish_grace(kube))
-    start = time.monotonic()
-    while True:
-        items = getter()
-        unchanged = [nrt_name(ref) for ref in refs if _same_nrt(ref, find_from_list(items, nrt_name(ref)))]
-        if not unchanged:
-            return items
-        if time.monotonic() - start >= grace:
-            log.info("NRTs %s re-published unchanged within %.0fs", unchanged, grace)
-            return items
-        time.sleep(interval)
-
-
-def get_updated_for_node(kube: Kube, ref: Manifest, timeout: float, interval: float = 1.0) -> Manifest:
-    """``GetUpdatedForNode``: the node's NRT once it changed from ``ref``, or as re-published
-    after one refresh period (see ``republish_grace``)."""
-    items = _changed_or_republished(
-        kube, [ref], lambda: [kube.get(k8s.NRT, nrt_name(ref))], timeout, interval
-    )
-    return items[0]
-
-
-def get_updated(
-    kube: Kube, refs: Sequence[Manifest], timeout: float, interval: float = 1.0
-) -> list[Manifest]:
-    """``GetUpdated``: the NRT list once every NRT of ``refs`` changed or was re-published
-    (immediate when ``refs`` is empty)."""
-    return _changed_or_republished(kube, refs, lambda: kube.list(k8s.NRT), timeout, interval)
 
 
 def filter_nodes(
@@ -238,178 +159,6 @@ def describe_pods(pods: Iterable[Mapping[str, Any]]) -> str:
 
 def pod_names(pods: Iterable[Mapping[str, Any]]) -> str:
     return ",".join(pod_key(p) for p in pods)
-
-
-# ----------------------------------------------------------------------------- waiting
-
-
-def for_pod_phase(
-    kube: Kube, namespace: str, name: str, want: str, timeout: float, interval: float = 1.0
-) -> tuple[Manifest | None, bool]:
-    """``ForPodPhase``: (last seen pod, reached)."""
-    seen: list[Manifest | None] = [None]
-
-    def get() -> Manifest | None:
-        seen[0] = kube.get_or_none(k8s.POD, name, namespace)
-        return seen[0]
-
-    try:
-        return wait_for(
-            get,
-            lambda pod: phase(pod) == want,
-            f"pod {namespace}/{name} to be {want}",
-            timeout,
-            interval=interval,
-        ), True
-    except WaitTimeout:
-        log.info("pod %s/%s did not reach %s in %ss", namespace, name, want, timeout)
-        return seen[0], False
-
-
-def for_pods_all_running(
-    kube: Kube, pods: Sequence[Mapping[str, Any]], timeout: float, interval: float = 1.0
-) -> tuple[list[Manifest], list[Manifest]]:
-    """``ForPodsAllRunning``: (failed, running); each pod counts as running once seen Running
-    within ``timeout`` (as upstream's one waiter per pod), with the object seen then.
-
-    One list per namespace per poll instead of one GET per pod and poll: the same observation,
-    cheaper for bursts of tens of pods.
-    """
-    wanted = [pod_key(p) for p in pods]
-    namespaces = {p["metadata"]["namespace"] for p in pods}
-    latest: dict[str, Manifest] = {pod_key(p): dict(p) for p in pods}
-    reached: dict[str, Manifest] = {}
-    deadline = time.monotonic() + timeout
-    while True:
-        for namespace in namespaces:
-            for item in kube.list(k8s.POD, namespace):
-                key = pod_key(item)
-                if key in latest:
-                    latest[key] = item
-                    if phase(item) == "Running" and key not in reached:
-                        reached[key] = item
-        if len(reached) == len(wanted) or time.monotonic() >= deadline:
-            break
-        time.sleep(interval)
-    failed = [latest[key] for key in wanted if key not in reached]
-    return failed, [reached[key] for key in wanted if key in reached]
-
-
-def while_in_pod_phase(
-    kube: Kube, namespace: str, name: str, want: str, interval: float, steps: int
-) -> Manifest:
-    """``WhileInPodPhase``: sleep then GET, ``steps`` times; AssertionError if the phase ever differs."""
-    pod: Manifest = {}
-    for step in range(steps):
-        time.sleep(interval)
-        log.info(
-            "ensuring the pod %s/%s keep being in phase %s %d/%d", namespace, name, want, step + 1, steps
-        )
-        pod = kube.get(k8s.POD, name, namespace)
-        if phase(pod) != want:
-            log_events_for_pod(kube, namespace, name)
-            raise AssertionError(
-                f"Pod {namespace}/{name} was found in state {phase(pod)!r} while expected to be {want}"
-            )
-    return pod
-
-
-def for_pod_deleted(kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0) -> None:
-    wait_for(
-        lambda: kube.get_or_none(k8s.POD, name, namespace),
-        lambda pod: pod is None,
-        f"pod {namespace}/{name} to be deleted",
-        timeout,
-        interval=interval,
-    )
-
-
-def log_events_for_pod(kube: Kube, namespace: str, name: str) -> None:
-    log.info("begin events for %s/%s", namespace, name)
-    for ev in kube.events_for(namespace, name):
-        log.info(
-            "+- event: %s %s: %s %s",
-            ev.get("type"),
-            ev.get("reportingComponent") or ev.get("reportingController"),
-            ev.get("reason"),
-            ev.get("message"),
-        )
-    log.info("end events for %s/%s", namespace, name)
-
-
-def wait_padding_pods_running(
-    kube: Kube, pods: Sequence[Manifest], timeout: float = 180.0, interval: float = 1.0
-) -> list[str]:
-    """``WaitForPaddingPodsRunning``: the ids of the padding pods that failed to run."""
-    failed, _ = for_pods_all_running(kube, pods, timeout, interval)
-    for pod in failed:
-        log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
-    return [pod_key(p) for p in failed]
-
-
-def deployment_complete(dp: Mapping[str, Any] | None) -> bool:
-    if not dp:
-        return False
-    return waiters.is_deployment_complete(
-        int(dp["metadata"].get("generation", 0)),
-        dp.get("status") or {},
-        int((dp.get("spec") or {}).get("replicas", 1)),
-    )
-
-
-def for_deployment_complete(
-    kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
-) -> Manifest:
-    return wait_for(
-        lambda: kube.get_or_none(k8s.DEPLOYMENT, name, namespace),
-        deployment_complete,
-        f"deployment {namespace}/{name} to be complete",
-        timeout,
-        interval=interval,
-    )
-
-
-def for_job_completed(
-    kube: Kube, namespace: str, name: str, timeout: float, interval: float = 1.0
-) -> Manifest:
-    def failed(job: Mapping[str, Any] | None) -> bool:
-        conditions = ((job or {}).get("status") or {}).get("conditions") or ()
-        return any(c.get("type") == "Failed" and c.get("status") == "True" for c in conditions)
-
-    return wait_for(
-        lambda: kube.get_or_none(k8s.JOB, name, namespace),
-        lambda job: job is not None and waiters.is_job_completed(job),
-        f"job {namespace}/{name} to complete",
-        timeout,
-        interval=interval,
-        terminal=failed,
-    )
-
-
-def pods_matching(kube: Kube, namespace: str, selector: Mapping[str, str]) -> list[Manifest]:
-    return kube.list(k8s.POD, namespace, label_selector=dict(selector))
-
-
-def for_nrts_equal_to(
-    kube: Kube,
-    refs: Sequence[Manifest],
-    timeout: float,
-    interval: float = 5.0,
-    ignore: Callable[[Manifest], bool] | None = None,
-) -> list[Manifest]:
-    """``ForNodeResourceTopologiesEqualTo``: every (not ignored) NRT's available resources
-    equal the reference."""
-    wanted = [ref for ref in refs if ignore is None or not ignore(ref)]
-
-    def equal(items: list[Manifest]) -> bool:
-        return all(
-            e2enrt.check_equal_available_resources(ref, find_from_list(items, nrt_name(ref)))
-            for ref in wanted
-        )
-
-    return wait_for(
-        lambda: kube.list(k8s.NRT), equal, "NRT data to be equal to the reference", timeout, interval=interval
-    )
 
 
 # ----------------------------------------------------------------------------- scheduling events
@@ -517,7 +266,7 @@ def expect_nrt_consumed(
     timeout: float = 60.0,
 ) -> Manifest:
     """``expectNRTConsumedResources``: the node's NRT changes and some zone shows the consumption."""
-    after = get_updated_for_node(kube, before, timeout)
+    after = e2enrt.get_updated_for_node(kube, before, timeout, interval=1.0)
     match = e2enrt.check_zone_consumed_resources_at_least(before, after, required, objects.pod_qos(pod))
     assert match, (
         "inconsistent accounting: no resources consumed by the running pod,\n"
@@ -528,26 +277,6 @@ def expect_nrt_consumed(
 
 
 # ----------------------------------------------------------------------------- operator objects
-
-
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float:
-    """A Go ``time.Duration`` string (``5s``, ``1m30s``, ``1.5h``) in seconds."""
-    text = text.strip()
-    if text in ("0", ""):
-        return 0.0
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(text):
-        raise ValueError(f"invalid duration {text!r}")
-    return total
 
 
 @dataclass(frozen=True)
@@ -607,7 +336,7 @@ def dump_failed_pod_info(kube: Any, failed: list[dict]) -> None:
     for nrt in kube.list(k8s.NRT):
         log.info("NRT post failure: %s", nrt_to_string(nrt))
     for pod in failed:
-        log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        waiters.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
 
 
 def round_seconds(seconds: float) -> float:
@@ -646,19 +375,6 @@ def pause_pod_spec(
     return spec_
 
 
-def for_deployment_replicas(
-    kube: Kube, namespace: str, name: str, field: str, replicas: int, timeout: float, interval: float = 1.0
-) -> Manifest:
-    """``ForDeploymentReplicasCreation`` (field ``replicas``) / ``...Readiness`` (``readyReplicas``)."""
-    return wait_for(
-        lambda: kube.get(k8s.DEPLOYMENT, name, namespace),
-        lambda dp: int((dp.get("status") or {}).get(field, 0)) == replicas,
-        f"deployment {namespace}/{name} to have {replicas} {field}",
-        timeout,
-        interval=interval,
-    )
-
-
 def pods_of(kube: Kube, obj: Mapping[str, Any]) -> list[Manifest]:
     """Pods selected by a Deployment/DaemonSet/ReplicaSet's label selector (not terminating)."""
     selector = obj["spec"]["selector"]["matchLabels"]
@@ -677,31 +393,6 @@ def pick_node_index(nodes: Sequence[Mapping[str, Any]]) -> int:
         if node["metadata"]["name"] == preferred:
             return idx
     return 0
-
-
-def condition_true(obj: Mapping[str, Any] | None, cond_type: str) -> bool:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if cond.get("type") == cond_type:
-            return cond.get("status") == "True"
-    return False
-
-
-def check_nrosched_available(
-    kube: Kube, name: str, timeout: float = 300.0, interval: float = 10.0
-) -> Manifest:
-    """``CheckNROSchedulerAvailable``: Available=True and ``status.deployment`` set."""
-    nrs = wait_for(
-        lambda: kube.get_or_none(k8s.NROSCHED, name),
-        lambda obj: condition_true(obj, "Available"),
-        f"NUMAResourcesScheduler {name} to be Available",
-        timeout,
-        interval=interval,
-    )
-    deployment = (nrs.get("status") or {}).get("deployment") or {}
-    assert deployment.get("namespace") and deployment.get("name"), (
-        f"scheduler deployment missing: {deployment}"
-    )
-    return nrs
 
 
 SCHEDULER_LEASE = "numa-scheduler-leader"

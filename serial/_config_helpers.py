@@ -417,18 +417,6 @@ def nodes_by_selector(kube: Kube, labels: Mapping[str, str]) -> list[Manifest]:
 # -- daemonsets and pods --------------------------------------------------------------------
 
 
-def wait_deleted(
-    kube: Kube, kind: Kind, namespace: str | None, name: str, *, timeout: float, interval: float
-) -> None:
-    wait_for(
-        lambda: kube.get_or_none(kind, name, namespace),
-        lambda obj: obj is None,
-        f"{kind.kind} {namespace or ''}/{name} deleted",
-        timeout,
-        interval=interval,
-    )
-
-
 def pods_of_daemonset(kube: Kube, ds: Mapping[str, Any]) -> list[Manifest]:
     """``podlist.ByDaemonset``: pods matching the DaemonSet selector and owned by it."""
     meta = ds["metadata"]

@@ -287,11 +287,10 @@ def failed_scheduling_matches(events: Iterable[Mapping[str, Any]], pattern: str)
 
 
 def wait_pod_running(kube: k.Kube, namespace: str, name: str, timeout: float, what: str) -> dict[str, Any]:
-    """``ForPodPhase(Running)``; on failure the events are logged and ``what`` explains the assertion."""
+    """``ForPodPhase(Running)``; on failure ``what`` explains the assertion (the pod's events follow)."""
     try:
         return waiters.for_pod_phase(kube, namespace, name, "Running", timeout=timeout)
     except WaitTimeout as err:
-        log.info("%s", scheduling.pod_events_text(kube, namespace, name))
         raise AssertionError(f"{what}: {err}") from None
 
 

@@ -118,10 +118,9 @@ def _create_test_mcp(
 def _delete_mcp(kube: Kube, suite_config: Any, name: str) -> None:
     kube.delete(h.MCP, name)
     t = suite_config.timeouts
-    h.wait_deleted(
+    waiters.for_object_deleted(
         kube,
         h.MCP,
-        None,
         name,
         timeout=t.mcp_update_timeout,
         interval=h.poll(suite_config.target, t.mcp_update_interval),
@@ -496,7 +495,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
         finally:
             kube.delete(h.KUBELETCONFIG, kc["metadata"]["name"])
-            h.wait_deleted(kube, h.KUBELETCONFIG, None, kc["metadata"]["name"], timeout=180, interval=1)
+            waiters.for_object_deleted(kube, h.KUBELETCONFIG, kc["metadata"]["name"], timeout=180, interval=1)
 
     @spec(
         "[test_id:47585] can change kubeletconfig and controller should adapt",

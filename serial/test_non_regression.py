@@ -15,12 +15,12 @@ import yaml
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects
+from nrop.suite import objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import spec
-from nrop.suite.waiting import wait_for
+from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +72,10 @@ class TestClusterHasAtLeastOneSuitableNode:
         acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
         kube.create(pod)
 
-        updated, ok = acct.for_pod_phase(kube, fxt.namespace, "testpod", "Running", timeout=PAD_TIMEOUT)
-        if not ok:
-            acct.log_events_for_pod(kube, fxt.namespace, "testpod")
-        assert ok, f"pod {fxt.namespace}/testpod not Running"
-        assert updated is not None
+        try:
+            updated = waiters.for_pod_phase(kube, fxt.namespace, "testpod", "Running", timeout=PAD_TIMEOUT)
+        except WaitTimeout as err:
+            raise AssertionError(f"pod {fxt.namespace}/testpod not Running: {err}") from None
         assert updated["spec"]["nodeName"] == target, (
             f"node landed on {acct.q(updated['spec']['nodeName'])} instead of on {target}"
         )
@@ -87,7 +86,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         kube.delete(k8s.POD, "testpod", fxt.namespace)
         # the updaters MAY be slow to report a removal: tolerate some delay
-        nrt_post_delete = acct.get_updated_for_node(kube, nrt_post_create, 60)
+        nrt_post_delete = e2enrt.get_updated_for_node(kube, nrt_post_create, 60, interval=1.0)
         assert e2enrt.check_equal_available_resources(nrt_initial, nrt_post_delete), (
             f"NRT resources not restored correctly on {acct.q(target)}"
         )
@@ -118,10 +117,10 @@ class TestClusterHasAtLeastOneSuitableNode:
         dp = objects.new_test_deployment_with_pod_spec(
             1, {"test": "test-dp"}, None, fxt.namespace, "testdp", pod_spec
         )
-        kube.create(dp)
-        updated_dp = acct.for_deployment_complete(kube, fxt.namespace, "testdp", timeout=60, interval=10)
+        dp = kube.create(dp)
+        updated_dp = waiters.for_deployment_complete(kube, dp, timeout=60, interval=10)
 
-        nrt_post_create_list = acct.get_updated(kube, nrt_initial_list, 60)
+        nrt_post_create_list = e2enrt.get_updated(kube, nrt_initial_list, 60, interval=1.0)
         pods = acct.pods_of(kube, updated_dp)
         assert len(pods) == 1, acct.describe_pods(pods)
         updated = pods[0]
@@ -154,7 +153,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
-            post_delete_list = acct.get_updated(kube, nrt_post_create_list, 60)
+            post_delete_list = e2enrt.get_updated(kube, nrt_post_create_list, 60, interval=1.0)
             return e2enrt.check_equal_available_resources(
                 nrt_initial, acct.find_from_list(post_delete_list, node)
             )
@@ -184,7 +183,7 @@ class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
         padding_pods = acct.pad_nodes_to_baseload(
             kube, fxt.namespace, suite_config.pause_image, nrts, sorted(names)
         )
-        failed = acct.wait_padding_pods_running(kube, padding_pods)
+        failed = e2epad.wait_for_padding_pods_running(kube, padding_pods)
         assert not failed, "some padding pods have failed to run"
         fxt.settle_nrts()
 
@@ -203,10 +202,10 @@ class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
         log.info("requested resources of the test pod: %s", rl.to_string(required))
         kube.create(pod)
 
-        acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+        waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
         fxt.settle_nrts()
 
-        post_list = acct.get_updated(kube, target_initial_list, 60)
+        post_list = e2enrt.get_updated(kube, target_initial_list, 60, interval=1.0)
         post = acct.find_from_list(post_list, target)
         assert e2enrt.check_equal_available_resources(target_initial, post), (
             "new changes were detected in the nrt of the target node, but expected no change"
@@ -235,7 +234,7 @@ class TestWithSuitableNodes:
 
         dp_name = "test-dp-scaleup"
         replicas = len(candidates)  # then one replica per NUMA zone
-        nrs = acct.check_nrosched_available(kube, suite_config.nrosched["metadata"]["name"])
+        nrs = scheduling.check_nro_scheduler_available(kube, suite_config.nrosched["metadata"]["name"])
         scheduler = nrs["status"]["schedulerName"]
         pod_spec = acct.pause_pod_spec(
             f"{dp_name}-cnt",
@@ -253,8 +252,8 @@ class TestWithSuitableNodes:
             dp_name,
             pod_spec,
         )
-        kube.create(dp)
-        dp = acct.for_deployment_replicas(kube, fxt.namespace, dp_name, "readyReplicas", replicas, timeout=60)
+        dp = kube.create(dp)
+        dp = waiters.for_deployment_replicas_readiness(kube, dp, replicas, timeout=60)
 
         pods = acct.pods_of(kube, dp)
         assert pods, f"cannot find any pods for DP {fxt.namespace}/{dp_name}"
@@ -267,7 +266,5 @@ class TestWithSuitableNodes:
 
         replicas *= 2
         kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": replicas}}, fxt.namespace)
-        acct.for_deployment_replicas(
-            kube, fxt.namespace, dp_name, "readyReplicas", replicas, timeout=300, interval=30
-        )
+        waiters.for_deployment_replicas_readiness(kube, dp, replicas, timeout=300, interval=30)
         fxt.settle_nrts()

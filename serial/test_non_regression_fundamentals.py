@@ -13,10 +13,11 @@ from typing import Any
 import _accounting_helpers as acct
 import pytest
 
+from nrop.api.durations import parse_duration
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects
+from nrop.suite import objects, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import entry, spec
@@ -61,7 +62,7 @@ def _burst_timeout(fxt: Any, suite_config: Any) -> float:
     period = (nrs.get("status") or {}).get("cacheResyncPeriod")
     if not period:
         fxt.skip("Scheduler cache not enabled")
-    timeout = acct.round_seconds(acct.parse_duration(str(period))) * 10
+    timeout = acct.round_seconds(parse_duration(str(period))) * 10
     log.info("pod running timeout %ss", timeout)
     return timeout
 
@@ -76,9 +77,9 @@ def _two_zone_nrts(fxt: Any) -> list[dict]:
 def _run_burst(fxt: Any, suite_config: Any, pods: list[dict], timeout: float) -> None:
     kube = fxt.kube
     created = [kube.create(pod) for pod in pods]
-    failed, running = acct.for_pods_all_running(kube, created, timeout=timeout)
+    failed, running = waiters.for_pods_all_running(kube, created, timeout=timeout)
     for pod in failed:
-        acct.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        waiters.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
     assert not failed, f"pods failed to go running: {acct.pod_names(failed)}"
     acct.expect_scheduled_with(kube, running, suite_config.scheduler_name)
 

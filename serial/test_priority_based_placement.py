@@ -19,11 +19,11 @@ import pytest
 from nrop.api.quantity import Quantity, coerce
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects
+from nrop.suite import objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.specs import entry, spec
-from nrop.suite.waiting import wait_for
+from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,9 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 pod["spec"]["schedulerName"] = scheduler
                 objects.pin_pod_to(pod, target.node, zone["name"])
                 fillers.append(kube.create(pod))
-            assert not acct.wait_padding_pods_running(kube, fillers), "some padding pods have failed to run"
+            assert not e2epad.wait_for_padding_pods_running(kube, fillers), (
+                "some padding pods have failed to run"
+            )
             fxt.settle_nrts()
             uids = _uids(kube, fillers)
 
@@ -306,10 +308,12 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 return len(evicted) == 1
 
             wait_for(one_evicted, bool, "one filler pod to be evicted", PENDING_TIMEOUT, interval=10)
-            _, ok = acct.for_pod_phase(kube, fxt.namespace, "test-workload", "Running", PENDING_TIMEOUT)
-            if not ok:
-                acct.log_events_for_pod(kube, fxt.namespace, "test-workload")
-            assert ok, "test pod did not become Running after preemption"
+            try:
+                waiters.for_pod_phase(
+                    kube, fxt.namespace, "test-workload", "Running", timeout=PENDING_TIMEOUT
+                )
+            except WaitTimeout as err:
+                raise AssertionError(f"test pod did not become Running after preemption: {err}") from None
 
             # the other fillers keep running, consistently for 2 minutes
             deadline = time.monotonic() + 120
@@ -372,11 +376,11 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     pod["spec"]["containers"] = [first, second]
                     default_pods.append(pod)
                 fillers = [kube.create(pod) for pod in default_pods]
-                assert not acct.wait_padding_pods_running(kube, fillers), (
+                assert not e2epad.wait_for_padding_pods_running(kube, fillers), (
                     "some padding pods have failed to run"
                 )
                 fxt.settle_nrts()
-                updated_nrt = acct.get_updated_for_node(kube, target_nrt, 60)
+                updated_nrt = e2enrt.get_updated_for_node(kube, target_nrt, 60, interval=1.0)
 
                 medium = []
                 for idx, zone in enumerate(acct.zones(updated_nrt)):
@@ -390,7 +394,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     objects.pin_pod_to(pod, target.node, zone["name"])
                     medium.append(kube.create(pod))
                 fillers += medium
-                assert not acct.wait_padding_pods_running(kube, medium), (
+                assert not e2epad.wait_for_padding_pods_running(kube, medium), (
                     "some padding pods have failed to run"
                 )
                 fxt.settle_nrts()
@@ -411,19 +415,21 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 phase1 = kube.create(phase1)
                 _eviction_not_expected(kube, phase1, fillers, uids)
                 kube.delete(k8s.POD, "preemptor-phase-1", fxt.namespace)
-                acct.for_pod_deleted(kube, fxt.namespace, "preemptor-phase-1", PENDING_TIMEOUT)
+                waiters.for_pod_deleted(kube, fxt.namespace, "preemptor-phase-1", timeout=PENDING_TIMEOUT)
 
                 # phase 2: a high-priority preemptor runs, evicting the fewest fillers: one medium one
                 phase2 = copy.deepcopy(template)
                 phase2["metadata"]["name"] = "preemptor-phase-2"
                 phase2["spec"]["priorityClassName"] = CUSTOM_HIGH
                 kube.create(phase2)
-                _, ok = acct.for_pod_phase(
-                    kube, fxt.namespace, "preemptor-phase-2", "Running", PENDING_TIMEOUT
-                )
-                if not ok:
-                    acct.log_events_for_pod(kube, fxt.namespace, "preemptor-phase-2")
-                assert ok, "test pod phase 2 did not become Running after preemption"
+                try:
+                    waiters.for_pod_phase(
+                        kube, fxt.namespace, "preemptor-phase-2", "Running", timeout=PENDING_TIMEOUT
+                    )
+                except WaitTimeout as err:
+                    raise AssertionError(
+                        f"test pod phase 2 did not become Running after preemption: {err}"
+                    ) from None
 
                 evicted = next(
                     (
@@ -484,7 +490,9 @@ class TestWhenPreemptionModeIsSetToEnabled:
                         "requests": dict(resources),
                     }
                     pods.append(kube.create(pod))
-                assert not acct.wait_padding_pods_running(kube, pods), "some padding pods have failed to run"
+                assert not e2epad.wait_for_padding_pods_running(kube, pods), (
+                    "some padding pods have failed to run"
+                )
                 fxt.settle_nrts()
                 for pod in pods:
                     current = kube.get(k8s.POD, pod["metadata"]["name"], fxt.namespace)

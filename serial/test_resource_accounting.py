@@ -21,7 +21,7 @@ from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import spec
-from nrop.suite.waiting import wait_for
+from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +58,10 @@ def _test_pod(fxt: Any, suite_config: Any, name: str) -> dict:
 
 def _expect_running_with_tas(fxt: Any, suite_config: Any, name: str) -> dict:
     kube = fxt.kube
-    updated, ok = acct.for_pod_phase(kube, fxt.namespace, name, "Running", timeout=180)
-    if not ok:
-        acct.log_events_for_pod(kube, fxt.namespace, name)
-    assert ok and updated is not None, (
-        f"pod {fxt.namespace}/{name} not Running: phase {acct.phase(updated)!r}"
-    )
+    try:
+        updated = waiters.for_pod_phase(kube, fxt.namespace, name, "Running", timeout=180)
+    except WaitTimeout as err:
+        raise AssertionError(f"pod {fxt.namespace}/{name} not Running: {err}") from None
     scheduler = suite_config.scheduler_name
     assert acct.check_pod_was_scheduled_with(kube, fxt.namespace, name, scheduler), (
         f"pod {fxt.namespace}/{name} not scheduled with expected scheduler {scheduler}"
@@ -114,7 +112,9 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             pod = e2epad.make_padding_pod(fxt.namespace, "target", zone, required, image=image)
             objects.pin_pod_to(pod, target, zone["name"])
             padding_pods.append(kube.create(pod))
-        assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
+        assert not e2epad.wait_for_padding_pods_running(kube, padding_pods), (
+            "some padding pods have failed to run"
+        )
         fxt.settle_nrts()
 
         target_padding_pods = []
@@ -122,7 +122,9 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
         for idx, zone in enumerate(acct.zones(nrt_info)):
             if idx == len(acct.zones(nrt_info)) - 1:
                 # the target NRT before the last placeholder: compared once it is deleted
-                target_before = acct.find_from_list(acct.get_updated(kube, nrt_list, 60), target)
+                target_before = acct.find_from_list(
+                    e2enrt.get_updated(kube, nrt_list, 60, interval=1.0), target
+                )
             # a minimal pod per zone: the node as a whole still fits, no zone does
             placeholder = acct.new_test_pod(fxt.namespace, f"tgtpadpod-{zone['name']}", image)
             placeholder["spec"]["nodeName"] = target
@@ -131,7 +133,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             )
             objects.pin_pod_to(placeholder, target, zone["name"])
             target_padding_pods.append(kube.create(placeholder))
-        assert not acct.wait_padding_pods_running(kube, target_padding_pods), (
+        assert not e2epad.wait_for_padding_pods_running(kube, target_padding_pods), (
             "some padding pods have failed to run"
         )
         fxt.settle_nrts()
@@ -144,7 +146,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
                 )
                 objects.pin_pod_to(pod, node_name, zone["name"])
                 padding_pods.append(kube.create(pod))
-        failed = acct.wait_padding_pods_running(kube, padding_pods + target_padding_pods)
+        failed = e2epad.wait_for_padding_pods_running(kube, padding_pods + target_padding_pods)
         assert not failed, "some padding pods have failed to run"
         fxt.settle_nrts()
         for nrt in kube.list(k8s.NRT):
@@ -154,13 +156,13 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
         acct.set_resources(pod["spec"]["containers"][0], required, limits=True)
         kube.create(pod)
         # "long enough" Pending means little, but Running or Failed means something is wrong
-        acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+        waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
 
         # delete the LAST placeholder: target_before is the target without it, so the test pod
         # must land on the zone it frees
         last = target_padding_pods[-1]["metadata"]["name"]
         kube.delete(k8s.POD, last, fxt.namespace)
-        acct.for_pod_deleted(kube, fxt.namespace, last, timeout=180)
+        waiters.for_pod_deleted(kube, fxt.namespace, last, timeout=180)
 
         updated = _expect_running_with_tas(fxt, suite_config, "testpod")
         assert updated["spec"]["nodeName"] == target, (
@@ -194,7 +196,9 @@ def _expect_burstable_unaccounted(
         )
         acct.expect_scheduled_with(kube, [pod], scheduler)
 
-    current = acct.find_from_list(acct.get_updated(kube, setup.reference_list, 60), setup.target)
+    current = acct.find_from_list(
+        e2enrt.get_updated(kube, setup.reference_list, 60, interval=1.0), setup.target
+    )
     assert e2enrt.check_equal_available_resources(setup.reference, current), (
         "new resources are accounted in NRT although scheduling burstable pod"
     )
@@ -231,10 +235,12 @@ class TestBurstableNotAccounted:
         padding_pods = acct.pad_nodes_to_baseload(
             kube, fxt.namespace, suite_config.pause_image, candidates, sorted(names)
         )
-        assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
+        assert not e2epad.wait_for_padding_pods_running(kube, padding_pods), (
+            "some padding pods have failed to run"
+        )
         fxt.settle_nrts()
 
-        reference_list = acct.get_updated(kube, initial_list, 60)
+        reference_list = e2enrt.get_updated(kube, initial_list, 60, interval=1.0)
         return BurstableSetup(
             target=target,
             initial=initial,
@@ -245,7 +251,7 @@ class TestBurstableNotAccounted:
 
     @staticmethod
     def _expect_nrts_unchanged(fxt: Any, setup: BurstableSetup) -> None:
-        acct.for_nrts_equal_to(
+        waiters.for_nrts_equal_to(
             fxt.kube, setup.reference_list, timeout=60, interval=fxt.config.timeouts.poll(5)
         )
 
@@ -277,8 +283,7 @@ class TestBurstableNotAccounted:
             1, {"test": "test-dp"}, {}, fxt.namespace, "test-dp", pod_spec
         )
         log.info("create the burstable test deployment with requests %s", rl.to_string(setup.requests))
-        kube.create(dp)
-        dp = acct.for_deployment_complete(kube, fxt.namespace, "test-dp", timeout=60, interval=10)
+        dp = waiters.for_deployment_complete(kube, kube.create(dp), timeout=60, interval=10)
 
         _expect_burstable_unaccounted(
             kube, setup, acct.pods_of(kube, dp), scheduler, f"DP {fxt.namespace}/test-dp"
@@ -336,7 +341,7 @@ class TestBurstableNotAccounted:
         acct.set_resources(guaranteed["spec"]["containers"][0], per_numa0, limits=False)
         acct.set_resources(guaranteed["spec"]["containers"][0], per_numa0, limits=True)
         kube.create(guaranteed)
-        acct.while_in_pod_phase(kube, fxt.namespace, "testpod-second-gu", "Pending", interval=10, steps=3)
+        waiters.while_in_pod_phase(kube, fxt.namespace, "testpod-second-gu", "Pending", interval=10, steps=3)
         self._expect_nrts_unchanged(fxt, setup)
 
         # deleting the burstable pod lets the guaranteed one run
@@ -344,7 +349,7 @@ class TestBurstableNotAccounted:
         second = _expect_running_with_tas(fxt, suite_config, "testpod-second-gu")
         fxt.settle_nrts()
 
-        post_create_list = acct.get_updated(kube, setup.reference_list, 60)
+        post_create_list = e2enrt.get_updated(kube, setup.reference_list, 60, interval=1.0)
         post_create = acct.find_from_list(post_create_list, first["spec"]["nodeName"])
         limits = rl.from_container_limits(second["spec"]["containers"])
         scope = acct.nrt_attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
@@ -366,7 +371,9 @@ class TestBurstableNotAccounted:
 
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
-            post_delete = acct.find_from_list(acct.get_updated(kube, post_create_list, 60), node)
+            post_delete = acct.find_from_list(
+                e2enrt.get_updated(kube, post_create_list, 60, interval=1.0), node
+            )
             return e2enrt.check_equal_available_resources(setup.initial, post_delete)
 
         wait_for(

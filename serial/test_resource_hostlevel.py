@@ -16,10 +16,11 @@ import pytest
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects
+from nrop.suite import objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.specs import entry, spec
+from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +128,10 @@ class TestWithAtLeastTwoNodesSuitable:
         pod = _make_test_pod(fxt, scheduler, required, limits=expected_qos == GU)
         kube.create(pod)
 
-        updated, ok = acct.for_pod_phase(kube, fxt.namespace, "testpod", "Running", timeout=60)
-        if not ok:
-            acct.log_events_for_pod(kube, fxt.namespace, "testpod")
-        assert ok, 'Pod "testpod" not up&running after 1m0s'
-        assert updated is not None
+        try:
+            updated = waiters.for_pod_phase(kube, fxt.namespace, "testpod", "Running", timeout=60)
+        except WaitTimeout as err:
+            raise AssertionError(f'Pod "testpod" not up&running after 1m0s: {err}') from None
         log.info("pod resources: %s", rl.to_string(rl.from_container_requests(updated["spec"]["containers"])))
         assert objects.pod_qos(updated) == expected_qos, "pod QOS mismatch"
 
@@ -214,20 +214,28 @@ class TestUnschedWithoutSuitableNodesWithEnoughHostLevelResources:
             )
             pod["spec"]["nodeName"] = node_name
             padding_pods.append(kube.create(pod))
-        failed = acct.wait_padding_pods_running(kube, padding_pods)
+        failed = e2epad.wait_for_padding_pods_running(kube, padding_pods)
         assert not failed, "some padding pods have failed to run"
         # no need to wait for NRT to settle because padding pods are BE
 
         pod = _make_test_pod(fxt, scheduler, required, limits=expected_qos != BU)
         kube.create(pod)
-        updated = acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=5, steps=3)
+        try:
+            updated = waiters.while_in_pod_phase(
+                kube, fxt.namespace, "testpod", "Pending", interval=5, steps=3
+            )
+        except WaitTimeout as err:
+            seen = acct.phase(kube.get_or_none(k8s.POD, "testpod", fxt.namespace))
+            raise AssertionError(
+                f"Pod {fxt.namespace}/testpod was found in state {acct.q(seen)} while expected to be Pending: {err}"
+            ) from None
         assert objects.pod_qos(updated) == expected_qos, "pod QoS mismatch"
         failed_msg = f"{len(candidate_names)} Insufficient ephemeral-storage"
         is_failed = acct.check_pod_scheduling_failed_with_msg(
             kube, fxt.namespace, "testpod", scheduler, failed_msg
         )
         if not is_failed:
-            acct.log_events_for_pod(kube, fxt.namespace, "testpod")
+            waiters.log_events_for_pod(kube, fxt.namespace, "testpod")
         assert is_failed, f"pod {fxt.namespace}/testpod with scheduler {scheduler} did NOT fail"
 
 

@@ -19,6 +19,7 @@ from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
+from nrop.suite import waiters
 from nrop.suite.specs import entry, spec
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def _device_candidates(fxt: Any, suite_config: Any, desired_pods: int) -> tuple[
 
 def _expect_phased(kube: Any, scheduler: str, pods: list[dict], expected_pending: int) -> tuple[list, list]:
     """Wait a minute for all pods: exactly HOSTS_REQUIRED run, on distinct nodes, the rest pend."""
-    failed, running = acct.for_pods_all_running(kube, pods, timeout=60)
+    failed, running = waiters.for_pods_all_running(kube, pods, timeout=60)
     assert len(running) == HOSTS_REQUIRED, acct.describe_pods(running)
     assert len(failed) == expected_pending, acct.describe_pods(failed)
     assert len(running) + len(failed) == len(pods)
@@ -129,7 +130,7 @@ def _expect_phased(kube: Any, scheduler: str, pods: list[dict], expected_pending
     for pod in failed:
         # the Scheduled event comes only after binding: a pending pod has none, as wanted
         if acct.phase(pod) != "Pending":
-            acct.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+            waiters.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
             pytest.fail(f"pod {acct.pod_key(pod)} is in phase {acct.q(acct.phase(pod))}, should be pending")
     return failed, running
 
@@ -162,7 +163,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             log.info("Creating %d pods each requiring %s", desired_pods, rl.to_string(required))
             acct.create_all(kube, pods)
 
-            failed, running = acct.for_pods_all_running(kube, pods, timeout=180)
+            failed, running = waiters.for_pods_all_running(kube, pods, timeout=180)
             acct.dump_failed_pod_info(kube, failed)
             assert not failed, f"unexpected failed pods: {acct.q(acct.pod_names(failed))}"
             acct.expect_scheduled_with(kube, running, scheduler)
@@ -224,7 +225,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
                 pods.append(pod)
             acct.create_all(kube, pods)
 
-            failed, running = acct.for_pods_all_running(
+            failed, running = waiters.for_pods_all_running(
                 kube, pods, timeout=300, interval=fxt.config.timeouts.poll(5)
             )
             acct.dump_failed_pod_info(kube, failed)
@@ -290,10 +291,10 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             expected_running = [failed[0]] + [p for p in running if acct.pod_key(p) != acct.pod_key(target)]
             log.info("Deleting pod %s", acct.pod_key(target))
             kube.delete(k8s.POD, target["metadata"]["name"], fxt.namespace)
-            acct.for_pod_deleted(kube, fxt.namespace, target["metadata"]["name"], timeout=300)
+            waiters.for_pod_deleted(kube, fxt.namespace, target["metadata"]["name"], timeout=300)
 
             # the NRT updater, the resync loop and the scheduler's retries interplay: be generous
-            failed, running = acct.for_pods_all_running(kube, expected_running, timeout=300)
+            failed, running = waiters.for_pods_all_running(kube, expected_running, timeout=300)
             acct.dump_failed_pod_info(kube, failed)
             assert len(running) == HOSTS_REQUIRED, acct.describe_pods(running)
             assert not failed

@@ -13,10 +13,12 @@ from typing import Any
 import _accounting_helpers as acct
 import pytest
 
+from nrop.api.durations import parse_duration
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
+from nrop.suite import waiters
 from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import entry, spec
 
@@ -48,7 +50,7 @@ def resync_timeout(fxt: Any, suite_config: Any) -> float:
     if not period:  # should never trigger
         fxt.skip("Scheduler cache not enabled")
     acct.check_periodic_node_group(fxt, kube, suite_config.nrop["metadata"]["name"])
-    timeout = acct.round_seconds(acct.parse_duration(str(period))) * 10
+    timeout = acct.round_seconds(parse_duration(str(period))) * 10
     log.info("pod running timeout %ss", timeout)
     return timeout
 
@@ -90,9 +92,9 @@ def _node_all_burst(fxt: Any, suite_config: Any, timeout: float, setup_pod: Call
         pod["spec"]["nodeSelector"] = {MULTI_NUMA_LABEL: "2"}
         pods.append(kube.create(pod))
 
-    failed, running = acct.for_pods_all_running(kube, pods, timeout=timeout)
+    failed, running = waiters.for_pods_all_running(kube, pods, timeout=timeout)
     for pod in failed:
-        acct.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        waiters.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
     assert not failed, f"pods failed to go running: {acct.pod_names(failed)}"
     acct.expect_scheduled_with(kube, running, scheduler)
 
@@ -232,7 +234,7 @@ def _run_idle_job(
     if setup_job is not None:
         setup_job(job)
     fxt.kube.create(job)
-    acct.for_job_completed(fxt.kube, fxt.namespace, "generic-pause", timeout=30, interval=3)
+    waiters.for_job_completed(fxt.kube, fxt.namespace, "generic-pause", timeout=30, interval=3)
     fxt.settle_nrts()  # ensure foreign pods are reported
 
 
@@ -284,7 +286,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
                     pod = make_noise_pod(fxt.namespace, nidx * 1000 + idx, suite_config.pause_image)
                     pod["spec"]["nodeName"] = acct.nrt_name(nrt)
                     noise.append(kube.create(pod))
-            failed, _ = acct.for_pods_all_running(kube, noise, timeout=180)
+            failed, _ = waiters.for_pods_all_running(kube, noise, timeout=180)
             assert not failed, f"pods failed to go running: {acct.pod_names(failed)}"
             fxt.settle_nrts()  # ensure foreign pods are reported
             _node_all_burst(fxt, suite_config, resync_timeout, _gu_burst)
@@ -341,7 +343,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             log.info("Creating %d pods each requiring %s", len(pods), rl.to_string(required))
             acct.create_all(kube, pods)
 
-            failed, running = acct.for_pods_all_running(kube, pods, timeout=180)
+            failed, running = waiters.for_pods_all_running(kube, pods, timeout=180)
             acct.dump_failed_pod_info(kube, failed)
             assert not failed, f"unexpected failed pods: {acct.q(acct.pod_names(failed))}"
             acct.expect_scheduled_with(kube, running, scheduler)

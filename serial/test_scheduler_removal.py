@@ -14,7 +14,7 @@ import _accounting_helpers as acct
 import pytest
 
 from nrop.suite import kube as k8s
-from nrop.suite import objects
+from nrop.suite import objects, scheduling, waiters
 from nrop.suite.specs import spec
 from nrop.suite.waiting import wait_for
 
@@ -34,7 +34,7 @@ FIXTURE_BASENAME = "e2e-test-sched-remove"
 @pytest.fixture
 def nrs(fxt: Any, suite_config: Any) -> dict:
     """The Describe's BeforeEach: the scheduler is Available; its object as it is now."""
-    return acct.check_nrosched_available(fxt.kube, suite_config.nrosched["metadata"]["name"])
+    return scheduling.check_nro_scheduler_available(fxt.kube, suite_config.nrosched["metadata"]["name"])
 
 
 def restore_scheduler(kube: Any, nrs: dict) -> None:
@@ -57,7 +57,7 @@ def scheduler_back(fxt: Any, nrs: dict) -> Iterator[None]:
     yield
     if fxt.kube.get_or_none(k8s.NROSCHED, nrs["metadata"]["name"]) is None:
         restore_scheduler(fxt.kube, nrs)
-    acct.check_nrosched_available(fxt.kube, nrs["metadata"]["name"])
+    scheduling.check_nro_scheduler_available(fxt.kube, nrs["metadata"]["name"])
 
 
 def _delete_scheduler(kube: Any, nrs: dict) -> None:
@@ -93,7 +93,9 @@ def _expect_deployment_state(kube: Any, dp: dict, complete: bool) -> None:
             step + 1,
         )
         updated = kube.get(k8s.DEPLOYMENT, dp["metadata"]["name"], dp["metadata"]["namespace"])
-        state = acct.deployment_complete(updated)
+        state = waiters.is_deployment_complete(
+            int(dp["metadata"].get("generation", 0)), updated.get("status") or {}, int(dp["spec"]["replicas"])
+        )
         assert state == complete, (
             f"deployment {acct.q(dp['metadata']['name'])} become {'unready' if complete else 'ready'}"
         )
@@ -108,7 +110,7 @@ class TestWhenRemovingTheTopologyAwareSchedulerFromALiveCluster:
     ) -> None:
         kube = fxt.kube
         dp = create_deployment(fxt, suite_config, "testdp", suite_config.scheduler_name)
-        acct.for_deployment_complete(kube, fxt.namespace, "testdp", timeout=60, interval=10)
+        waiters.for_deployment_complete(kube, dp, timeout=60, interval=10)
         _delete_scheduler(kube, nrs)
         _expect_deployment_state(kube, dp, complete=True)
 
@@ -144,6 +146,6 @@ class TestWhenRestartingTheTopologyAwareSchedulerInALiveCluster:
         _expect_deployment_state(kube, dp, complete=False)
 
         restore_scheduler(kube, nrs)
-        acct.check_nrosched_available(kube, nrs["metadata"]["name"])
+        scheduling.check_nro_scheduler_available(kube, nrs["metadata"]["name"])
         # upstream's waiter here has the default 3m timeout (interval 30s)
-        acct.for_deployment_complete(kube, fxt.namespace, "testdp", timeout=180, interval=30)
+        waiters.for_deployment_complete(kube, dp, timeout=180, interval=30)

@@ -18,12 +18,12 @@ from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects
+from nrop.suite import objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import spec
-from nrop.suite.waiting import wait_for
+from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def _expect_failed_alignment(fxt: Any, suite_config: Any, pod: dict, scope: str,
     try:
         failed = acct.check_pod_scheduling_failed_for_alignment(kube, namespace, name, scheduler, scope)
     except AssertionError:
-        acct.log_events_for_pod(kube, namespace, name)
+        waiters.log_events_for_pod(kube, namespace, name)
         raise
     if not failed:
         acct.dump_scheduler_logs(kube, _sched_namespace(suite_config), *dump_pods)
@@ -140,10 +140,10 @@ def _for_daemonset_pods(fxt: Any, ds: dict, count: int) -> list[dict]:
     return pods
 
 
-def _deployment_pods(fxt: Any, name: str, replicas: int) -> list[dict]:
-    dp = acct.for_deployment_replicas(fxt.kube, fxt.namespace, name, "replicas", replicas, timeout=60)
+def _deployment_pods(fxt: Any, dp: dict, replicas: int) -> list[dict]:
+    dp = waiters.for_deployment_replicas_creation(fxt.kube, dp, replicas, timeout=60)
     pods = acct.pods_of(fxt.kube, dp)
-    assert pods, f"cannot find any pods for DP {fxt.namespace}/{name}"
+    assert pods, f"cannot find any pods for DP {fxt.namespace}/{dp['metadata']['name']}"
     return pods
 
 
@@ -161,9 +161,11 @@ class TestWithNoSuitableNode:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed 1")
         names = sorted(e2enrt.accumulate_names(candidates))
         pods = _pad_leaving(fxt, suite_config, names, candidates, self.LEAVE, "padding{node}-{zone_idx}")
-        assert not acct.wait_padding_pods_running(fxt.kube, pods), "some padding pods have failed to run"
+        assert not e2epad.wait_for_padding_pods_running(fxt.kube, pods), (
+            "some padding pods have failed to run"
+        )
         fxt.settle_nrts()
-        acct.get_updated(fxt.kube, cluster.nrt_list, 60)
+        e2enrt.get_updated(fxt.kube, cluster.nrt_list, 60, interval=1.0)
         return candidates
 
     @spec(
@@ -177,7 +179,7 @@ class TestWithNoSuitableNode:
         pod["spec"]["schedulerName"] = suite_config.scheduler_name
         acct.set_resources(pod["spec"]["containers"][0], self.REQUIRED, limits=True)
         pod = fxt.kube.create(pod)
-        acct.while_in_pod_phase(fxt.kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+        waiters.while_in_pod_phase(fxt.kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
         fxt.settle_nrts()
         _expect_failed_alignment(fxt, suite_config, pod, cluster.tm_scope, pod)
 
@@ -197,8 +199,7 @@ class TestWithNoSuitableNode:
             suite_config.scheduler_name,
             self.REQUIRED,
         )
-        fxt.kube.create(dp)
-        pods = _deployment_pods(fxt, "test-dp", 1)
+        pods = _deployment_pods(fxt, fxt.kube.create(dp), 1)
         fxt.settle_nrts()
         for pod in pods:
             _expect_failed_alignment(fxt, suite_config, pod, cluster.tm_scope, pod)
@@ -238,8 +239,7 @@ class TestWithNoSuitableNode:
             "default-scheduler",
             self.REQUIRED,
         )
-        kube.create(dp)
-        pods = _deployment_pods(fxt, name, 1)
+        pods = _deployment_pods(fxt, kube.create(dp), 1)
         for pod in pods:
             namespace, pod_name = pod["metadata"]["namespace"], pod["metadata"]["name"]
 
@@ -247,7 +247,7 @@ class TestWithNoSuitableNode:
                 try:
                     return acct.check_pod_kubelet_reject_topology_affinity(kube, ns, nm)
                 except AssertionError:  # no events yet
-                    acct.log_events_for_pod(kube, ns, nm)
+                    waiters.log_events_for_pod(kube, ns, nm)
                     return False
 
             wait_for(
@@ -281,9 +281,11 @@ class TestWithAtLeastTwoNodesWithTwoNumaZonesAndEnoughResourcesInOneNumaZone:
         pods = _pad_leaving(
             fxt, suite_config, sorted(names), candidates, leave, "padding{node_idx}-{zone_idx}"
         )
-        assert not acct.wait_padding_pods_running(kube, pods), "some padding pods have failed to run"
+        assert not e2epad.wait_for_padding_pods_running(kube, pods), "some padding pods have failed to run"
         fxt.settle_nrts()
-        target_before = acct.find_from_list(acct.get_updated(kube, cluster.nrt_list, 60), target)
+        target_before = acct.find_from_list(
+            e2enrt.get_updated(kube, cluster.nrt_list, 60, interval=1.0), target
+        )
 
         ds = _test_daemonset(fxt, suite_config, required)
         kube.create(ds)
@@ -298,11 +300,15 @@ class TestWithAtLeastTwoNodesWithTwoNumaZonesAndEnoughResourcesInOneNumaZone:
                 try:
                     with_tas = acct.check_pod_was_scheduled_with(kube, namespace, name, scheduler)
                 except AssertionError:
-                    acct.log_events_for_pod(kube, namespace, name)
+                    waiters.log_events_for_pod(kube, namespace, name)
                     raise
                 assert with_tas, f"pod {namespace}/{name} was NOT scheduled with  {scheduler}"
-                _, ok = acct.for_pod_phase(kube, namespace, name, "Running", timeout=180)
-                assert ok, f"unable to get pod {namespace}/{name} to be Running after 3m0s"
+                try:
+                    waiters.for_pod_phase(kube, namespace, name, "Running", timeout=180)
+                except WaitTimeout as err:
+                    raise AssertionError(
+                        f"unable to get pod {namespace}/{name} to be Running after 3m0s: {err}"
+                    ) from None
             else:
                 _expect_failed_alignment(fxt, suite_config, pod, cluster.tm_scope)
 
@@ -366,9 +372,11 @@ class TestWithAtLeastOneNode:
             )
             objects.pin_pod_to(pod, target, zone["name"])
             padding_pods.append(kube.create(pod))
-        assert not acct.wait_padding_pods_running(kube, padding_pods), "some padding pods have failed to run"
+        assert not e2epad.wait_for_padding_pods_running(kube, padding_pods), (
+            "some padding pods have failed to run"
+        )
         fxt.settle_nrts()
-        before_list = acct.get_updated(kube, cluster.nrt_list, 60)
+        before_list = e2enrt.get_updated(kube, cluster.nrt_list, 60, interval=1.0)
         target_before = acct.find_from_list(before_list, target)
 
         pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image, containers=2)
@@ -377,11 +385,11 @@ class TestWithAtLeastOneNode:
         acct.set_resources(pod["spec"]["containers"][0], cnt1, limits=True)
         acct.set_resources(pod["spec"]["containers"][1], cnt2, limits=True)
         pod = kube.create(pod)
-        acct.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
+        waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
         _expect_failed_alignment(fxt, suite_config, pod, scope, pod)
 
         fxt.settle_nrts()
-        target_after = acct.find_from_list(acct.get_updated(kube, before_list, 60), target)
+        target_after = acct.find_from_list(e2enrt.get_updated(kube, before_list, 60, interval=1.0), target)
         assert e2enrt.check_equal_available_resources(target_before, target_after), (
             "NRT of target node was updated although the pods failed to be scheduled, expected: "
             f"{yaml.safe_dump(target_before)}\n  found: {yaml.safe_dump(target_after)}"
@@ -425,7 +433,7 @@ class TestWithZeroSuitableNodes:
 
         dp_name = "test-dp-47615"
         replicas = len(nrts) * REQUIRED_NUMA_ZONES + 1  # at least one replica won't fit
-        nrs = acct.check_nrosched_available(kube, suite_config.nrosched["metadata"]["name"])
+        nrs = scheduling.check_nro_scheduler_available(kube, suite_config.nrosched["metadata"]["name"])
         scheduler = nrs["status"]["schedulerName"]
         pod_spec = acct.pause_pod_spec(
             f"{dp_name}-cnt1", suite_config.pause_image, scheduler=scheduler, limits=unfit, requests=unfit
@@ -434,8 +442,8 @@ class TestWithZeroSuitableNodes:
         dp = objects.new_test_deployment_with_pod_spec(
             replicas, {"test": dp_name}, CELL_COUNT_2, fxt.namespace, dp_name, pod_spec
         )
-        kube.create(dp)
-        pods = _deployment_pods(fxt, dp_name, replicas)
+        dp = kube.create(dp)
+        pods = _deployment_pods(fxt, dp, replicas)
 
         succeeded = 0
         for pod in pods:
@@ -443,7 +451,7 @@ class TestWithZeroSuitableNodes:
             try:
                 failed = acct.check_pod_scheduling_failed(kube, namespace, name, scheduler)
             except AssertionError:
-                acct.log_events_for_pod(kube, namespace, name)
+                waiters.log_events_for_pod(kube, namespace, name)
                 raise
             if not failed:
                 succeeded += 1
@@ -451,7 +459,7 @@ class TestWithZeroSuitableNodes:
         assert succeeded == 0, "some pods are running, but we expect all of them to fail"
 
         fxt.settle_nrts()
-        acct.for_nrts_equal_to(
+        waiters.for_nrts_equal_to(
             kube,
             nrt_initial_list,
             timeout=60,
@@ -485,9 +493,7 @@ class TestWithZeroSuitableNodes:
             patch_type="strategic",
         )
         kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": replicas}}, fxt.namespace)
-        acct.for_deployment_replicas(
-            kube, fxt.namespace, dp_name, "readyReplicas", expected_ready, timeout=300, interval=30
-        )
+        waiters.for_deployment_replicas_readiness(kube, dp, expected_ready, timeout=300, interval=30)
 
         post_list = fxt.settle_nrts()
         qos_class = objects.pod_qos(pods[0])
@@ -531,14 +537,14 @@ class TestRequestingAllocatableResourcesOnTheNode:
             for name in ("cpu", "memory")
         }
         pods = _fully_pad(fxt, suite_config, sorted(names), candidates)
-        assert not acct.wait_padding_pods_running(kube, pods), "some padding pods have failed to run"
+        assert not e2epad.wait_for_padding_pods_running(kube, pods), "some padding pods have failed to run"
         fxt.settle_nrts()
         return candidates, required
 
     @staticmethod
     def _expect_pending(fxt: Any, pods: list[dict]) -> None:
         for pod in pods:
-            acct.while_in_pod_phase(
+            waiters.while_in_pod_phase(
                 fxt.kube, fxt.namespace, pod["metadata"]["name"], "Pending", interval=10, steps=3
             )
 
@@ -567,8 +573,7 @@ class TestRequestingAllocatableResourcesOnTheNode:
         dp = _test_deployment(
             fxt, suite_config, "test-dp", {"test": "test-deployment"}, suite_config.scheduler_name, required
         )
-        fxt.kube.create(dp)
-        self._expect_pending(fxt, _deployment_pods(fxt, "test-dp", 1))
+        self._expect_pending(fxt, _deployment_pods(fxt, fxt.kube.create(dp), 1))
 
     @spec(
         "[test_id:47614] a daemonset with a guaranteed pod resources available on one node but not on a single "

@@ -224,6 +224,7 @@ def wait_for_padding_pods_running(
     ids = []
     for pod in failed:
         meta = pod["metadata"]
+        waiters.log_events_for_pod(kube, meta["namespace"], meta["name"])
         log.warning(
             "padding pod %s/%s not running:\n%s\n%s",
             meta["namespace"],

@@ -4,8 +4,10 @@ Every waiter takes the :class:`~nrop.suite.kube.Kube` and plain values, polls wi
 ``interval`` (default 1s) up to ``timeout`` (default 3m) like upstream's ``Waiter``, and
 returns the last object seen. When the state does not come it raises
 :class:`~nrop.suite.waiting.WaitTimeout` (an ``AssertionError``) saying what was expected
-and what was seen — for pods including their events. The completion rules
-(``is_deployment_complete``, ``are_daemonset_pods_ready``…) are pure functions.
+and what was seen — for pods including their events (``log_events_for_pod`` logs them the
+same way). The completion rules (``is_deployment_complete``, ``are_daemonset_pods_ready``…)
+are pure functions. The serial specs call these waiters (with the timeout and interval of
+each upstream call) rather than keep copies of them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from . import kube as k
 from .nrt import is_nrt_equal, list_to_string, nrt_diff, pod_fingerprint
+from .scheduling import pod_events_text
 from .waiting import WaitTimeout, wait_for
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "for_nrosched_deleted",
     "for_nrts_equal_to",
     "for_nrts_settled",
+    "for_object_deleted",
     "for_pod_deleted",
     "for_pod_phase",
     "for_pods_all_deleted",
@@ -44,7 +48,9 @@ __all__ = [
     "for_replicaset_complete",
     "is_deployment_complete",
     "is_job_completed",
+    "is_job_failed",
     "is_replicaset_complete",
+    "log_events_for_pod",
     "pod_summary",
     "while_in_pod_phase",
 ]
@@ -81,16 +87,14 @@ def pod_summary(pod: Mapping[str, Any] | None) -> str:
 
 def _events_text(kube: k.Kube, namespace: str, name: str) -> str:
     try:
-        events = kube.events_for(namespace, name)
+        return pod_events_text(kube, namespace, name)
     except k.ApiError as err:
-        return f"(cannot list events: {err})"
-    if not events:
-        return "(no events)"
-    return "\n".join(
-        f"+- event: {e.get('type')} {e.get('reportingComponent') or (e.get('source') or {}).get('component')}: "
-        f"{e.get('reason')} {e.get('message')}"
-        for e in events
-    )
+        return f"(cannot list events of {namespace}/{name}: {err})"
+
+
+def log_events_for_pod(kube: k.Kube, namespace: str, name: str) -> None:
+    """Log the pod's events (``objects.LogEventsForPod``), as a failed pod wait shows them."""
+    log.info("%s", _events_text(kube, namespace, name))
 
 
 @dataclass
@@ -136,6 +140,9 @@ def for_pod_phase(
     return view.pod
 
 
+_ENDED_PHASES = frozenset({"Failed", "Succeeded"})
+
+
 def for_pods_all_running(
     kube: k.Kube,
     pods: Iterable[Mapping[str, Any]],
@@ -143,26 +150,40 @@ def for_pods_all_running(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> tuple[list[Manifest], list[Manifest]]:
-    """``(failed, running)``: every pod awaited Running within the same ``timeout`` (``ForPodsAllRunning``).
+    """``(failed, running)`` in the order of ``pods`` (``ForPodsAllRunning``).
 
-    A failed entry is the pod as last seen (or its manifest if it vanished).
+    Each pod counts as running once seen Running before the shared deadline (as upstream's
+    one ``ForPodPhase`` per pod), with the object seen then; a pod seen ended (``Failed``/
+    ``Succeeded``) is failed at once. A failed entry is the pod as last seen (its manifest if
+    never seen). One list per namespace per poll instead of a GET per pod: the same
+    observation, cheaper for bursts of tens of pods.
     """
+    pods = list(pods)
+    keys = [_key(pod) for pod in pods]
+    latest: dict[tuple[str, str], Manifest] = {key: dict(pod) for key, pod in zip(keys, pods, strict=True)}
+    running: dict[tuple[str, str], Manifest] = {}
+    ended: set[tuple[str, str]] = set()
+    namespaces = sorted({namespace for namespace, _ in keys})
     deadline = time.monotonic() + timeout
-    failed: list[Manifest] = []
-    running: list[Manifest] = []
-    for pod in pods:
-        meta = pod["metadata"]
-        left = max(0.0, deadline - time.monotonic())
-        try:
-            running.append(
-                for_pod_phase(
-                    kube, meta["namespace"], meta["name"], "Running", interval=interval, timeout=left
-                )
-            )
-        except WaitTimeout as err:
-            log.warning("%s", err)
-            failed.append(kube.get_or_none(k.POD, meta["name"], meta["namespace"]) or dict(pod))
-    return failed, running
+    while True:
+        for namespace in namespaces:
+            for item in kube.list(k.POD, namespace):
+                key = _key(item)
+                if key not in latest or key in running or key in ended:
+                    continue
+                latest[key] = item
+                phase = (item.get("status") or {}).get("phase")
+                if phase == "Running":
+                    running[key] = item
+                elif phase in _ENDED_PHASES:
+                    ended.add(key)
+        if len(running) + len(ended) == len(latest) or time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    failed = [latest[key] for key in keys if key not in running]
+    for pod in failed:
+        log.warning("pod not running within %gs: %s", timeout, pod_summary(pod))
+    return failed, [running[key] for key in keys if key in running]
 
 
 def while_in_pod_phase(
@@ -174,31 +195,28 @@ def while_in_pod_phase(
     interval: float = DEFAULT_INTERVAL,
     steps: int = 3,
 ) -> Manifest:
-    """Check ``steps`` times, ``interval`` apart, that the pod stays in ``phase`` (``WhileInPodPhase``).
+    """``steps`` times: sleep ``interval``, then check the pod is still in ``phase`` (``WhileInPodPhase``).
 
-    ``WaitTimeout`` as soon as it is seen in another phase (e.g. a pod expected to stay
-    Pending got scheduled).
+    Returns the pod last seen; ``WaitTimeout`` (with the pod's events) as soon as it is seen
+    in another phase, e.g. a pod expected to stay Pending got scheduled.
     """
-    seen: list[_PodView] = []
-
-    def observe() -> _PodView:
-        view = _PodView(kube.get_or_none(k.POD, name, namespace))
-        seen.append(view)
-        return view
-
-    try:
-        view = wait_for(
-            observe,
-            lambda v: v.phase == phase and len(seen) > steps,
-            f"pod {namespace}/{name} to stay {phase} for {steps}x{interval:g}s",
-            interval * (steps + 1) + 60.0,
-            interval=interval,
-            terminal=lambda v: len(seen) > 1 and v.phase != phase,
+    pod: Manifest | None = None
+    for step in range(steps):
+        time.sleep(interval)
+        log.info(
+            "ensuring the pod %s/%s keep being in phase %s %d/%d", namespace, name, phase, step + 1, steps
         )
-    except WaitTimeout as err:
-        raise WaitTimeout(f"{err}\nevents:\n{_events_text(kube, namespace, name)}") from None
-    assert view.pod is not None
-    return view.pod
+        pod = kube.get_or_none(k.POD, name, namespace)
+        seen = _PodView(pod).phase
+        if seen != phase:
+            log.warning("pod %s/%s unexpected phase %r expected %r", namespace, name, seen, phase)
+            raise WaitTimeout(
+                f"pod {namespace}/{name} unexpected phase {seen!r} expected {phase!r}: {pod_summary(pod)}\n"
+                f"events:\n{_events_text(kube, namespace, name)}"
+            )
+    if pod is None:  # steps == 0: nothing was checked, return the pod as it is
+        pod = kube.get(k.POD, name, namespace)
+    return pod
 
 
 def _deleted(
@@ -219,6 +237,24 @@ def _deleted(
     )
 
 
+def for_object_deleted(
+    kube: k.Kube,
+    kind: k.Kind,
+    name: str,
+    namespace: str | None = None,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    """Until the object is gone (upstream's ``For<Kind>Deleted``; first look at once)."""
+    _deleted(
+        lambda: kube.get_or_none(kind, name, namespace),
+        f"{kind.kind} {namespace + '/' if namespace else ''}{name} to be deleted",
+        interval,
+        timeout,
+    )
+
+
 def for_pod_deleted(
     kube: k.Kube,
     namespace: str,
@@ -227,12 +263,7 @@ def for_pod_deleted(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
-    _deleted(
-        lambda: kube.get_or_none(k.POD, name, namespace),
-        f"pod {namespace}/{name} to be deleted",
-        interval,
-        timeout,
-    )
+    for_object_deleted(kube, k.POD, name, namespace, interval=interval, timeout=timeout)
 
 
 def for_pods_all_deleted(
@@ -283,12 +314,22 @@ def is_replicaset_complete(generation: int, replicas: int, status: Mapping[str, 
     )
 
 
-def is_job_completed(job: Mapping[str, Any]) -> bool:
-    """The ``Complete`` condition is ``True`` (the first of that type counts)."""
-    for cond in _status(job).get("conditions") or ():
-        if cond.get("type") == "Complete":
+def _condition_true(obj: Mapping[str, Any], cond_type: str) -> bool:
+    """The first condition of ``cond_type`` is ``True``."""
+    for cond in _status(obj).get("conditions") or ():
+        if cond.get("type") == cond_type:
             return cond.get("status") == "True"
     return False
+
+
+def is_job_completed(job: Mapping[str, Any]) -> bool:
+    """The ``Complete`` condition is ``True`` (the first of that type counts)."""
+    return _condition_true(job, "Complete")
+
+
+def is_job_failed(job: Mapping[str, Any]) -> bool:
+    """The ``Failed`` condition is ``True``: the job can no longer complete."""
+    return _condition_true(job, "Failed")
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -398,12 +439,7 @@ def for_daemonset_deleted(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
-    _deleted(
-        lambda: kube.get_or_none(k.DAEMONSET, name, namespace),
-        f"daemonset {namespace}/{name} to be deleted",
-        interval,
-        timeout,
-    )
+    for_object_deleted(kube, k.DAEMONSET, name, namespace, interval=interval, timeout=timeout)
 
 
 def for_replicaset_complete(
@@ -433,21 +469,21 @@ def for_job_completed(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
+    """Until the Job's ``Complete`` condition is True (``ForJobCompleted``); a failed Job ends the wait."""
     return wait_for(
         lambda: kube.get(k.JOB, name, namespace),
         is_job_completed,
         f"job {namespace}/{name} to complete",
         timeout,
         interval=interval,
+        terminal=is_job_failed,
     )
 
 
 def for_namespace_deleted(
     kube: k.Kube, name: str, *, interval: float = DEFAULT_INTERVAL, timeout: float = DEFAULT_TIMEOUT
 ) -> None:
-    _deleted(
-        lambda: kube.get_or_none(k.NAMESPACE, name), f"namespace {name} to be deleted", interval, timeout
-    )
+    for_object_deleted(kube, k.NAMESPACE, name, interval=interval, timeout=timeout)
 
 
 def for_nrop_deleted(

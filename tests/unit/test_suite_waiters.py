@@ -1,10 +1,13 @@
-"""Table tests of nrop.suite.waiters' completion rules and the pod-fingerprint settle counting."""
+"""Table tests of nrop.suite.waiters: the completion rules, the pod-fingerprint settle counting,
+and the pod/Job/deletion waits on a fake cluster whose objects follow a script."""
 
 from __future__ import annotations
 
 import pytest
 
+from nrop.suite import kube as k
 from nrop.suite import waiters as w
+from nrop.suite.waiting import WaitTimeout
 
 
 @pytest.mark.parametrize(
@@ -100,3 +103,203 @@ def test_pod_summary() -> None:
     }
     assert w.pod_summary(pod) == "ns/p phase=Pending node=None PodScheduled=Unschedulable: no"
     assert w.pod_summary(None) == "<not found>"
+
+
+# ------------------------------------------------------------------ waits on a fake cluster
+
+
+class FakeKube:
+    """Pods, Jobs and other objects whose state follows a script, one step per look.
+
+    ``phases[(namespace, name)]`` lists the pod's phase at each successive look (the last
+    one then stays; ``None`` = the pod does not exist). ``list`` counts as one look for
+    every pod of the namespace, ``get``/``get_or_none`` for the one object.
+    """
+
+    def __init__(self, phases=None, objects=None, events=None) -> None:
+        self.phases = dict(phases or {})
+        self.objects = dict(objects or {})
+        self.events = dict(events or {})
+        self.looks: dict[tuple[str, str], int] = {}
+        self.calls: list[tuple[str, str | None]] = []
+
+    def _pod(self, namespace: str, name: str) -> dict | None:
+        script = self.phases[(namespace, name)]
+        step = self.looks.get((namespace, name), 0)
+        self.looks[(namespace, name)] = step + 1
+        phase = script[min(step, len(script) - 1)]
+        if phase is None:
+            return None
+        return {"metadata": {"namespace": namespace, "name": name}, "status": {"phase": phase}}
+
+    def _object(self, name: str) -> dict | None:
+        script = self.objects[name]
+        step = self.looks.get(("", name), 0)
+        self.looks[("", name)] = step + 1
+        return script[min(step, len(script) - 1)]
+
+    def get_or_none(self, kind, name, namespace=None):
+        self.calls.append(("get", namespace))
+        if kind is k.POD:
+            return self._pod(namespace, name)
+        return self._object(name)
+
+    def get(self, kind, name, namespace=None):
+        obj = self.get_or_none(kind, name, namespace)
+        assert obj is not None, f"{kind.kind} {name} not found"
+        return obj
+
+    def list(self, kind, namespace=None, **_):
+        assert kind is k.POD
+        self.calls.append(("list", namespace))
+        pods = [self._pod(ns, name) for ns, name in self.phases if ns == namespace]
+        return [pod for pod in pods if pod is not None]
+
+    def events_for(self, namespace, name, kind=None):
+        return self.events.get((namespace, name), [])
+
+
+def _pod(namespace: str, name: str) -> dict:
+    return {"metadata": {"namespace": namespace, "name": name}}
+
+
+def _names(pods) -> list[tuple[str, str | None]]:
+    return [(p["metadata"]["name"], (p.get("status") or {}).get("phase")) for p in pods]
+
+
+@pytest.mark.parametrize(
+    ("phases", "timeout", "failed", "running", "lists"),
+    [
+        # everything Running at some look: one list per namespace per poll until the last one
+        (
+            {
+                ("a", "p1"): ["Pending", "Running"],
+                ("a", "p2"): ["Running"],
+                ("b", "p3"): ["Pending"] * 2 + ["Running"],
+            },
+            5.0,
+            [],
+            [("p1", "Running"), ("p2", "Running"), ("p3", "Running")],
+            6,
+        ),
+        # a pod seen Running counts even if it is no longer Running later
+        (
+            {("a", "p1"): ["Running", "Failed"], ("a", "p2"): ["Pending", "Running"]},
+            5.0,
+            [],
+            [("p1", "Running"), ("p2", "Running")],
+            2,
+        ),
+        # an ended pod fails at once: no waiting for the deadline
+        (
+            {("a", "p1"): ["Pending", "Failed"], ("a", "p2"): ["Running"]},
+            5.0,
+            [("p1", "Failed")],
+            [("p2", "Running")],
+            2,
+        ),
+        ({("a", "p1"): ["Succeeded"]}, 5.0, [("p1", "Succeeded")], [], 1),
+        # never Running: failed with the pod as last seen, or its manifest when never seen
+        ({("a", "p1"): ["Pending"], ("a", "p2"): [None]}, 0.0, [("p1", "Pending"), ("p2", None)], [], 1),
+    ],
+)
+def test_for_pods_all_running(phases, timeout, failed, running, lists) -> None:
+    kube = FakeKube(phases)
+    pods = [_pod(ns, name) for ns, name in phases]
+    got_failed, got_running = w.for_pods_all_running(kube, pods, interval=0, timeout=timeout)
+    assert _names(got_failed) == failed
+    assert _names(got_running) == running
+    assert all(call == "list" for call, _ in kube.calls)
+    assert len(kube.calls) == lists
+
+
+def test_for_pods_all_running_keeps_the_order_of_the_input() -> None:
+    phases = {("a", "p1"): ["Pending", "Running"], ("a", "p2"): ["Running"]}
+    _, running = w.for_pods_all_running(
+        FakeKube(phases), [_pod("a", "p2"), _pod("a", "p1")], interval=0, timeout=5
+    )
+    assert [p["metadata"]["name"] for p in running] == ["p2", "p1"]
+
+
+@pytest.mark.parametrize(
+    ("script", "steps", "error"),
+    [
+        (["Pending"], 3, None),
+        (["Pending", "Running"], 3, "pod ns/p unexpected phase 'Running' expected 'Pending'"),
+        ([None], 2, "pod ns/p unexpected phase None expected 'Pending'"),
+    ],
+)
+def test_while_in_pod_phase(script, steps, error) -> None:
+    events = {("ns", "p"): [{"type": "Normal", "reason": "Scheduled", "message": "assigned"}]}
+    kube = FakeKube({("ns", "p"): script}, events=events)
+    if error is None:
+        pod = w.while_in_pod_phase(kube, "ns", "p", "Pending", interval=0, steps=steps)
+        assert pod["status"]["phase"] == "Pending"
+        assert kube.looks[("ns", "p")] == steps  # a look after each sleep, none before
+        return
+    with pytest.raises(WaitTimeout) as err:
+        w.while_in_pod_phase(kube, "ns", "p", "Pending", interval=0, steps=steps)
+    assert str(err.value).startswith(error)
+    assert "begin events for ns/p" in str(err.value) and "reason='Scheduled'" in str(err.value)
+
+
+def test_for_pod_phase_stops_on_an_ended_pod() -> None:
+    kube = FakeKube({("ns", "p"): ["Pending", "Failed", "Running"]})
+    with pytest.raises(WaitTimeout, match="can no longer happen"):
+        w.for_pod_phase(kube, "ns", "p", "Running", interval=0, timeout=5)
+    assert kube.looks[("ns", "p")] == 2
+
+
+def _job(*conditions: tuple[str, str]) -> dict:
+    return {"status": {"conditions": [{"type": t, "status": s} for t, s in conditions]}}
+
+
+@pytest.mark.parametrize(
+    ("script", "outcome"),
+    [
+        ([_job(), _job(("Complete", "True"))], "complete"),
+        ([_job(), _job(("Failed", "True")), _job(("Complete", "True"))], "can no longer happen"),
+        ([_job(("Complete", "False"))], "within"),
+    ],
+)
+def test_for_job_completed(script, outcome) -> None:
+    kube = FakeKube(objects={"job": script})
+    if outcome == "complete":
+        assert w.is_job_completed(w.for_job_completed(kube, "ns", "job", interval=0, timeout=5))
+        return
+    # a failed Job ends the wait long before the timeout
+    timeout = 5 if outcome == "can no longer happen" else 0
+    with pytest.raises(WaitTimeout, match=outcome):
+        w.for_job_completed(kube, "ns", "job", interval=0, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    ("conditions", "failed"), [([("Failed", "True")], True), ([("Failed", "False")], False), ([], False)]
+)
+def test_is_job_failed(conditions, failed) -> None:
+    assert w.is_job_failed(_job(*conditions)) is failed
+
+
+def test_for_object_deleted() -> None:
+    kube = FakeKube(objects={"kc": [{"metadata": {"name": "kc"}}] * 2 + [None]})
+    w.for_object_deleted(
+        kube, k.Kind("machineconfiguration.openshift.io/v1", "KubeletConfig"), "kc", interval=0
+    )
+    assert kube.looks[("", "kc")] == 3
+    with pytest.raises(WaitTimeout, match="KubeletConfig kc to be deleted within"):
+        w.for_object_deleted(
+            FakeKube(objects={"kc": [{"metadata": {"name": "kc"}}]}),
+            k.Kind("machineconfiguration.openshift.io/v1", "KubeletConfig"),
+            "kc",
+            interval=0,
+            timeout=0,
+        )
+
+
+def test_log_events_for_pod(caplog: pytest.LogCaptureFixture) -> None:
+    events = {("ns", "p"): [{"type": "Warning", "reason": "FailedScheduling", "message": "0/2 nodes"}]}
+    with caplog.at_level("INFO", logger=w.__name__):
+        w.log_events_for_pod(FakeKube(events=events), "ns", "p")
+    assert "begin events for ns/p" in caplog.text
+    assert "message='0/2 nodes' reason='FailedScheduling'" in caplog.text
+    assert "end events for ns/p" in caplog.text
