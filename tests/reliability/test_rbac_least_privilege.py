@@ -836,14 +836,14 @@ def test_the_audit_sees_an_operand_that_lacks_a_permission(
             TIMEOUT,
         )
     finally:
-        if kube.get_or_none(crb, naming.RTE_ROLE_NAME) is None:
-            meta = saved["metadata"]
-            kube.create(
-                {
-                    **{k: v for k, v in saved.items() if k != "metadata"},
-                    "metadata": {k: meta[k] for k in ("name", "labels", "ownerReferences") if k in meta},
-                }
-            )
+        # put the binding back; the operator's resync may do it at the same moment (apply: either wins)
+        meta = saved["metadata"]
+        kube.apply(
+            {
+                **{k: v for k, v in saved.items() if k != "metadata"},
+                "metadata": {k: meta[k] for k in ("name", "labels", "ownerReferences") if k in meta},
+            }
+        )
     assert {d["resource"] for d in denied} <= {"noderesourcetopologies", "pods", "nodes"}, _show(denied)
     assert not [d for d in denied if d["namespace"] == NS and d["resource"] == "pods"], _show(denied)
 
