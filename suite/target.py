@@ -47,9 +47,9 @@ VERSION_PROBE_TIMEOUT = 5.0
 Progress = Callable[[str], None]
 
 
-def is_embedded_version(version: dict[str, str]) -> bool:
-    """Whether a ``/version`` answer is the embedded cluster's."""
-    return str(version.get("gitVersion", "")).endswith(EMBEDDED_VERSION_SUFFIX)
+def is_embedded_version(git_version: str) -> bool:
+    """Whether a ``/version`` answer's ``gitVersion`` is the embedded cluster's."""
+    return git_version.endswith(EMBEDDED_VERSION_SUFFIX)
 
 
 def serves_embedded(kubeconfig: Path) -> bool:
@@ -66,7 +66,7 @@ def serves_embedded(kubeconfig: Path) -> bool:
         return False
     try:
         version = client.VersionApi(kube.api_client).get_code(_request_timeout=VERSION_PROBE_TIMEOUT)
-        return is_embedded_version({"gitVersion": version.git_version})
+        return is_embedded_version(str(version.git_version or ""))
     except Exception as exc:  # any failure: treat it as a real cluster, upstream's timings
         log.warning("cannot read the version of the cluster of %s (%s): upstream's timings", kubeconfig, exc)
         return False

@@ -33,6 +33,7 @@ from nrop.api.selectors import (
     label_value_errors,
     qualified_name_errors,
 )
+from nrop.localcluster.apiserver.cells import get_field
 from nrop.localcluster.apiserver.definitions import Definitions, schema_types
 from nrop.localcluster.apiserver.errors import (
     BadRequest,
@@ -466,10 +467,8 @@ def pod_spec_causes(group: str, kind: str, obj: Mapping[str, Any]) -> list[Cause
     other kinds), in upstream's order: container resources, ``nodeSelector`` labels, node
     affinity, tolerations. Paths are upstream's (``spec.template.spec.tolerations[0]...``)."""
     parts = _POD_SPEC_PATHS.get((group, kind))
-    spec: Any = obj
-    for part in parts or ():
-        spec = spec.get(part) if isinstance(spec, Mapping) else None
-    if parts is None or not isinstance(spec, Mapping):
+    spec = get_field(obj, *parts) if parts is not None else None
+    if parts is None or not isinstance(spec, dict):
         return []
     path = ".".join(parts)
     causes = [_cause(p) for p in resourcerequirements.validate_pod_spec_resources(spec, path)]

@@ -953,8 +953,8 @@ def test_a_kubeconfig_of_an_embedded_cluster_gets_the_embedded_timings(
         False,
     )
     # a real cluster's version, and a cluster that does not answer, keep upstream's timings
-    assert not target.is_embedded_version({"gitVersion": "v1.33.2"})
-    assert target.is_embedded_version({"gitVersion": "v1.33.0-nrop"})
+    assert not target.is_embedded_version("v1.33.2")
+    assert target.is_embedded_version("v1.33.0-nrop")
     unreachable = tmp_path / "kubeconfig"
     unreachable.write_text(kubeconfig.read_text().replace("https://127.0.0.1:", "https://127.0.0.1:1"))
     assert not target.serves_embedded(unreachable)
