@@ -29,23 +29,20 @@ import kopf
 from nrop.api import crds
 from nrop.operator import (
     certificates,
-    conditions,
     kubeletconfig,
     kubeletconfigcontroller,
-    metrics,
     naming,
     nropspec,
     rtemanifests,
 )
 from nrop.operator.conditions import Reason, Step, Type
-from nrop.operator.kubeapi import ApiException, error_message, kind
+from nrop.operator.kubeapi import kind
 from nrop.operator.reconciling import (
     Context,
+    CustomResource,
     delete_owned,
-    now,
+    reconcile_cr,
     register_cr_controller,
-    retrying,
-    write_status,
 )
 
 __all__ = ["cleanup", "daemonset_step", "reconcile", "register"]
@@ -69,7 +66,7 @@ OWNED = (
     kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
     kind("v1", "ServiceAccount"),
 )
-EXTRA_CONDITIONS = (Type.MCP_PAUSED,)
+RESOURCE = CustomResource(NROP, CONTROLLER, (Type.MCP_PAUSED,))
 
 
 def _owner_labels(name: str) -> dict[str, str]:
@@ -198,37 +195,7 @@ def _delete_stale(ctx: Context, name: str, desired: Sequence[Mapping[str, Any]])
 
 def reconcile(ctx: Context, name: str) -> Step | None:
     """One reconciliation of the NUMAResourcesOperator ``name``; its resulting step (None: skipped)."""
-    metrics.WORKQUEUE_ADDS.labels(CONTROLLER, CONTROLLER).inc()
-    with ctx.lock(naming.NROP_KIND, name), metrics.measure(CONTROLLER):
-        obj = ctx.api.get(NROP, name)
-        if obj is None or obj["metadata"].get("deletionTimestamp"):
-            return None
-        if (obj["metadata"].get("annotations") or {}).get(
-            naming.PAUSE_RECONCILIATION_ANNOTATION
-        ) == "enabled":
-            log.info("reconciliation of %s paused by annotation", name)
-            return None
-        status = dict(obj.get("status") or {})
-        try:
-            step = retrying(lambda: _sync(ctx, obj, status))
-        except ApiException as exc:
-            metrics.ERRORS.labels(CONTROLLER).inc()
-            log.warning("reconciling NUMAResourcesOperator %s: %s", name, exc)
-            step = Step.degraded(Reason.INTERNAL_ERROR, error_message(exc))
-        status["conditions"] = conditions.compute(
-            status.get("conditions") or [],
-            step,
-            obj["metadata"].get("generation", 0),
-            now(),
-            EXTRA_CONDITIONS,
-        )
-        metrics.RECONCILIATIONS.labels(CONTROLLER, step.type).inc()
-        try:
-            write_status(ctx.api, NROP, obj, status)
-        except ApiException as exc:
-            metrics.ERRORS.labels(CONTROLLER).inc()
-            log.warning("writing the status of NUMAResourcesOperator %s: %s", name, exc.reason)
-        return step
+    return reconcile_cr(ctx, RESOURCE, name, lambda obj, status: _sync(ctx, obj, status))
 
 
 def cleanup(ctx: Context, name: str) -> None:

@@ -14,16 +14,16 @@ from typing import Any
 
 import kopf
 
-from nrop.operator import conditions, metrics, naming, nrsspec, schedmanifests
+from nrop.operator import conditions, naming, nrsspec, schedmanifests
 from nrop.operator.conditions import Reason, Step, Type
-from nrop.operator.kubeapi import ApiException, error_message, kind
+from nrop.operator.kubeapi import kind
 from nrop.operator.reconciling import (
     Context,
+    CustomResource,
     delete_owned,
     now,
+    reconcile_cr,
     register_cr_controller,
-    retrying,
-    write_status,
 )
 
 __all__ = ["cleanup", "deployment_step", "reconcile", "register"]
@@ -42,7 +42,7 @@ OWNED = (
     kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
     kind("v1", "ServiceAccount"),
 )
-EXTRA_CONDITIONS = (Type.DEDICATED_INFORMER,)
+RESOURCE = CustomResource(NRS, CONTROLLER, (Type.DEDICATED_INFORMER,))
 
 
 def _owner_labels(name: str) -> dict[str, str]:
@@ -107,40 +107,20 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     return deployment_step(deployment)
 
 
+def _finish_status(status: dict[str, Any], generation: int) -> None:
+    """The DedicatedInformer condition from what ``_sync`` found; no ``cacheResyncPeriod`` unless set."""
+    dedicated = status.pop("_dedicated", None)
+    if dedicated is not None:
+        status["conditions"] = conditions.set_extra(
+            status["conditions"], Type.DEDICATED_INFORMER, dedicated, generation, now()
+        )
+    if status.get("cacheResyncPeriod") is None:
+        status.pop("cacheResyncPeriod", None)
+
+
 def reconcile(ctx: Context, name: str) -> Step | None:
     """One reconciliation of the NUMAResourcesScheduler ``name``; its resulting step (None: skipped)."""
-    metrics.WORKQUEUE_ADDS.labels(CONTROLLER, CONTROLLER).inc()
-    with ctx.lock(naming.NRS_KIND, name), metrics.measure(CONTROLLER):
-        obj = ctx.api.get(NRS, name)
-        if obj is None or obj["metadata"].get("deletionTimestamp"):
-            return None
-        if (obj["metadata"].get("annotations") or {}).get(
-            naming.PAUSE_RECONCILIATION_ANNOTATION
-        ) == "enabled":
-            log.info("reconciliation of %s paused by annotation", name)
-            return None
-        status = dict(obj.get("status") or {})
-        try:
-            step = retrying(lambda: _sync(ctx, obj, status))
-        except ApiException as exc:
-            metrics.ERRORS.labels(CONTROLLER).inc()
-            log.warning("reconciling NUMAResourcesScheduler %s: %s", name, exc)
-            step = Step.degraded(Reason.INTERNAL_ERROR, error_message(exc))
-        generation = obj["metadata"].get("generation", 0)
-        conds = conditions.compute(status.get("conditions") or [], step, generation, now(), EXTRA_CONDITIONS)
-        dedicated = status.pop("_dedicated", None)
-        if dedicated is not None:
-            conds = conditions.set_extra(conds, Type.DEDICATED_INFORMER, dedicated, generation, now())
-        status["conditions"] = conds
-        if status.get("cacheResyncPeriod") is None:
-            status.pop("cacheResyncPeriod", None)
-        metrics.RECONCILIATIONS.labels(CONTROLLER, step.type).inc()
-        try:
-            write_status(ctx.api, NRS, obj, status)
-        except ApiException as exc:
-            metrics.ERRORS.labels(CONTROLLER).inc()
-            log.warning("writing the status of NUMAResourcesScheduler %s: %s", name, exc.reason)
-        return step
+    return reconcile_cr(ctx, RESOURCE, name, lambda obj, status: _sync(ctx, obj, status), _finish_status)
 
 
 def cleanup(ctx: Context, name: str) -> None:

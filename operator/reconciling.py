@@ -1,5 +1,6 @@
-"""What both controllers share: the context of a run, one lock per object, status writes, and
-how a CR controller hooks into kopf (:func:`register_cr_controller`).
+"""What both controllers share: the context of a run, one lock per object, the reconciliation of a
+CR (:func:`reconcile_cr`), status writes, and how a CR controller hooks into kopf
+(:func:`register_cr_controller`).
 
 A reconciliation reads its CR afresh, decides, applies and writes the status only when it
 changed (conditions compared without ``lastTransitionTime``), so the watch event its
@@ -20,10 +21,20 @@ from typing import Any, Final, TypeVar
 import kopf
 
 from nrop.api.backoff import Backoff
-from nrop.operator import conditions, naming
-from nrop.operator.kubeapi import Api, ApiException, Kind
+from nrop.operator import conditions, metrics, naming
+from nrop.operator.conditions import Reason, Step, Type
+from nrop.operator.kubeapi import Api, ApiException, Kind, error_message
 
-__all__ = ["TRANSIENT", "Context", "now", "register_cr_controller", "retrying", "write_status"]
+__all__ = [
+    "TRANSIENT",
+    "Context",
+    "CustomResource",
+    "now",
+    "reconcile_cr",
+    "register_cr_controller",
+    "retrying",
+    "write_status",
+]
 
 T = TypeVar("T")
 #: API answers worth another attempt at once: conflicts, throttling, server trouble.
@@ -87,6 +98,63 @@ def write_status(api: Api, kind: Kind, obj: Mapping[str, Any], status: Mapping[s
     patch = {**{k: None for k in old if k not in status}, **status}
     api.patch_status(kind, obj["metadata"]["name"], patch)
     return True
+
+
+@dataclass(frozen=True)
+class CustomResource:
+    """What a controller reconciles: its kind, the metrics label of its controller and the
+    conditions it reports besides the standard ones."""
+
+    kind: Kind
+    controller: str
+    extra_conditions: tuple[Type, ...] = ()
+
+
+def reconcile_cr(
+    ctx: Context,
+    cr: CustomResource,
+    name: str,
+    sync: Callable[[Mapping[str, Any], dict[str, Any]], Step],
+    finish: Callable[[dict[str, Any], int], None] | None = None,
+) -> Step | None:
+    """One reconciliation of the CR ``name``; its resulting step (None: skipped).
+
+    Skips a CR that is gone, being deleted or paused by annotation. ``sync`` applies the desired
+    objects, fills ``status`` and returns the step (retried on transient API errors; an API error
+    that stays is ``Degraded``/``InternalError``). The conditions follow the step, ``finish``
+    completes the status (with the CR's generation), which is written only when it changed.
+    """
+    kind_name = cr.kind.kind
+    metrics.WORKQUEUE_ADDS.labels(cr.controller, cr.controller).inc()
+    with ctx.lock(kind_name, name), metrics.measure(cr.controller):
+        obj = ctx.api.get(cr.kind, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return None
+        if (obj["metadata"].get("annotations") or {}).get(
+            naming.PAUSE_RECONCILIATION_ANNOTATION
+        ) == "enabled":
+            log.info("reconciliation of %s paused by annotation", name)
+            return None
+        status = dict(obj.get("status") or {})
+        try:
+            step = retrying(lambda: sync(obj, status))
+        except ApiException as exc:
+            metrics.ERRORS.labels(cr.controller).inc()
+            log.warning("reconciling %s %s: %s", kind_name, name, exc)
+            step = Step.degraded(Reason.INTERNAL_ERROR, error_message(exc))
+        generation = obj["metadata"].get("generation", 0)
+        status["conditions"] = conditions.compute(
+            status.get("conditions") or [], step, generation, now(), cr.extra_conditions
+        )
+        if finish is not None:
+            finish(status, generation)
+        metrics.RECONCILIATIONS.labels(cr.controller, step.type).inc()
+        try:
+            write_status(ctx.api, cr.kind, obj, status)
+        except ApiException as exc:
+            metrics.ERRORS.labels(cr.controller).inc()
+            log.warning("writing the status of %s %s: %s", kind_name, name, exc.reason)
+        return step
 
 
 def delete_owned(ctx: Context, owned: tuple[Kind, ...], owner_labels: Mapping[str, str]) -> None:
