@@ -103,10 +103,11 @@ def validate_container_resources(resources: Mapping[str, Any] | None, path: str)
 
 
 def validate_pod_spec_resources(spec: Mapping[str, Any] | None, path: str = "spec") -> list[FieldError]:
-    """The resource problems of every init and app container of a pod spec at ``path``."""
+    """The resource problems of every app, then init container of a pod spec at ``path`` (the order of
+    upstream's ``ValidatePodSpec``: ``validateContainers`` before ``validateInitContainers``)."""
     spec = spec or {}
     problems: list[FieldError] = []
-    for field in ("initContainers", "containers"):
+    for field in ("containers", "initContainers"):
         containers: Iterable[Any] = spec.get(field) or ()
         for index, container in enumerate(containers):
             if isinstance(container, Mapping):

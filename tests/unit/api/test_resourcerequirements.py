@@ -77,7 +77,7 @@ def test_container_resources(resources: dict, expected: list[FieldError]) -> Non
     assert validate_container_resources(resources, P) == expected
 
 
-def test_pod_spec_paths_cover_init_and_app_containers() -> None:
+def test_pod_spec_paths_cover_app_then_init_containers() -> None:
     bad = {"limits": {"cpu": "1"}, "requests": {"cpu": "2"}}
     spec = {
         "initContainers": [{"name": "i", "resources": bad}],
@@ -85,6 +85,6 @@ def test_pod_spec_paths_cover_init_and_app_containers() -> None:
     }
     fields = [p.field for p in validate_pod_spec_resources(spec, "spec.template.spec")]
     assert fields == [
-        "spec.template.spec.initContainers[0].resources.requests",
         "spec.template.spec.containers[1].resources.requests",
+        "spec.template.spec.initContainers[0].resources.requests",
     ]
