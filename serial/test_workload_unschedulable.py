@@ -126,16 +126,10 @@ def _test_daemonset(fxt: Any, suite_config: Any, limits: acct.ResList) -> dict:
 
 
 def _for_daemonset_pods(fxt: Any, ds: dict, count: int) -> list[dict]:
-    """``ForDaemonsetPodsCreation``: the DaemonSet reports ``count`` pods scheduled; its pods."""
-    kube = fxt.kube
+    """``ForDaemonsetPodsCreation`` (1 s / 1 min): the DaemonSet wants ``count`` pods; its pods."""
     name = ds["metadata"]["name"]
-    wait_for(
-        lambda: kube.get(k8s.DAEMONSET, name, fxt.namespace),
-        lambda obj: int((obj.get("status") or {}).get("currentNumberScheduled", 0)) == count,
-        f"daemonset {fxt.namespace}/{name} to have {count} pods",
-        60,
-    )
-    pods = acct.pods_of(kube, ds)
+    ds = waiters.for_daemonset_pods(fxt.kube, fxt.namespace, name, count, interval=1, timeout=60)
+    pods = acct.pods_of(fxt.kube, ds)
     assert pods, f"cannot find any pods for DS {fxt.namespace}/{name}"
     return pods
 
