@@ -3,24 +3,22 @@
 Shared by ``test_configuration``, ``test_tolerations``, ``test_workload_placement_no_nrt``,
 ``test_metrics``, ``test_network_policy``, ``test_version`` and ``test_introspection``: the
 things those specs do to the NUMAResourcesOperator (update the CR with retries, read its
-conditions and status), to RTE DaemonSets and their pods, to node taints, and how they tell
-which platform they run on (so OpenShift-only specs skip with a reason read from the
-cluster, never unconditionally). Pure decisions (condition checks, RTE
-config parsing, related-object lists) are plain functions over dicts; the rest are thin
-loops on :func:`nrop.suite.waiting.wait_for`.
+conditions and status), to RTE DaemonSets and their pods, to node taints and to
+MachineConfigPools. Which platform the cluster is lives in :mod:`_openshift_helpers`, commands
+in pods in :mod:`_podexec_helpers`. Pure decisions (condition checks, RTE config parsing,
+related-object lists) are plain functions over dicts; the rest are thin loops on
+:func:`nrop.suite.waiting.wait_for`.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from kubernetes.dynamic.exceptions import ResourceNotFoundError
+from _openshift_helpers import MCP, ClusterPlatform, Platform, serves
 
 from nrop.api.selectors import matches as selector_matches
 from nrop.api.tolerations import (
@@ -48,8 +46,6 @@ ROLE_WORKER = "worker"
 ROLE_CONTROL_PLANE = "control-plane"
 ROLE_MCP_TEST = "mcp-test"
 NODEPOOL_LABEL = "hypershift.openshift.io/nodePool"
-SELINUX_POLICY_ANNOTATION = "config.node.openshift-kni.io/selinux-policy"
-SELINUX_POLICY_CUSTOM = "custom"
 TERMINATION_FALLBACK = "FallbackToLogsOnError"
 
 CONDITION_AVAILABLE = "Available"
@@ -57,12 +53,6 @@ CONDITION_DEGRADED = "Degraded"
 REASON_INTERNAL_ERROR = "InternalError"
 REASON_NODEGROUPS_ERROR = "ValidationErrorUnderNodeGroups"
 
-MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
-KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")
-CLUSTERVERSION = Kind("config.openshift.io/v1", "ClusterVersion")
-INFRASTRUCTURE = Kind("config.openshift.io/v1", "Infrastructure")
-SCHEDULER_CONFIG = Kind("config.openshift.io/v1", "Scheduler")
-APISERVER_CONFIG = Kind("config.openshift.io/v1", "APIServer")
 
 # loglevel.ToKlog: the RTE -v value for each operator LogLevel
 KLOG_LEVELS = {"Normal": "2", "Debug": "4", "Trace": "6", "TraceAll": "8"}
@@ -70,93 +60,6 @@ KLOG_LEVELS = {"Normal": "2", "Debug": "4", "Trace": "6", "TraceAll": "8"}
 
 def role_label(role: str) -> str:
     return f"{LABEL_ROLE}/{role}"
-
-
-# -- platform -------------------------------------------------------------------------------
-
-
-class Platform(enum.StrEnum):
-    KUBERNETES = "Kubernetes"
-    OPENSHIFT = "OpenShift"
-    HYPERSHIFT = "HyperShift"
-
-
-@dataclass(frozen=True)
-class ClusterPlatform:
-    """What the cluster is, read from its API (upstream ``detect.Platform`` + version)."""
-
-    platform: Platform
-    version: tuple[int, ...] | None
-
-    @property
-    def is_openshift_like(self) -> bool:
-        return self.platform in (Platform.OPENSHIFT, Platform.HYPERSHIFT)
-
-    def at_least(self, version: str) -> bool:
-        """``PlatVersion.AtLeast`` for OpenShift versions; False when the version is unknown."""
-        if self.version is None:
-            return False
-        return self.version >= parse_version(version)
-
-    def describe(self) -> str:
-        if self.version is None:
-            return self.platform.value
-        return f"{self.platform.value} {'.'.join(str(part) for part in self.version)}"
-
-
-def parse_version(text: str) -> tuple[int, ...]:
-    """``4.18.3`` / ``v1.30.0+k3s`` -> ``(4, 18, 3)``: the leading numeric dotted part."""
-    match = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
-    if not match:
-        raise ValueError(f"not a version: {text!r}")
-    return tuple(int(part) for part in match.group(1).split("."))
-
-
-def serves(kube: Kube, kind: Kind) -> bool:
-    """Whether the API server serves ``kind`` (discovery knows it)."""
-    try:
-        kube._resource(kind)
-    except ResourceNotFoundError:
-        return False
-    return True
-
-
-def detect_platform(kube: Kube) -> ClusterPlatform:
-    """OpenShift when ``config.openshift.io`` ClusterVersion is served, HyperShift when its
-    Infrastructure reports an External control plane, else Kubernetes (with the server version)."""
-    if serves(kube, CLUSTERVERSION):
-        version = None
-        cv = kube.get_or_none(CLUSTERVERSION, "version")
-        desired = ((cv or {}).get("status") or {}).get("desired") or {}
-        if desired.get("version"):
-            version = parse_version(str(desired["version"]))
-        infra = kube.get_or_none(INFRASTRUCTURE, "cluster") or {}
-        topology = (infra.get("status") or {}).get("controlPlaneTopology")
-        platform = Platform.HYPERSHIFT if topology == "External" else Platform.OPENSHIFT
-        return ClusterPlatform(platform, version)
-    return ClusterPlatform(Platform.KUBERNETES, None)
-
-
-def openshift_kinds_missing(kube: Kube, *kinds: Kind) -> str | None:
-    """The skip reason when one of the OpenShift ``kinds`` is not served, else None."""
-    missing = [str(kind) for kind in kinds if not serves(kube, kind)]
-    if not missing:
-        return None
-    return f"requires OpenShift: {', '.join(missing)} not served by this cluster"
-
-
-def custom_policy_support_enabled(platform: ClusterPlatform, nrop: Mapping[str, Any]) -> bool:
-    """``isCustomPolicySupportEnabled``: the custom SELinux policy (a MachineConfig, MCP roll-out)
-    is in effect. Only OpenShift has MachineConfigs; before 4.18 it is always on."""
-    if platform.platform is not Platform.OPENSHIFT:
-        return False
-    if not platform.at_least("4.18"):
-        return True
-    groups = (nrop.get("spec") or {}).get("nodeGroups") or []
-    return any(
-        ((group.get("annotations") or {}).get(SELINUX_POLICY_ANNOTATION)) == SELINUX_POLICY_CUSTOM
-        for group in groups
-    )
 
 
 # -- polling --------------------------------------------------------------------------------
@@ -600,91 +503,6 @@ def object_refs(refs: Iterable[Mapping[str, Any]] | None) -> list[str]:
     return sorted(
         _ref(ref.get("group", ""), ref.get("resource", ""), ref.get("namespace", ""), ref.get("name", ""))
         for ref in refs or ()
-    )
-
-
-# -- in-pod commands and pod endpoints --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def exec_in_pod(
-    kube: Kube, pod: Mapping[str, Any], command: Sequence[str], container: str | None = None
-) -> ExecResult:
-    """``remoteexec.CommandOnPod``: run ``command`` in the pod's (first) container via pods/exec.
-
-    The exit status comes from the exec error channel: ``Success`` is 0, a ``NonZeroExitCode``
-    carries the code, any other failure (e.g. the command cannot be started) is -1 with the
-    server's message appended to stderr.
-    """
-    from kubernetes import client
-    from kubernetes.stream import stream
-    from kubernetes.stream.ws_client import ERROR_CHANNEL
-
-    meta = pod["metadata"]
-    core = client.CoreV1Api(kube.api_client)
-    resp = stream(
-        core.connect_get_namespaced_pod_exec,
-        meta["name"],
-        meta["namespace"],
-        command=list(command),
-        container=container or pod["spec"]["containers"][0]["name"],
-        stderr=True,
-        stdin=False,
-        stdout=True,
-        tty=False,
-        _preload_content=False,
-    )
-    stdout: list[str] = []
-    stderr: list[str] = []
-    while resp.is_open():
-        resp.update(timeout=1)
-        if resp.peek_stdout():
-            stdout.append(resp.read_stdout())
-        if resp.peek_stderr():
-            stderr.append(resp.read_stderr())
-    status_text = resp.read_channel(ERROR_CHANNEL)
-    resp.close()
-    return ExecResult(_exit_code(status_text, stderr), "".join(stdout), "".join(stderr))
-
-
-def _exit_code(status_text: str, stderr: list[str]) -> int:
-    """The exit code an exec error-channel Status (``metav1.Status`` JSON) stands for."""
-    import json
-
-    if not status_text:
-        return 0
-    status = json.loads(status_text)
-    if status.get("status") == "Success":
-        return 0
-    for cause in (status.get("details") or {}).get("causes") or ():
-        if cause.get("reason") == "ExitCode":
-            return int(cause.get("message", "-1"))
-    stderr.append(str(status.get("message", "")))
-    return -1
-
-
-def join_host_port(host: str, port: str) -> str:
-    """``net.JoinHostPort``."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def fetch_pod_https(kube: Kube, pod: Mapping[str, Any], port: str, path: str) -> str:
-    """GET ``https://<pod>:<port>/<path>`` through the API server's pods/proxy (certificate not
-    verified, like ``curl -k``)."""
-    from kubernetes import client
-
-    meta = pod["metadata"]
-    core = client.CoreV1Api(kube.api_client)
-    return str(
-        core.connect_get_namespaced_pod_proxy_with_path(
-            f"https:{meta['name']}:{port}", meta["namespace"], path
-        )
     )
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import _config_helpers as h
+import _openshift_helpers as ocp
 import pytest
 import yaml
 
@@ -62,8 +63,8 @@ def _suitable_nrts(fxt: Any) -> list[Mapping[str, Any]]:
 
 
 @pytest.fixture
-def platform(kube: Kube) -> h.ClusterPlatform:
-    return h.detect_platform(kube)
+def platform(kube: Kube) -> ocp.ClusterPlatform:
+    return ocp.detect_platform(kube)
 
 
 def _revert_spec(
@@ -104,8 +105,8 @@ def _create_test_mcp(
 ) -> dict[str, Any]:
     """``objects.TestMCP`` with the spec's selectors; zero machines (no node has the role)."""
     mcp = {
-        "apiVersion": h.MCP.api_version,
-        "kind": h.MCP.kind,
+        "apiVersion": ocp.MCP.api_version,
+        "kind": ocp.MCP.kind,
         "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": name}},
         "spec": {
             "machineConfigSelector": dict(machine_config_selector),
@@ -116,11 +117,11 @@ def _create_test_mcp(
 
 
 def _delete_mcp(kube: Kube, suite_config: Any, name: str) -> None:
-    kube.delete(h.MCP, name)
+    kube.delete(ocp.MCP, name)
     t = suite_config.timeouts
     waiters.for_object_deleted(
         kube,
-        h.MCP,
+        ocp.MCP,
         name,
         timeout=t.mcp_update_timeout,
         interval=h.poll(suite_config.target, t.mcp_update_interval),
@@ -136,7 +137,7 @@ def _kubelet_config_of(kc: Mapping[str, Any]) -> dict[str, Any]:
 
 def _targeted_kubelet_config(kube: Kube, nrop: Mapping[str, Any]) -> dict[str, Any]:
     targeted = None
-    kcs = kube.list(h.KUBELETCONFIG)
+    kcs = kube.list(ocp.KUBELETCONFIG)
     for mcp in h.nrop_mcps(kube, nrop):
         for kc in kcs:
             if h.selector_matches(
@@ -151,7 +152,7 @@ def _set_kubelet_config_field(kube: Kube, target: str, kc_name: str, field_name:
     def mutate(obj: dict[str, Any]) -> None:
         obj["spec"].setdefault("kubeletConfig", {})[field_name] = value
 
-    h.update_object(kube, h.KUBELETCONFIG, kc_name, mutate, timeout=600, interval=h.poll(target, 30))
+    h.update_object(kube, ocp.KUBELETCONFIG, kc_name, mutate, timeout=600, interval=h.poll(target, 30))
 
 
 def _update_performance_profile(kube: Kube, target: str, name: str, value: str, *path: str) -> None:
@@ -185,10 +186,10 @@ def _cluster_type(kube: Kube) -> str:
     """``getClusterType``: compact / mno-masters-schedulable / mno."""
     nodes = kube.list(NODE)
     masters_schedulable = False
-    if h.serves(kube, h.SCHEDULER_CONFIG):
-        sched = kube.get_or_none(h.SCHEDULER_CONFIG, "cluster")
+    if ocp.serves(kube, ocp.SCHEDULER_CONFIG):
+        sched = kube.get_or_none(ocp.SCHEDULER_CONFIG, "cluster")
         masters_schedulable = bool(((sched or {}).get("spec") or {}).get("mastersSchedulable"))
-    infra = kube.get_or_none(h.INFRASTRUCTURE, "cluster") if h.serves(kube, h.INFRASTRUCTURE) else None
+    infra = kube.get_or_none(ocp.INFRASTRUCTURE, "cluster") if ocp.serves(kube, ocp.INFRASTRUCTURE) else None
     if (
         infra is not None
         and (infra.get("status") or {}).get("controlPlaneTopology") == "HighlyAvailable"
@@ -213,7 +214,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         initial = _nrop(kube, suite_config)
         # A new node group for a pool with zero machines (no reboot). On OpenShift: a new MCP selected by
         # its labels; on Kubernetes (no MCPs) the same pool by name, whose nodes are the role label's.
-        mcp_served = h.serves(kube, h.MCP)
+        mcp_served = ocp.serves(kube, ocp.MCP)
         if mcp_served:
             mcp = _create_test_mcp(
                 kube,
@@ -275,15 +276,15 @@ class TestClusterHasAtLeastOneSuitableNode:
 
     @spec("should converge with mixed SELinux policy across node groups", "tier2", "openshift")
     def test_mixed_selinux_policy(
-        self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+        self, fxt: Any, kube: Kube, suite_config: Any, platform: ocp.ClusterPlatform
     ) -> None:
-        if platform.platform is not h.Platform.OPENSHIFT:
+        if platform.platform is not ocp.Platform.OPENSHIFT:
             pytest.skip(
                 f"requires OpenShift: the custom SELinux policy is a MachineConfig (platform {platform.describe()})"
             )
         if not platform.at_least(MIN_CUSTOM_POLICY_VERSION):
             pytest.skip("mixed SELinux policy test requires platform >= 4.18")
-        reason = h.openshift_kinds_missing(kube, h.MCP)
+        reason = ocp.openshift_kinds_missing(kube, ocp.MCP)
         if reason:
             pytest.skip(reason)
         target = suite_config.target
@@ -304,7 +305,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         try:
             test_group = {
                 "machineConfigPoolSelector": {"matchLabels": dict(mcp["metadata"]["labels"])},
-                "annotations": {h.SELINUX_POLICY_ANNOTATION: h.SELINUX_POLICY_CUSTOM},
+                "annotations": {ocp.SELINUX_POLICY_ANNOTATION: ocp.SELINUX_POLICY_CUSTOM},
             }
             applied = _append_node_group(kube, name, test_group, target)
             try:
@@ -460,7 +461,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
     @spec("[test_id:84310] ignores non-matching kubeletconfigs", "slow", "tier1", "openshift")
     def test_84310_ignores_non_matching_kubeletconfigs(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
-        reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG)
+        reason = ocp.openshift_kinds_missing(kube, ocp.KUBELETCONFIG)
         if reason:
             pytest.skip(reason)
         nrop_name = suite_config.nrop["metadata"]["name"]
@@ -473,8 +474,8 @@ class TestClusterHasAtLeastOneSuitableNode:
         log.info("initial set of configmaps from kubeletconfigs: %s", ",".join(before))
         # intobjs.NewKubeletConfigAutoresizeControlPlane
         kc = {
-            "apiVersion": h.KUBELETCONFIG.api_version,
-            "kind": h.KUBELETCONFIG.kind,
+            "apiVersion": ocp.KUBELETCONFIG.api_version,
+            "kind": ocp.KUBELETCONFIG.kind,
             "metadata": {"name": "autoresize-ctrlplane"},
             "spec": {
                 "autoSizingReserved": True,
@@ -494,8 +495,10 @@ class TestClusterHasAtLeastOneSuitableNode:
                 h.poll(suite_config.target, 10),
             )
         finally:
-            kube.delete(h.KUBELETCONFIG, kc["metadata"]["name"])
-            waiters.for_object_deleted(kube, h.KUBELETCONFIG, kc["metadata"]["name"], timeout=180, interval=1)
+            kube.delete(ocp.KUBELETCONFIG, kc["metadata"]["name"])
+            waiters.for_object_deleted(
+                kube, ocp.KUBELETCONFIG, kc["metadata"]["name"], timeout=180, interval=1
+            )
 
     @spec(
         "[test_id:47585] can change kubeletconfig and controller should adapt",
@@ -505,7 +508,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         "openshift",
     )
     def test_47585_kubeletconfig_change_adapts(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
-        reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG, h.MCP)
+        reason = ocp.openshift_kinds_missing(kube, ocp.KUBELETCONFIG, ocp.MCP)
         if reason:
             pytest.skip(reason)
         fxt.is_reboot_test = True
@@ -542,7 +545,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         set_scope(new_scope)
         try:
             h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
-            kc = kube.get(h.KUBELETCONFIG, kc_name)
+            kc = kube.get(ocp.KUBELETCONFIG, kc_name)
             cm = next(
                 (
                     item
@@ -574,7 +577,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             h.eventually(cm_updated, "the RTE ConfigMap to carry the new scope", 300, h.poll(target, 30))
             _schedule_gu_pod_and_check(fxt, kube, suite_config, initial_nrts)
         finally:
-            kc_now = kube.get(h.KUBELETCONFIG, kc_name)
+            kc_now = kube.get(ocp.KUBELETCONFIG, kc_name)
             if str(_kubelet_config_of(kc_now).get("topologyManagerScope", "")) != initial_scope:
                 infos = h.mcps_info(kube, nrop)
                 set_scope(initial_scope)
@@ -594,7 +597,7 @@ class TestClusterHasAtLeastOneSuitableNode:
     def test_75354_tm_policy_without_scheduler_restart(
         self, fxt: Any, kube: Kube, suite_config: Any, _suitable_nrts: Any
     ) -> None:
-        reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG, h.MCP)
+        reason = ocp.openshift_kinds_missing(kube, ocp.KUBELETCONFIG, ocp.MCP)
         if reason:
             pytest.skip(reason)
         fxt.is_reboot_test = True
@@ -676,7 +679,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 f"pod {pod_meta['namespace']}/{pod_meta['name']} with scheduler {scheduler_name} did NOT fail\n{failed}"
             )
         finally:
-            kc_now = kube.get(h.KUBELETCONFIG, kc_name)
+            kc_now = kube.get(ocp.KUBELETCONFIG, kc_name)
             if str(_kubelet_config_of(kc_now).get("topologyManagerPolicy", "")) != initial_policy:
                 infos = h.mcps_info(kube, nrop)
                 set_policy(initial_policy)
@@ -730,7 +733,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             pool = h.ROLE_MCP_TEST
             # an RTE DaemonSet is created for a pool with zero machines: no reboot. On OpenShift
             # that pool is an MCP; on Kubernetes it is the (absent) node-role label of the name.
-            mcp_created = h.serves(kube, h.MCP)
+            mcp_created = ocp.serves(kube, ocp.MCP)
             if mcp_created:
                 _create_test_mcp(
                     kube,
@@ -816,9 +819,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                 [entry("duplicate pool name", "duplicate"), entry("empty pool name", "empty")],
             )
             def test_80823_pool_name_validation(
-                self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform, msg_type: str
+                self, fxt: Any, kube: Kube, suite_config: Any, platform: ocp.ClusterPlatform, msg_type: str
             ) -> None:
-                if platform.platform is not h.Platform.HYPERSHIFT:
+                if platform.platform is not ocp.Platform.HYPERSHIFT:
                     pytest.skip(
                         f"requires HyperShift: a spec of the hypershift lane (platform {platform.describe()})"
                     )
@@ -857,9 +860,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             "hypershift",
         )
         def test_80912_mcp_selector_on_hypershift(
-            self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+            self, fxt: Any, kube: Kube, suite_config: Any, platform: ocp.ClusterPlatform
         ) -> None:
-            if platform.platform is not h.Platform.HYPERSHIFT:
+            if platform.platform is not ocp.Platform.HYPERSHIFT:
                 pytest.skip(
                     f"requires HyperShift: MachineConfigPoolSelector is refused only there (platform {platform.describe()})"
                 )
@@ -1044,7 +1047,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         @spec("[test_id:84315] should reflect correct TM configuration in the NRT object attributes", "tier0")
         def test_84315_tm_configuration_in_nrt_attributes(
-            self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+            self, fxt: Any, kube: Kube, suite_config: Any, platform: ocp.ClusterPlatform
         ) -> None:
             target = suite_config.target
             nrop = _nrop(kube, suite_config)
@@ -1095,9 +1098,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             "reboot_required",
         )
         def test_84316_nrt_attributes_for_different_node_group(
-            self, fxt: Any, kube: Kube, suite_config: Any, platform: h.ClusterPlatform
+            self, fxt: Any, kube: Kube, suite_config: Any, platform: ocp.ClusterPlatform
         ) -> None:
-            reason = h.openshift_kinds_missing(kube, h.KUBELETCONFIG, h.MCP)
+            reason = ocp.openshift_kinds_missing(kube, ocp.KUBELETCONFIG, ocp.MCP)
             if reason:
                 pytest.skip(reason)
             fxt.is_reboot_test = True
@@ -1145,7 +1148,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                             ]
 
                         h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
-                        custom = h.custom_policy_support_enabled(platform, kube.get(NROP, name))
+                        custom = ocp.custom_policy_support_enabled(platform, kube.get(NROP, name))
                         if custom:
                             wait_mcp_rollout(h.ROLE_MCP_TEST)
                         try:
@@ -1196,7 +1199,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                         back_to = next(
                             (
                                 m["metadata"]["name"]
-                                for m in kube.list(h.MCP)
+                                for m in kube.list(ocp.MCP)
                                 if removed_role
                                 and removed_role
                                 in (
@@ -1207,9 +1210,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                         )
                         wait_mcp_rollout(back_to)
                 finally:
-                    kube.delete(h.KUBELETCONFIG, kc["metadata"]["name"])
+                    kube.delete(ocp.KUBELETCONFIG, kc["metadata"]["name"])
             finally:
-                kube.delete(h.MCP, mcp["metadata"]["name"])
+                kube.delete(ocp.MCP, mcp["metadata"]["name"])
 
 
 class TestTLSComplianceRteCompliesWithTLSProfileModifications:
@@ -1224,12 +1227,12 @@ class TestTLSComplianceRteCompliesWithTLSProfileModifications:
         "tier2",
     )
     def test_88383_rte_tls_args_follow_profile(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
-        reason = h.openshift_kinds_missing(kube, h.APISERVER_CONFIG, h.MCP)
+        reason = ocp.openshift_kinds_missing(kube, ocp.APISERVER_CONFIG, ocp.MCP)
         if reason:
             pytest.skip(reason)
         fxt.is_reboot_test = True
         target = suite_config.target
-        apiserver = kube.get(h.APISERVER_CONFIG, "cluster")
+        apiserver = kube.get(ocp.APISERVER_CONFIG, "cluster")
         original_spec = dict(apiserver.get("spec") or {})
         # OpenShift defaults to Intermediate when no profile is explicitly set
         original_type = (original_spec.get("tlsSecurityProfile") or {}).get("type") or "Intermediate"
@@ -1241,7 +1244,7 @@ class TestTLSComplianceRteCompliesWithTLSProfileModifications:
                 obj["spec"] = spec_value
 
             h.update_object(
-                kube, h.APISERVER_CONFIG, "cluster", mutate, timeout=600, interval=h.poll(target, 10)
+                kube, ocp.APISERVER_CONFIG, "cluster", mutate, timeout=600, interval=h.poll(target, 10)
             )
 
         log.info("updating APIServer TLS profile from %s to %s", original_type, new_type)
@@ -1341,8 +1344,8 @@ def _tae_deployment(
 def _test_kubelet_config(mcp_labels: Mapping[str, str], scope: str) -> dict[str, Any]:
     """``objects.TestKC`` (the install suite's kc-test) for the pool labels, with ``scope``."""
     return {
-        "apiVersion": h.KUBELETCONFIG.api_version,
-        "kind": h.KUBELETCONFIG.kind,
+        "apiVersion": ocp.KUBELETCONFIG.api_version,
+        "kind": ocp.KUBELETCONFIG.kind,
         "metadata": {"name": "kc-test", "labels": {"test": "test"}},
         "spec": {
             "machineConfigPoolSelector": {"matchLabels": dict(mcp_labels)},
@@ -1479,7 +1482,7 @@ def _wait_mcps_and_verify_nodes(kube: Kube, target: str, reason: str) -> None:
     each node of each MCP runs its pool's rendered config."""
     from concurrent.futures import ThreadPoolExecutor
 
-    mcps = [mcp["metadata"]["name"] for mcp in kube.list(h.MCP)]
+    mcps = [mcp["metadata"]["name"] for mcp in kube.list(ocp.MCP)]
 
     def rollout(name: str) -> None:
         for ctype in ("Updating", "Updated"):
@@ -1495,7 +1498,7 @@ def _wait_mcps_and_verify_nodes(kube: Kube, target: str, reason: str) -> None:
             future.result()
     log.info("verifying per-node MachineConfig alignment %s", reason)
     for name in mcps:
-        mcp = kube.get(h.MCP, name)
+        mcp = kube.get(ocp.MCP, name)
         rendered = ((mcp.get("status") or {}).get("configuration") or {}).get("name", "")
         assert rendered, f"MCP {name!r} has empty status.configuration.name"
         selector = ((mcp.get("spec") or {}).get("nodeSelector") or {}).get("matchLabels") or {}

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import _config_helpers as h
+import _podexec_helpers as podexec
 import pytest
 
 from nrop.suite.kube import NROP, POD, Kube
@@ -39,7 +40,7 @@ def _metrics(kube: Kube, pod: dict[str, Any], port: str) -> str:
         pod["metadata"]["namespace"],
         pod["metadata"]["name"],
     )
-    text = h.fetch_pod_https(kube, pod, port, "metrics")
+    text = podexec.fetch_pod_https(kube, pod, port, "metrics")
     assert text, "empty metrics output"
     return text
 

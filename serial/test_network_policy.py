@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import _config_helpers as h
+import _openshift_helpers as ocp
+import _podexec_helpers as podexec
 import pytest
 from kubernetes.client.exceptions import ApiException
 
@@ -64,7 +66,7 @@ def pods(kube: Kube, suite_config: Any) -> Pods:
     rtes = kube.list(POD, namespace, label_selector=f"name={h.RTE_POD_LABEL_NAME}")
     assert rtes
     prometheus = kube.list(POD, PROMETHEUS_NAMESPACE, label_selector=h.selector_text(PROMETHEUS_LABELS))
-    if not prometheus and h.detect_platform(kube).is_openshift_like:
+    if not prometheus and ocp.detect_platform(kube).is_openshift_like:
         raise AssertionError(f"no Prometheus pod in {PROMETHEUS_NAMESPACE}")
     return Pods(operator, scheduler, rtes[0], prometheus[0] if prometheus else None)
 
@@ -166,7 +168,7 @@ _PROBE = (
 
 def traffic_test(kube: Kube, source: dict[str, Any], host: str, port: str) -> bool:
     """``trafficTest``: whether ``source`` can open a connection to ``host:port``."""
-    endpoint = h.join_host_port(host, port)
+    endpoint = podexec.join_host_port(host, port)
     meta = source["metadata"]
     log.info(
         "verifying egress connectivity from pod %s/%s to endpoint %s",
@@ -174,7 +176,7 @@ def traffic_test(kube: Kube, source: dict[str, Any], host: str, port: str) -> bo
         meta["name"],
         endpoint,
     )
-    result = h.exec_in_pod(kube, source, ["python3", "-c", _PROBE, host, port])
+    result = podexec.exec_in_pod(kube, source, ["python3", "-c", _PROBE, host, port])
     if result.returncode != 0:
         log.info("probe failed: stdout=%r, stderr=%r, rc=%d", result.stdout, result.stderr, result.returncode)
     return result.returncode == 0

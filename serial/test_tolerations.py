@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import _config_helpers as h
+import _openshift_helpers as ocp
 import pytest
 
 from nrop.api.tolerations import parse_taint, sorted_tolerations
@@ -122,7 +123,7 @@ def _reset_and_wait_ready(rte: RteTarget) -> None:
     rte.ready(timeout=180, interval=10)
 
 
-def _expect_degraded_unsupported(rte: RteTarget, platform: h.ClusterPlatform) -> None:
+def _expect_degraded_unsupported(rte: RteTarget, platform: ocp.ClusterPlatform) -> None:
     expected_reason = h.CONDITION_DEGRADED
     if not platform.is_openshift_like or platform.at_least("4.18"):
         expected_reason = h.REASON_INTERNAL_ERROR
@@ -148,7 +149,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         @spec("[test_id:84302] should handle invalid field: operator")
         def test_84302_invalid_operator(self, rte: RteTarget, kube: Kube) -> None:
-            platform = h.detect_platform(kube)
+            platform = ocp.detect_platform(kube)
             rte.set_tolerations(
                 [{"key": "invalid", "operator": "foo", "value": "abc", "effect": "NoSchedule"}]
             )
@@ -159,7 +160,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         @spec("[test_id:72862] should handle invalid field: effect")
         def test_72862_invalid_effect(self, rte: RteTarget, kube: Kube) -> None:
-            platform = h.detect_platform(kube)
+            platform = ocp.detect_platform(kube)
             rte.set_tolerations(
                 [{"key": "invalid", "operator": "Equal", "value": "abc", "effect": "__foobar__"}]
             )
@@ -388,8 +389,8 @@ class TestClusterHasAtLeastOneSuitableNode:
                 """BeforeEach: delete the NROP (its DS and RTE pods go), taint a worker; AfterEach:
                 restore the NROP (recreate it if missing)."""
                 kube = rte.kube
-                platform = h.detect_platform(kube)
-                custom = h.custom_policy_support_enabled(platform, rte.nrop)
+                platform = ocp.detect_platform(kube)
+                custom = ocp.custom_policy_support_enabled(platform, rte.nrop)
                 rte.workers = h.worker_nodes(kube)
                 dss = h.daemonsets_by_name(kube, rte.nrop["status"].get("daemonsets") or [])
                 assert len(dss) == 1
@@ -509,7 +510,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
 def _wait_machine_count_update(rte: RteTarget) -> None:
     """With the custom SELinux policy the re-created NROP rolls its MachineConfig out again."""
-    if h.custom_policy_support_enabled(h.detect_platform(rte.kube), rte.nrop):
+    if ocp.custom_policy_support_enabled(ocp.detect_platform(rte.kube), rte.nrop):
         h.wait_for_mcp_update(
             rte.kube, rte.suite_config, h.mcps_info(rte.kube, rte.nrop), config_update=False
         )

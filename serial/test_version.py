@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import _config_helpers as h
+import _openshift_helpers as ocp
+import _podexec_helpers as podexec
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -40,7 +42,7 @@ class TestWhenCheckingTheVersions:
     @spec("[test_id:85791] should verify all the components", "tier1", "versioncheck")
     def test_85791_verify_all_components(self, kube: Kube, suite_config: Any) -> None:
         log.info("running the testsuite %s %s", "numaresources-operator-tests", package_version())
-        platform = h.detect_platform(kube)
+        platform = ocp.detect_platform(kube)
         try:
             server = client.VersionApi(kube.api_client).get_code().git_version
         except ApiException as exc:
@@ -63,7 +65,7 @@ class TestWhenCheckingTheVersions:
                 pod["metadata"]["name"],
             )
             try:
-                result = h.exec_in_pod(kube, pod, ["/bin/cat", BUILDINFO_PATH])
+                result = podexec.exec_in_pod(kube, pod, ["/bin/cat", BUILDINFO_PATH])
                 raw = result.stdout if result.returncode == 0 else None
             except ApiException as exc:
                 log.info("cannot read %s in the operator pod: %s", BUILDINFO_PATH, exc)

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import _config_helpers as h
+import _openshift_helpers as ocp
 import pytest
 
 from nrop.api import qos
@@ -31,16 +32,18 @@ FIXTURE_BASENAME = "e2e-test-profile-updates"
 NO_NRT_POD_RUNNING_TIMEOUT = 600.0
 
 
-def _info_refresh_pause(nrop: dict[str, Any], platform: h.ClusterPlatform) -> str:
+def _info_refresh_pause(nrop: dict[str, Any], platform: ocp.ClusterPlatform) -> str:
     """The effective infoRefreshPause of the first group: status.nodeGroups on HyperShift,
     status.machineconfigpools elsewhere (status.nodeGroups is not backward compatible)."""
     status = nrop.get("status") or {}
-    if platform.platform is h.Platform.HYPERSHIFT:
+    if platform.platform is ocp.Platform.HYPERSHIFT:
         return str(status["nodeGroups"][0]["config"]["infoRefreshPause"])
     return str(status["machineconfigpools"][0]["config"]["infoRefreshPause"])
 
 
-def update_info_refresh_pause(kube: Kube, suite_config: Any, platform: h.ClusterPlatform, value: str) -> None:
+def update_info_refresh_pause(
+    kube: Kube, suite_config: Any, platform: ocp.ClusterPlatform, value: str
+) -> None:
     """``updateInfoRefreshPause``: set it if different, wait for the status to report it (2m / 9s)
     and for the RTE pods to be recreated and ready."""
     target = suite_config.target
@@ -77,7 +80,7 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
         nrop = kube.get(NROP, suite_config.nrop["metadata"]["name"])
         if len(nrop["spec"].get("nodeGroups") or []) != 1:
             pytest.skip("this test doesn't support more than one node group")
-        platform = h.detect_platform(kube)
+        platform = ocp.detect_platform(kube)
         initial = _info_refresh_pause(nrop, platform)
         nrts = kube.list(NRT)
         update_info_refresh_pause(kube, suite_config, platform, "Enabled")

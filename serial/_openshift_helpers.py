@@ -1,0 +1,114 @@
+"""What the operator-configuration specs know of OpenShift: the OpenShift kinds, whether the
+cluster is Kubernetes, OpenShift or HyperShift (upstream ``detect.Platform`` and its version),
+and the custom SELinux policy setting, so OpenShift-only specs skip with a reason read from the
+cluster, never unconditionally.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+from nrop.suite.kube import Kind, Kube
+
+SELINUX_POLICY_ANNOTATION = "config.node.openshift-kni.io/selinux-policy"
+SELINUX_POLICY_CUSTOM = "custom"
+
+MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
+KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")
+CLUSTERVERSION = Kind("config.openshift.io/v1", "ClusterVersion")
+INFRASTRUCTURE = Kind("config.openshift.io/v1", "Infrastructure")
+SCHEDULER_CONFIG = Kind("config.openshift.io/v1", "Scheduler")
+APISERVER_CONFIG = Kind("config.openshift.io/v1", "APIServer")
+
+
+# -- platform -------------------------------------------------------------------------------
+
+
+class Platform(enum.StrEnum):
+    KUBERNETES = "Kubernetes"
+    OPENSHIFT = "OpenShift"
+    HYPERSHIFT = "HyperShift"
+
+
+@dataclass(frozen=True)
+class ClusterPlatform:
+    """What the cluster is, read from its API (upstream ``detect.Platform`` + version)."""
+
+    platform: Platform
+    version: tuple[int, ...] | None
+
+    @property
+    def is_openshift_like(self) -> bool:
+        return self.platform in (Platform.OPENSHIFT, Platform.HYPERSHIFT)
+
+    def at_least(self, version: str) -> bool:
+        """``PlatVersion.AtLeast`` for OpenShift versions; False when the version is unknown."""
+        if self.version is None:
+            return False
+        return self.version >= parse_version(version)
+
+    def describe(self) -> str:
+        if self.version is None:
+            return self.platform.value
+        return f"{self.platform.value} {'.'.join(str(part) for part in self.version)}"
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``4.18.3`` / ``v1.30.0+k3s`` -> ``(4, 18, 3)``: the leading numeric dotted part."""
+    match = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
+    if not match:
+        raise ValueError(f"not a version: {text!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def serves(kube: Kube, kind: Kind) -> bool:
+    """Whether the API server serves ``kind`` (discovery knows it)."""
+    try:
+        kube._resource(kind)
+    except ResourceNotFoundError:
+        return False
+    return True
+
+
+def detect_platform(kube: Kube) -> ClusterPlatform:
+    """OpenShift when ``config.openshift.io`` ClusterVersion is served, HyperShift when its
+    Infrastructure reports an External control plane, else Kubernetes (with the server version)."""
+    if serves(kube, CLUSTERVERSION):
+        version = None
+        cv = kube.get_or_none(CLUSTERVERSION, "version")
+        desired = ((cv or {}).get("status") or {}).get("desired") or {}
+        if desired.get("version"):
+            version = parse_version(str(desired["version"]))
+        infra = kube.get_or_none(INFRASTRUCTURE, "cluster") or {}
+        topology = (infra.get("status") or {}).get("controlPlaneTopology")
+        platform = Platform.HYPERSHIFT if topology == "External" else Platform.OPENSHIFT
+        return ClusterPlatform(platform, version)
+    return ClusterPlatform(Platform.KUBERNETES, None)
+
+
+def openshift_kinds_missing(kube: Kube, *kinds: Kind) -> str | None:
+    """The skip reason when one of the OpenShift ``kinds`` is not served, else None."""
+    missing = [str(kind) for kind in kinds if not serves(kube, kind)]
+    if not missing:
+        return None
+    return f"requires OpenShift: {', '.join(missing)} not served by this cluster"
+
+
+def custom_policy_support_enabled(platform: ClusterPlatform, nrop: Mapping[str, Any]) -> bool:
+    """``isCustomPolicySupportEnabled``: the custom SELinux policy (a MachineConfig, MCP roll-out)
+    is in effect. Only OpenShift has MachineConfigs; before 4.18 it is always on."""
+    if platform.platform is not Platform.OPENSHIFT:
+        return False
+    if not platform.at_least("4.18"):
+        return True
+    groups = (nrop.get("spec") or {}).get("nodeGroups") or []
+    return any(
+        ((group.get("annotations") or {}).get(SELINUX_POLICY_ANNOTATION)) == SELINUX_POLICY_CUSTOM
+        for group in groups
+    )
