@@ -14,6 +14,7 @@ from typing import Any
 from nrop.api import crds
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.operator import naming
+from nrop.operator.placement import control_plane_placement
 
 __all__ = ["OPERATOR_NAMESPACE_RULES", "OPERATOR_RULES", "install_manifests", "operator_deployment"]
 
@@ -126,31 +127,7 @@ def operator_deployment(namespace: str, image: str, env: Mapping[str, str] | Non
                     "serviceAccountName": naming.OPERATOR_NAME,
                     "terminationGracePeriodSeconds": 10,
                     "containers": [container],
-                    "tolerations": [
-                        {
-                            "key": f"{naming.NODE_ROLE_PREFIX}{role}",
-                            "operator": "Exists",
-                            "effect": "NoSchedule",
-                        }
-                        for role in naming.CONTROL_PLANE_ROLES
-                    ],
-                    "affinity": {
-                        "nodeAffinity": {
-                            "preferredDuringSchedulingIgnoredDuringExecution": [
-                                {
-                                    "weight": 1,
-                                    "preference": {
-                                        "matchExpressions": [
-                                            {
-                                                "key": f"{naming.NODE_ROLE_PREFIX}control-plane",
-                                                "operator": "Exists",
-                                            }
-                                        ]
-                                    },
-                                }
-                            ]
-                        }
-                    },
+                    **control_plane_placement(),
                 },
             },
         },

@@ -36,6 +36,7 @@ import yaml
 from nrop.api.images import is_own_image
 from nrop.operator import naming
 from nrop.operator.nrsspec import resync_seconds
+from nrop.operator.placement import control_plane_placement
 from nrop.operator.rtemanifests import LOG_LEVELS
 
 __all__ = ["CONFIG_HASH_ANNOTATION", "render", "scheduler_config"]
@@ -151,24 +152,7 @@ def _deployment(
             {"name": "etckubernetes", "configMap": {"name": naming.SCHEDULER_CONFIGMAP}},
             {"name": "runpfpstatus", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
         ],
-        "tolerations": [
-            {"key": f"{naming.NODE_ROLE_PREFIX}{role}", "operator": "Exists", "effect": "NoSchedule"}
-            for role in naming.CONTROL_PLANE_ROLES
-        ],
-        "affinity": {
-            "nodeAffinity": {
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "weight": 1,
-                        "preference": {
-                            "matchExpressions": [
-                                {"key": f"{naming.NODE_ROLE_PREFIX}control-plane", "operator": "Exists"}
-                            ]
-                        },
-                    }
-                ]
-            }
-        },
+        **control_plane_placement(),
         "topologySpreadConstraints": [
             {
                 "maxSkew": 1,
