@@ -2,12 +2,16 @@
 
 ``events.k8s.io/v1`` Events are the same objects as ``core/v1`` Events, stored
 once in the core shape; reads convert to the events.k8s.io field names and
-writes convert back, as kube-apiserver's conversion does.
+writes convert back, as kube-apiserver's conversion does.  Custom resources
+are stored in the version they were written in and served in the version asked
+for, with only ``apiVersion`` changing (no conversion webhooks).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .registry import Kind
 
 Obj = dict[str, Any]
 
@@ -45,3 +49,17 @@ def to_storage(group: str, obj: Obj) -> Obj:
     if group == "events.k8s.io":
         return _rename(obj, _EVENT_FIELDS, "v1")
     return obj
+
+
+def served(kind: Kind, obj: Obj) -> Obj:
+    """The stored object as served in ``kind``'s version (custom resources may differ)."""
+    if kind.custom and obj.get("apiVersion") != kind.group_version:
+        return {**obj, "apiVersion": kind.group_version}
+    if kind.storage_plural:
+        return to_view(kind.group, obj)
+    return obj
+
+
+def stored(kind: Kind, obj: Obj) -> Obj:
+    """An object written through ``kind`` in its stored shape (views such as events.k8s.io)."""
+    return to_storage(kind.group, obj) if kind.storage_plural else obj

@@ -18,12 +18,14 @@ import yaml
 from aiohttp import web
 
 from . import errors, protobuf, rbac
-from .rest import MAX_BODY, DeleteOptions, WriteOptions
+from .requestoptions import DeleteOptions, WriteOptions
 from .selectors import parse_field_selector, parse_label_selector
 
 Obj = dict[str, Any]
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+#: The largest request body accepted (kube-apiserver's 3 MiB).
+MAX_BODY = 3 * 1024 * 1024
 
 # -- responses ----------------------------------------------------------------------------------
 

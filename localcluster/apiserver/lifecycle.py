@@ -29,7 +29,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import errors, rbac
-from .rest import CRD_CLEANUP_FINALIZER, FOREGROUND, ORPHAN, SYSTEM_NAMESPACES, DeleteOptions, WriteOptions
+from .crdestablishing import CRD_CLEANUP_FINALIZER
+from .deletion import FOREGROUND, ORPHAN
+from .requestoptions import DeleteOptions, WriteOptions
 from .store import WatchEvent
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ _EVENTS = ("", "events")
 #: Seconds an Event lives after its last write (kube-apiserver's default ``--event-ttl``).
 EVENT_TTL = 3600.0
 _NAMESPACES = ("", "namespaces")
+#: The namespaces every cluster has from the start (created by :func:`bootstrap`).
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _CONDITION_TYPES = (
     "NamespaceDeletionDiscoveryFailure",
     "NamespaceDeletionGroupVersionParsingFailure",

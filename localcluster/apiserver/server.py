@@ -21,13 +21,27 @@ from aiohttp import web
 
 from nrop.localcluster.clock import Clock, SystemClock, rfc3339_micro
 
-from . import discovery, errors, httpio, openapi, patching, rbac, routing, subresources, tables, watching
+from . import (
+    conversion,
+    discovery,
+    errors,
+    httpio,
+    listing,
+    openapi,
+    patching,
+    rbac,
+    routing,
+    subresources,
+    tables,
+    watching,
+)
 from .audit import DenialLog
 from .authn import Authenticator, impersonated
 from .definitions import load as load_definitions
 from .podlogs import PodLogs
 from .registry import Kind, Registry
-from .rest import MAX_BODY, Rest, WriteOptions
+from .requestoptions import WriteOptions
+from .rest import Rest
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -93,7 +107,7 @@ class APIServer:
     # -- application -------------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY + 1024 * 1024)
+        app = web.Application(client_max_size=httpio.MAX_BODY + 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         app.on_shutdown.append(self._end_streams)
         return app
@@ -366,7 +380,7 @@ class APIServer:
         if kind.storage_plural:
             # A view (events.k8s.io) prints like the objects it shares storage with.
             group, plural = kind.storage
-            objs = [self.rest.stored_form(kind, o) for o in objs]
+            objs = [conversion.stored(kind, o) for o in objs]
         return tables.render_table(
             group,
             plural,
@@ -387,7 +401,8 @@ class APIServer:
             raise errors.BadRequest(
                 f'limit: Invalid value: "{request.query["limit"]}": must be an integer'
             ) from None
-        result = self.rest.list(
+        result = listing.list_objects(
+            self.store,
             kind,
             namespace,
             labels=labels,
@@ -428,10 +443,7 @@ class APIServer:
         self, request: web.Request, user: rbac.UserInfo, kind: Kind, namespace: str | None
     ) -> web.StreamResponse:
         labels, fields = httpio.selectors(request)
-        if fields is not None:
-            from .selectors import check_field_selector
-
-            check_field_selector(fields, self.rest.selectable(kind), kind.plural)
+        listing.check_fields(kind, fields)
         timeout_text = request.query.get("timeoutSeconds")
         try:
             timeout = float(timeout_text) if timeout_text else None
@@ -440,7 +452,7 @@ class APIServer:
         req = watching.WatchRequest(
             resource=kind.storage,
             namespace=namespace,
-            matches=lambda obj: self.rest.matches(kind, obj, labels, fields),
+            matches=lambda obj: listing.matches(kind, obj, labels, fields),
             resource_version=request.query.get("resourceVersion", ""),
             send_initial_events=httpio.query_bool(request.query, "sendInitialEvents"),
             allow_bookmarks=bool(httpio.query_bool(request.query, "allowWatchBookmarks")),
@@ -476,7 +488,7 @@ class APIServer:
                 elif form == "metadata":
                     line = httpio.dumps({"type": frame.type, "object": httpio.partial_metadata(frame.obj)})
                 else:
-                    obj = self.rest._output(kind, frame.obj)
+                    obj = conversion.served(kind, frame.obj)
                     cache_key = (frame.type, kind.group, kind.version)
                     line = frame.source.rendered.get(cache_key) if frame.source is not None else None
                     if line is None:
@@ -513,7 +525,7 @@ class APIServer:
             )
         opts = await httpio.delete_options(request)
         labels, fields = httpio.selectors(request)
-        result = self.rest.list(kind, namespace, labels=labels, fields=fields)
+        result = listing.list_objects(self.store, kind, namespace, labels=labels, fields=fields)
         deleted = []
         for obj in result.items:
             meta = obj["metadata"]

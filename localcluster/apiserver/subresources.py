@@ -22,7 +22,7 @@ from .httpio import json_response, read_body, write_options
 from .podlogs import LogQuery
 from .podproxy import proxy_pod
 from .registry import Kind
-from .rest import DeleteOptions
+from .requestoptions import DeleteOptions
 from .selectors import label_selector_from_dict
 
 if TYPE_CHECKING:

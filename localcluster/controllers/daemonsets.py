@@ -26,12 +26,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.rest import DeleteOptions
+from nrop.localcluster.apiserver.requestoptions import DeleteOptions
 from nrop.localcluster.clock import Clock
 
 from . import daemonplacement as placement
 from .reconciling import Controller, key_of, kind_of, split_key
-from .replicasets import claim_objects, owner_keys, selector_of
+from .replicasets import claim_objects, owner_subscriptions, selector_of
 from .workloads import compute_hash, controller_of, pod_from_template
 
 if TYPE_CHECKING:
@@ -62,8 +62,7 @@ class DaemonSetController(Controller):
 
     def subscriptions(self):  # type: ignore[no-untyped-def]
         return (
-            (_DAEMONSETS, lambda e: [key_of(e.obj)]),
-            (_PODS, lambda e: owner_keys(e, "DaemonSet", _DAEMONSETS, self.store)),
+            *owner_subscriptions(self.store, _DAEMONSETS, "DaemonSet", _PODS),
             (_NODES, lambda e: [key_of(ds) for ds in self.store.list(_DAEMONSETS)]),
         )
 

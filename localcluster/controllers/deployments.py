@@ -29,7 +29,7 @@ from nrop.localcluster.clock import Clock
 
 from . import rollout, rolloutstatus
 from .reconciling import Controller, key_of, kind_of, split_key
-from .replicasets import claim_objects, owner_keys, selector_of
+from .replicasets import claim_objects, owner_subscriptions, selector_of
 from .workloads import controller_of, get_condition, is_terminal, set_condition
 
 if TYPE_CHECKING:
@@ -56,8 +56,7 @@ class DeploymentController(Controller):
 
     def subscriptions(self):  # type: ignore[no-untyped-def]
         return (
-            (_DEPLOYMENTS, lambda e: [key_of(e.obj)]),
-            (_REPLICASETS, lambda e: owner_keys(e, "Deployment", _DEPLOYMENTS, self.store)),
+            *owner_subscriptions(self.store, _DEPLOYMENTS, "Deployment", _REPLICASETS),
             (_PODS, self._pod_keys),
         )
 

@@ -27,13 +27,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.rest import DeleteOptions
+from nrop.localcluster.apiserver.requestoptions import DeleteOptions
 from nrop.localcluster.clock import Clock, parse_time, rfc3339
 
 from . import jobstatus
 from .reconciling import Controller, key_of, kind_of, split_key
 from .replicas import deletion_order
-from .replicasets import claim_objects, owner_keys, selector_of
+from .replicasets import claim_objects, owner_subscriptions, selector_of
 from .workloads import controller_of, get_condition, pod_from_template, set_condition
 
 if TYPE_CHECKING:
@@ -60,10 +60,7 @@ class JobController(Controller):
         self.backoff_max = backoff_max
 
     def subscriptions(self):  # type: ignore[no-untyped-def]
-        return (
-            (_JOBS, lambda e: [key_of(e.obj)]),
-            (_PODS, lambda e: owner_keys(e, "Job", _JOBS, self.store)),
-        )
+        return owner_subscriptions(self.store, _JOBS, "Job", _PODS)
 
     def initial_keys(self) -> Iterable[str]:
         return [key_of(job) for job in self.store.list(_JOBS)]

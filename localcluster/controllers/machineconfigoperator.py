@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.rest import WriteOptions
+from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.clock import Clock, rfc3339
 from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.nodestatus import node_labels

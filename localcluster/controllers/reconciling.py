@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock, rfc3339
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.rest import DeleteOptions
+from nrop.localcluster.apiserver.requestoptions import DeleteOptions
 from nrop.localcluster.apiserver.selectors import LabelSelector, label_selector_from_dict
 from nrop.localcluster.apiserver.store import Store, WatchEvent
 from nrop.localcluster.clock import Clock
@@ -80,7 +80,7 @@ def claim_objects(
     return owned
 
 
-def owner_keys(event: WatchEvent, owner_kind: str, owners: tuple[str, str], store: Store) -> list[str]:
+def _owner_keys(event: WatchEvent, owner_kind: str, owners: tuple[str, str], store: Store) -> list[str]:
     """Keys of the controllers to sync for a change of one of their dependents.
 
     The controller named by the controller reference (before and after the change); for an
@@ -106,6 +106,17 @@ def owner_keys(event: WatchEvent, owner_kind: str, owners: tuple[str, str], stor
     return keys
 
 
+def owner_subscriptions(
+    store: Store, owners: tuple[str, str], owner_kind: str, dependents: tuple[str, str]
+) -> tuple[tuple[tuple[str, str], Callable[[WatchEvent], list[str]]], ...]:
+    """A workload controller's subscriptions: its own objects by their key, their ``dependents``
+    by the key of the owner that controls them or may adopt them (:func:`_owner_keys`)."""
+    return (
+        (owners, lambda e: [key_of(e.obj)]),
+        (dependents, lambda e: _owner_keys(e, owner_kind, owners, store)),
+    )
+
+
 class ReplicaSetController(Controller):
     name = "replicaset-controller"
 
@@ -115,10 +126,7 @@ class ReplicaSetController(Controller):
         self.pod_kind = kind_of(server, "", "pods")
 
     def subscriptions(self):  # type: ignore[no-untyped-def]
-        return (
-            (_REPLICASETS, lambda e: [key_of(e.obj)]),
-            (_PODS, lambda e: owner_keys(e, "ReplicaSet", _REPLICASETS, self.store)),
-        )
+        return owner_subscriptions(self.store, _REPLICASETS, "ReplicaSet", _PODS)
 
     def initial_keys(self) -> Iterable[str]:
         return [key_of(rs) for rs in self.store.list(_REPLICASETS)]

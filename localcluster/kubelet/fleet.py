@@ -133,7 +133,7 @@ class Fleet:
         # a mirror pod stands for its static pod, which the kubelet knows by the hash
         meta = pod["metadata"]
         uid = (meta.get("annotations") or {}).get("kubernetes.io/config.mirror") or meta["uid"]
-        process = kubelet.exec_process(uid, container, tuple(command))
+        process = kubelet.pods.exec_process(uid, container, tuple(command))
         stdin = query.get("stdin", "").lower() in ("true", "1")
         return await execstreams.serve(request, process, kubelet.supervisor, command, stdin=stdin)
 

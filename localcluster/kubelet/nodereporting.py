@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.rest import WriteOptions
+from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.clock import Clock, rfc3339
 from nrop.localcluster.kubelet import nodeobjects, nodestatus, podevents
 from nrop.localcluster.kubelet.machine import NodeSpec

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.clock import Clock
 from nrop.localcluster.kubelet import nodeobjects, podevents, staticpods
 

@@ -37,7 +37,7 @@ import yaml
 
 from nrop.api.quantity import canonical
 from nrop.localcluster.apiserver import definitions, errors, validation
-from nrop.localcluster.apiserver.rest import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.strategies import default_pod_spec
 from nrop.localcluster.clock import Clock, rfc3339_micro
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nrop.localcluster.apiserver.rest import WriteOptions
+from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
 from nrop.localcluster.controllers import machineconfigs as mc
 from nrop.localcluster.controllers.machineconfigoperator import GROUP, INITIAL_KUBELETCONFIG

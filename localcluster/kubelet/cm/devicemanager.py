@@ -240,6 +240,13 @@ class DeviceManager:
     def _container_requests(self, container: DeviceContainer) -> dict[str, int]:
         return {res: int(n) for res, n in container.limits.items() if self.is_device_plugin_resource(res)}
 
+    def _allocated_hints(self, resource: str, allocated: set[str], requested: int) -> list[TopologyHint]:
+        """Hints for devices allocated already (a restart or re-admission): exactly those, or none
+        when the request no longer matches the count."""
+        if len(allocated) != requested:
+            return []
+        return self.generate_hints(resource, allocated, set(), requested)
+
     def get_topology_hints(
         self, pod: DevicePod, container: DeviceContainer
     ) -> dict[str, list[TopologyHint] | None]:
@@ -251,10 +258,7 @@ class DeviceManager:
                 continue
             allocated = self.container_devices(pod.uid, container.name, resource)
             if allocated:
-                if len(allocated) != requested:
-                    hints[resource] = []
-                else:
-                    hints[resource] = self.generate_hints(resource, allocated, set(), requested)
+                hints[resource] = self._allocated_hints(resource, allocated, requested)
                 continue
             available = self.available(resource)
             reusable = self.devices_to_reuse.get(pod.uid, {}).get(resource, set())
@@ -274,10 +278,7 @@ class DeviceManager:
                 continue
             allocated = self.pod_resource_devices(pod.uid, resource)
             if allocated:
-                if len(allocated) != requested:
-                    hints[resource] = []
-                else:
-                    hints[resource] = self.generate_hints(resource, allocated, set(), requested)
+                hints[resource] = self._allocated_hints(resource, allocated, requested)
                 continue
             available = self.available(resource)
             if len(available) < requested:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nrop.localcluster.apiserver.lifecycle import EVENT_TTL, Lifecycle, bootstrap
-from nrop.localcluster.apiserver.rest import WriteOptions
+from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.server import APIServer
 
 EVENTS = ("", "events")
