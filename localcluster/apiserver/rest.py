@@ -281,7 +281,6 @@ class Rest:
         opts: WriteOptions,
         *,
         subresource: str = "",
-        force: bool = False,
     ) -> tuple[Obj, bool]:
         """PATCH of any type; returns the stored object and whether an apply created it."""
         ns = namespace if kind.namespaced else ""

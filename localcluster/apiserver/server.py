@@ -338,6 +338,11 @@ class APIServer:
                 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
                 causes=[errors.required("fieldManager", "is required for apply patch")],
             )
+        if patch_type != "apply" and "force" in request.query:
+            raise errors.Invalid(
+                'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
+                causes=[errors.forbidden("force", "may not be specified for non-apply patch")],
+            )
         obj, created = self.rest.patch(
             kind,
             namespace,
@@ -346,7 +351,6 @@ class APIServer:
             patch,
             opts,
             subresource=subresource,
-            force=httpio.query_bool(request.query, "force") or False,
         )
         return self.render(request, kind, obj, 201 if created else 200, opts)
 

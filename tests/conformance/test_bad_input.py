@@ -551,6 +551,19 @@ CASES = [
     pytest.param(
         Case(
             "PATCH",
+            CMS + "/existing?force=true",
+            422,
+            "Invalid",
+            "force: Forbidden: may not be specified for non-apply patch",
+            body={"data": {}},
+            content_type=MERGE_PATCH,
+            cause_field="force",
+        ),
+        id="force-on-a-non-apply-patch",
+    ),
+    pytest.param(
+        Case(
+            "PATCH",
             CMS + "/missing",
             404,
             "NotFound",
