@@ -4,12 +4,13 @@ scheduler_cache_stall,non_regression,non_regression_fundamentals,workload_unsche
 priority_based_placement,scheduler_removal}.py).
 
 The rules themselves live once in the suite library: resource arithmetic in
-``nrop.suite.resourcelist``, NRT filters and comparisons in ``nrop.suite.nrt``, padding pods
-in ``nrop.suite.padding``, test objects and QoS in ``nrop.suite.objects``, event predicates in
+``nrop.suite.resourcelist``, NRT reads and filters in ``nrop.suite.nrt``, NRT comparisons in
+``nrop.suite.nrtcompare`` and ``nrop.suite.nrtconsumed``, padding pods in
+``nrop.suite.padding``, test objects and QoS in ``nrop.suite.objects``, event predicates in
 ``nrop.suite.scheduling``, the base load in ``nrop.suite.baseload``. What stays here is how
 these specs use them over plain dict manifests and the suite's ``Kube`` client: NRT reads,
-event checks, operator-object reads. Waiting goes through ``nrop.suite.waiters``, each call
-site with its upstream timeout and interval.
+event checks, operator-object reads. Waiting goes through ``nrop.suite.waiters`` and
+``nrop.suite.nrtwaiters``, each call site with its upstream timeout and interval.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from nrop.api.durations import parse_duration
 from nrop.api.quantity import Quantity, coerce
-from nrop.suite import baseload, objects, scheduling, waiters
+from nrop.suite import baseload, nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import padding as e2epad
@@ -51,22 +52,12 @@ def zones(nrt: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(nrt.get("zones") or ())
 
 
-def nrt_name(nrt: Mapping[str, Any]) -> str:
-    return str(nrt["metadata"]["name"])
-
-
-def nrt_attribute(nrt: Mapping[str, Any], name: str) -> str | None:
-    for attr in nrt.get("attributes") or ():
-        if attr.get("name") == name:
-            return str(attr.get("value"))
-    return None
-
-
 def find_from_list(nrts: Iterable[Manifest], name: str) -> Manifest:
-    for nrt in nrts:
-        if nrt_name(nrt) == name:
-            return nrt
-    raise AssertionError(f"failed to find NRT for {name!r}")
+    """``FindFromList`` with its error asserted: the NRT called ``name``."""
+    nrt = e2enrt.find(nrts, name)
+    if nrt is None:
+        raise AssertionError(f"failed to find NRT for {name!r}")
+    return nrt
 
 
 def pop_node_name(names: set[str]) -> str:
@@ -83,7 +74,7 @@ def pop_node_name(names: set[str]) -> str:
 
 
 def nrt_to_string(nrt: Mapping[str, Any]) -> str:
-    parts = [f"NRT {nrt_name(nrt)} rv={nrt['metadata'].get('resourceVersion')}"]
+    parts = [f"NRT {e2enrt.nrt_name(nrt)} rv={nrt['metadata'].get('resourceVersion')}"]
     parts.extend(f"  {zone['name']}: {rl.to_string(zone_resources(zone))}" for zone in zones(nrt))
     return "\n".join(parts)
 
@@ -266,8 +257,8 @@ def expect_nrt_consumed(
     timeout: float = 60.0,
 ) -> Manifest:
     """``expectNRTConsumedResources``: the node's NRT changes and some zone shows the consumption."""
-    after = e2enrt.get_updated_for_node(kube, before, timeout, interval=1.0)
-    match = e2enrt.check_zone_consumed_resources_at_least(before, after, required, objects.pod_qos(pod))
+    after = nrtupdates.get_updated_for_node(kube, before, timeout, interval=1.0)
+    match = nrtconsumed.check_zone_consumed_resources_at_least(before, after, required, objects.pod_qos(pod))
     assert match, (
         "inconsistent accounting: no resources consumed by the running pod,\n"
         f"NRT before test's pod: {nrt_to_string(before)} \nNRT after: {nrt_to_string(after)} \n"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nrop.suite import baseload, objects, padding, scheduling, waiters
+from nrop.suite import baseload, nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
@@ -107,7 +107,9 @@ class ScopeFuncs:
     def check_consumed(
         self, before: Mapping[str, Any], after: Mapping[str, Any], required: Resources, pod_qos: str
     ) -> str:
-        return e2enrt.check_consumed_resources_for_scope(self.scope, before, after, rl.of(required), pod_qos)
+        return nrtconsumed.check_consumed_resources_for_scope(
+            self.scope, before, after, rl.of(required), pod_qos
+        )
 
     def filter_matching(self, nrts: Iterable[Mapping[str, Any]], request: Resources) -> list[Any]:
         if self.scope == SCOPE_POD:
@@ -247,8 +249,8 @@ def not_consumed_message(before: Mapping[str, Any], after: Mapping[str, Any], re
     """Upstream's failure text when no NRT shows the running pod's consumption."""
     return (
         "inconsistent accounting: no resources consumed by the running pod,\n"
-        f"NRT before test's pod: {e2enrt.to_string_nrt(before)} \n"
-        f"NRT after: {e2enrt.to_string_nrt(after)} \npod resources: {to_string(required)}"
+        f"NRT before test's pod: {nrtcompare.to_string_nrt(before)} \n"
+        f"NRT after: {nrtcompare.to_string_nrt(after)} \npod resources: {to_string(required)}"
     )
 
 
@@ -260,8 +262,8 @@ def expect_resources_restored(
     The NRT updaters may be slow to report a pod removal: some delay is tolerated.
     """
     wait_for(
-        lambda: e2enrt.get_updated_for_node(fxt.kube, last_seen, MINUTE),
-        lambda nrt_post_delete: e2enrt.check_equal_available_resources(reference, nrt_post_delete),
+        lambda: nrtupdates.get_updated_for_node(fxt.kube, last_seen, MINUTE),
+        lambda nrt_post_delete: nrtconsumed.check_equal_available_resources(reference, nrt_post_delete),
         f"resources restored on {q(node)}",
         MINUTE,
         interval=fxt.config.timeouts.poll(5),

@@ -25,8 +25,8 @@ import yaml
 
 from nrop.api import qos
 from nrop.suite import nrt as e2enrt
+from nrop.suite import nrtconsumed, nrtupdates, scheduling, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite import scheduling, waiters
 from nrop.suite.kube import CONFIGMAP, DAEMONSET, DEPLOYMENT, NODE, NROP, NROSCHED, NRT, POD, Kube
 from nrop.suite.objects import new_test_pod_pause, randomize_name
 from nrop.suite.specs import entry, spec
@@ -1393,7 +1393,7 @@ def _schedule_gu_pod_and_check(
     target = suite_config.target
     scheduler_name = (_nrs(kube, suite_config).get("status") or {}).get("schedulerName", "")
     # upstream: GetUpdated(initial list) after the roll-out is the pre-pod reference
-    updated = e2enrt.get_updated(kube, initial_nrts, timeout=300)
+    updated = nrtupdates.get_updated(kube, initial_nrts, timeout=300)
     before = {nrt["metadata"]["name"]: nrt for nrt in updated}
     pod = new_test_pod_pause(fxt.namespace, randomize_name("testpod"), image=suite_config.pause_image)
     pod["spec"]["schedulerName"] = scheduler_name
@@ -1417,8 +1417,8 @@ def _expect_nrt_consumed(kube: Kube, before: Mapping[str, Any], pod: Mapping[str
     """``expectNRTConsumedResources``: the node's NRT changes (1m) and some zone shows at least
     the pod's guaranteed resources consumed."""
     required = rl.from_guaranteed_pod(pod)
-    after = e2enrt.get_updated_for_node(kube, before, timeout=60)
-    zone = e2enrt.check_zone_consumed_resources_at_least(
+    after = nrtupdates.get_updated_for_node(kube, before, timeout=60)
+    zone = nrtconsumed.check_zone_consumed_resources_at_least(
         before, after, required, qos.pod_qos_class(pod["spec"])
     )
     assert zone, (

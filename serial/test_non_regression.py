@@ -15,7 +15,7 @@ import yaml
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, scheduling, waiters
+from nrop.suite import nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
@@ -86,8 +86,8 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         kube.delete(k8s.POD, "testpod", fxt.namespace)
         # the updaters MAY be slow to report a removal: tolerate some delay
-        nrt_post_delete = e2enrt.get_updated_for_node(kube, nrt_post_create, 60, interval=1.0)
-        assert e2enrt.check_equal_available_resources(nrt_initial, nrt_post_delete), (
+        nrt_post_delete = nrtupdates.get_updated_for_node(kube, nrt_post_create, 60, interval=1.0)
+        assert nrtconsumed.check_equal_available_resources(nrt_initial, nrt_post_delete), (
             f"NRT resources not restored correctly on {acct.q(target)}"
         )
 
@@ -120,7 +120,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         dp = kube.create(dp)
         updated_dp = waiters.for_deployment_complete(kube, dp, timeout=60, interval=10)
 
-        nrt_post_create_list = e2enrt.get_updated(kube, nrt_initial_list, 60, interval=1.0)
+        nrt_post_create_list = nrtupdates.get_updated(kube, nrt_initial_list, 60, interval=1.0)
         pods = acct.pods_of(kube, updated_dp)
         assert len(pods) == 1, acct.describe_pods(pods)
         updated = pods[0]
@@ -136,11 +136,11 @@ class TestClusterHasAtLeastOneSuitableNode:
         nrt_initial = acct.find_from_list(nrt_initial_list, node)
         fxt.settle_nrts()
         nrt_post_create = acct.find_from_list(nrt_post_create_list, node)
-        scope = acct.nrt_attribute(nrt_initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
+        scope = e2enrt.attribute(nrt_initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
         assert scope is not None, (
             f"Unable to get required attribute {acct.q(ATTR_TOPOLOGY_MANAGER_SCOPE)} from NRT {acct.q(node)}"
         )
-        match = e2enrt.check_consumed_resources_for_scope(
+        match = nrtconsumed.check_consumed_resources_for_scope(
             scope, nrt_initial, nrt_post_create, limits, objects.pod_qos(updated)
         )
         assert match, (
@@ -153,8 +153,8 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
-            post_delete_list = e2enrt.get_updated(kube, nrt_post_create_list, 60, interval=1.0)
-            return e2enrt.check_equal_available_resources(
+            post_delete_list = nrtupdates.get_updated(kube, nrt_post_create_list, 60, interval=1.0)
+            return nrtconsumed.check_equal_available_resources(
                 nrt_initial, acct.find_from_list(post_delete_list, node)
             )
 
@@ -205,9 +205,9 @@ class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
         waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
         fxt.settle_nrts()
 
-        post_list = e2enrt.get_updated(kube, target_initial_list, 60, interval=1.0)
+        post_list = nrtupdates.get_updated(kube, target_initial_list, 60, interval=1.0)
         post = acct.find_from_list(post_list, target)
-        assert e2enrt.check_equal_available_resources(target_initial, post), (
+        assert nrtconsumed.check_equal_available_resources(target_initial, post), (
             "new changes were detected in the nrt of the target node, but expected no change"
         )
 

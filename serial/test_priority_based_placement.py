@@ -19,7 +19,7 @@ import pytest
 from nrop.api.quantity import Quantity, coerce
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, waiters
+from nrop.suite import nrtupdates, objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.specs import entry, spec
@@ -380,7 +380,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     "some padding pods have failed to run"
                 )
                 fxt.settle_nrts()
-                updated_nrt = e2enrt.get_updated_for_node(kube, target_nrt, 60, interval=1.0)
+                updated_nrt = nrtupdates.get_updated_for_node(kube, target_nrt, 60, interval=1.0)
 
                 medium = []
                 for idx, zone in enumerate(acct.zones(updated_nrt)):

@@ -16,7 +16,7 @@ import yaml
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_POLICY, ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, waiters
+from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
@@ -123,7 +123,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             if idx == len(acct.zones(nrt_info)) - 1:
                 # the target NRT before the last placeholder: compared once it is deleted
                 target_before = acct.find_from_list(
-                    e2enrt.get_updated(kube, nrt_list, 60, interval=1.0), target
+                    nrtupdates.get_updated(kube, nrt_list, 60, interval=1.0), target
                 )
             # a minimal pod per zone: the node as a whole still fits, no zone does
             placeholder = acct.new_test_pod(fxt.namespace, f"tgtpadpod-{zone['name']}", image)
@@ -197,9 +197,9 @@ def _expect_burstable_unaccounted(
         acct.expect_scheduled_with(kube, [pod], scheduler)
 
     current = acct.find_from_list(
-        e2enrt.get_updated(kube, setup.reference_list, 60, interval=1.0), setup.target
+        nrtupdates.get_updated(kube, setup.reference_list, 60, interval=1.0), setup.target
     )
-    assert e2enrt.check_equal_available_resources(setup.reference, current), (
+    assert nrtconsumed.check_equal_available_resources(setup.reference, current), (
         "new resources are accounted in NRT although scheduling burstable pod"
     )
 
@@ -240,7 +240,7 @@ class TestBurstableNotAccounted:
         )
         fxt.settle_nrts()
 
-        reference_list = e2enrt.get_updated(kube, initial_list, 60, interval=1.0)
+        reference_list = nrtupdates.get_updated(kube, initial_list, 60, interval=1.0)
         return BurstableSetup(
             target=target,
             initial=initial,
@@ -251,7 +251,7 @@ class TestBurstableNotAccounted:
 
     @staticmethod
     def _expect_nrts_unchanged(fxt: Any, setup: BurstableSetup) -> None:
-        waiters.for_nrts_equal_to(
+        nrtwaiters.for_nrts_equal_to(
             fxt.kube, setup.reference_list, timeout=60, interval=fxt.config.timeouts.poll(5)
         )
 
@@ -310,9 +310,9 @@ class TestBurstableNotAccounted:
         containers.append(acct.pause_container("testpod-bu-cnt2", suite_config.pause_image))
         acct.set_resources(containers[0], per_numa[0], limits=True)  # requests=limits
         acct.set_resources(containers[1], per_numa[1], limits=False)  # keeps the pod Burstable
-        policy = acct.nrt_attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_POLICY)
+        policy = e2enrt.attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_POLICY)
         assert policy is not None, f"Unable to get {acct.q(ATTR_TOPOLOGY_MANAGER_POLICY)} attribute"
-        scope = acct.nrt_attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
+        scope = e2enrt.attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
         assert scope is not None, f"Unable to get {acct.q(ATTR_TOPOLOGY_MANAGER_POLICY)} attribute"
         if policy == e2enrt.SINGLE_NUMA_NODE and scope == e2enrt.SCOPE_POD:
             # both containers must fit one zone: the burstable one asks for as little as possible,
@@ -349,15 +349,15 @@ class TestBurstableNotAccounted:
         second = _expect_running_with_tas(fxt, suite_config, "testpod-second-gu")
         fxt.settle_nrts()
 
-        post_create_list = e2enrt.get_updated(kube, setup.reference_list, 60, interval=1.0)
+        post_create_list = nrtupdates.get_updated(kube, setup.reference_list, 60, interval=1.0)
         post_create = acct.find_from_list(post_create_list, first["spec"]["nodeName"])
         limits = rl.from_container_limits(second["spec"]["containers"])
-        scope = acct.nrt_attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
+        scope = e2enrt.attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
         assert scope is not None, (
             f"Unable to find required attribute {acct.q(ATTR_TOPOLOGY_MANAGER_SCOPE)} on NRT {acct.q(setup.target)}"
         )
         # simpler to check against the initial data than the delta: both must give the same result
-        match = e2enrt.check_consumed_resources_for_scope(
+        match = nrtconsumed.check_consumed_resources_for_scope(
             scope, setup.initial, post_create, limits, objects.pod_qos(second)
         )
         assert match, (
@@ -372,9 +372,9 @@ class TestBurstableNotAccounted:
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
             post_delete = acct.find_from_list(
-                e2enrt.get_updated(kube, post_create_list, 60, interval=1.0), node
+                nrtupdates.get_updated(kube, post_create_list, 60, interval=1.0), node
             )
-            return e2enrt.check_equal_available_resources(setup.initial, post_delete)
+            return nrtconsumed.check_equal_available_resources(setup.initial, post_delete)
 
         wait_for(
             restored, bool, f"resources restored on {acct.q(node)}", 60, interval=fxt.config.timeouts.poll(5)

@@ -65,7 +65,7 @@ def _reference_zone_cpus(nrts: list[dict]) -> int:
     zone = acct.zones(reference)[0]
     cpus = acct.zone_resources(zone).get("cpu")
     assert cpus is not None, (
-        f"no CPU resource in zone {acct.q(zone['name'])} node {acct.q(acct.nrt_name(reference))}"
+        f"no CPU resource in zone {acct.q(zone['name'])} node {acct.q(e2enrt.nrt_name(reference))}"
     )
     assert cpus.milli_value() % 1000 == 0, f"invalid CPU resource in zone {zone['name']!r}: {cpus}"
     return cpus.value()
@@ -94,7 +94,7 @@ def _filter_any_zone_providing_at_most(
             if e2enrt.resource_providing(acct.zone_resources(zone), resource, wanted)
         )
         if matches == 0 or matches > max_zones:
-            log.info("SKIP node %s resource %s matchCount %d", acct.nrt_name(nrt), resource, matches)
+            log.info("SKIP node %s resource %s matchCount %d", e2enrt.nrt_name(nrt), resource, matches)
             continue
         out.append(nrt)
     return out

@@ -284,7 +284,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             for nidx, nrt in enumerate(nrt_candidates):
                 for idx in range(2):
                     pod = make_noise_pod(fxt.namespace, nidx * 1000 + idx, suite_config.pause_image)
-                    pod["spec"]["nodeName"] = acct.nrt_name(nrt)
+                    pod["spec"]["nodeName"] = e2enrt.nrt_name(nrt)
                     noise.append(kube.create(pod))
             failed, _ = waiters.for_pods_all_running(kube, noise, timeout=180)
             assert not failed, f"pods failed to go running: {acct.pod_names(failed)}"

@@ -18,7 +18,7 @@ from _placement_helpers import MINUTE, q
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, padding, waiters
+from nrop.suite import nrtconsumed, nrtupdates, objects, padding, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.specs import spec
@@ -164,7 +164,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
                 raise AssertionError(f'Deployment "test-dp" not up&running after 2m0s: {err}') from None
 
             fxt.settle_nrts()
-            nrt_post_create = e2enrt.get_updated_for_node(kube, nrt_initial, MINUTE)
+            nrt_post_create = nrtupdates.get_updated_for_node(kube, nrt_initial, MINUTE)
 
             pods = h.pods_by_labels(kube, ns, {"test": "test-dp"})
             assert pods, f"cannot find any pods for DP {ns}/test-dp"
@@ -173,12 +173,12 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
                 assert pod["spec"]["nodeName"] == target
                 h.expect_scheduled_by(kube, pod, scheduler)
                 pod_qos = objects.pod_qos(pod)
-                match = e2enrt.check_zone_consumed_resources_at_least(
+                match = nrtconsumed.check_zone_consumed_resources_at_least(
                     nrt_initial, nrt_post_create, rl.of(POD_RESOURCES), pod_qos
                 )
                 # the pod runs, so its resources must be accounted somewhere
                 assert match, "inconsistent accounting: no resources consumed by deployment running"
-                match_with_overhead = e2enrt.check_zone_consumed_resources_at_least(
+                match_with_overhead = nrtconsumed.check_zone_consumed_resources_at_least(
                     nrt_initial, nrt_post_create, with_overhead, pod_qos
                 )
                 # but no zone may have accounted the overhead on top
@@ -229,7 +229,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             h.expect_padding_pods_running(fxt, _pad_zones(fxt, target, target_nrt_initial, zone0_only=True))
 
             log.info("checking the resource allocation as the test starts")
-            nrt_list_initial = e2enrt.get_updated(kube, fxt.initial_nrts, MINUTE)
+            nrt_list_initial = nrtupdates.get_updated(kube, fxt.initial_nrts, MINUTE)
 
             log.info("Scheduling the testing deployment with RuntimeClass=%s", q(RTCLASS_NAME))
             dp = kube.create(_deployment(fxt))
@@ -246,6 +246,6 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             for initial in nrt_list_initial:
                 name = initial["metadata"]["name"]
                 current = e2enrt.get_nrt(kube, name)
-                assert e2enrt.check_equal_available_resources(initial, current), (
+                assert nrtconsumed.check_equal_available_resources(initial, current), (
                     f"inconsistent accounting: resources consumed by the updated pods on node {q(name)}"
                 )

@@ -18,7 +18,7 @@ import pytest
 from _placement_helpers import DEFAULT_SCHEDULER, MINUTE, MULTI_NUMA_LABEL, SCOPE_FUNCS, q
 
 from nrop.api.quantity import Quantity
-from nrop.suite import baseload, objects, padding, scheduling, waiters
+from nrop.suite import baseload, nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
@@ -140,7 +140,7 @@ def _expect_consumed(
     match = check(before, after, rl.of(required), objects.pod_qos(pod))
     assert match, (
         f"inconsistent accounting: no resources consumed by the {what} pod,\n"
-        f"NRT before test's pod: {e2enrt.to_string_nrt(before)} \nNRT after: {e2enrt.to_string_nrt(after)} \n"
+        f"NRT before test's pod: {nrtcompare.to_string_nrt(before)} \nNRT after: {nrtcompare.to_string_nrt(after)} \n"
         f" total required resources: {h.to_string(required)}"
     )
 
@@ -151,9 +151,10 @@ def _expect_restored_in_list(
     """The node's NRT in the list re-published since ``last_seen_list`` shows ``reference``'s
     available again (the NRT updaters may be slow to report a pod removal: tolerate some delay)."""
     wait_for(
-        lambda: e2enrt.find(e2enrt.get_updated(fxt.kube, last_seen_list, MINUTE), node),
+        lambda: e2enrt.find(nrtupdates.get_updated(fxt.kube, last_seen_list, MINUTE), node),
         lambda nrt_post_delete: (
-            nrt_post_delete is not None and e2enrt.check_equal_available_resources(reference, nrt_post_delete)
+            nrt_post_delete is not None
+            and nrtconsumed.check_equal_available_resources(reference, nrt_post_delete)
         ),
         f"resources restored on {q(node)}",
         MINUTE,
@@ -177,7 +178,7 @@ class TestClusterHasAtLeastOneSuitableNode:
     ) -> None:
         kube, scheduler, ns = fxt.kube, fxt.config.scheduler_name, fxt.namespace
         target = _target_node(padder, nrts)
-        nrt_initial_list = e2enrt.get_updated(kube, [], 10.0)
+        nrt_initial_list = nrtupdates.get_updated(kube, [], 10.0)
 
         pod_labels = {"test": "test-dp-47591"}
         required = {"cpu": "2", "memory": "100Mi"}
@@ -217,7 +218,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         nrt_initial = e2enrt.find(nrt_initial_list, target)
         assert nrt_initial is not None
         fxt.settle_nrts()
-        nrt_post_create_list = e2enrt.get_updated(kube, nrt_initial_list, MINUTE)
+        nrt_post_create_list = nrtupdates.get_updated(kube, nrt_initial_list, MINUTE)
         nrt_post_create = e2enrt.find(nrt_post_create_list, target)
         assert nrt_post_create is not None
 
@@ -244,7 +245,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             kube, kube.get(k.DEPLOYMENT, "testdp47591", ns), interval=10.0, timeout=MINUTE
         )
         pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591", fxt.config.timeouts.poll(5))
-        nrt_post_update_list = e2enrt.get_updated(kube, nrt_post_create_list, MINUTE)
+        nrt_post_update_list = nrtupdates.get_updated(kube, nrt_post_create_list, MINUTE)
 
         pod = pods[0]
         assert pod["spec"]["nodeName"] == target, (
@@ -266,7 +267,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         padder.nodes(1).until_available_is_resource_list_per_zone(PAD_LEAVE).pad(
             PAD_TIMEOUT, label_selector="padded.node="
         )
-        nrt_reorganized_list = e2enrt.get_updated(kube, nrt_post_update_list, 10.0)
+        nrt_reorganized_list = nrtupdates.get_updated(kube, nrt_post_update_list, 10.0)
 
         # no more than 2 CPUs left on the target and the pod asks for 5: 6 + 2 lands elsewhere
         _update_deployment(kube, dp, _set_container_resources(0, {"cpu": "6", "memory": "100Mi"}))
@@ -281,7 +282,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             kube, kube.get(k.DEPLOYMENT, "testdp47591", ns), interval=10.0, timeout=MINUTE
         )
         pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591", fxt.config.timeouts.poll(5))
-        nrt_last_update_list = e2enrt.get_updated(kube, nrt_post_update_list, MINUTE)
+        nrt_last_update_list = nrtupdates.get_updated(kube, nrt_post_update_list, MINUTE)
 
         pod = pods[0]
         node = pod["spec"]["nodeName"]
@@ -341,7 +342,7 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
         kube, scheduler, ns = fxt.kube, fxt.config.scheduler_name, fxt.namespace
         nrt_list = fxt.initial_nrts  # as listed before the padding (upstream's BeforeEach list)
         target = _target_node(padder, nrts)
-        target_nrt_initial = e2enrt.find(e2enrt.get_updated(kube, [], 10.0), target)
+        target_nrt_initial = e2enrt.find(nrtupdates.get_updated(kube, [], 10.0), target)
         assert target_nrt_initial is not None
 
         load = baseload.for_node(kube, target).resources
@@ -374,10 +375,10 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
         nrt_initial = e2enrt.find(nrt_list, target)
         assert nrt_initial is not None
         fxt.settle_nrts()
-        nrt_post_create_list = e2enrt.get_updated(kube, nrt_list, MINUTE)
+        nrt_post_create_list = nrtupdates.get_updated(kube, nrt_list, MINUTE)
         nrt_post_create = e2enrt.find(nrt_post_create_list, target)
         assert nrt_post_create is not None
-        check = e2enrt.check_node_consumed_resources_at_least
+        check = nrtconsumed.check_node_consumed_resources_at_least
         _expect_consumed(check, nrt_initial, nrt_post_create, used, pods[0], "running")
 
         log.info("updating the pod's resources such that it will still be available on the same node")
@@ -387,7 +388,7 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
             kube, kube.get(k.DEPLOYMENT, "testdp48746", ns), interval=10.0, timeout=2 * MINUTE
         )
         pods = _only_pods(kube, ns, pod_labels, 2, "testdp48746", fxt.config.timeouts.poll(5))
-        nrt_post_update_list = e2enrt.get_updated(kube, nrt_post_create_list, MINUTE)
+        nrt_post_update_list = nrtupdates.get_updated(kube, nrt_post_create_list, MINUTE)
         for pod in pods:
             _check_replica(kube, pod, target, scheduler)
         used = h.add(*(rl.from_guaranteed_pod(pod) for pod in pods))
@@ -445,7 +446,7 @@ class TestClusterWithAtLeastTwoAvailableNodes:
     ) -> None:
         kube, scheduler, ns = fxt.kube, fxt.config.scheduler_name, fxt.namespace
         target = _target_node(padder, nrts)
-        nrt_initial = e2enrt.get_updated(kube, fxt.initial_nrts, PAD_TIMEOUT)
+        nrt_initial = nrtupdates.get_updated(kube, fxt.initial_nrts, PAD_TIMEOUT)
 
         replicas, pod_labels = 10, {"test": "test-rs"}
         pod_spec = {
@@ -467,26 +468,28 @@ class TestClusterWithAtLeastTwoAvailableNodes:
             assert node == target, f"pod landed on {q(node)} instead of on {target}"
 
         fxt.settle_nrts()
-        nrt_after_rs = e2enrt.get_updated(kube, nrt_initial, PAD_TIMEOUT)
+        nrt_after_rs = nrtupdates.get_updated(kube, nrt_initial, PAD_TIMEOUT)
         before, after = e2enrt.find(nrt_initial, target), e2enrt.find(nrt_after_rs, target)
         assert before is not None and after is not None
         used = rl.from_replicaset(rs)
-        match = e2enrt.check_node_consumed_resources_at_least(before, after, used, objects.pod_qos(pods[0]))
+        match = nrtconsumed.check_node_consumed_resources_at_least(
+            before, after, used, objects.pod_qos(pods[0])
+        )
         assert match, "inconsistent accounting when checking NRTs consumed resources"
 
         kube.delete(k.REPLICASET, "testrs", ns)
         waiters.for_pods_all_deleted(kube, pods, timeout=2 * MINUTE)
         fxt.settle_nrts()
-        nrt_post_delete = e2enrt.find(e2enrt.get_updated(kube, nrt_after_rs, MINUTE), target)
+        nrt_post_delete = e2enrt.find(nrtupdates.get_updated(kube, nrt_after_rs, MINUTE), target)
         assert nrt_post_delete is not None
-        assert e2enrt.check_equal_available_resources(before, nrt_post_delete), (
+        assert nrtconsumed.check_equal_available_resources(before, nrt_post_delete), (
             f"resources not restored on {q(target)}"
         )
 
         # upstream's second ReplicaSet has no node selector
         pod_spec = {"schedulerName": scheduler, "containers": _rs_containers(fxt.config.pause_image)}
         rs = objects.new_test_replicaset_with_pod_spec(replicas, pod_labels, None, ns, "testrs", pod_spec)
-        nrt_initial = e2enrt.get_updated(kube, [], PAD_TIMEOUT)
+        nrt_initial = nrtupdates.get_updated(kube, [], PAD_TIMEOUT)
         log.info(
             "creating a replicaset %s/testrs with %d replicas scheduling with: %s", ns, replicas, scheduler
         )
@@ -498,10 +501,10 @@ class TestClusterWithAtLeastTwoAvailableNodes:
             h.expect_scheduled_by(kube, pod, scheduler)
 
         fxt.settle_nrts()
-        nrt_after_rs = e2enrt.get_updated(kube, nrt_initial, PAD_TIMEOUT)
+        nrt_after_rs = nrtupdates.get_updated(kube, nrt_initial, PAD_TIMEOUT)
         before, after = e2enrt.find(nrt_initial, target), e2enrt.find(nrt_after_rs, target)
         assert before is not None and after is not None
-        match = e2enrt.check_node_consumed_resources_at_least(
+        match = nrtconsumed.check_node_consumed_resources_at_least(
             before, after, rl.from_replicaset(rs), objects.pod_qos(pods[0])
         )
         assert match, "inconsistent accounting when checking NRTs consumed resources"

@@ -17,8 +17,8 @@ import pytest
 
 from nrop.api import qos
 from nrop.suite import nrt as e2enrt
+from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite import waiters
 from nrop.suite.kube import DAEMONSET, NROP, NRT, Kube
 from nrop.suite.objects import new_test_pod_pause
 from nrop.suite.specs import spec
@@ -122,7 +122,7 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
         required = {"cpu": "4", "memory": "256Mi"}
         pod = self._run_pod(fxt, kube, suite_config, {"limits": dict(required)})
 
-        waiters.for_nrts_equal_to(kube, nrts, interval=h.poll(suite_config.target, 5), timeout=60)
+        nrtwaiters.for_nrts_equal_to(kube, nrts, interval=h.poll(suite_config.target, 5), timeout=60)
 
         update_info_refresh_pause(kube, suite_config, platform, initial)
         fxt.settle_nrts()
@@ -130,8 +130,8 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
         before = e2enrt.find(nrts, node_name)
         assert before is not None, f"no NRT for node {node_name!r}"
         wanted = rl.of(required)
-        after = e2enrt.get_updated_for_node(kube, before, timeout=60)
-        zone = e2enrt.check_zone_consumed_resources_at_least(
+        after = nrtupdates.get_updated_for_node(kube, before, timeout=60)
+        zone = nrtconsumed.check_zone_consumed_resources_at_least(
             before, after, wanted, qos.pod_qos_class(pod["spec"])
         )
         assert zone, f"no NUMA zone of node {node_name!r} shows the consumption of {rl.to_string(wanted)}"

@@ -20,7 +20,7 @@ from _placement_helpers import MINUTE, q
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, waiters
+from nrop.suite import nrtconsumed, nrtupdates, objects, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.specs import entry, spec
@@ -97,7 +97,7 @@ def scenario(fxt: Any, padder: Any) -> Scenario:
     padding_pods = h.pad_nodes(fxt, candidates, to_pad, lambda _zone: PADDING_RES, "padding{node}-{zone}")
     h.expect_padding_pods_running(fxt, padding_pods)
 
-    initial_list = e2enrt.get_updated(kube, nrt_list, MINUTE)
+    initial_list = nrtupdates.get_updated(kube, nrt_list, MINUTE)
     initial = e2enrt.find(initial_list, target)
     assert initial is not None
     return Scenario(target, alternative, initial_list, initial)
@@ -105,10 +105,10 @@ def scenario(fxt: Any, padder: Any) -> Scenario:
 
 def _expect_target_consumed(fxt: Any, scn: Scenario, pod: Any) -> None:
     """The target's NRT (refreshed against the post-padding list) shows the request in one zone."""
-    current_list = e2enrt.get_updated(fxt.kube, scn.target_nrt_list_initial, MINUTE)
+    current_list = nrtupdates.get_updated(fxt.kube, scn.target_nrt_list_initial, MINUTE)
     current = e2enrt.find(current_list, scn.target)
     assert current is not None
-    match = e2enrt.check_zone_consumed_resources_at_least(
+    match = nrtconsumed.check_zone_consumed_resources_at_least(
         scn.target_nrt_initial, current, rl.of(REQUIRED_RES), objects.pod_qos(pod)
     )
     assert match != "", h.not_consumed_message(scn.target_nrt_initial, current, REQUIRED_RES)

@@ -19,7 +19,7 @@ from _placement_helpers import MINUTE, MULTI_NUMA_LABEL, q
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, padding, waiters
+from nrop.suite import nrtconsumed, nrtupdates, objects, padding, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.specs import spec
@@ -136,8 +136,8 @@ class TestWhenClusterHasTwoFeasibleNodesWithTaint:
 
         fxt.settle_nrts()
         used = rl.from_guaranteed_pod(updated)
-        nrt_post_create = e2enrt.get_updated_for_node(kube, nrt_initial, MINUTE)
-        match = e2enrt.check_zone_consumed_resources_at_least(
+        nrt_post_create = nrtupdates.get_updated_for_node(kube, nrt_initial, MINUTE)
+        match = nrtconsumed.check_zone_consumed_resources_at_least(
             nrt_initial, nrt_post_create, used, objects.pod_qos(updated)
         )
         assert match, h.not_consumed_message(nrt_initial, nrt_post_create, used)

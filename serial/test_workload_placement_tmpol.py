@@ -25,7 +25,7 @@ from _placement_helpers import (
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, scheduling, waiters
+from nrop.suite import nrtcompare, nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.scheduling import ERROR_CANNOT_ALIGN_CONTAINER, ERROR_CANNOT_ALIGN_POD
@@ -63,8 +63,8 @@ def _expect_nrt_consumed(
     fxt: Any, nrt_before: Mapping[str, Any], required: h.Resources, pod: Mapping[str, Any]
 ) -> dict[str, Any]:
     """``expectNRTConsumedResources``: some zone of the pod's node shows the pod's consumption."""
-    nrt_after = e2enrt.get_updated_for_node(fxt.kube, nrt_before, MINUTE)
-    match = e2enrt.check_zone_consumed_resources_at_least(
+    nrt_after = nrtupdates.get_updated_for_node(fxt.kube, nrt_before, MINUTE)
+    match = nrtconsumed.check_zone_consumed_resources_at_least(
         nrt_before, nrt_after, rl.of(required), objects.pod_qos(pod)
     )
     assert match, h.not_consumed_message(nrt_before, nrt_after, required)
@@ -316,8 +316,8 @@ def _table_scenario(
     h.expect_padding_pods_running(fxt, padding_pods)
     fxt.settle_nrts()
     for name in unsuitable:
-        log.info("NRT unsuitable: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(fxt.kube, name)))
-    log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(fxt.kube, target)))
+        log.info("NRT unsuitable: %s", nrtcompare.to_string_nrt(e2enrt.get_nrt(fxt.kube, name)))
+    log.info("NRT target: %s", nrtcompare.to_string_nrt(e2enrt.get_nrt(fxt.kube, target)))
     return pod, target
 
 
@@ -340,7 +340,7 @@ def _expect_placed(
             kube, fxt.namespace, "testpod", 2 * MINUTE, "waiting for the pod to be scheduled"
         )
     except AssertionError:
-        log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(kube, target)))
+        log.info("NRT target: %s", nrtcompare.to_string_nrt(e2enrt.get_nrt(kube, target)))
         raise
 
     node = updated["spec"]["nodeName"]
@@ -348,7 +348,7 @@ def _expect_placed(
     h.expect_scheduled_by(kube, updated, fxt.config.scheduler_name)
 
     fxt.settle_nrts()
-    nrt_post_create = e2enrt.get_updated_for_node(kube, nrt_initial, MINUTE)
+    nrt_post_create = nrtupdates.get_updated_for_node(kube, nrt_initial, MINUTE)
     match = funcs.check_consumed(nrt_initial, nrt_post_create, required, objects.pod_qos(updated))
     assert match, h.not_consumed_message(nrt_initial, nrt_post_create, required)
     return node, nrt_initial, nrt_post_create
@@ -364,7 +364,7 @@ def _expect_pending(fxt: Any, pod: dict[str, Any], target: str, err_msg: str) ->
         waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10.0, steps=5)
     except AssertionError:
         log.info("%s", scheduling.pod_events_text(kube, fxt.namespace, "testpod"))
-        log.info("NRT target: %s", e2enrt.to_string_nrt(e2enrt.get_nrt(kube, target)))
+        log.info("NRT target: %s", nrtcompare.to_string_nrt(e2enrt.get_nrt(kube, target)))
         raise
 
     wait_for(

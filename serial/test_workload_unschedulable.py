@@ -18,7 +18,7 @@ from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, scheduling, waiters
+from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
@@ -60,7 +60,7 @@ def cluster(fxt: Any, padder: e2epad.Padder) -> Cluster:
     if len(nrts) < REQUIRED_NUMA_ZONES:
         fxt.skip(f"not enough nodes with {REQUIRED_NUMA_ZONES} NUMA zones - found {len(nrts)}")
     # the same policy is expected on every NRT
-    scope = acct.nrt_attribute(nrts[0], ATTR_TOPOLOGY_MANAGER_SCOPE)
+    scope = e2enrt.attribute(nrts[0], ATTR_TOPOLOGY_MANAGER_SCOPE)
     assert scope is not None, f"Unable to find required Attribute {acct.q(ATTR_TOPOLOGY_MANAGER_SCOPE)}"
     return Cluster(nrt_list=nrt_list, nrts=nrts, tm_scope=scope)
 
@@ -159,7 +159,7 @@ class TestWithNoSuitableNode:
             "some padding pods have failed to run"
         )
         fxt.settle_nrts()
-        e2enrt.get_updated(fxt.kube, cluster.nrt_list, 60, interval=1.0)
+        nrtupdates.get_updated(fxt.kube, cluster.nrt_list, 60, interval=1.0)
         return candidates
 
     @spec(
@@ -278,7 +278,7 @@ class TestWithAtLeastTwoNodesWithTwoNumaZonesAndEnoughResourcesInOneNumaZone:
         assert not e2epad.wait_for_padding_pods_running(kube, pods), "some padding pods have failed to run"
         fxt.settle_nrts()
         target_before = acct.find_from_list(
-            e2enrt.get_updated(kube, cluster.nrt_list, 60, interval=1.0), target
+            nrtupdates.get_updated(kube, cluster.nrt_list, 60, interval=1.0), target
         )
 
         ds = _test_daemonset(fxt, suite_config, required)
@@ -370,7 +370,7 @@ class TestWithAtLeastOneNode:
             "some padding pods have failed to run"
         )
         fxt.settle_nrts()
-        before_list = e2enrt.get_updated(kube, cluster.nrt_list, 60, interval=1.0)
+        before_list = nrtupdates.get_updated(kube, cluster.nrt_list, 60, interval=1.0)
         target_before = acct.find_from_list(before_list, target)
 
         pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image, containers=2)
@@ -383,8 +383,10 @@ class TestWithAtLeastOneNode:
         _expect_failed_alignment(fxt, suite_config, pod, scope, pod)
 
         fxt.settle_nrts()
-        target_after = acct.find_from_list(e2enrt.get_updated(kube, before_list, 60, interval=1.0), target)
-        assert e2enrt.check_equal_available_resources(target_before, target_after), (
+        target_after = acct.find_from_list(
+            nrtupdates.get_updated(kube, before_list, 60, interval=1.0), target
+        )
+        assert nrtconsumed.check_equal_available_resources(target_before, target_after), (
             "NRT of target node was updated although the pods failed to be scheduled, expected: "
             f"{yaml.safe_dump(target_before)}\n  found: {yaml.safe_dump(target_after)}"
         )
@@ -406,7 +408,7 @@ class TestWithZeroSuitableNodes:
         nrts = cluster.nrts
         if len(nrts) < 1:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(nrts)}, needed 1")
-        xload = rl.highest(*(acct.baseload_for_node(kube, acct.nrt_name(nrt)) for nrt in nrts))
+        xload = rl.highest(*(acct.baseload_for_node(kube, e2enrt.nrt_name(nrt)) for nrt in nrts))
         log.info("highest base load resource cost: %s", rl.to_string(xload))
         names = e2enrt.accumulate_names(nrts)
         # prime factors, no exact multiples
@@ -453,12 +455,12 @@ class TestWithZeroSuitableNodes:
         assert succeeded == 0, "some pods are running, but we expect all of them to fail"
 
         fxt.settle_nrts()
-        waiters.for_nrts_equal_to(
+        nrtwaiters.for_nrts_equal_to(
             kube,
             nrt_initial_list,
             timeout=60,
             interval=fxt.config.timeouts.poll(5),
-            ignore=lambda nrt: acct.nrt_name(nrt) not in names,
+            ignore=lambda nrt: e2enrt.nrt_name(nrt) not in names,
         )
 
         kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": 0}}, fxt.namespace)
@@ -492,14 +494,16 @@ class TestWithZeroSuitableNodes:
         post_list = fxt.settle_nrts()
         qos_class = objects.pod_qos(pods[0])
         for initial in nrt_initial_list:
-            if acct.nrt_name(initial) not in names:
-                log.info("skipping unpadded node %s", acct.nrt_name(initial))
+            if e2enrt.nrt_name(initial) not in names:
+                log.info("skipping unpadded node %s", e2enrt.nrt_name(initial))
                 continue
-            post = acct.find_from_list(post_list, acct.nrt_name(initial))
-            match = e2enrt.check_zone_consumed_resources_at_least(initial, post, numa_level_fit, qos_class)
+            post = acct.find_from_list(post_list, e2enrt.nrt_name(initial))
+            match = nrtconsumed.check_zone_consumed_resources_at_least(
+                initial, post, numa_level_fit, qos_class
+            )
             assert match, (
                 f"inconsistent accounting: no resources consumed by the updated pods on node "
-                f"{acct.q(acct.nrt_name(initial))}"
+                f"{acct.q(e2enrt.nrt_name(initial))}"
             )
 
 

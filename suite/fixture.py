@@ -23,9 +23,10 @@ from typing import Any, NoReturn
 import pytest
 
 from . import kube as k
-from . import objects, waiters
+from . import nrtwaiters, objects, waiters
 from .config import SuiteConfig
-from .nrt import equal_nrt_lists_items, exporter_refresh_period, list_to_string
+from .nrtcompare import equal_nrt_lists_items, list_to_string
+from .nrtupdates import exporter_refresh_period
 from .timeouts import settle_interval_covering
 from .waiting import WaitTimeout, wait_for
 
@@ -149,7 +150,7 @@ class Fixture:
             return
         reboot, self.is_reboot_test = self.is_reboot_test, False
         try:
-            waiters.for_nrts_equal_to(
+            nrtwaiters.for_nrts_equal_to(
                 self.kube,
                 self.initial_nrts,
                 is_reboot_test=reboot,
@@ -172,7 +173,7 @@ class Fixture:
             timeouts.settle_timeout,
         )
         try:
-            return waiters.for_nrts_settled(
+            return nrtwaiters.for_nrts_settled(
                 self.kube,
                 timeouts.cooldown_threshold,
                 interval=interval,

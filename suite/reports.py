@@ -173,7 +173,7 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
     teardown has deleted the namespace already; the NRTs are what matters then).
     """
     from nrop.suite import kube as k
-    from nrop.suite import nrt
+    from nrop.suite import nrtcompare
 
     kube = fxt.kube
     namespace = fxt.namespace
@@ -186,7 +186,7 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
     diff = ""
     try:
         nrts = list(kube.list(k.NRT))
-        diff = nrt.nrt_diff(fxt.initial_nrts, nrts)
+        diff = nrtcompare.nrt_diff(fxt.initial_nrts, nrts)
         sections.append(("NRT difference from the start of the test", diff))
     except Exception as exc:  # the dump documents a failure; it must not replace it
         sections.append(

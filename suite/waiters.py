@@ -7,26 +7,26 @@ returns the last object seen. When the state does not come it raises
 and what was seen — for pods including their events (``log_events_for_pod`` logs them the
 same way). The completion rules (``is_deployment_complete``, ``are_daemonset_pods_ready``…)
 are pure functions. The serial specs call these waiters (with the timeout and interval of
-each upstream call) rather than keep copies of them.
+each upstream call) rather than keep copies of them. The waits on NodeResourceTopology
+objects live in :mod:`nrop.suite.nrtwaiters`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from . import kube as k
-from .nrt import is_nrt_equal, list_to_string, nrt_diff, pod_fingerprint
 from .scheduling import pod_events_text
 from .waiting import WaitTimeout, wait_for
 
 __all__ = [
     "DEFAULT_INTERVAL",
     "DEFAULT_TIMEOUT",
-    "PFPState",
     "are_daemonset_pods_ready",
     "for_daemonset_deleted",
     "for_daemonset_pods",
@@ -38,8 +38,6 @@ __all__ = [
     "for_namespace_deleted",
     "for_nrop_deleted",
     "for_nrosched_deleted",
-    "for_nrts_equal_to",
-    "for_nrts_settled",
     "for_object_deleted",
     "for_pod_deleted",
     "for_pod_phase",
@@ -220,17 +218,19 @@ def while_in_pod_phase(
 
 
 def _deleted(
-    getter: Callable[[], Manifest | None],
-    description: str,
+    kube: k.Kube,
+    kind: k.Kind,
+    name: str,
+    namespace: str | None,
     interval: float,
     timeout: float,
     *,
     immediate: bool = True,
 ) -> None:
     wait_for(
-        lambda: getter() or _GONE,
+        lambda: kube.get_or_none(kind, name, namespace) or _GONE,
         lambda obj: obj is _GONE,
-        description,
+        f"{kind.kind} {namespace + '/' if namespace else ''}{name} to be deleted",
         timeout,
         interval=interval,
         immediate=immediate,
@@ -247,12 +247,7 @@ def for_object_deleted(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
     """Until the object is gone (upstream's ``For<Kind>Deleted``; first look at once)."""
-    _deleted(
-        lambda: kube.get_or_none(kind, name, namespace),
-        f"{kind.kind} {namespace + '/' if namespace else ''}{name} to be deleted",
-        interval,
-        timeout,
-    )
+    _deleted(kube, kind, name, namespace, interval, timeout)
 
 
 def for_pod_deleted(
@@ -337,6 +332,48 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return meta["namespace"], meta["name"]
 
 
+def _until(
+    kube: k.Kube,
+    kind: k.Kind,
+    key: tuple[str, str],
+    done: Callable[[Manifest], bool],
+    what: str,
+    interval: float,
+    timeout: float,
+    *,
+    may_be_missing: bool = False,
+    terminal: Callable[[Manifest], bool] | None = None,
+) -> Manifest:
+    """Until ``done`` holds for the object ``key`` (namespace, name); the failure says
+    ``<kind> <namespace>/<name> <what>``. A missing object is an error at once, unless
+    ``may_be_missing``: then it counts as not yet."""
+    namespace, name = key
+
+    def get() -> Manifest:
+        if may_be_missing:
+            return kube.get_or_none(kind, name, namespace) or {}
+        return kube.get(kind, name, namespace)
+
+    return wait_for(
+        get,
+        lambda obj: bool(obj) and done(obj),
+        f"{kind.kind.lower()} {namespace}/{name} {what}",
+        timeout,
+        interval=interval,
+        terminal=terminal,
+    )
+
+
+def _on_status(rule: Callable[[Mapping[str, Any]], bool]) -> Callable[[Manifest], bool]:
+    """``rule`` applied to the object's status."""
+    return lambda obj: rule(_status(obj))
+
+
+def _count_is(key: str, expected: int, status: Mapping[str, Any]) -> bool:
+    """``status.<key>`` is ``expected`` (absent counts as 0)."""
+    return int(status.get(key, 0)) == expected
+
+
 def for_deployment_complete(
     kube: k.Kube,
     dp: Mapping[str, Any],
@@ -346,15 +383,11 @@ def for_deployment_complete(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
     """Until the Deployment is complete with ``replicas`` (default: its spec's) (``ForDeploymentComplete``)."""
-    ns, name = _key(dp)
     want = int(dp["spec"].get("replicas", 1)) if replicas is None else replicas
     generation = int(dp["metadata"].get("generation", 0))
-    return wait_for(
-        lambda: kube.get(k.DEPLOYMENT, name, ns),
-        lambda obj: is_deployment_complete(generation, _status(obj), want),
-        f"deployment {ns}/{name} to be complete with {want} replicas",
-        timeout,
-        interval=interval,
+    done = _on_status(partial(is_deployment_complete, generation, replicas=want))
+    return _until(
+        kube, k.DEPLOYMENT, _key(dp), done, f"to be complete with {want} replicas", interval, timeout
     )
 
 
@@ -366,14 +399,9 @@ def for_deployment_replicas_creation(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
-    ns, name = _key(dp)
-    return wait_for(
-        lambda: kube.get(k.DEPLOYMENT, name, ns),
-        lambda obj: int(_status(obj).get("replicas", 0)) == expected,
-        f"deployment {ns}/{name} to have {expected} replicas",
-        timeout,
-        interval=interval,
-    )
+    """Until the Deployment has ``expected`` replicas (``ForDeploymentReplicasCreation``)."""
+    done = _on_status(partial(_count_is, "replicas", expected))
+    return _until(kube, k.DEPLOYMENT, _key(dp), done, f"to have {expected} replicas", interval, timeout)
 
 
 def for_deployment_replicas_readiness(
@@ -384,14 +412,9 @@ def for_deployment_replicas_readiness(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
-    ns, name = _key(dp)
-    return wait_for(
-        lambda: kube.get(k.DEPLOYMENT, name, ns),
-        lambda obj: int(_status(obj).get("readyReplicas", 0)) == expected,
-        f"deployment {ns}/{name} to have {expected} ready replicas",
-        timeout,
-        interval=interval,
-    )
+    """Until ``expected`` replicas of the Deployment are ready."""
+    done = _on_status(partial(_count_is, "readyReplicas", expected))
+    return _until(kube, k.DEPLOYMENT, _key(dp), done, f"to have {expected} ready replicas", interval, timeout)
 
 
 def for_daemonset_ready(
@@ -403,12 +426,9 @@ def for_daemonset_ready(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
     """Until the DaemonSet exists and all its pods are available (``ForDaemonSetReadyByKey``)."""
-    return wait_for(
-        lambda: kube.get_or_none(k.DAEMONSET, name, namespace) or {},
-        lambda obj: bool(obj) and are_daemonset_pods_ready(_status(obj)),
-        f"daemonset {namespace}/{name} to be ready",
-        timeout,
-        interval=interval,
+    done = _on_status(are_daemonset_pods_ready)
+    return _until(
+        kube, k.DAEMONSET, (namespace, name), done, "to be ready", interval, timeout, may_be_missing=True
     )
 
 
@@ -422,13 +442,9 @@ def for_daemonset_pods(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
     """Until the DaemonSet wants ``expected`` pods (``ForDaemonsetPodsCreation``)."""
-    return wait_for(
-        lambda: kube.get_or_none(k.DAEMONSET, name, namespace) or {},
-        lambda obj: bool(obj) and int(_status(obj).get("desiredNumberScheduled", 0)) == expected,
-        f"daemonset {namespace}/{name} to have {expected} pods",
-        timeout,
-        interval=interval,
-    )
+    done = _on_status(partial(_count_is, "desiredNumberScheduled", expected))
+    what = f"to have {expected} pods"
+    return _until(kube, k.DAEMONSET, (namespace, name), done, what, interval, timeout, may_be_missing=True)
 
 
 def for_daemonset_deleted(
@@ -439,7 +455,7 @@ def for_daemonset_deleted(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
-    for_object_deleted(kube, k.DAEMONSET, name, namespace, interval=interval, timeout=timeout)
+    _deleted(kube, k.DAEMONSET, name, namespace, interval, timeout)
 
 
 def for_replicaset_complete(
@@ -449,15 +465,12 @@ def for_replicaset_complete(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
-    ns, name = _key(rs)
+    """Until the ReplicaSet is complete with its spec's replicas (``ForReplicaSetComplete``)."""
     replicas = int(rs["spec"].get("replicas", 1))
     generation = int(rs["metadata"].get("generation", 0))
-    return wait_for(
-        lambda: kube.get(k.REPLICASET, name, ns),
-        lambda obj: is_replicaset_complete(generation, replicas, _status(obj)),
-        f"replicaset {ns}/{name} to be complete with {replicas} replicas",
-        timeout,
-        interval=interval,
+    done = _on_status(partial(is_replicaset_complete, generation, replicas))
+    return _until(
+        kube, k.REPLICASET, _key(rs), done, f"to be complete with {replicas} replicas", interval, timeout
     )
 
 
@@ -470,13 +483,9 @@ def for_job_completed(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Manifest:
     """Until the Job's ``Complete`` condition is True (``ForJobCompleted``); a failed Job ends the wait."""
-    return wait_for(
-        lambda: kube.get(k.JOB, name, namespace),
-        is_job_completed,
-        f"job {namespace}/{name} to complete",
-        timeout,
-        interval=interval,
-        terminal=is_job_failed,
+    job = (namespace, name)
+    return _until(
+        kube, k.JOB, job, is_job_completed, "to complete", interval, timeout, terminal=is_job_failed
     )
 
 
@@ -493,13 +502,8 @@ def for_nrop_deleted(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
-    _deleted(
-        lambda: kube.get_or_none(k.NROP, name),
-        f"NUMAResourcesOperator {name} to be deleted",
-        interval,
-        timeout,
-        immediate=False,
-    )
+    """Until the NUMAResourcesOperator is gone (first look after one ``interval``)."""
+    _deleted(kube, k.NROP, name, None, interval, timeout, immediate=False)
 
 
 def for_nrosched_deleted(
@@ -509,148 +513,5 @@ def for_nrosched_deleted(
     interval: float = DEFAULT_INTERVAL,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
-    _deleted(
-        lambda: kube.get_or_none(k.NROSCHED, name),
-        f"NUMAResourcesScheduler {name} to be deleted",
-        interval,
-        timeout,
-        immediate=False,
-    )
-
-
-# ------------------------------------------------------------------------------- NRTs
-
-
-@dataclass
-class _NRTComparison:
-    """The NRT list seen, and why it does not match the reference (kept short in messages)."""
-
-    nrts: list[Manifest]
-    mismatched: list[str]
-    missing: list[str]
-    diff: str = ""
-
-    def to_dict(self) -> str:
-        return f"missing={self.missing} mismatched={self.mismatched}\n{self.diff}"
-
-
-def for_nrts_equal_to(
-    kube: k.Kube,
-    reference: Sequence[Mapping[str, Any]],
-    *,
-    ignore: Callable[[Mapping[str, Any]], bool] | None = None,
-    is_reboot_test: bool = False,
-    device_names: Sequence[str] = (),
-    interval: float = DEFAULT_INTERVAL,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> list[Manifest]:
-    """Until every reference NRT (not ``ignore``-d) is equal to the current one (``is_nrt_equal``).
-
-    A reference NRT that disappeared ends the wait at once. The failure shows the
-    ``available`` diff from the reference to the current data.
-    """
-    wanted = [ref for ref in reference if not (ignore and ignore(ref))]
-
-    def compare() -> _NRTComparison:
-        current = kube.list(k.NRT)
-        by_name = {nrt["metadata"]["name"]: nrt for nrt in current}
-        missing = [ref["metadata"]["name"] for ref in wanted if ref["metadata"]["name"] not in by_name]
-        mismatched = [
-            ref["metadata"]["name"]
-            for ref in wanted
-            if ref["metadata"]["name"] in by_name
-            and not is_nrt_equal(ref, by_name[ref["metadata"]["name"]], is_reboot_test, device_names)
-        ]
-        return _NRTComparison(current, mismatched, missing)
-
-    try:
-        return wait_for(
-            compare,
-            lambda c: not c.missing and not c.mismatched,
-            f"{len(wanted)} NRTs to be equal to the reference",
-            timeout,
-            interval=interval,
-            terminal=lambda c: bool(c.missing),
-            immediate=False,
-        ).nrts
-    except WaitTimeout:
-        last = compare()
-        raise WaitTimeout(
-            f"expected {len(wanted)} NRTs to be equal to the reference within {timeout:g}s; "
-            f"missing: {last.missing}, different: {last.mismatched}\n"
-            f"available, reference -> current:\n{nrt_diff(wanted, last.nrts)}\n"
-            f"{list_to_string(wanted, ' reference')}{list_to_string(last.nrts, ' current')}"
-        ) from None
-
-
-@dataclass
-class PFPState:
-    """Per node, the last pod fingerprint seen and how many times in a row (upstream ``PFPState``)."""
-
-    counts: dict[str, tuple[str, int]] = field(default_factory=dict)
-
-    def observe(self, node: str, value: str) -> int:
-        last, count = self.counts.get(node, ("", 0))
-        count = count + 1 if node in self.counts and last == value else 1
-        self.counts[node] = (value, count)
-        return count
-
-    def count_ready(self, threshold: int) -> int:
-        return sum(count >= threshold for _, count in self.counts.values())
-
-    def all_ready(self, threshold: int) -> bool:
-        return all(count >= threshold for _, count in self.counts.values())
-
-    def describe(self) -> str:
-        return ", ".join(
-            f"{node}: PFP={value} count={count}" for node, (value, count) in sorted(self.counts.items())
-        )
-
-
-@dataclass
-class _Settling:
-    nrts: list[Manifest]
-    state: PFPState
-    missing_pfp: list[str]
-    threshold: int
-
-    def to_dict(self) -> str:
-        return f"threshold={self.threshold} {self.state.describe()} missing PFP: {self.missing_pfp}"
-
-
-def for_nrts_settled(
-    kube: k.Kube,
-    threshold: int,
-    *,
-    ignore: Callable[[Mapping[str, Any]], bool] | None = None,
-    interval: float = DEFAULT_INTERVAL,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> list[Manifest]:
-    """Until each NRT's pod fingerprint was seen unchanged ``threshold`` times in a row.
-
-    (``ForNodeResourceTopologiesSettled``.) An NRT without the fingerprint attribute ends
-    the wait at once: settling cannot be observed without it.
-    """
-    state = PFPState()
-
-    def observe() -> _Settling:
-        nrts = kube.list(k.NRT)
-        missing = []
-        for nrt in nrts:
-            if ignore and ignore(nrt):
-                continue
-            value = pod_fingerprint(nrt)
-            if value is None:
-                missing.append(nrt["metadata"]["name"])
-                continue
-            state.observe(nrt["metadata"]["name"], value)
-        return _Settling(nrts, state, missing, threshold)
-
-    return wait_for(
-        observe,
-        lambda s: not s.missing_pfp and s.state.all_ready(threshold),
-        f"NRTs to settle ({threshold} identical pod fingerprints in a row)",
-        timeout,
-        interval=interval,
-        terminal=lambda s: bool(s.missing_pfp),
-    ).nrts
+    """Until the NUMAResourcesScheduler is gone (first look after one ``interval``)."""
+    _deleted(kube, k.NROSCHED, name, None, interval, timeout, immediate=False)

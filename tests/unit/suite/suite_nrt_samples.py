@@ -1,8 +1,11 @@
-"""NRT manifests for the suite library's table tests (not a test module)."""
+"""NRT manifests, and a fake cluster whose NRTs follow a script, for the suite library's tests
+(not a test module)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from nrop.suite import kube as k
 
 
 def res(
@@ -54,3 +57,37 @@ def two_zone_nrt(
         zone("node-1", res("cpu", "20", "20", cpu1), res("memory", "24Gi", "21Gi", mem1)),
         **kw,
     )
+
+
+class ScriptedNRTs:
+    """A fake cluster whose NRTs follow a script, for the NRT waits.
+
+    ``scripts[node]`` lists the node's NRT at each successive look (the last one then stays;
+    ``None`` = no NRT); listing the NRTs is one look at every node. ``nrops`` are the
+    NUMAResourcesOperators (``None``: the cluster does not serve the kind).
+    """
+
+    def __init__(
+        self, scripts: dict[str, list[dict[str, Any] | None]], nrops: list[dict] | None = None
+    ) -> None:
+        self.scripts = scripts
+        self.nrops = nrops
+        self.looks: dict[str, int] = {}
+
+    def _look(self, node: str) -> dict[str, Any] | None:
+        script = self.scripts[node]
+        step = self.looks.get(node, 0)
+        self.looks[node] = step + 1
+        return script[min(step, len(script) - 1)]
+
+    def get_or_none(self, kind: k.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        assert kind is k.NRT
+        return self._look(name)
+
+    def list(self, kind: k.Kind, namespace: str | None = None, **_: Any) -> list[dict[str, Any]]:
+        if kind is k.NROP:
+            if self.nrops is None:
+                raise k.UnknownKindError("not served")
+            return self.nrops
+        assert kind is k.NRT
+        return [nrt for nrt in (self._look(node) for node in self.scripts) if nrt is not None]

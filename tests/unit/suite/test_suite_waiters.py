@@ -1,5 +1,5 @@
-"""Table tests of nrop.suite.waiters: the completion rules, the pod-fingerprint settle counting,
-and the pod/Job/deletion waits on a fake cluster whose objects follow a script."""
+"""Table tests of nrop.suite.waiters: the completion rules and the
+pod/Job/deletion waits on a fake cluster whose objects follow a script."""
 
 from __future__ import annotations
 
@@ -69,25 +69,6 @@ def test_is_replicaset_complete(generation, replicas, status, complete) -> None:
 )
 def test_is_job_completed(conditions, done) -> None:
     assert w.is_job_completed({"status": {"conditions": conditions}}) is done
-
-
-@pytest.mark.parametrize(
-    ("observations", "threshold", "counts", "all_ready"),
-    [
-        ([("a", "p1")] * 5, 5, {"a": 5}, True),
-        ([("a", "p1")] * 4, 5, {"a": 4}, False),
-        ([("a", "p1"), ("a", "p1"), ("a", "p2"), ("a", "p2")], 2, {"a": 2}, True),
-        ([("a", "p1"), ("b", "q"), ("a", "p1"), ("b", "q2")], 2, {"a": 2, "b": 1}, False),
-        ([("a", "p1"), ("a", "p2"), ("a", "p1")], 2, {"a": 1}, False),
-    ],
-)
-def test_pfp_state(observations, threshold, counts, all_ready) -> None:
-    state = w.PFPState()
-    for node, value in observations:
-        state.observe(node, value)
-    assert {node: count for node, (_, count) in state.counts.items()} == counts
-    assert state.all_ready(threshold) is all_ready
-    assert state.count_ready(threshold) == sum(c >= threshold for c in counts.values())
 
 
 def test_pod_summary() -> None:
@@ -303,3 +284,92 @@ def test_log_events_for_pod(caplog: pytest.LogCaptureFixture) -> None:
     assert "begin events for ns/p" in caplog.text
     assert "message='0/2 nodes' reason='FailedScheduling'" in caplog.text
     assert "end events for ns/p" in caplog.text
+
+
+def _obj(generation: int = 1, **status: int) -> dict:
+    return {
+        "metadata": {"namespace": "ns", "name": "x", "generation": generation},
+        "spec": {"replicas": 2},
+        "status": status,
+    }
+
+
+_DP_DONE = _obj(observedGeneration=1, replicas=2, updatedReplicas=2, availableReplicas=2, readyReplicas=2)
+_DS_READY = _obj(desiredNumberScheduled=2, currentNumberScheduled=2, numberAvailable=2)
+_RS_DONE = _obj(observedGeneration=1, replicas=2, readyReplicas=2, availableReplicas=2)
+
+
+@pytest.mark.parametrize(
+    ("wait", "pending", "done", "message"),
+    [
+        (
+            lambda kube, **kw: w.for_deployment_complete(kube, _obj(), **kw),
+            _obj(observedGeneration=1, replicas=2, updatedReplicas=1, availableReplicas=2),
+            _DP_DONE,
+            "deployment ns/x to be complete with 2 replicas",
+        ),
+        (
+            lambda kube, **kw: w.for_deployment_complete(kube, _obj(), replicas=3, **kw),
+            _DP_DONE,
+            _obj(observedGeneration=1, replicas=3, updatedReplicas=3, availableReplicas=3),
+            "deployment ns/x to be complete with 3 replicas",
+        ),
+        (
+            lambda kube, **kw: w.for_deployment_replicas_creation(kube, _obj(), 2, **kw),
+            _obj(replicas=1),
+            _obj(replicas=2),
+            "deployment ns/x to have 2 replicas",
+        ),
+        (
+            lambda kube, **kw: w.for_deployment_replicas_readiness(kube, _obj(), 2, **kw),
+            _obj(replicas=2, readyReplicas=1),
+            _obj(replicas=2, readyReplicas=2),
+            "deployment ns/x to have 2 ready replicas",
+        ),
+        (
+            lambda kube, **kw: w.for_daemonset_ready(kube, "ns", "x", **kw),
+            None,
+            _DS_READY,
+            "daemonset ns/x to be ready",
+        ),
+        (
+            lambda kube, **kw: w.for_daemonset_pods(kube, "ns", "x", 2, **kw),
+            None,
+            _obj(desiredNumberScheduled=2),
+            "daemonset ns/x to have 2 pods",
+        ),
+        (
+            lambda kube, **kw: w.for_replicaset_complete(kube, _obj(2), **kw),
+            _obj(2, observedGeneration=1, replicas=2, readyReplicas=2, availableReplicas=2),
+            _obj(2, observedGeneration=2, replicas=2, readyReplicas=2, availableReplicas=2),
+            "replicaset ns/x to be complete with 2 replicas",
+        ),
+    ],
+)
+def test_workload_waiters(wait, pending, done, message) -> None:
+    kube = FakeKube(objects={"x": [pending, done]})
+    assert wait(kube, interval=0, timeout=5) is done
+    assert kube.looks[("", "x")] == 2
+    with pytest.raises(WaitTimeout, match=rf"^expected {message} within 0s, got instead"):
+        wait(FakeKube(objects={"x": [pending]}), interval=0, timeout=0)
+
+
+def test_deployment_waiters_need_the_deployment() -> None:
+    with pytest.raises(AssertionError, match="Deployment x not found"):
+        w.for_deployment_replicas_creation(FakeKube(objects={"x": [None]}), _obj(), 2, interval=0, timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("wait", "message"),
+    [
+        (w.for_nrop_deleted, "NUMAResourcesOperator numaresourcesoperator to be deleted"),
+        (w.for_nrosched_deleted, "NUMAResourcesScheduler numaresourcesscheduler to be deleted"),
+    ],
+)
+def test_operator_objects_deleted(wait, message) -> None:
+    kube = FakeKube(objects={"numaresourcesoperator": [None], "numaresourcesscheduler": [None]})
+    wait(kube, interval=0)
+    present = {"metadata": {"name": "n"}}
+    kube = FakeKube(objects={"numaresourcesoperator": [present], "numaresourcesscheduler": [present]})
+    with pytest.raises(WaitTimeout, match=rf"^expected {message} within 0s"):
+        wait(kube, interval=0, timeout=0)
