@@ -20,9 +20,10 @@ whole run, in the same order, talking to the cluster only through :class:`~nrop.
    ``E2E_NROP_INFRA_TEARDOWN_SKIP`` / ``E2E_INFRA_NO_TEARDOWN``) removes the labels and the
    namespace (the DaemonSets go with it).
 
-Checks are pure functions over plain dicts (tested with tables), the numacell manifests and
-readiness checks those of :mod:`nrop.suite.numacelldeploy`; the I/O functions are thin loops
-around them built on :func:`nrop.suite.waiting.wait_for`.
+Checks are pure functions over plain dicts (tested with tables); numacell is deployed by
+:func:`nrop.suite.numacelldeploy.deploy_numacell` and the NRTs awaited by
+:func:`nrop.suite.nrtwaiters.for_nrts`; the other I/O functions are thin loops built on
+:func:`nrop.suite.waiting.wait_for`.
 """
 
 from __future__ import annotations
@@ -38,11 +39,9 @@ from typing import Any
 from kubernetes import client
 
 from nrop.api.fielderrors import go_quote
-from nrop.api.nrt import NodeResourceTopology
 from nrop.api.selectors import label_selector_from_dict
-from nrop.suite import numacelldeploy, operatorenv
+from nrop.suite import nrtwaiters, numacelldeploy, operatorenv
 from nrop.suite.kube import (
-    DAEMONSET,
     NAMESPACE,
     NODE,
     NROP,
@@ -54,7 +53,8 @@ from nrop.suite.kube import (
     Manifest,
     UnknownKindError,
 )
-from nrop.suite.objects import NUMACELL_RESOURCE_NAMESPACE
+from nrop.suite.nrt import attribute as nrt_attribute
+from nrop.suite.objects import NUMACELL_RESOURCE_NAMESPACE, new_namespace
 from nrop.suite.waiting import wait_for
 
 __all__ = [
@@ -148,10 +148,6 @@ def scheduler_image_validation_enabled(environ: Mapping[str, str]) -> bool:
 # -- preconditions (pure) ---------------------------------------------------------------------------
 
 
-def _attribute(nrt: Mapping[str, Any], name: str) -> str | None:
-    return NodeResourceTopology.from_dict(nrt).attribute(name)
-
-
 def _name(obj: Mapping[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
 
@@ -168,7 +164,7 @@ def topology_problems(
     step, every problem is reported, so that one skip reason names all that is missing.
     """
     problems: list[str] = []
-    snn = [n for n in nrts if _attribute(n, TM_POLICY_ATTR) == SINGLE_NUMA_NODE]
+    snn = [n for n in nrts if nrt_attribute(n, TM_POLICY_ATTR) == SINGLE_NUMA_NODE]
     if len(snn) < MIN_SNN_NODES:
         problems.append(
             f"Not enough nodes with {go_quote(SINGLE_NUMA_NODE)} topology found {len(snn)} needed {MIN_SNN_NODES}"
@@ -185,7 +181,7 @@ def topology_problems(
             (TM_POLICY_ATTR, "topologyManagerPolicy", TM_POLICY_DEFAULT, "policy"),
             (TM_SCOPE_ATTR, "topologyManagerScope", TM_SCOPE_DEFAULT, "scope"),
         ):
-            value = _attribute(nrt, attr)
+            value = nrt_attribute(nrt, attr)
             if value is None:
                 problems.append(f"Attribute {go_quote(attr)} not reported on NRT {go_quote(node)}")
                 break
@@ -417,21 +413,7 @@ def before_suite(
     pools = node_group_pools(node_groups, _mcp_finder(kube))
 
     namespace = f"{INFRA_NAMESPACE_BASE}-{rand()}"
-    kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": namespace,
-                "labels": {
-                    "pod-security.kubernetes.io/audit": "privileged",
-                    "pod-security.kubernetes.io/enforce": "privileged",
-                    "pod-security.kubernetes.io/warn": "privileged",
-                    "security.openshift.io/scc.podSecurityLabelSync": "false",
-                },
-            },
-        }
-    )
+    kube.create(new_namespace(namespace))
     _progress(f"namespace {namespace} created", started)
     image = image or numacell_image(environ)
     infra = Infra(
@@ -472,30 +454,27 @@ def _set_up(
     namespace = infra.namespace
     infra_nrts = kube.list(NRT)
     log.info("using NUMACell image %s (command %s)", infra.numacell_image, " ".join(program.command))
-    manifests = numacelldeploy.numacell_manifests(namespace, pools, infra.numacell_image, program)
-    for manifest in manifests:
-        kube.create(manifest)
-    infra.numacell_daemonsets = [_name(m) for m in manifests if m["kind"] == "DaemonSet"]
-    _progress(f"numacell daemonsets created: {', '.join(infra.numacell_daemonsets)}", started)
-    for ds in infra.numacell_daemonsets:
-        wait_for(
-            lambda ds=ds: kube.get_or_none(DAEMONSET, ds, namespace),
-            numacelldeploy.daemonset_ready,
-            f"daemonset {namespace}/{ds} ready",
-            timings.ready_timeout,
-            interval=timings.daemonset_interval,
-        )
-    _progress("numacell daemonsets ready", started)
-    for name in (_name(nrt) for nrt in infra_nrts):
-        wait_for(
-            lambda name=name: kube.get_or_none(NRT, name),
-            numacelldeploy.zones_expose_numacell,
-            f"NRT {name} to expose numacell resources in every zone (the numacell image "
-            f"{infra.numacell_image} must run a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; "
-            f"{_NUMACELL_IMAGE_VARS[0]} picks another)",
-            timings.ready_timeout,
-            interval=timings.nrt_interval,
-        )
+    ready = numacelldeploy.deploy_numacell(
+        kube,
+        namespace,
+        pools,
+        infra.numacell_image,
+        program,
+        timeout=timings.ready_timeout,
+        interval=timings.daemonset_interval,
+        progress=lambda step: _progress(step, started),
+    )
+    infra.numacell_daemonsets = [_name(ds) for ds in ready]
+    nrtwaiters.for_nrts(
+        kube,
+        [_name(nrt) for nrt in infra_nrts],
+        numacelldeploy.zones_expose_numacell,
+        f"to expose numacell resources in every zone (the numacell image {infra.numacell_image} must run "
+        f"a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; {_NUMACELL_IMAGE_VARS[0]} "
+        "picks another)",
+        timings.ready_timeout,
+        interval=timings.nrt_interval,
+    )
     _progress(f"numacell resources available on {len(infra_nrts)} NRTs", started)
 
     for nrt in infra_nrts:

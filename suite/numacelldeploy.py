@@ -1,23 +1,27 @@
-"""The numacell device plugin as BeforeSuite deploys it (catalog §3.1): manifests and readiness.
+"""The numacell device plugin as BeforeSuite deploys it (catalog §3.1): manifests, deployment, readiness.
 
-Owns the pure part of upstream's ``numacell/manifests`` and of the waits around it: which
-program the container starts (upstream's binary, or the project's ``numacell`` for the
-project's image, reading the node's sysfs at :data:`HOST_SYS`), the ServiceAccount, Role,
-RoleBinding and one privileged DaemonSet ``numacell-dp-<pool>-ds`` per node-group pool,
-and the checks BeforeSuite polls: the DaemonSets ready, every NRT zone exposing an
-allocatable ``kni.node/numacellNN``. The I/O is :mod:`nrop.suite.infra`'s.
+Owns upstream's ``numacell/manifests`` and the waits around it: which program the
+container starts (upstream's binary, or the project's ``numacell`` for the project's image,
+reading the node's sysfs at :data:`HOST_SYS`), the ServiceAccount, Role, RoleBinding and
+one privileged DaemonSet ``numacell-dp-<pool>-ds`` per node-group pool, the checks
+BeforeSuite polls (the DaemonSets ready, every NRT zone exposing an allocatable
+``kni.node/numacellNN``), and :func:`deploy_numacell`, the one place that creates the
+manifests and waits for the DaemonSets: BeforeSuite (:mod:`nrop.suite.infra`) and the
+project's own tests deploy numacell through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nrop.api import images
 from nrop.api.nrt import NodeResourceTopology
 from nrop.suite import numacell
-from nrop.suite.kube import Manifest
+from nrop.suite.kube import DAEMONSET, Kube, Manifest
+from nrop.suite.waiting import wait_for
 
 __all__ = [
     "DEVICE_PLUGIN_PATH",
@@ -28,10 +32,13 @@ __all__ = [
     "NumacellProgram",
     "Pool",
     "daemonset_ready",
+    "deploy_numacell",
     "numacell_manifests",
     "numacell_program",
     "zones_expose_numacell",
 ]
+
+log = logging.getLogger(__name__)
 
 NUMACELL_PREFIX = "numacell-dp"
 DEVICE_PLUGIN_PATH = numacell.DEFAULT_DEVICE_PLUGIN_PATH
@@ -183,3 +190,39 @@ def zones_expose_numacell(nrt: Mapping[str, Any] | None) -> bool:
         any(numacell.is_resource_name(r.name) and int(str(r.allocatable)) > 0 for r in z.resources)
         for z in zones
     )
+
+
+def deploy_numacell(
+    kube: Kube,
+    namespace: str,
+    pools: Sequence[Pool],
+    image: str,
+    program: NumacellProgram | None = None,
+    *,
+    timeout: float,
+    interval: float,
+    progress: Callable[[str], None] = log.info,
+) -> list[Manifest]:
+    """Create :func:`numacell_manifests` in ``namespace`` (which must exist) and wait until every
+    DaemonSet is :func:`daemonset_ready`, each up to ``timeout``; the ready DaemonSets.
+
+    ``program`` defaults to :func:`numacell_program` of ``image``; ``progress`` gets a line once
+    the DaemonSets are created and once they are ready.
+    """
+    manifests = numacell_manifests(namespace, pools, image, program or numacell_program(image))
+    for manifest in manifests:
+        kube.create(manifest)
+    names = [m["metadata"]["name"] for m in manifests if m["kind"] == "DaemonSet"]
+    progress(f"numacell daemonsets created: {', '.join(names)}")
+    ready = [
+        wait_for(
+            lambda name=name: kube.get_or_none(DAEMONSET, name, namespace),
+            daemonset_ready,
+            f"daemonset {namespace}/{name} ready",
+            timeout,
+            interval=interval,
+        )
+        for name in names
+    ]
+    progress("numacell daemonsets ready")
+    return ready

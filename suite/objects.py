@@ -161,18 +161,23 @@ def _workload(
     pod_labels: Mapping[str, str],
     node_selector: Mapping[str, str] | None,
     pod_spec: Mapping[str, Any],
+    replicas: int | None = None,
 ) -> Manifest:
+    """A workload of ``kind`` whose pods carry ``pod_labels`` (its selector); ``replicas`` if it has any."""
     spec = copy.deepcopy(dict(pod_spec))
     if node_selector is not None:
         spec["nodeSelector"] = dict(node_selector)
+    workload_spec: Manifest = {
+        "selector": {"matchLabels": dict(pod_labels)},
+        "template": {"metadata": {"labels": dict(pod_labels)}, "spec": spec},
+    }
+    if replicas is not None:
+        workload_spec["replicas"] = replicas
     return {
         "apiVersion": api_version,
         "kind": kind,
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "selector": {"matchLabels": dict(pod_labels)},
-            "template": {"metadata": {"labels": dict(pod_labels)}, "spec": spec},
-        },
+        "spec": workload_spec,
     }
 
 
@@ -191,9 +196,7 @@ def new_test_deployment_with_pod_spec(
     name: str,
     pod_spec: Mapping[str, Any],
 ) -> Manifest:
-    dp = _workload("Deployment", "apps/v1", namespace, name, pod_labels, node_selector, pod_spec)
-    dp["spec"]["replicas"] = replicas
-    return dp
+    return _workload("Deployment", "apps/v1", namespace, name, pod_labels, node_selector, pod_spec, replicas)
 
 
 def new_test_deployment(
@@ -241,9 +244,7 @@ def new_test_replicaset_with_pod_spec(
     name: str,
     pod_spec: Mapping[str, Any],
 ) -> Manifest:
-    rs = _workload("ReplicaSet", "apps/v1", namespace, name, pod_labels, node_selector, pod_spec)
-    rs["spec"]["replicas"] = replicas
-    return rs
+    return _workload("ReplicaSet", "apps/v1", namespace, name, pod_labels, node_selector, pod_spec, replicas)
 
 
 def new_test_job(

@@ -13,6 +13,8 @@ Owns what upstream's install, sched-install, sched-uninstall and uninstall suite
   ``Progressing=False`` (5m/10s) and its Deployment ready;
 * :func:`teardown` deletes the NRS and waits for its scheduler objects to go, deletes the
   NROP and waits for the exporters to go, then deletes the operator's own objects;
+* :func:`wait_crds_established` is setup's wait for CRDs, also for one created otherwise (the
+  project's tests create the NodeResourceTopology CRD alone, :data:`NRT_CRD`);
 * changing one variable of the running operator is :mod:`nrop.suite.operatorenv`.
 
 Every step logs a progress line with the time elapsed since the start. Condition checks
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,7 @@ __all__ = [
     "CRD_NAMES",
     "NROP_NAME",
     "NROSCHED_NAME",
+    "NRT_CRD",
     "OPERATOR_NAMESPACE",
     "Stack",
     "StackError",
@@ -63,6 +66,7 @@ __all__ = [
     "scheduler_healthy",
     "setup",
     "teardown",
+    "wait_crds_established",
 ]
 
 log = logging.getLogger(__name__)
@@ -224,6 +228,18 @@ def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
 # -- setup --------------------------------------------------------------------------------------------
 
 
+def wait_crds_established(kube: Kube, names: Iterable[str], timeout: float, *, interval: float) -> None:
+    """Until every CRD of ``names`` reports ``Established=True`` (each awaited up to ``timeout``)."""
+    for name in names:
+        wait_for(
+            lambda name=name: kube.get_or_none(CRD, name),
+            _crd_established,
+            f"CRD {name} to be Established",
+            timeout,
+            interval=interval,
+        )
+
+
 def _install_operator(
     kube: Kube,
     namespace: str,
@@ -238,14 +254,7 @@ def _install_operator(
     for manifest in manifests:
         kube.apply(manifest)
     step(f"applied {len(manifests)} operator manifests (namespace {namespace}, image {image})")
-    for name in CRD_NAMES:
-        wait_for(
-            lambda name=name: kube.get_or_none(CRD, name),
-            _crd_established,
-            f"CRD {name} to be Established",
-            timings.available_timeout,
-            interval=timings.available_interval,
-        )
+    wait_crds_established(kube, CRD_NAMES, timings.available_timeout, interval=timings.available_interval)
     step("CRDs established")
     wait_for(
         lambda: kube.get_or_none(DEPLOYMENT, OPERATOR_DEPLOYMENT, namespace),

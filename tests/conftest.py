@@ -2,8 +2,11 @@
 
 Two kinds of cluster, one per test module:
 
-* by default ``cluster`` starts the API-conformance cluster (profile ``empty``, no
-  controllers, no default scheduler) in a background thread of the test process;
+* by default ``cluster`` runs the cluster of ``cluster_config`` in a background thread of
+  the test process (``cluster_thread``), its state below ``state_dir``. The default
+  ``cluster_config`` is the API-conformance cluster (profile ``empty``, no controllers, no
+  default scheduler); a module that needs another profile or other settings overrides the
+  ``cluster_config`` fixture, and only that;
 * a module marked ``pytest.mark.cluster_profile("<profile>")`` runs against ``embedded``:
   the embedded cluster of that profile started exactly as the suite starts its target
   (:func:`nrop.suite.target.start`, ``nrop-cluster up`` as a child process), its node
@@ -18,6 +21,7 @@ client over it); ``namespace`` is a fresh namespace per test, deleted afterwards
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -73,21 +77,24 @@ def embedded(request: pytest.FixtureRequest, state_dir: Path) -> Iterator[target
 
 
 @pytest.fixture(scope="module")
-def cluster_thread(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
-    state = tmp_path_factory.mktemp("cluster")
+def cluster_config() -> ClusterConfig:
+    """The module's in-process cluster, without its state directory (``cluster_thread`` adds it)."""
     # API conformance: no controllers, so namespaces hold exactly what a test puts there
     # (no default ServiceAccount, no kube-root-ca.crt, no ReplicaSets behind Deployments), and
     # no default scheduler: with no nodes it would only add FailedScheduling events to every pod.
-    runner = ClusterThread(
-        ClusterConfig(
-            profile="empty",
-            state_dir=state,
-            bookmark_interval=1.0,
-            history_size=2000,
-            controllers=ControllerSettings(controllers=()),
-            default_scheduler=False,
-        )
+    return ClusterConfig(
+        profile="empty",
+        bookmark_interval=1.0,
+        history_size=2000,
+        controllers=ControllerSettings(controllers=()),
+        default_scheduler=False,
     )
+
+
+@pytest.fixture(scope="module")
+def cluster_thread(cluster_config: ClusterConfig, state_dir: Path) -> Iterator[ClusterThread]:
+    """``cluster_config`` running in a background thread of this process, its state in ``state_dir``."""
+    runner = ClusterThread(dataclasses.replace(cluster_config, state_dir=state_dir / "c"))
     with runner:
         yield runner
 

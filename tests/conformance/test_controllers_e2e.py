@@ -13,8 +13,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,21 +36,10 @@ GRACE = 1.0
 
 
 @pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="nrop-ctl-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
+def cluster_config() -> ClusterConfig:
     """This module's cluster: the ``default`` profile, with the Job back-off shortened."""
     settings = ControllerSettings(job_backoff_base=0.2, daemon_failed_backoff_base=0.2)
-    runner = ClusterThread(
-        ClusterConfig(profile="default", state_dir=state_dir / "c", history_size=20000, controllers=settings)
-    )
-    with runner:
-        yield runner
+    return ClusterConfig(profile="default", history_size=20000, controllers=settings)
 
 
 @pytest.fixture(scope="module")

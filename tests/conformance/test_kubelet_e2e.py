@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,23 +40,9 @@ T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    # Unix socket paths are limited to 107 bytes: keep node roots short.
-    path = Path(tempfile.mkdtemp(prefix="nrop-e2e-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
+def cluster_config() -> ClusterConfig:
     """This module's cluster: the shipped ``default`` profile (overrides the shared ``empty`` one)."""
-    runner = ClusterThread(
-        ClusterConfig(
-            profile="default", state_dir=state_dir / "default", bookmark_interval=1.0, history_size=5000
-        )
-    )
-    with runner:
-        yield runner
+    return ClusterConfig(profile="default", bookmark_interval=1.0, history_size=5000)
 
 
 @pytest.fixture(scope="module")

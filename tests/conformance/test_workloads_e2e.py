@@ -22,21 +22,19 @@ import functools
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client
 
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread
+from nrop.localcluster.cluster import ClusterConfig
 from nrop.suite import waiting
 
 T = TypeVar("T")
@@ -83,19 +81,9 @@ AGENT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    # Short: unix socket paths of the node roots are limited to 107 bytes.
-    path = Path(tempfile.mkdtemp(prefix="nrop-wl-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
+def cluster_config() -> ClusterConfig:
     """This module's cluster: the shipped ``default`` profile with its default scheduler."""
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", history_size=20000))
-    with runner:
-        yield runner
+    return ClusterConfig(profile="default", history_size=20000)
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,11 @@ The suite installs the exporter through the operator; these modules instead run
 worker's node root, so that what they check is the program itself. What they share
 lives here once: where a node's root and podresources socket are, what the kubelet reports
 there for a pod, how a program of this
-installation is started, a subprocess with its log in a file, the NRT CRD, the
-KubeletConfiguration file an exporter reads, one exporter per worker stopped cleanly at
-the end, and numacell deployed from the suite's own manifests
-(:func:`nrop.suite.numacelldeploy.numacell_manifests`).
+installation is started, a subprocess with its log in a file, the NRT CRD (created here,
+awaited with :func:`nrop.suite.stack.wait_crds_established`), the KubeletConfiguration file
+an exporter reads, one exporter per worker stopped cleanly at the end, and numacell on the
+workers (:func:`nrop.suite.numacelldeploy.deploy_numacell`). NRTs are awaited with
+:func:`nrop.suite.nrtwaiters.for_nrts`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,16 +29,17 @@ import yaml
 from nrop.api import crds
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra, numacelldeploy
-from nrop.suite.kube import CRD, DAEMONSET, NRT, Kube
+from nrop.suite import infra, numacelldeploy, objects, stack
+from nrop.suite.kube import Kube
 from nrop.suite.target import EmbeddedCluster
-from nrop.suite.waiting import wait_for
 
 #: Where ``nrop-cluster up`` keeps each node's root below its state directory.
 NODES_DIR = "nodes"
 PODRESOURCES_SOCKET = "var/lib/kubelet/pod-resources/kubelet.sock"
 NUMACELL_DAEMONSET = f"{numacelldeploy.NUMACELL_PREFIX}-worker-ds"
 NUMACELL_POD_LABELS = {"name": f"{numacelldeploy.NUMACELL_PREFIX}-worker-pod"}
+#: How often these modules poll the embedded cluster, which answers at once.
+POLL_INTERVAL = 0.05
 
 Manifest = dict[str, Any]
 
@@ -122,16 +124,10 @@ def stopped_cleanly(processes: Mapping[str, Process]) -> Iterator[None]:
 
 
 def install_nrt_crd(kube: Kube, timeout: float = 20.0) -> None:
-    """Create the NodeResourceTopology CRD and wait for it to be Established."""
+    """Create the NodeResourceTopology CRD and wait for it to be Established (the suite's wait)."""
     crd = crds.load("noderesourcetopologies")
-    name = crd["metadata"]["name"]
     kube.create(crd)
-    wait_for(
-        lambda: (kube.get(CRD, name).get("status") or {}).get("conditions") or [],
-        lambda conds: any(c["type"] == "Established" and c["status"] == "True" for c in conds),
-        "the NodeResourceTopology CRD to be Established",
-        timeout,
-    )
+    stack.wait_crds_established(kube, [crd["metadata"]["name"]], timeout, interval=POLL_INTERVAL)
 
 
 def write_kubelet_config(kube: Kube, node: str, path: Path) -> Path:
@@ -165,41 +161,17 @@ def start_exporter(
     return Process(command, files / f"{node}-exporter.log", exporter_env() if env is None else env)
 
 
-def wait_nrts(
-    kube: Kube,
-    nodes: Iterable[str],
-    predicate: Callable[[Manifest], bool],
-    description: str,
-    timeout: float = 20.0,
-    *,
-    interval: float = 0.05,
-) -> dict[str, Manifest]:
-    """The NRT of every node once ``predicate`` holds for it."""
-    return {
-        node: wait_for(
-            lambda node=node: kube.get_or_none(NRT, node),
-            lambda obj: obj is not None and predicate(obj),
-            f"NRT {node} {description}",
-            timeout,
-            interval=interval,
-        )
-        for node in nodes
-    }
-
-
 def deploy_numacell(kube: Kube, namespace: str, timeout: float = 30.0) -> Manifest:
-    """numacell (the project's image and program) on every worker from the suite's manifests; the ready
-    DaemonSet. The namespace is created here and deleting it removes everything."""
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    pools = infra.node_group_pools([{"poolName": "worker"}])
-    for manifest in numacelldeploy.numacell_manifests(
-        namespace, pools, DEFAULT_IMAGE, numacelldeploy.numacell_program(DEFAULT_IMAGE)
-    ):
-        kube.create(manifest)
-    return wait_for(
-        lambda: kube.get_or_none(DAEMONSET, NUMACELL_DAEMONSET, namespace),
-        numacelldeploy.daemonset_ready,
-        f"daemonset {namespace}/{NUMACELL_DAEMONSET} ready",
-        timeout,
+    """numacell (the project's image and program) on every worker, as the suite deploys it
+    (:func:`nrop.suite.numacelldeploy.deploy_numacell`); the ready DaemonSet. The namespace is
+    created here and deleting it removes everything."""
+    kube.create(objects.new_namespace(namespace))
+    (daemonset,) = numacelldeploy.deploy_numacell(
+        kube,
+        namespace,
+        infra.node_group_pools([{"poolName": "worker"}]),
+        DEFAULT_IMAGE,
+        timeout=timeout,
         interval=0.2,
     )
+    return daemonset

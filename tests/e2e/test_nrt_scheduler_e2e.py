@@ -33,19 +33,20 @@ from typing import Any
 import pytest
 import yaml
 from _helpers_e2e import (
+    POLL_INTERVAL,
     Process,
     exporter_env,
     install_nrt_crd,
     program,
     start_exporter,
     stopped_cleanly,
-    wait_nrts,
 )
 from kubernetes import client
 
 from nrop.api.nrt import NodeResourceTopology
 from nrop.suite import waiters
 from nrop.suite.kube import NRT, Kube
+from nrop.suite.nrtwaiters import for_nrts
 from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
 
@@ -139,7 +140,7 @@ def stack(
     periodic = ("--sleep-interval", "1s", "--podreadiness=false")
     exporters = {node: start_exporter(embedded, kube, node, state_dir, *periodic) for node in WORKERS}
     with stopped_cleanly(exporters):
-        wait_nrts(kube, WORKERS, lambda _: True, "to exist")
+        for_nrts(kube, WORKERS, lambda _: True, "to exist", 20.0, interval=POLL_INTERVAL)
         yield stack
 
 

@@ -28,9 +28,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,18 +58,9 @@ wait_for = functools.partial(_wait_for, interval=0.5)
 
 
 @pytest.fixture(scope="module")
-def state_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="nrop-oper-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def cluster_thread(state_dir: Path) -> Iterator[ClusterThread]:
-    """This module's cluster: the shipped ``default`` profile."""
-    runner = ClusterThread(ClusterConfig(profile="default", state_dir=state_dir / "c", bookmark_interval=1.0))
-    with runner:
-        yield runner
+def cluster_config() -> ClusterConfig:
+    """This module's cluster (``tests/conftest.py``'s ``cluster_thread``): the shipped ``default`` profile."""
+    return ClusterConfig(profile="default", bookmark_interval=1.0)
 
 
 class Cluster:

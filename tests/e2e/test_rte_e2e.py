@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 from _helpers_e2e import (
+    POLL_INTERVAL,
     Process,
     install_nrt_crd,
     node_root,
@@ -45,7 +46,6 @@ from _helpers_e2e import (
     program,
     start_exporter,
     stopped_cleanly,
-    wait_nrts,
     write_kubelet_config,
 )
 from kubernetes import client, config, watch
@@ -55,6 +55,7 @@ from nrop.api.nrt import GROUP, PLURAL, VERSION, NodeResourceTopology
 from nrop.rte.terminalpods import TerminalPods
 from nrop.suite import waiters
 from nrop.suite.kube import NRT, POD, Kube
+from nrop.suite.nrtwaiters import for_nrts
 from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
 
@@ -171,7 +172,7 @@ class Stack:
     def wait_nrt(
         self, node: str, predicate: Callable[[dict[str, Any]], bool], description: str
     ) -> dict[str, Any]:
-        return wait_nrts(self.kube, [node], predicate, description, TIMEOUT)[node]
+        return for_nrts(self.kube, [node], predicate, description, TIMEOUT, interval=POLL_INTERVAL)[node]
 
     def run_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         self.kube.create({**body, "metadata": {**body["metadata"], "namespace": namespace}})
@@ -224,7 +225,7 @@ def stack(embedded: EmbeddedCluster, kube: Kube, core: client.CoreV1Api, state_d
             embedded, kube, node, state_dir, *mode[node], env=env, kubelet_config=stack.kubelet_configs[node]
         )
     with stopped_cleanly(stack.exporters):
-        stack.initial = wait_nrts(kube, WORKERS, lambda _: True, "to exist", TIMEOUT)
+        stack.initial = for_nrts(kube, WORKERS, lambda _: True, "to exist", TIMEOUT, interval=POLL_INTERVAL)
         yield stack
     logs = {node: proc.log() for node, proc in stack.exporters.items()}
     assert not any("Traceback" in text for text in logs.values()), logs

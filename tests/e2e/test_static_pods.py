@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 from _helpers_e2e import (
+    POLL_INTERVAL,
     Process,
     exporter_env,
     install_nrt_crd,
@@ -35,13 +36,13 @@ from _helpers_e2e import (
     pod_resources,
     start_exporter,
     stopped_cleanly,
-    wait_nrts,
 )
 from kubernetes import client
 
 from nrop.api.nrt import NodeResourceTopology
 from nrop.suite import infra
 from nrop.suite.kube import NRT, Kube
+from nrop.suite.nrtwaiters import for_nrts
 from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
 
@@ -120,7 +121,7 @@ def exporter(embedded: EmbeddedCluster, kube: Kube, state_dir: Path) -> Iterator
         embedded, kube, NODE, state_dir, "--sleep-interval", "1s", "--podreadiness=false", env=exporter_env()
     )
     with stopped_cleanly({NODE: process}):
-        wait_nrts(kube, [NODE], lambda _: True, "to exist", TIMEOUT)
+        for_nrts(kube, [NODE], lambda _: True, "to exist", TIMEOUT, interval=POLL_INTERVAL)
         yield process
 
 
@@ -240,11 +241,13 @@ def test_guaranteed_static_pod_gets_exclusive_cpus_and_is_accounted(
     cpus = exclusive_cpus(embedded, mirror.metadata.name)
     assert len(cpus) == 2, cpus
     assert numa_allocated_cpus(core) >= 2
-    after = wait_nrts(
+    after = for_nrts(
         kube,
         [NODE],
         lambda _: sum(available_cpus(kube).values()) == sum(before.values()) - 2,
         "to account 2 CPUs",
+        20.0,
+        interval=POLL_INTERVAL,
     )[NODE]
     assert after is not None
     taken = {zone: before[zone] - left for zone, left in available_cpus(kube).items() if left != before[zone]}

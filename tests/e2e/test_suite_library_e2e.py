@@ -33,11 +33,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers_e2e import deploy_numacell, install_nrt_crd, start_exporter, stopped_cleanly, wait_nrts
+from _helpers_e2e import deploy_numacell, install_nrt_crd, start_exporter, stopped_cleanly
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.api.nrt import NodeResourceTopology
-from nrop.suite import baseload, numacelldeploy, objects, scheduling, waiters
+from nrop.suite import (
+    baseload,
+    nrtcompare,
+    nrtconsumed,
+    nrtupdates,
+    nrtwaiters,
+    numacelldeploy,
+    objects,
+    scheduling,
+    waiters,
+)
 from nrop.suite import kube as k
 from nrop.suite import nrt as nrtutil
 from nrop.suite.config import SuiteConfig
@@ -65,7 +75,7 @@ def nrts(embedded: EmbeddedCluster, kube: k.Kube, state_dir: Path) -> Iterator[d
     periodic = ("--sleep-interval", "1s", "--podreadiness=false", "--refresh-node-resources")
     exporters = {node: start_exporter(embedded, kube, node, state_dir, *periodic) for node in WORKERS}
     with stopped_cleanly(exporters):
-        yield wait_nrts(
+        yield nrtwaiters.for_nrts(
             kube,
             WORKERS,
             numacelldeploy.zones_expose_numacell,
@@ -130,24 +140,24 @@ def test_fixture_lifecycle_accounts_a_pod_and_cools_down(suite_config: SuiteConf
     assert scheduling.check_pod_was_scheduled_with(kube, fxt.namespace, "gu", SCHEDULER)
     reference = nrtutil.find(before, node)
     assert reference is not None
-    updated = nrtutil.get_updated_for_node(kube, reference, 30.0, interval=0.5, grace=math.inf)
+    updated = nrtupdates.get_updated_for_node(kube, reference, 30.0, interval=0.5, grace=math.inf)
     required = objects.from_guaranteed_pod(pod)
-    zone = nrtutil.check_zone_consumed_resources_at_least(reference, updated, required, "Guaranteed")
-    assert zone in ("node-0", "node-1"), nrtutil.nrt_diff([reference], [updated])
-    assert not nrtutil.check_equal_available_resources(reference, updated)
+    zone = nrtconsumed.check_zone_consumed_resources_at_least(reference, updated, required, "Guaranteed")
+    assert zone in ("node-0", "node-1"), nrtcompare.nrt_diff([reference], [updated])
+    assert not nrtconsumed.check_equal_available_resources(reference, updated)
     # The other worker does not change: get_updated returns it as re-published after the grace.
     other = nrtutil.find(before, next(w for w in WORKERS if w != node))
     assert other is not None
     started = time.monotonic()
-    same = nrtutil.get_updated(kube, [other], 30.0, interval=0.5, grace=2.0)
+    same = nrtupdates.get_updated(kube, [other], 30.0, interval=0.5, grace=2.0)
     assert 2.0 <= time.monotonic() - started < 10.0
     found = nrtutil.find(same, other["metadata"]["name"])
-    assert found is not None and nrtutil.check_equal_available_resources(other, found)
-    assert nrtutil.republish_grace(kube) == 15.0  # no NUMAResourcesOperator: the 10s default + 5s
+    assert found is not None and nrtconsumed.check_equal_available_resources(other, found)
+    assert nrtupdates.republish_grace(kube) == 15.0  # no NUMAResourcesOperator: the 10s default + 5s
 
     fxt.teardown()  # namespace gone, then the cooldown: NRTs back to the initial state
     assert kube.get_or_none(k.NAMESPACE, fxt.namespace) is None
-    assert waiters.for_nrts_equal_to(kube, fxt.initial_nrts, interval=0.5, timeout=5.0)
+    assert nrtwaiters.for_nrts_equal_to(kube, fxt.initial_nrts, interval=0.5, timeout=5.0)
 
 
 def test_cooldown_fails_with_the_nrt_diff_and_skip_bypasses_it(suite_config: SuiteConfig) -> None:
@@ -163,7 +173,7 @@ def test_cooldown_fails_with_the_nrt_diff_and_skip_bypasses_it(suite_config: Sui
         waiters.for_pod_phase(kube, outside.namespace, "keeps", "Running", interval=0.25, timeout=60)
         reference = nrtutil.find(fxt.initial_nrts, WORKERS[0])
         assert reference is not None
-        nrtutil.get_updated_for_node(kube, reference, 30.0, interval=0.5, grace=math.inf)
+        nrtupdates.get_updated_for_node(kube, reference, 30.0, interval=0.5, grace=math.inf)
         with pytest.raises(AssertionError) as failure:
             fxt.teardown()
         text = str(failure.value)
@@ -179,7 +189,7 @@ def test_cooldown_fails_with_the_nrt_diff_and_skip_bypasses_it(suite_config: Sui
         assert not skipped.skipped
     finally:
         outside.teardown()
-    waiters.for_nrts_equal_to(kube, suite_config.nrt_reference, interval=0.5, timeout=30.0)
+    nrtwaiters.for_nrts_equal_to(kube, suite_config.nrt_reference, interval=0.5, timeout=30.0)
 
 
 # ----------------------------------------------------------------------------- padding
@@ -298,9 +308,9 @@ def test_pin_pod_to_places_the_pod_in_that_zone(fxt: Fixture) -> None:
         pod = objects.pin_pod_to(guaranteed_pod(ns, name, 2), WORKERS[0], zone_id)
         kube.create(pod)
         waiters.for_pod_phase(kube, ns, name, "Running", interval=0.25, timeout=60)
-        updated = nrtutil.get_updated_for_node(kube, reference, 30.0, interval=0.5, grace=math.inf)
-        consumed = nrtutil.check_zone_consumed_resources_at_least(
+        updated = nrtupdates.get_updated_for_node(kube, reference, 30.0, interval=0.5, grace=math.inf)
+        consumed = nrtconsumed.check_zone_consumed_resources_at_least(
             reference, updated, objects.from_guaranteed_pod(pod), "Guaranteed"
         )
-        assert consumed == f"node-{zone_id}", nrtutil.nrt_diff([reference], [updated])
-    assert nrtutil.nrt_diff(before, nrtutil.list_nrts(kube)).startswith(f"{WORKERS[0]}:\n  node-0: cpu -2")
+        assert consumed == f"node-{zone_id}", nrtcompare.nrt_diff([reference], [updated])
+    assert nrtcompare.nrt_diff(before, nrtutil.list_nrts(kube)).startswith(f"{WORKERS[0]}:\n  node-0: cpu -2")

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from _helpers_e2e import install_nrt_crd, wait_nrts
+from _helpers_e2e import POLL_INTERVAL, install_nrt_crd
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.suite import infra, numacell, numacelldeploy, stack
@@ -41,6 +41,7 @@ from nrop.suite.kube import (
     Kube,
     UnknownKindError,
 )
+from nrop.suite.nrtwaiters import for_nrts
 from nrop.suite.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
@@ -160,12 +161,13 @@ def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: st
     # Upstream's plugin image is simulated by the embedded kubelets: its pods run, but no
     # device plugin registers, so the NRTs never show numacell resources. The earlier tests'
     # plugins must be gone from the NRTs first: the exporters notice at their next refresh.
-    wait_nrts(
+    for_nrts(
         kube,
         WORKERS,
         lambda nrt: not numacelldeploy.zones_expose_numacell(nrt),
         "without numacell devices",
         30.0,
+        interval=POLL_INTERVAL,
     )
     timings = replace(INFRA_TIMINGS, ready_timeout=2.0)
     # the message names the image and how to pick another

@@ -1,31 +1,27 @@
-"""The cluster, stack and readers the fault tests share (imported by ``test_*_faults.py``,
-``test_malformed_pods.py``).
+"""The stack and readers the fault tests share (imported by ``test_*_faults.py``,
+``test_malformed_pods.py``, ``test_rbac_least_privilege.py``).
 
-One embedded cluster on the shipped ``default`` profile runs in the test process (a
-:class:`~nrop.localcluster.cluster.ClusterThread`: a kubelet restart needs
-:meth:`~nrop.localcluster.kubelet.fleet.Fleet.restart`, which only the cluster's own loop can
-call). The stack is installed through the operator as the suite's ``--setup`` does
-(:func:`nrop.suite.stack.setup`), and numacell runs on the workers from the suite's own
-manifests, so the operator, the exporters, the secondary scheduler and the device plugins are
-real processes of the project's image on the emulated nodes.
+They run against one embedded cluster on the shipped ``default`` profile in the test process
+(``tests/conftest.py``'s ``cluster_thread``, configured by :func:`cluster_config` here: a kubelet
+restart needs :meth:`~nrop.localcluster.kubelet.fleet.Fleet.restart`, which only the cluster's
+own loop can call). The stack is installed through the operator as the suite's ``--setup`` does
+(:func:`nrop.suite.stack.setup`), and numacell runs on the workers as the suite's BeforeSuite
+deploys it (:func:`nrop.suite.numacelldeploy.deploy_numacell`), so the operator, the exporters,
+the secondary scheduler and the device plugins are real processes of the project's image on the
+emulated nodes.
 
 A test module takes the fixtures by importing them (pytest finds fixtures by name in the
-module): ``cluster_thread`` (or its own, from :func:`running_cluster`), ``installed``,
-``reference`` and a fresh ``namespace`` per test; ``cluster`` and ``kube`` on that cluster
-come from ``tests/conftest.py``. The readers find an
-operand's process, a pod's exclusive CPUs (podresources), events and the NRTs.
+module): ``cluster_config`` (or its own), ``installed`` and ``reference``; ``cluster_thread``,
+``cluster``, ``kube`` and a fresh ``namespace`` per test come from ``tests/conftest.py``. The
+operand table says where each operand runs; the readers find an operand's process, a pod's
+exclusive CPUs (podresources), events and the NRTs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import shutil
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,19 +31,16 @@ import pytest
 
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
-from nrop.localcluster.controllers import ControllerSettings
+from nrop.localcluster.cluster import ClusterConfig, LocalCluster
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
 from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
-from nrop.suite import infra, numacelldeploy, objects, operatorenv, stack, waiters
+from nrop.suite import infra, nrtwaiters, numacelldeploy, objects, operatorenv, stack, waiters
 from nrop.suite import nrt as nrtlib
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import (
-    DAEMONSET,
     EVENT,
-    NAMESPACE,
     NROP,
     NROSCHED,
     NRT,
@@ -65,9 +58,12 @@ TIMEOUT = 60.0
 REQUESTS = {"cpu": "2", "memory": "256Mi"}
 NUMACELL_NAMESPACE = "numacell-faults"
 PODS_DIR = "var/lib/kubelet/pods"
+#: The fault tests' cluster: the shipped ``default`` profile, watch bookmarks every second.
+CLUSTER = ClusterConfig(profile="default", bookmark_interval=1.0)
 
 #: Two cores are shared by everything: poll twice a second.
-wait_for = functools.partial(_wait_for, interval=0.5)
+POLL_INTERVAL = 0.5
+wait_for = functools.partial(_wait_for, interval=POLL_INTERVAL)
 
 
 @dataclass(frozen=True)
@@ -96,30 +92,10 @@ OPERANDS = {
 # -- the cluster and the stack --------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def running_cluster(prefix: str, controllers: ControllerSettings | None = None) -> Iterator[ClusterThread]:
-    """A ``default`` cluster in a thread of this process, its state in a fresh temporary directory
-    removed afterwards; ``controllers`` overrides the control plane's settings."""
-    state = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
-    runner = ClusterThread(
-        ClusterConfig(
-            profile="default",
-            state_dir=state / "c",
-            bookmark_interval=1.0,
-            controllers=controllers or ControllerSettings(),
-        )
-    )
-    try:
-        with runner:
-            yield runner
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
-def cluster_thread() -> Iterator[ClusterThread]:
-    with running_cluster("nrop-flt-") as runner:
-        yield runner
+def cluster_config() -> ClusterConfig:
+    """:data:`CLUSTER`, the cluster of ``tests/conftest.py``'s ``cluster_thread``."""
+    return CLUSTER
 
 
 @pytest.fixture(scope="module")
@@ -129,26 +105,22 @@ def installed(kube: Kube) -> stack.Stack:
         kube, image=DEFAULT_IMAGE, refresh_period="1s", timings=stack.StackTimings.local()
     )
     kube.create(objects.new_namespace(NUMACELL_NAMESPACE))
-    pools = infra.node_group_pools([{"poolName": "worker"}])
-    for manifest in numacelldeploy.numacell_manifests(
-        NUMACELL_NAMESPACE, pools, DEFAULT_IMAGE, numacelldeploy.numacell_program(DEFAULT_IMAGE)
-    ):
-        kube.create(manifest)
-    wait_for(
-        lambda: kube.get_or_none(
-            DAEMONSET, f"{numacelldeploy.NUMACELL_PREFIX}-worker-ds", NUMACELL_NAMESPACE
-        ),
-        numacelldeploy.daemonset_ready,
-        "the numacell DaemonSet to be ready",
-        TIMEOUT,
+    numacelldeploy.deploy_numacell(
+        kube,
+        NUMACELL_NAMESPACE,
+        infra.node_group_pools([{"poolName": "worker"}]),
+        DEFAULT_IMAGE,
+        timeout=TIMEOUT,
+        interval=POLL_INTERVAL,
     )
-    for node in WORKERS:
-        wait_for(
-            lambda node=node: kube.get_or_none(NRT, node),
-            numacelldeploy.zones_expose_numacell,
-            f"NRT {node} to expose the numacell resources",
-            TIMEOUT,
-        )
+    nrtwaiters.for_nrts(
+        kube,
+        WORKERS,
+        numacelldeploy.zones_expose_numacell,
+        "to expose the numacell resources",
+        TIMEOUT,
+        interval=POLL_INTERVAL,
+    )
     return installed
 
 
@@ -160,14 +132,6 @@ def reference(kube: Kube, installed: stack.Stack) -> dict[str, dict[str, rl.Reso
     time.sleep(2.5)
     assert available(kube) == first, "the NRTs of an idle cluster keep changing"
     return first
-
-
-@pytest.fixture
-def namespace(kube: Kube) -> Iterator[str]:
-    name = f"faults-{uuid.uuid4().hex[:6]}"
-    kube.create(objects.new_namespace(name))
-    yield name
-    kube.delete(NAMESPACE, name)
 
 
 # -- reading the cluster --------------------------------------------------------------------------

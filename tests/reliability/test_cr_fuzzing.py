@@ -53,8 +53,7 @@ from nrop.operator.kubeapi import Api
 # The operator stack of the end-to-end module, reused as it is (fixtures and helpers).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 _e2e = importlib.import_module("test_operator_e2e")
-state_dir = _e2e.state_dir
-cluster_thread = _e2e.cluster_thread
+cluster_config = _e2e.cluster_config
 stack = _e2e.stack
 
 log = logging.getLogger(__name__)

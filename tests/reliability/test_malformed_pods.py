@@ -49,11 +49,10 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from stackfaults import (
     OPERANDS,
     TARGET,
-    cluster_thread,
+    cluster_config,
     container_status,
     guaranteed_pod,
     installed,
-    namespace,
     numa_cpus,
     operand_pod,
     pod_cpus,
@@ -66,7 +65,7 @@ from nrop.suite import objects, stack, waiters
 from nrop.suite.kube import POD, Kube, Manifest
 
 # The shared fixtures, used by name only.
-__all__ = ["cluster_thread", "installed", "namespace"]
+__all__ = ["cluster_config", "installed"]
 
 pytestmark = pytest.mark.slow
 

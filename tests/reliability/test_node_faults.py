@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import errno
 import io
 import os
@@ -53,6 +54,7 @@ import pytest
 # The shared cluster, stack and readers. Fixtures are found by their name in this module, so they
 # are imported under it, and the tests' parameters of the same names are not redefinitions.
 from stackfaults import (
+    CLUSTER,
     OPERANDS,
     OTHER,
     REQUESTS,
@@ -61,20 +63,18 @@ from stackfaults import (
     container_status,
     guaranteed_pod,
     installed,
-    namespace,
     numa_cpus,
     operand_pod,
     pod_cpus,
     pod_cpus_or_none,
     process_of,
     reference,
-    running_cluster,
     wait_available,
     wait_for,
 )
 
 from nrop.api import checkpoints
-from nrop.localcluster.cluster import ClusterThread, LocalCluster
+from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
 from nrop.localcluster.controllers import ControllerSettings
 from nrop.localcluster.kubelet.checkpointfiles import (
     CPU_MANAGER_STATE,
@@ -89,7 +89,7 @@ from nrop.suite import resourcelist as rl
 from nrop.suite.kube import EVENT, NODE, POD, Kube, Manifest
 
 # The shared fixtures, used by name only.
-__all__ = ["installed", "namespace", "reference"]
+__all__ = ["installed", "reference"]
 
 pytestmark = pytest.mark.slow
 
@@ -108,11 +108,17 @@ DEVICE_REQUESTS = {**REQUESTS, NUMACELL: "1"}
 
 
 @pytest.fixture(scope="module")
-def cluster_thread() -> Iterator[ClusterThread]:
+def cluster_config() -> ClusterConfig:
+    """The fault tests' cluster, with a node lifecycle controller that notices a silent node quickly."""
     settings = ControllerSettings(node_monitor_grace_period=GRACE, node_monitor_period=0.5)
-    with running_cluster("nrop-nf-", settings) as runner:
-        _renew_often(runner.cluster)
-        yield runner
+    return dataclasses.replace(CLUSTER, controllers=settings)
+
+
+@pytest.fixture(scope="module")
+def cluster_thread(cluster_thread: ClusterThread) -> ClusterThread:
+    """The shared ``cluster_thread`` of this module's config, its kubelets renewing their Lease often."""
+    _renew_often(cluster_thread.cluster)
+    return cluster_thread
 
 
 def _renew_often(cluster: LocalCluster, *names: str) -> None:

@@ -36,13 +36,12 @@ from stackfaults import (
     TARGET,
     TIMEOUT,
     available,
-    cluster_thread,
+    cluster_config,
     container_events,
     container_status,
     expected_available,
     guaranteed_pod,
     installed,
-    namespace,
     node_starts,
     numa_cpus,
     operand_pod,
@@ -69,7 +68,7 @@ from nrop.suite.kube import (
 )
 
 # The shared fixtures, used by name only.
-__all__ = ["cluster_thread", "installed", "namespace", "reference"]
+__all__ = ["cluster_config", "installed", "reference"]
 
 pytestmark = pytest.mark.slow
 

@@ -50,13 +50,13 @@ from typing import Any
 import pytest
 import yaml
 from cryptography import x509
-from stackfaults import namespace, reverted_by_the_operator, running_cluster
+from stackfaults import cluster_config, reverted_by_the_operator
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.apiserver import tls
 from nrop.localcluster.apiserver.audit import DenialLog
 from nrop.localcluster.apiserver.rbac import Attributes, service_account_user
-from nrop.localcluster.cluster import ClusterThread, LocalCluster
+from nrop.localcluster.cluster import LocalCluster
 from nrop.operator import naming
 from nrop.suite import nrt as nrtlib
 from nrop.suite import objects, stack, waiters
@@ -64,7 +64,7 @@ from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NRT, POD, Kind, Kube
 from nrop.suite.waiting import wait_for as _wait_for
 
 # The shared fixture, used by name only.
-__all__ = ["namespace"]
+__all__ = ["cluster_config"]
 
 pytestmark = pytest.mark.slow
 
@@ -259,12 +259,6 @@ def _token(endpoint: Endpoint, namespace: str, sa: str) -> str:
 
 
 # -- the cluster and the stack ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cluster_thread() -> Iterator[ClusterThread]:
-    with running_cluster("nrop-rbac-") as runner:
-        yield runner
 
 
 @pytest.fixture(scope="module")

@@ -52,12 +52,11 @@ from stackfaults import (
     OPERANDS,
     TARGET,
     TIMEOUT,
-    cluster_thread,
+    cluster_config,
     container_status,
     expected_available,
     guaranteed_pod,
     installed,
-    namespace,
     numa_cpus,
     operand_pod,
     pod_cpus,
@@ -79,7 +78,7 @@ from nrop.suite import resourcelist as rl
 from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NODE, POD, Kube
 
 # The fixtures taken from stackfaults, used by name only.
-__all__ = ["cluster_thread", "installed", "namespace", "reference"]
+__all__ = ["cluster_config", "installed", "reference"]
 
 pytestmark = pytest.mark.slow
 

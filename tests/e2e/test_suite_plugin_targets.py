@@ -1,0 +1,380 @@
+"""The serial suite's pytest plugin, exercised through real pytest runs (pytester): targets and timeouts.
+
+No cluster is started: where a target is needed, the ``Targets`` class is replaced by one
+whose contexts are plain strings, so the wiring (which profile a spec gets, when targets
+open, are prepared ahead and close, serially and under xdist) is what is tested; then the
+per-spec and session timeouts, the embedded cluster program started and stopped as the
+suite starts it (a fake ``nrop-cluster``), and a kubeconfig target recognised as embedded.
+The inner runs are those of :mod:`_helpers_plugin`.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from _helpers_plugin import BASE_ARGS, SUITE_CONFTEST, _clean_env, placement_specs, run
+
+from nrop.suite import options as suite_options
+from nrop.suite import plugin, target
+
+pytest_plugins = ("pytester",)
+
+# The shared fixture, used by name only.
+__all__ = ["_clean_env"]
+
+
+# ------------------------------------------------------------------------------- targets
+
+
+def test_nothing_starts_for_tests_that_do_not_use_the_suite_fixtures(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[str] = []
+    monkeypatch.setattr(target, "start", lambda profile, *a, **k: started.append(profile))
+    pytester.makeconftest(SUITE_CONFTEST)
+    pytester.makepyfile(
+        test_plain="def test_plain(tmp_path):\n    assert tmp_path.exists()\n",
+        test_spec_without_fixtures=placement_specs(),
+    )
+    result = run(pytester)
+    assert result.ret == 0
+    assert started == []
+    assert "nrop: [" not in result.stdout.str()  # no target says anything
+
+
+def test_a_suite_fixture_starts_the_embedded_cluster_of_the_spec_profile(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(profile: str, state_dir: Path, **_: object) -> None:
+        raise target.ClusterStartError(f"not in this test: would start {profile} in {state_dir.name}")
+
+    monkeypatch.setattr(target, "start", refuse)
+    pytester.makeconftest(SUITE_CONFTEST)
+    pytester.makepyfile(
+        textwrap.dedent(
+            """
+            from nrop.suite.specs import spec
+
+            @spec("needs the cluster", "tier0")
+            def test_uses_kube(kube):
+                pass
+            """
+        )
+    )
+    result = run(pytester, "--cluster-profile", "smt-aligned")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "nrop: [[]smt-aligned[]] starting the embedded cluster (profile smt-aligned)",
+            "*ClusterStartError: not in this test: would start smt-aligned in smt-aligned",
+        ]
+    )
+
+
+FAKE_TARGETS = textwrap.dedent(
+    """
+    import os
+    from nrop.suite import session
+
+    NROP_SERIAL_SUITE = True
+    LOG = os.path.join(os.path.dirname(__file__), "targets.log")
+
+    def _record(*words):
+        with open(LOG, "a") as f:
+            f.write(" ".join(words) + "\\n")
+
+    def _open(self, key, say):
+        _record("open", key, self.worker or "main")
+        return session.Context(key=key, kube=f"kube-of-{key}", timeouts=self.timeouts)
+
+    def _before_suite(self, context, say):
+        if context.config is None:
+            _record("before-suite", context.key)
+            context.config = f"config-of-{context.key}"
+
+    def _close(self, context, say):
+        _record("close", context.key, self.worker or "main")
+
+    session.Targets._open = _open
+    session.Targets._before_suite = _before_suite
+    session.Targets._close = _close
+    """
+)
+
+PROFILED = textwrap.dedent(
+    """
+    import os
+    from nrop.suite.specs import spec
+
+    pytestmark = spec("profiles")
+
+    def _seen(name, kube, suite_config):
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(os.path.join(os.path.dirname(__file__), "seen.log"), "a") as f:
+            f.write(f"{name} {kube} {suite_config} {worker}\\n")
+
+    @spec("[test_id:1] a cnt spec first in the file", "tier0", "tmscope:cnt")
+    def test_cnt_1(kube, suite_config):
+        _seen("cnt_1", kube, suite_config)
+
+    @spec("[test_id:2] a default spec", "tier0")
+    def test_default_1(kube, suite_config):
+        _seen("default_1", kube, suite_config)
+
+    @spec("[test_id:3] another cnt spec", "tier0", "tmscope:cnt")
+    def test_cnt_2(kube, suite_config):
+        _seen("cnt_2", kube, suite_config)
+
+    @spec("[test_id:4] another default spec", "tier0")
+    def test_default_2(kube, suite_config):
+        _seen("default_2", kube, suite_config)
+    """
+)
+
+
+def test_a_serial_run_uses_targets_in_profile_order_preparing_the_next_one_ahead(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a serial run: not one of the xdist workers this test itself may be running in
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makeconftest(FAKE_TARGETS)
+    pytester.makepyfile(test_profiles=PROFILED)
+    # -k deselects after the plugin ordered the specs: the point of preparing ahead follows
+    result = pytester.runpytest_subprocess(
+        *BASE_ARGS, "--report-dir", str(pytester.path / "r"), "-k", "not default_1"
+    )
+    assert result.ret == 0, result.stdout.str()
+    seen = (pytester.path / "seen.log").read_text().split("\n")
+    assert seen[:3] == [
+        "default_2 kube-of-default config-of-default main",
+        "cnt_1 kube-of-container-scope config-of-container-scope main",
+        "cnt_2 kube-of-container-scope config-of-container-scope main",
+    ]
+    # two specs before it is needed (here: the first spec) container-scope is opened and its
+    # BeforeSuite run on a thread; default is closed on a thread once the run switched
+    log = (pytester.path / "targets.log").read_text().splitlines()
+    assert sorted(log) == sorted(
+        [
+            "open default main",
+            "before-suite default",
+            "open container-scope main",
+            "before-suite container-scope",
+            "close default main",
+            "close container-scope main",
+        ]
+    )
+    assert log.index("before-suite container-scope") < log.index("close default main")
+    assert log[-1] == "close container-scope main"
+    result.stdout.fnmatch_lines(
+        [
+            "nrop: [[]container-scope[]] preparing the target in the background",
+            "nrop: [[]container-scope[]] prepared in the background in *s (waited *s for it)",
+        ]
+    )
+
+
+def test_with_xdist_each_worker_has_its_own_targets_and_a_profile_stays_on_one_worker(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(FAKE_TARGETS)
+    pytester.makepyfile(test_profiles=PROFILED)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    seen = [line.split() for line in (pytester.path / "seen.log").read_text().splitlines()]
+    assert len(seen) == 4
+    for name, kube, config, _worker in seen:
+        profile = "container-scope" if name.startswith("cnt") else "default"
+        assert (kube, config) == (f"kube-of-{profile}", f"config-of-{profile}")
+    assert len({worker for name, *_, worker in seen if name.startswith("cnt")}) == 1
+    assert {worker for *_, worker in seen} <= {"gw0", "gw1"}
+    opened = [
+        line.split() for line in (pytester.path / "targets.log").read_text().splitlines() if "open" in line
+    ]
+    assert all(worker in ("gw0", "gw1") for _, _, worker in opened)
+
+
+def test_with_xdist_a_large_profile_is_split_into_groups_that_run_first(pytester: pytest.Pytester) -> None:
+    # more cnt specs than a group holds: two groups, each on its own worker with its own cluster;
+    # xdist hands out the largest units first, so each worker starts with a group
+    specs = ["import os", "from nrop.suite.specs import spec", 'pytestmark = spec("profiles")']
+    for index in range(plugin.GROUP_SIZE + 2):
+        specs.append(
+            f'@spec("[test_id:{100 + index}] cnt spec {index}", "tier0", "tmscope:cnt")\n'
+            f"def test_cnt_{index}(kube):\n"
+            f'    open(os.path.join(os.path.dirname(__file__), "order.log"), "a").write('
+            f"f\"{{os.environ['PYTEST_XDIST_WORKER']}} cnt\\n\")"
+        )
+    for index in range(2):
+        specs.append(
+            f'@spec("[test_id:{200 + index}] default spec {index}", "tier0")\n'
+            f"def test_default_{index}(kube):\n"
+            f'    open(os.path.join(os.path.dirname(__file__), "order.log"), "a").write('
+            f"f\"{{os.environ['PYTEST_XDIST_WORKER']}} default\\n\")"
+        )
+    pytester.makeconftest(FAKE_TARGETS)
+    pytester.makepyfile(test_groups="\n\n\n".join(specs) + "\n")
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    opened = [
+        line.split() for line in (pytester.path / "targets.log").read_text().splitlines() if "open" in line
+    ]
+    assert sorted(worker for _, key, worker in opened if key == "container-scope") == ["gw0", "gw1"]
+    runs = [line.split() for line in (pytester.path / "order.log").read_text().splitlines()]
+    assert sum(1 for _, what in runs if what == "cnt") == plugin.GROUP_SIZE + 2
+    for worker in ("gw0", "gw1"):
+        assert next(what for who, what in runs if who == worker) == "cnt"
+
+
+def test_with_xdist_a_worker_s_after_suite_failure_fails_the_run(pytester: pytest.Pytester) -> None:
+    # the leak check (and any AfterSuite/teardown error) raises in a worker's close: the
+    # controller must print it and exit 1, though every spec passed
+    leaky = FAKE_TARGETS.replace(
+        '_record("close", context.key, self.worker or "main")',
+        '_record("close", context.key, self.worker or "main")\n'
+        '    if context.key == "container-scope":\n'
+        '        raise RuntimeError("the run left the cluster changed (1): namespace e2e-test-x is left")',
+    )
+    pytester.makeconftest(leaky)
+    pytester.makepyfile(test_profiles=PROFILED)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["*nrop: AfterSuite/teardown failed: [[]gw?[]] RuntimeError: the run left the cluster changed (1)*"]
+    )
+
+
+def test_with_xdist_the_controller_shows_each_worker_s_leak_check(pytester: pytest.Pytester) -> None:
+    # a worker's progress lines stay in its log; the leak-check verdict reaches the user
+    checked = FAKE_TARGETS.replace(
+        '_record("close", context.key, self.worker or "main")',
+        '_record("close", context.key, self.worker or "main")\n'
+        '    say("leak check: the cluster is as BeforeSuite found it")',
+    )
+    pytester.makeconftest(checked)
+    pytester.makepyfile(test_profiles=PROFILED)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    for profile in ("container-scope", "default"):  # the workers end in any order
+        result.stdout.fnmatch_lines(
+            [f"*nrop: [[]{profile}@gw?[]] leak check: the cluster is as BeforeSuite found it"]
+        )
+
+
+def test_xdist_is_refused_against_a_real_cluster(pytester: pytest.Pytester) -> None:
+    kubeconfig = pytester.path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    pytester.makeconftest(SUITE_CONFTEST)
+    pytester.makepyfile(test_placement=placement_specs())
+    result = pytester.runpytest(*BASE_ARGS, "-n", "2", "--kubeconfig", str(kubeconfig))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: -n/--dist runs specs in parallel, but the serial suite must run alone on a shared cluster*"]
+    )
+
+
+def test_xdist_against_a_real_cluster_is_not_refused_outside_the_suite(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubeconfig = pytester.path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest(*BASE_ARGS, "-n", "2")
+    assert result.ret == 0
+
+
+# ------------------------------------------------------------------------- embedded cluster
+
+FAKE_CLUSTER = textwrap.dedent(
+    """
+    import signal, sys, time
+    state = sys.argv[sys.argv.index("--state-dir") + 1]
+    print("2026-11-26 14:08:10,584 INFO nrop.localcluster.cluster: starting API server", file=sys.stderr, flush=True)
+    if "broken" in sys.argv:
+        print("2026-11-26 14:08:10,600 ERROR nrop.localcluster.cluster: no such profile", file=sys.stderr, flush=True)
+        sys.exit(2)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    open(state + "/kubeconfig", "w").write("apiVersion: v1")
+    print("ready: kubeconfig=" + state + "/kubeconfig", flush=True)
+    while True:
+        time.sleep(0.1)
+    """
+)
+
+
+def test_embedded_cluster_start_waits_for_ready_and_stops_on_sigterm(tmp_path: Path) -> None:
+    script = tmp_path / "fake_cluster.py"
+    script.write_text(FAKE_CLUSTER)
+    lines: list[str] = []
+    cluster = target.start(
+        "default", tmp_path / "state", progress=lines.append, command=[sys.executable, str(script)]
+    )
+    try:
+        assert cluster.kubeconfig == tmp_path / "state" / "kubeconfig"
+        assert cluster.process.poll() is None
+        # stderr is relayed by its own thread: lines printed before "ready" may race with it
+        assert lines in ([], ["starting API server"])
+    finally:
+        cluster.stop()
+    assert cluster.process.returncode == 0
+    assert "starting API server" in cluster.log_path.read_text()
+
+
+def test_embedded_cluster_that_exits_early_is_an_error_with_its_log(tmp_path: Path) -> None:
+    script = tmp_path / "fake_cluster.py"
+    script.write_text(FAKE_CLUSTER)
+    with pytest.raises(
+        target.ClusterStartError, match=r"(?s)--profile broken exited; its log ends with:.*no such"
+    ):
+        target.start(
+            "broken", tmp_path / "state", progress=lambda _: None, command=[sys.executable, str(script)]
+        )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected", "header"),
+    [
+        ((), "(1800.0,) 18000.0", "each spec may take 1800s *, the whole run 18000s (--session-timeout)"),
+        (("--timeout", "7"), "None 18000.0", "each spec may take 7.0s (--timeout) *"),
+        (("--session-timeout", "60"), "(1800.0,) 60.0", "*, the whole run 60s (--session-timeout)"),
+    ],
+    ids=["spec-default", "cli-timeout-wins", "cli-session-timeout-wins"],
+)
+def test_specs_get_a_long_timeout_and_the_run_upstream_s_5h_unless_given(
+    pytester: pytest.Pytester, args: tuple[str, ...], expected: str, header: str
+) -> None:
+    pytester.makeconftest(SUITE_CONFTEST)
+    pytester.makepyfile(
+        "from nrop.suite.specs import spec\n"
+        "@spec('a slow spec', 'tier0')\n"
+        "def test_spec(request):\n"
+        "    mark = request.node.get_closest_marker('timeout')\n"
+        "    print('TIMEOUT', mark.args if mark else None, request.config.getoption('session_timeout'))\n"
+    )
+    result = run(pytester, "-s", *args)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"nrop: {header}", f"*TIMEOUT {expected}"])
+
+
+def test_a_kubeconfig_of_an_embedded_cluster_gets_the_embedded_timings(
+    kubeconfig: Path, tmp_path: Path
+) -> None:
+    # nrop-cluster up by hand (or by bench/soak.py): the suite asks /version and treats it as embedded
+    assert target.serves_embedded(kubeconfig)
+    resolved = replace(suite_options.resolve({}, {"KUBECONFIG": str(kubeconfig)}), embedded_server=True)
+    assert (resolved.embedded, resolved.emulated, resolved.target, resolved.do_setup) == (
+        False,
+        True,
+        "embedded",
+        False,
+    )
+    # a real cluster's version, and a cluster that does not answer, keep upstream's timings
+    assert not target.is_embedded_version("v1.33.2")
+    assert target.is_embedded_version("v1.33.0-nrop")
+    unreachable = tmp_path / "kubeconfig"
+    unreachable.write_text(kubeconfig.read_text().replace("https://127.0.0.1:", "https://127.0.0.1:1"))
+    assert not target.serves_embedded(unreachable)
