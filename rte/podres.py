@@ -1,4 +1,4 @@
-"""The kubelet podresources v1 client: unix-socket gRPC in, plain :mod:`nrop.rte.scan` data out.
+"""The kubelet podresources v1 client: unix-socket gRPC in, plain :mod:`nrop.api.podresources` records out.
 
 This module owns talking to ``PodResourcesLister`` the way upstream RTE does (insecure
 gRPC on a unix socket, 16 MiB receive limit, 10 s per call) and the exporter's
@@ -14,7 +14,7 @@ robustness at that edge:
 * :func:`retry` calls until success or stop, with exponential :class:`Backoff` and one
   log line per change of error (then a reminder every ``remind`` seconds), never raising.
 
-Pod-level ``cpu_ids`` / ``memory`` (gate ``PodLevelResourceManagers``) are ignored, as
+Pod-level ``cpu_ids`` / ``memory`` (gate ``PodLevelResourceManagers``) are left empty, as
 upstream RTE ignores them.
 """
 
@@ -29,8 +29,14 @@ from typing import Final, TypeVar
 import grpc
 
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
+from nrop.api.podresources import (
+    AllocatableResources,
+    ContainerDevices,
+    ContainerMemory,
+    ContainerResources,
+    PodResources,
+)
 from nrop.rte.retrying import Backoff, FailureLog
-from nrop.rte.scan import Allocatable, Container, Device, MemoryBlock, Pod
 
 __all__ = [
     "CALL_GET_ALLOCATABLE",
@@ -81,21 +87,21 @@ def _numa_nodes(message: api_pb2.ContainerDevices | api_pb2.ContainerMemory) -> 
     return tuple(int(node.ID) for node in message.topology.nodes)
 
 
-def _device(message: api_pb2.ContainerDevices) -> Device:
-    return Device(message.resource_name, tuple(message.device_ids), _numa_nodes(message))
+def _device(message: api_pb2.ContainerDevices) -> ContainerDevices:
+    return ContainerDevices(message.resource_name, tuple(message.device_ids), _numa_nodes(message))
 
 
-def _memory(message: api_pb2.ContainerMemory) -> MemoryBlock:
-    return MemoryBlock(message.memory_type, int(message.size), _numa_nodes(message))
+def _memory(message: api_pb2.ContainerMemory) -> ContainerMemory:
+    return ContainerMemory(message.memory_type, int(message.size), _numa_nodes(message))
 
 
-def pods_from_pb(response: api_pb2.ListPodResourcesResponse) -> list[Pod]:
+def pods_from_pb(response: api_pb2.ListPodResourcesResponse) -> list[PodResources]:
     return [
-        Pod(
+        PodResources(
             namespace=pod.namespace,
             name=pod.name,
             containers=tuple(
-                Container(
+                ContainerResources(
                     name=c.name,
                     cpu_ids=tuple(int(cpu) for cpu in c.cpu_ids),
                     devices=tuple(_device(d) for d in c.devices),
@@ -108,8 +114,8 @@ def pods_from_pb(response: api_pb2.ListPodResourcesResponse) -> list[Pod]:
     ]
 
 
-def allocatable_from_pb(response: api_pb2.AllocatableResourcesResponse) -> Allocatable:
-    return Allocatable(
+def allocatable_from_pb(response: api_pb2.AllocatableResourcesResponse) -> AllocatableResources:
+    return AllocatableResources(
         cpu_ids=tuple(int(cpu) for cpu in response.cpu_ids),
         devices=tuple(_device(d) for d in response.devices),
         memory=tuple(_memory(m) for m in response.memory),
@@ -168,13 +174,13 @@ class PodResourcesClient:
                 self.close()  # the next call dials afresh (a restarted kubelet has a new socket)
             raise PodResourcesError(call, _rpc_error_text(err)) from err
 
-    def list_pods(self) -> list[Pod]:
+    def list_pods(self) -> list[PodResources]:
         response = self._call(
             CALL_LIST, lambda stub: stub.List(api_pb2.ListPodResourcesRequest(), timeout=self.timeout)
         )
         return pods_from_pb(response)
 
-    def allocatable(self) -> Allocatable:
+    def allocatable(self) -> AllocatableResources:
         response = self._call(
             CALL_GET_ALLOCATABLE,
             lambda stub: stub.GetAllocatableResources(

@@ -1,7 +1,8 @@
 """Building an NRT's zones and attributes from the machine and the kubelet's podresources data.
 
 This module owns the decision the exporter exists for, as upstream's
-``pkg/resourcemonitor`` makes it, over plain data (no I/O):
+``pkg/resourcemonitor`` makes it, over the plain records of :mod:`nrop.api.podresources`
+(no I/O):
 
 * :func:`normalize` / :func:`to_counters`: podresources devices, memory blocks and CPU
   ids become per-NUMA counters. CPUs count one each on the node that owns them; memory
@@ -45,24 +46,26 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from nrop.api import fingerprint, numaplacement
 from nrop.api.nrt import AttributeInfo, CostInfo, ResourceInfo, Zone, zone_name_from_numa_id
+from nrop.api.podresources import (
+    AllocatableResources,
+    ContainerDevices,
+    ContainerMemory,
+    ContainerResources,
+    PodResources,
+)
 from nrop.rte.sysinfo import MachineInfo, hugepage_resource_name
 
 __all__ = [
     "RESOURCE_CPU",
     "RESOURCE_MEMORY",
-    "Allocatable",
-    "Container",
     "ContainerRef",
     "Counters",
-    "Device",
-    "MemoryBlock",
     "NodeResources",
-    "Pod",
     "PodExclude",
     "ScanOptions",
     "ScanResult",
@@ -91,49 +94,7 @@ _CAPACITY_HUGEPAGES: Final = (hugepage_resource_name(2 * 1024**2), hugepage_reso
 Counters = dict[int, dict[str, int]]
 
 
-# ----------------------------------------------------------------------------- input data
-
-
-@dataclass(frozen=True)
-class Device:
-    """``ContainerDevices``; ``numa_nodes=None`` is an unset ``topology``."""
-
-    resource: str
-    ids: tuple[str, ...]
-    numa_nodes: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class MemoryBlock:
-    """``ContainerMemory``: ``type`` is ``memory`` or ``hugepages-<size>``; ``size`` in bytes."""
-
-    type: str
-    size: int
-    numa_nodes: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Container:
-    name: str
-    cpu_ids: tuple[int, ...] = ()
-    devices: tuple[Device, ...] = ()
-    memory: tuple[MemoryBlock, ...] = ()
-
-
-@dataclass(frozen=True)
-class Pod:
-    namespace: str
-    name: str
-    containers: tuple[Container, ...] = ()
-
-
-@dataclass(frozen=True)
-class Allocatable:
-    """``AllocatableResourcesResponse``."""
-
-    cpu_ids: tuple[int, ...] = ()
-    devices: tuple[Device, ...] = ()
-    memory: tuple[MemoryBlock, ...] = ()
+# ----------------------------------------------------------------------------- middleware options
 
 
 @dataclass(frozen=True)
@@ -165,7 +126,7 @@ class PodExclude:
     namespace_pattern: str = "*"
     name_pattern: str = "*"
 
-    def matches(self, pod: Pod) -> bool:
+    def matches(self, pod: PodResources) -> bool:
         return fnmatch.fnmatchcase(pod.namespace, self.namespace_pattern) and fnmatch.fnmatchcase(
             pod.name, self.name_pattern
         )
@@ -183,12 +144,12 @@ def _is_memory_like(name: str) -> bool:
 
 
 def normalize(
-    devices: Iterable[Device],
-    memory: Iterable[MemoryBlock],
+    devices: Iterable[ContainerDevices],
+    memory: Iterable[ContainerMemory],
     cpu_ids: Iterable[int],
     cpu_to_numa: Mapping[int, int],
-) -> tuple[list[Device], list[int]]:
-    """Devices, CPUs and memory blocks as one list of per-NUMA entries, plus unknown CPUs.
+) -> tuple[list[ContainerDevices], list[int]]:
+    """Devices, CPUs and memory blocks as one list of per-NUMA ``ContainerDevices``, plus unknown CPUs.
 
     CPUs are grouped per NUMA node (one ``cpu`` entry per node); a memory block of size
     zero is skipped, any other becomes one entry per node of its topology carrying its
@@ -204,16 +165,16 @@ def normalize(
             continue
         per_numa.setdefault(numa, []).append(str(cpu))
     for numa, cpus in per_numa.items():
-        entries.append(Device(RESOURCE_CPU, tuple(cpus), (numa,)))
+        entries.append(ContainerDevices(RESOURCE_CPU, tuple(cpus), (numa,)))
     for block in memory:
         if block.size == 0:
             continue
         for numa in block.numa_nodes or ():
-            entries.append(Device(block.type, (str(block.size),), (numa,)))
+            entries.append(ContainerDevices(block.type, (str(block.size),), (numa,)))
     return entries, unknown
 
 
-def to_counters(entries: Iterable[Device]) -> Counters:
+def to_counters(entries: Iterable[ContainerDevices]) -> Counters:
     """Per-NUMA totals: memory-like entries add their sizes, others their id count."""
     counters: Counters = {}
     for entry in entries:
@@ -236,7 +197,7 @@ class NodeResources:
     warnings: tuple[str, ...] = ()
 
 
-def node_resources(machine: MachineInfo, allocatable: Allocatable) -> NodeResources:
+def node_resources(machine: MachineInfo, allocatable: AllocatableResources) -> NodeResources:
     """Upstream ``updateNodeResources``: capacity from sysfs, allocatable from the kubelet."""
     warnings: list[str] = []
     capacity: Counters = {}
@@ -265,7 +226,7 @@ def node_resources(machine: MachineInfo, allocatable: Allocatable) -> NodeResour
 # ----------------------------------------------------------------------------- middlewares
 
 
-def remove_shared_pool(pods: Sequence[Pod], reference: ContainerRef | None) -> list[Pod]:
+def remove_shared_pool(pods: Sequence[PodResources], reference: ContainerRef | None) -> list[PodResources]:
     """``sharedcpuspool``: drop the reference container's CPUs from every container's list."""
     if reference is None:
         return list(pods)
@@ -282,15 +243,12 @@ def remove_shared_pool(pods: Sequence[Pod], reference: ContainerRef | None) -> l
         return list(pods)
     result = []
     for pod in pods:
-        containers = tuple(
-            Container(c.name, tuple(sorted(set(c.cpu_ids) - shared)), c.devices, c.memory)
-            for c in pod.containers
-        )
-        result.append(Pod(pod.namespace, pod.name, containers))
+        containers = tuple(replace(c, cpu_ids=tuple(sorted(set(c.cpu_ids) - shared))) for c in pod.containers)
+        result.append(replace(pod, containers=containers))
     return result
 
 
-def exclude_pods(pods: Sequence[Pod], patterns: Sequence[PodExclude]) -> list[Pod]:
+def exclude_pods(pods: Sequence[PodResources], patterns: Sequence[PodExclude]) -> list[PodResources]:
     """``podexclude``: drop every pod that one of ``patterns`` matches.
 
     Globs follow :func:`fnmatch.fnmatchcase` (``*``, ``?``, ``[...]``, negation ``[!...]``);
@@ -301,7 +259,9 @@ def exclude_pods(pods: Sequence[Pod], patterns: Sequence[PodExclude]) -> list[Po
     return [pod for pod in pods if not any(p.matches(pod) for p in patterns)]
 
 
-def exclude_terminal_pods(pods: Sequence[Pod], terminal: Collection[tuple[str, str]]) -> list[Pod]:
+def exclude_terminal_pods(
+    pods: Sequence[PodResources], terminal: Collection[tuple[str, str]]
+) -> list[PodResources]:
     """``terminalpods``: drop every pod whose ``(namespace, name)`` is in ``terminal``."""
     if not terminal:
         return list(pods)
@@ -315,7 +275,7 @@ def _has_numa(nodes: tuple[int, ...] | None) -> bool:
     return any(node >= 0 for node in nodes or ())
 
 
-def exclusive_reason(pod: Pod) -> str | None:
+def exclusive_reason(pod: PodResources) -> str | None:
     """Why ``pod`` holds exclusive resources (``cpu``, ``memory``, ``device``), or None."""
     for container in pod.containers:
         if container.cpu_ids:
@@ -328,7 +288,7 @@ def exclusive_reason(pod: Pod) -> str | None:
 
 
 def fingerprint_pods(
-    pods: Iterable[Pod], method: fingerprint.Method, node_name: str = ""
+    pods: Iterable[PodResources], method: fingerprint.Method, node_name: str = ""
 ) -> tuple[str, fingerprint.Status]:
     """The pods fingerprint of the listed pods under ``method``, and what went into it."""
     status = fingerprint.Status(node_name=node_name)
@@ -346,7 +306,7 @@ def _numa_ids(nodes: tuple[int, ...] | None) -> set[int]:
     return {node for node in nodes or () if node >= 0}
 
 
-def container_numa_node(container: Container, cpu_to_numa: Mapping[int, int]) -> int:
+def container_numa_node(container: ContainerResources, cpu_to_numa: Mapping[int, int]) -> int:
     """The one NUMA node of a container's exclusive resources, or -1 when it holds none.
 
     Under ``single-numa-node`` the kubelet put everything on one node, so the first
@@ -369,7 +329,7 @@ def container_numa_node(container: Container, cpu_to_numa: Mapping[int, int]) ->
 
 
 def numa_placement(
-    pods: Iterable[Pod], numa_nodes: int, cpu_to_numa: Mapping[int, int]
+    pods: Iterable[PodResources], numa_nodes: int, cpu_to_numa: Mapping[int, int]
 ) -> numaplacement.Payload:
     """The numaplacement payload of the containers of ``pods`` that hold exclusive resources.
 
@@ -434,7 +394,7 @@ def _costs(machine: MachineInfo, numa_id: int) -> list[CostInfo] | None:
 def scan(
     machine: MachineInfo,
     resources: NodeResources,
-    pods: Sequence[Pod],
+    pods: Sequence[PodResources],
     options: ScanOptions | None = None,
 ) -> ScanResult:
     """Zones, attributes and annotations of the NRT for ``pods`` (the List response, filtered)."""
@@ -461,7 +421,7 @@ def scan(
 
     counted = [p for p in pods if not options.namespace or p.namespace == options.namespace]
     cpu_to_numa = machine.cpu_to_numa()
-    entries: list[Device] = []
+    entries: list[ContainerDevices] = []
     for pod in counted:
         for container in pod.containers:
             more, unknown = normalize(container.devices, container.memory, container.cpu_ids, cpu_to_numa)

@@ -14,6 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from nrop.api.podresources import (
+    AllocatableResources,
+    ContainerDevices,
+    ContainerMemory,
+    ContainerResources,
+    PodResources,
+)
 from nrop.localcluster.kubelet.admission import (
     Allocatable,
     ContainerKind,
@@ -21,20 +28,13 @@ from nrop.localcluster.kubelet.admission import (
     MemoryAllocation,
     PodAllocation,
 )
-from nrop.localcluster.kubelet.grpcservers.podresources import (
-    AllocatableResources,
-    ContainerDevice,
-    ContainerMemory,
-    ContainerResources,
-    PodResources,
-)
 
 __all__ = ["ResourceSnapshot", "ResourceViews", "snapshot"]
 
 
-def _devices(devices: Iterable[DeviceAllocation]) -> tuple[ContainerDevice, ...]:
+def _devices(devices: Iterable[DeviceAllocation]) -> tuple[ContainerDevices, ...]:
     return tuple(
-        ContainerDevice(d.resource, (d.device_id,), None if d.numa_node is None else (d.numa_node,))
+        ContainerDevices(d.resource, (d.device_id,), None if d.numa_node is None else (d.numa_node,))
         for d in devices
     )
 

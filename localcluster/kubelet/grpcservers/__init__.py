@@ -5,6 +5,9 @@
 * :mod:`.testdeviceplugin`: a configurable device plugin for tests.
 
 Every socket lives under a node's root directory (``<root>/var/lib/kubelet/...``).
+
+Code outside this package imports only what ``__all__`` lists: the names below, and the two server
+modules for their constants; the test device plugin's module is internal.
 """
 
 from __future__ import annotations
@@ -18,11 +21,6 @@ from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     kubelet_socket,
 )
 from nrop.localcluster.kubelet.grpcservers.podresources import (
-    AllocatableResources,
-    ContainerDevice,
-    ContainerMemory,
-    ContainerResources,
-    PodResources,
     PodResourcesProvider,
     PodResourcesServer,
     pod_resources_socket,
@@ -30,19 +28,16 @@ from nrop.localcluster.kubelet.grpcservers.podresources import (
 from nrop.localcluster.kubelet.grpcservers.testdeviceplugin import DevicePluginStub
 
 __all__ = [
-    "AllocatableResources",
-    "ContainerDevice",
-    "ContainerMemory",
-    "ContainerResources",
     "DevicePluginError",
     "DevicePluginHandler",
     "DevicePluginStub",
     "PluginClient",
-    "PodResources",
     "PodResourcesProvider",
     "PodResourcesServer",
     "RegistrationServer",
     "device_plugin_dir",
+    "deviceplugins",
     "kubelet_socket",
     "pod_resources_socket",
+    "podresources",
 ]

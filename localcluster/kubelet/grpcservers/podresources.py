@@ -3,7 +3,8 @@
 A thin I/O shell over :class:`PodResourcesProvider`: the kubelet's managers decide what
 is reported (exclusive CPUs only, restartable init containers before app containers,
 one ``ContainerDevices`` per (device, NUMA node), memory blocks of the Static policy);
-this module only turns their plain dataclasses into protobuf and maps failures to the
+this module only turns their records (the model of :mod:`nrop.api.podresources`, which
+the exporter reads back) into protobuf and maps failures to the
 status the upstream server produces (``pkg/kubelet/apis/podresources/server_v1.go``):
 
 * ``Get`` of an unknown pod fails with ``pod NAME in namespace NS not found``.  Upstream
@@ -30,16 +31,18 @@ from typing import Protocol, TypeVar
 import grpc
 
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
+from nrop.api.podresources import (
+    AllocatableResources,
+    ContainerDevices,
+    ContainerMemory,
+    ContainerResources,
+    PodResources,
+)
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import Clock, UnixGrpcServer, abort_handler
 
 __all__ = [
     "DEFAULT_RATE_LIMIT",
     "POD_RESOURCES_SOCKET",
-    "AllocatableResources",
-    "ContainerDevice",
-    "ContainerMemory",
-    "ContainerResources",
-    "PodResources",
     "PodResourcesProvider",
     "PodResourcesServer",
     "RateLimit",
@@ -61,55 +64,7 @@ def pod_resources_socket(root: Path) -> Path:
     return Path(root) / POD_RESOURCES_SOCKET
 
 
-# ----------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True)
-class ContainerDevice:
-    """``ContainerDevices``: devices of one resource; ``numa_nodes=None`` leaves ``topology`` unset."""
-
-    resource: str
-    ids: tuple[str, ...]
-    numa_nodes: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class ContainerMemory:
-    """``ContainerMemory``: ``type`` is ``memory`` or ``hugepages-<size>``; ``size`` in bytes."""
-
-    type: str
-    size: int
-    numa_nodes: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class ContainerResources:
-    name: str
-    #: Exclusive CPUs only (static policy); empty for shared-pool containers.
-    cpu_ids: tuple[int, ...] = ()
-    devices: tuple[ContainerDevice, ...] = ()
-    memory: tuple[ContainerMemory, ...] = ()
-
-
-@dataclass(frozen=True)
-class PodResources:
-    name: str
-    namespace: str
-    #: Restartable init containers (spec order), then app containers; never regular init containers.
-    containers: tuple[ContainerResources, ...] = ()
-    #: Pod-level exclusive allocations (k8s master, gate ``PodLevelResourceManagers``); usually empty.
-    cpu_ids: tuple[int, ...] = ()
-    memory: tuple[ContainerMemory, ...] = ()
-
-
-@dataclass(frozen=True)
-class AllocatableResources:
-    #: All online CPUs minus reserved ones (static policy), else empty.
-    cpu_ids: tuple[int, ...] = ()
-    #: Healthy devices only, one entry per (device, NUMA node).
-    devices: tuple[ContainerDevice, ...] = ()
-    #: One block per (NUMA node, type) with allocatable != 0 (Static policy), else empty.
-    memory: tuple[ContainerMemory, ...] = ()
+# ----------------------------------------------------------------------------- providers
 
 
 class PodResourcesProvider(Protocol):
@@ -117,7 +72,7 @@ class PodResourcesProvider(Protocol):
 
     Called from the server's gRPC worker threads, concurrently with the kubelet's own
     loops and with each other: implementations must take their own lock and return
-    values that they will not mutate afterwards (the dataclasses above are frozen; build
+    values that they will not mutate afterwards (the model's dataclasses are frozen; build
     new ones rather than sharing mutable lists).
     """
 
@@ -135,7 +90,7 @@ class PodResourcesProvider(Protocol):
 # ----------------------------------------------------------------------------- expansion helpers
 
 
-def devices_by_numa(resource: str, per_numa: Mapping[int, Iterable[str]]) -> list[ContainerDevice]:
+def devices_by_numa(resource: str, per_numa: Mapping[int, Iterable[str]]) -> list[ContainerDevices]:
     """A container's devices as ``List`` reports them (``podDevices.getContainerDevices``).
 
     ``per_numa`` is the device manager's record (NUMA node or ``-1`` -> ids): one entry per
@@ -145,13 +100,13 @@ def devices_by_numa(resource: str, per_numa: Mapping[int, Iterable[str]]) -> lis
     for node in sorted(per_numa):
         for device_id in per_numa[node]:
             nodes = None if node == _NO_TOPOLOGY else (node,)
-            result.append(ContainerDevice(resource, (device_id,), nodes))
+            result.append(ContainerDevices(resource, (device_id,), nodes))
     return result
 
 
 def devices_from_inventory(
     resource: str, devices: Mapping[str, Sequence[int] | None]
-) -> list[ContainerDevice]:
+) -> list[ContainerDevices]:
     """Allocatable devices (``containerDevicesFromResourceDeviceInstances``).
 
     ``devices`` maps each *healthy* device id to its ``Topology.Nodes`` (``None``: the
@@ -161,9 +116,9 @@ def devices_from_inventory(
     result = []
     for device_id, nodes in devices.items():
         if nodes is None:
-            result.append(ContainerDevice(resource, (device_id,)))
+            result.append(ContainerDevices(resource, (device_id,)))
             continue
-        result.extend(ContainerDevice(resource, (device_id,), (node,)) for node in nodes)
+        result.extend(ContainerDevices(resource, (device_id,), (node,)) for node in nodes)
     return result
 
 
@@ -176,7 +131,7 @@ def _topology(nodes: tuple[int, ...] | None) -> api_pb2.TopologyInfo | None:
     return api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=n) for n in nodes])
 
 
-def _device_pb(device: ContainerDevice) -> api_pb2.ContainerDevices:
+def _device_pb(device: ContainerDevices) -> api_pb2.ContainerDevices:
     return api_pb2.ContainerDevices(
         resource_name=device.resource, device_ids=list(device.ids), topology=_topology(device.numa_nodes)
     )

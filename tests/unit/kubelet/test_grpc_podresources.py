@@ -16,12 +16,14 @@ import grpc
 import pytest
 
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
-from nrop.localcluster.kubelet.grpcservers.podresources import (
+from nrop.api.podresources import (
     AllocatableResources,
-    ContainerDevice,
+    ContainerDevices,
     ContainerMemory,
     ContainerResources,
     PodResources,
+)
+from nrop.localcluster.kubelet.grpcservers.podresources import (
     PodResourcesServer,
     RateLimit,
     devices_by_numa,
@@ -64,8 +66,8 @@ GU_POD = PodResources(
             name="app",
             cpu_ids=(4, 5),
             devices=(
-                ContainerDevice("example.com/gpu", ("gpu0",), (0,)),
-                ContainerDevice("example.com/nic", ("nic9",), None),
+                ContainerDevices("example.com/gpu", ("gpu0",), (0,)),
+                ContainerDevices("example.com/nic", ("nic9",), None),
             ),
             memory=(
                 ContainerMemory("memory", 2 * GIB, (0,)),

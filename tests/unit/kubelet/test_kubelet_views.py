@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from nrop.api.podresources import ContainerDevices, ContainerMemory
 from nrop.localcluster.kubelet import nodeobjects
 from nrop.localcluster.kubelet.admission import (
     Allocatable,
@@ -17,7 +18,6 @@ from nrop.localcluster.kubelet.admission import (
     ZoneSummary,
 )
 from nrop.localcluster.kubelet.cpuset import CPUSet
-from nrop.localcluster.kubelet.grpcservers.podresources import ContainerDevice, ContainerMemory
 from nrop.localcluster.kubelet.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.nodereport import format_reports, human_bytes
@@ -155,7 +155,10 @@ def test_snapshot_lists_sidecars_then_apps_and_expands_devices_per_numa_node() -
     app = pod.containers[1]
     assert app.cpu_ids == (2, 3)
     assert app.memory == (ContainerMemory("memory", GI, (0,)),)
-    assert app.devices == (ContainerDevice("x.io/d", ("d1",), (0,)), ContainerDevice("x.io/n", ("n1",), None))
+    assert app.devices == (
+        ContainerDevices("x.io/d", ("d1",), (0,)),
+        ContainerDevices("x.io/n", ("n1",), None),
+    )
     assert views.get_pod("ns", "p") == pod and views.get_pod("ns", "q") is None
     assert views.allocatable().cpu_ids == (1, 2, 3)
 

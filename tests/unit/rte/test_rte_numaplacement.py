@@ -8,17 +8,14 @@ import pytest
 
 from nrop.api import fingerprint
 from nrop.api import numaplacement as np
-from nrop.rte.scan import (
-    Allocatable,
-    Container,
-    Device,
-    MemoryBlock,
-    Pod,
-    ScanOptions,
-    container_numa_node,
-    node_resources,
-    scan,
+from nrop.api.podresources import (
+    AllocatableResources,
+    ContainerDevices,
+    ContainerMemory,
+    ContainerResources,
+    PodResources,
 )
+from nrop.rte.scan import ScanOptions, container_numa_node, node_resources, scan
 from nrop.rte.sysinfo import MachineInfo, NUMANodeInfo
 
 MiB = 1024**2
@@ -35,63 +32,82 @@ def machine() -> MachineInfo:
     )
 
 
-def run(pods: list[Pod], options: ScanOptions = SNN):  # type: ignore[no-untyped-def]
+def run(pods: list[PodResources], options: ScanOptions = SNN):  # type: ignore[no-untyped-def]
     m = machine()
-    return scan(m, node_resources(m, Allocatable(cpu_ids=tuple(range(8)))), pods, options)
+    return scan(m, node_resources(m, AllocatableResources(cpu_ids=tuple(range(8)))), pods, options)
 
 
 @pytest.mark.parametrize(
     "container,expected",
     [
-        pytest.param(Container("c", cpu_ids=(3, 5)), 1, id="first exclusive CPU"),
+        pytest.param(ContainerResources("c", cpu_ids=(3, 5)), 1, id="first exclusive CPU"),
         pytest.param(
-            Container(
-                "c", devices=(Device("x.io/d", ("d0",), (1,)),), memory=(MemoryBlock("memory", MiB, (0,)),)
+            ContainerResources(
+                "c",
+                devices=(ContainerDevices("x.io/d", ("d0",), (1,)),),
+                memory=(ContainerMemory("memory", MiB, (0,)),),
             ),
             1,
             id="a device before memory",
         ),
         pytest.param(
-            Container("c", devices=(Device("x.io/d", (), (1,)), Device("x.io/e", ("e0",), None))),
+            ContainerResources(
+                "c", devices=(ContainerDevices("x.io/d", (), (1,)), ContainerDevices("x.io/e", ("e0",), None))
+            ),
             -1,
             id="no ids or no topology: not placed",
         ),
         pytest.param(
-            Container(
-                "c", devices=(Device("x.io/d", ("d0",), (-1,)),), memory=(MemoryBlock("memory", MiB, (0,)),)
+            ContainerResources(
+                "c",
+                devices=(ContainerDevices("x.io/d", ("d0",), (-1,)),),
+                memory=(ContainerMemory("memory", MiB, (0,)),),
             ),
             0,
             id="device without NUMA then memory",
         ),
-        pytest.param(Container("c"), -1, id="shared pool only"),
+        pytest.param(ContainerResources("c"), -1, id="shared pool only"),
     ],
 )
-def test_container_numa_node(container: Container, expected: int) -> None:
+def test_container_numa_node(container: ContainerResources, expected: int) -> None:
     assert container_numa_node(container, CPU_TO_NUMA) == expected
 
 
 @pytest.mark.parametrize(
     "container",
     [
-        pytest.param(Container("c", cpu_ids=(99,)), id="unknown CPU"),
-        pytest.param(Container("c", memory=(MemoryBlock("memory", MiB, (0, 1)),)), id="memory on two nodes"),
-        pytest.param(Container("c", devices=(Device("x.io/d", ("d0",), (0, 1)),)), id="device on two nodes"),
+        pytest.param(ContainerResources("c", cpu_ids=(99,)), id="unknown CPU"),
+        pytest.param(
+            ContainerResources("c", memory=(ContainerMemory("memory", MiB, (0, 1)),)),
+            id="memory on two nodes",
+        ),
+        pytest.param(
+            ContainerResources("c", devices=(ContainerDevices("x.io/d", ("d0",), (0, 1)),)),
+            id="device on two nodes",
+        ),
     ],
 )
-def test_container_numa_node_errors(container: Container) -> None:
+def test_container_numa_node_errors(container: ContainerResources) -> None:
     with pytest.raises(ValueError):
         container_numa_node(container, CPU_TO_NUMA)
 
 
 PODS = [
-    Pod("ns", "a", (Container("app", cpu_ids=(0, 2)), Container("helper"))),
-    Pod("ns", "b", (Container("app", cpu_ids=(1,)),)),
-    Pod(
-        "ns",
-        "c",
-        (Container("app", cpu_ids=(4,)), Container("dev", devices=(Device("x.io/d", ("d",), (0,)),))),
+    PodResources(
+        namespace="ns",
+        name="a",
+        containers=(ContainerResources("app", cpu_ids=(0, 2)), ContainerResources("helper")),
     ),
-    Pod("other", "shared", (Container("app"),)),
+    PodResources(namespace="ns", name="b", containers=(ContainerResources("app", cpu_ids=(1,)),)),
+    PodResources(
+        namespace="ns",
+        name="c",
+        containers=(
+            ContainerResources("app", cpu_ids=(4,)),
+            ContainerResources("dev", devices=(ContainerDevices("x.io/d", ("d",), (0,)),)),
+        ),
+    ),
+    PodResources(namespace="other", name="shared", containers=(ContainerResources("app"),)),
 ]
 PLACED = {("ns", "a", "app"): 0, ("ns", "b", "app"): 1, ("ns", "c", "app"): 0, ("ns", "c", "dev"): 0}
 
@@ -146,7 +162,11 @@ def test_not_published(options: ScanOptions) -> None:
 
 
 def test_a_container_on_two_nodes_voids_the_encoding() -> None:
-    bad = Pod("ns", "bad", (Container("app", memory=(MemoryBlock("memory", MiB, (0, 1)),)),))
+    bad = PodResources(
+        namespace="ns",
+        name="bad",
+        containers=(ContainerResources("app", memory=(ContainerMemory("memory", MiB, (0, 1)),)),),
+    )
     result = run([*PODS, bad])
     assert np.ATTRIBUTE_METADATA not in [a.name for a in result.attributes]
     assert all(not z.attributes for z in result.zones)

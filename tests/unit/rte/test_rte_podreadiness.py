@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
 from nrop.rte.config import Config
 from nrop.rte.main import Exporter
 from nrop.rte.metrics import Metrics
@@ -27,7 +28,7 @@ from nrop.rte.podreadiness import (
 )
 from nrop.rte.podres import PodResourcesError
 from nrop.rte.publish import PublishError
-from nrop.rte.scan import Allocatable, Container, Pod, ScanResult, exclude_terminal_pods
+from nrop.rte.scan import ScanResult, exclude_terminal_pods
 from nrop.rte.sysinfo import MachineInfo, NUMANodeInfo
 from nrop.rte.terminalpods import apply_event, field_selector
 
@@ -221,13 +222,13 @@ class FakePodres:
     socket_path = Path("/nonexistent")
 
     def __init__(self) -> None:
-        self.pods: list[Pod] = []
+        self.pods: list[PodResources] = []
         self.fail = False
 
-    def allocatable(self) -> Allocatable:
-        return Allocatable(cpu_ids=(0, 1, 2, 3))
+    def allocatable(self) -> AllocatableResources:
+        return AllocatableResources(cpu_ids=(0, 1, 2, 3))
 
-    def list_pods(self) -> list[Pod]:
+    def list_pods(self) -> list[PodResources]:
         if self.fail:
             raise PodResourcesError("list", "rpc error: code = Unavailable desc = gone")
         return list(self.pods)
@@ -315,7 +316,7 @@ def test_apply_event(events: list[tuple[str, str]], expected: set[tuple[str, str
     assert pods == expected
 
 
-EXCLUSIVE = (Container("c", (1,)),)
+EXCLUSIVE = (ContainerResources("c", (1,)),)
 
 
 @pytest.mark.parametrize(
@@ -327,7 +328,11 @@ EXCLUSIVE = (Container("c", (1,)),)
     ],
 )
 def test_exclude_terminal_pods(terminal: set[tuple[str, str]], kept: list[str]) -> None:
-    pods = [Pod("a", "run", EXCLUSIVE), Pod("a", "done", EXCLUSIVE), Pod("b", "done")]
+    pods = [
+        PodResources(namespace="a", name="run", containers=EXCLUSIVE),
+        PodResources(namespace="a", name="done", containers=EXCLUSIVE),
+        PodResources(namespace="b", name="done"),
+    ]
     assert [f"{p.namespace}/{p.name}" for p in exclude_terminal_pods(pods, terminal)] == kept
 
 
@@ -337,7 +342,10 @@ def test_terminal_pods_are_dropped_before_the_scan() -> None:
             return frozenset({("ns", "done")})
 
     podres = FakePodres()
-    podres.pods = [Pod("ns", "done", EXCLUSIVE), Pod("ns", "run", (Container("c", (2,)),))]
+    podres.pods = [
+        PodResources(namespace="ns", name="done", containers=EXCLUSIVE),
+        PodResources(namespace="ns", name="run", containers=(ContainerResources("c", (2,)),)),
+    ]
     cfg = Config(hostname="w", no_publish=True, exclude_terminal_pods=True)
     out = io.StringIO()
     fakes: dict[str, Any] = {"podres": podres, "terminal_pods": Known()}

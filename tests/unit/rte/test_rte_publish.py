@@ -13,13 +13,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nrop.api.nrt import AttributeInfo, ResourceInfo, Zone
+from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
 from nrop.rte.config import Config
 from nrop.rte.main import Exporter
 from nrop.rte.metrics import Metrics
 from nrop.rte.nrtinfo import TopologyManager, Trigger
 from nrop.rte.podres import PodResourcesError
 from nrop.rte.publish import Publisher, PublishError
-from nrop.rte.scan import Allocatable, Container, Pod, ScanResult
+from nrop.rte.scan import ScanResult
 from nrop.rte.sysinfo import MachineInfo, NUMANodeInfo
 
 TM = TopologyManager("single-numa-node", "pod")
@@ -195,15 +196,15 @@ class FakePodres:
     socket_path = Path("/nonexistent")
 
     def __init__(self) -> None:
-        self.pods: list[Pod] = []
+        self.pods: list[PodResources] = []
         self.fail_list = False
         self.allocatable_calls = 0
 
-    def allocatable(self) -> Allocatable:
+    def allocatable(self) -> AllocatableResources:
         self.allocatable_calls += 1
-        return Allocatable(cpu_ids=(1, 2, 3))
+        return AllocatableResources(cpu_ids=(1, 2, 3))
 
-    def list_pods(self) -> list[Pod]:
+    def list_pods(self) -> list[PodResources]:
         if self.fail_list:
             raise PodResourcesError(
                 "list", "socket /x does not exist (is the kubelet running?)", socket_missing=True
@@ -234,7 +235,7 @@ def test_cycle_prints_with_no_publish_and_survives_podresources_failures() -> No
         in metrics.render().decode()
     )
     podres.fail_list = False
-    podres.pods = [Pod("ns", "p", (Container("c", (1,)),))]
+    podres.pods = [PodResources(namespace="ns", name="p", containers=(ContainerResources("c", (1,)),))]
     assert exporter.cycle(Trigger.PERIODIC)
     assert podres.allocatable_calls == 2  # re-read after the failure: the kubelet may have restarted
     last = json.loads(out.getvalue().splitlines()[-1])
@@ -254,7 +255,10 @@ def test_cycle_survives_publish_errors() -> None:
 def test_fingerprint_status_file_is_written_atomically(tmp_path: Path) -> None:
     status = tmp_path / "pfp.json"
     podres = FakePodres()
-    podres.pods = [Pod("ns", "p", (Container("c", (1,)),)), Pod("ns", "shared", (Container("c"),))]
+    podres.pods = [
+        PodResources(namespace="ns", name="p", containers=(ContainerResources("c", (1,)),)),
+        PodResources(namespace="ns", name="shared", containers=(ContainerResources("c"),)),
+    ]
     cfg = Config(hostname="w", no_publish=True, pods_fingerprint_status_file=str(status))
     exporter = Exporter(cfg, TM, MACHINE, podres, None, Metrics("w"), out=io.StringIO())  # type: ignore[arg-type]
     assert exporter.cycle(Trigger.REACTIVE)

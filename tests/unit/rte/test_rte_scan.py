@@ -12,14 +12,16 @@ from types import MappingProxyType
 import pytest
 
 from nrop.api import fingerprint
+from nrop.api.podresources import (
+    AllocatableResources,
+    ContainerDevices,
+    ContainerMemory,
+    ContainerResources,
+    PodResources,
+)
 from nrop.rte.scan import (
-    Allocatable,
-    Container,
     ContainerRef,
-    Device,
-    MemoryBlock,
     NodeResources,
-    Pod,
     PodExclude,
     ScanOptions,
     exclude_pods,
@@ -47,8 +49,8 @@ def upstream_machine(memory: int = 0, hugepages: dict[str, int] | None = None) -
     )
 
 
-def dev(resource: str, *ids: str, numa: int | None = None) -> Device:
-    return Device(resource, ids, None if numa is None else (numa,))
+def dev(resource: str, *ids: str, numa: int | None = None) -> ContainerDevices:
+    return ContainerDevices(resource, ids, None if numa is None else (numa,))
 
 
 def zones_table(result) -> dict[str, dict[str, tuple[str, str, str]]]:  # type: ignore[no-untyped-def]
@@ -64,7 +66,7 @@ def zones_table(result) -> dict[str, dict[str, tuple[str, str, str]]]:  # type: 
 
 def test_upstream_no_pod_allocation() -> None:
     machine = upstream_machine()
-    allocatable = Allocatable(
+    allocatable = AllocatableResources(
         cpu_ids=tuple(range(2, 24)),  # CPUs 0 and 1 reserved
         devices=(
             *(dev("fake.io/net", f"netAAA-{i}", numa=0) for i in range(4)),
@@ -85,7 +87,7 @@ def test_upstream_no_pod_allocation() -> None:
 
 def test_upstream_pod_allocation_with_exclude_list() -> None:
     machine = upstream_machine()
-    allocatable = Allocatable(
+    allocatable = AllocatableResources(
         cpu_ids=tuple(range(1, 24)),  # CPU 0 reserved
         devices=(
             dev("fake.io/net", "netAAA", numa=0),
@@ -96,10 +98,10 @@ def test_upstream_pod_allocation_with_exclude_list() -> None:
         ),
     )
     pods = [
-        Pod(
-            "default",
-            "test-pod-0",
-            (Container("test-cnt-0", (5, 7), (dev("fake.io/net", "netBBB", numa=1),)),),
+        PodResources(
+            namespace="default",
+            name="test-pod-0",
+            containers=(ContainerResources("test-cnt-0", (5, 7), (dev("fake.io/net", "netBBB", numa=1),)),),
         )
     ]
     options = ScanOptions(node_name="TEST", resource_exclude={"*": ["fake.io/resourceToBeExcluded"]})
@@ -114,21 +116,21 @@ def test_upstream_normalize() -> None:
     entries, unknown = normalize(
         [dev("fake.io/net", "netAAA-0", numa=0)],
         [
-            MemoryBlock("memory", 1024, (0,)),
-            MemoryBlock("memory", 1024, (1,)),
-            MemoryBlock("hugepages-2Mi", 1024, (1,)),
+            ContainerMemory("memory", 1024, (0,)),
+            ContainerMemory("memory", 1024, (1,)),
+            ContainerMemory("hugepages-2Mi", 1024, (1,)),
         ],
         range(24),
         upstream_machine().cpu_to_numa(),
     )
     assert unknown == []
     assert entries[0] == dev("fake.io/net", "netAAA-0", numa=0)
-    assert Device("cpu", tuple(str(c) for c in range(0, 24, 2)), (0,)) in entries
-    assert Device("cpu", tuple(str(c) for c in range(1, 24, 2)), (1,)) in entries
+    assert ContainerDevices("cpu", tuple(str(c) for c in range(0, 24, 2)), (0,)) in entries
+    assert ContainerDevices("cpu", tuple(str(c) for c in range(1, 24, 2)), (1,)) in entries
     assert entries[-3:] == [
-        Device("memory", ("1024",), (0,)),
-        Device("memory", ("1024",), (1,)),
-        Device("hugepages-2Mi", ("1024",), (1,)),
+        ContainerDevices("memory", ("1024",), (0,)),
+        ContainerDevices("memory", ("1024",), (1,)),
+        ContainerDevices("hugepages-2Mi", ("1024",), (1,)),
     ]
     assert to_counters(entries) == {
         0: {"fake.io/net": 1, "cpu": 12, "memory": 1024},
@@ -144,20 +146,28 @@ def test_upstream_normalize() -> None:
     [
         pytest.param([dev("a/b", "x", "y", numa=1)], {1: {"a/b": 2}}, id="devices-count-ids"),
         pytest.param([dev("a/b", "x")], {}, id="no-topology-counts-nowhere"),
-        pytest.param([Device("a/b", ("x",), ())], {}, id="empty-topology-counts-nowhere"),
-        pytest.param([Device("a/b", ("x",), (0, 1))], {0: {"a/b": 1}, 1: {"a/b": 1}}, id="multi-numa-device"),
-        pytest.param([Device("memory", ("100", "28"), (0,))], {0: {"memory": 128}}, id="memory-sums-sizes"),
+        pytest.param([ContainerDevices("a/b", ("x",), ())], {}, id="empty-topology-counts-nowhere"),
         pytest.param(
-            [Device("hugepages-1Gi", (str(GiB),), (1,))], {1: {"hugepages-1Gi": GiB}}, id="hugepages-sum"
+            [ContainerDevices("a/b", ("x",), (0, 1))], {0: {"a/b": 1}, 1: {"a/b": 1}}, id="multi-numa-device"
+        ),
+        pytest.param(
+            [ContainerDevices("memory", ("100", "28"), (0,))], {0: {"memory": 128}}, id="memory-sums-sizes"
+        ),
+        pytest.param(
+            [ContainerDevices("hugepages-1Gi", (str(GiB),), (1,))],
+            {1: {"hugepages-1Gi": GiB}},
+            id="hugepages-sum",
         ),
     ],
 )
-def test_to_counters(entries: list[Device], expected: dict[int, dict[str, int]]) -> None:
+def test_to_counters(entries: list[ContainerDevices], expected: dict[int, dict[str, int]]) -> None:
     assert to_counters(entries) == expected
 
 
 def test_memory_block_spanning_two_nodes_counts_in_full_on_each() -> None:
-    entries, _ = normalize([], [MemoryBlock("memory", GiB, (0, 1)), MemoryBlock("memory", 0, (0,))], [], {})
+    entries, _ = normalize(
+        [], [ContainerMemory("memory", GiB, (0, 1)), ContainerMemory("memory", 0, (0,))], [], {}
+    )
     assert to_counters(entries) == {0: {"memory": GiB}, 1: {"memory": GiB}}
 
 
@@ -173,24 +183,27 @@ def memory_machine() -> MachineInfo:
 
 def test_memory_and_hugepages_with_the_static_memory_manager() -> None:
     machine = memory_machine()
-    allocatable = Allocatable(
+    allocatable = AllocatableResources(
         cpu_ids=tuple(range(24)),
         memory=(
-            MemoryBlock("memory", 15 * GiB, (0,)),
-            MemoryBlock("memory", 16 * GiB, (1,)),
-            MemoryBlock("hugepages-2Mi", GiB, (0,)),
-            MemoryBlock("hugepages-1Gi", 2 * GiB, (1,)),
+            ContainerMemory("memory", 15 * GiB, (0,)),
+            ContainerMemory("memory", 16 * GiB, (1,)),
+            ContainerMemory("hugepages-2Mi", GiB, (0,)),
+            ContainerMemory("hugepages-1Gi", 2 * GiB, (1,)),
         ),
     )
     pods = [
-        Pod(
-            "ns",
-            "guaranteed",
-            (
-                Container(
+        PodResources(
+            namespace="ns",
+            name="guaranteed",
+            containers=(
+                ContainerResources(
                     "c",
                     (0, 2),
-                    memory=(MemoryBlock("memory", GiB, (0,)), MemoryBlock("hugepages-2Mi", 512 * MiB, (0,))),
+                    memory=(
+                        ContainerMemory("memory", GiB, (0,)),
+                        ContainerMemory("hugepages-2Mi", 512 * MiB, (0,)),
+                    ),
                 ),
             ),
         )
@@ -210,24 +223,30 @@ def test_memory_and_hugepages_with_the_static_memory_manager() -> None:
 
 def test_without_the_memory_manager_memory_is_not_published() -> None:
     machine = memory_machine()
-    table = zones_table(scan(machine, node_resources(machine, Allocatable(cpu_ids=tuple(range(24)))), []))
+    table = zones_table(
+        scan(machine, node_resources(machine, AllocatableResources(cpu_ids=tuple(range(24)))), [])
+    )
     assert set(table["node-0"]) == {"cpu"}
 
 
 def test_a_node_with_nothing_allocatable_publishes_cpu_zero() -> None:
     """With the none CPU policy (or every CPU reserved) a zone still appears, all CPUs reserved."""
     machine = upstream_machine()
-    allocatable = Allocatable(devices=(dev("x.io/d", "d0", numa=1),))
+    allocatable = AllocatableResources(devices=(dev("x.io/d", "d0", numa=1),))
     table = zones_table(scan(machine, node_resources(machine, allocatable), []))
     assert table == {"node-0": {"cpu": ("12", "0", "0")}, "node-1": {"x.io/d": ("1", "1", "1")}}
 
 
 def test_devices_without_topology_are_neither_published_nor_counted() -> None:
     machine = upstream_machine()
-    allocatable = Allocatable(
+    allocatable = AllocatableResources(
         cpu_ids=tuple(range(24)), devices=(dev("x.io/d", "a"), dev("x.io/d", "b", numa=0))
     )
-    pods = [Pod("ns", "p", (Container("c", devices=(dev("x.io/d", "a"),)),))]
+    pods = [
+        PodResources(
+            namespace="ns", name="p", containers=(ContainerResources("c", devices=(dev("x.io/d", "a"),)),)
+        )
+    ]
     table = zones_table(scan(machine, node_resources(machine, allocatable), pods))
     assert table["node-0"]["x.io/d"] == ("1", "1", "1")
     assert "x.io/d" not in table["node-1"]
@@ -253,7 +272,7 @@ def test_available_never_goes_negative() -> None:
     resources = NodeResources(
         capacity={0: {"cpu": 12}, 1: {"cpu": 12}}, allocatable={0: {"cpu": 1}, 1: {"cpu": 1}}
     )
-    pods = [Pod("ns", "p", (Container("c", (0, 2, 4)),))]
+    pods = [PodResources(namespace="ns", name="p", containers=(ContainerResources("c", (0, 2, 4)),))]
     result = scan(machine, resources, pods)
     assert zones_table(result)["node-0"]["cpu"] == ("12", "1", "0")
     assert any("negative availability" in w for w in result.warnings)
@@ -262,17 +281,24 @@ def test_available_never_goes_negative() -> None:
 def test_shared_pool_pods_change_nothing() -> None:
     """Burstable / best-effort / non-integral pods have no cpu_ids in List, only memory without topology."""
     machine = upstream_machine()
-    resources = node_resources(machine, Allocatable(cpu_ids=tuple(range(24))))
+    resources = node_resources(machine, AllocatableResources(cpu_ids=tuple(range(24))))
     before = scan(machine, resources, [])
-    after = scan(machine, resources, [Pod("ns", "burstable", (Container("c"),))])
+    after = scan(
+        machine,
+        resources,
+        [PodResources(namespace="ns", name="burstable", containers=(ContainerResources("c"),))],
+    )
     assert zones_table(before) == zones_table(after)
     assert before.fingerprint == after.fingerprint
 
 
 def test_watch_namespace_limits_counting_not_the_fingerprint() -> None:
     machine = upstream_machine()
-    resources = node_resources(machine, Allocatable(cpu_ids=tuple(range(24))))
-    pods = [Pod("a", "p", (Container("c", (0,)),)), Pod("b", "q", (Container("c", (2,)),))]
+    resources = node_resources(machine, AllocatableResources(cpu_ids=tuple(range(24))))
+    pods = [
+        PodResources(namespace="a", name="p", containers=(ContainerResources("c", (0,)),)),
+        PodResources(namespace="b", name="q", containers=(ContainerResources("c", (2,)),)),
+    ]
     result = scan(machine, resources, pods, ScanOptions(namespace="a"))
     assert zones_table(result)["node-0"]["cpu"] == ("12", "12", "11")
     assert result.fingerprint == fingerprint.compute([("a", "p"), ("b", "q")])
@@ -280,14 +306,16 @@ def test_watch_namespace_limits_counting_not_the_fingerprint() -> None:
 
 def test_reserved_cpus_reported_allocatable_warn() -> None:
     machine = upstream_machine().with_reserved_cpus([0])
-    resources = node_resources(machine, Allocatable(cpu_ids=tuple(range(24))))
+    resources = node_resources(machine, AllocatableResources(cpu_ids=tuple(range(24))))
     assert resources.warnings == ("the kubelet reports reserved CPUs [0] as allocatable",)
-    assert node_resources(machine, Allocatable(cpu_ids=tuple(range(1, 24)))).warnings == ()
+    assert node_resources(machine, AllocatableResources(cpu_ids=tuple(range(1, 24)))).warnings == ()
 
 
 def test_quantities_are_canonical_decimal_si() -> None:
     machine = upstream_machine(memory=64_000_000_000)
-    allocatable = Allocatable(cpu_ids=tuple(range(24)), memory=(MemoryBlock("memory", 2000, (0,)),))
+    allocatable = AllocatableResources(
+        cpu_ids=tuple(range(24)), memory=(ContainerMemory("memory", 2000, (0,)),)
+    )
     obj = scan(machine, node_resources(machine, allocatable), []).zones[0].to_dict()
     memory = next(r for r in obj["resources"] if r["name"] == "memory")
     assert memory == {"name": "memory", "capacity": "64G", "allocatable": "2k", "available": "2k"}
@@ -300,39 +328,85 @@ def test_quantities_are_canonical_decimal_si() -> None:
 @pytest.mark.parametrize(
     ("pod", "reason"),
     [
-        pytest.param(Pod("ns", "p", (Container("c", (3,)),)), "cpu", id="exclusive-cpus"),
         pytest.param(
-            Pod("ns", "p", (Container("c", memory=(MemoryBlock("memory", 1, (0,)),)),)), "memory", id="memory"
+            PodResources(namespace="ns", name="p", containers=(ContainerResources("c", (3,)),)),
+            "cpu",
+            id="exclusive-cpus",
         ),
         pytest.param(
-            Pod("ns", "p", (Container("c", memory=(MemoryBlock("memory", 1, (-1,)),)),)),
+            PodResources(
+                namespace="ns",
+                name="p",
+                containers=(ContainerResources("c", memory=(ContainerMemory("memory", 1, (0,)),)),),
+            ),
+            "memory",
+            id="memory",
+        ),
+        pytest.param(
+            PodResources(
+                namespace="ns",
+                name="p",
+                containers=(ContainerResources("c", memory=(ContainerMemory("memory", 1, (-1,)),)),),
+            ),
             None,
             id="mem-no-numa",
         ),
         pytest.param(
-            Pod("ns", "p", (Container("c", memory=(MemoryBlock("memory", 1),)),)), None, id="mem-no-topology"
+            PodResources(
+                namespace="ns",
+                name="p",
+                containers=(ContainerResources("c", memory=(ContainerMemory("memory", 1),)),),
+            ),
+            None,
+            id="mem-no-topology",
         ),
         pytest.param(
-            Pod("ns", "p", (Container("c", devices=(dev("x/y", "d", numa=1),)),)), "device", id="device"
+            PodResources(
+                namespace="ns",
+                name="p",
+                containers=(ContainerResources("c", devices=(dev("x/y", "d", numa=1),)),),
+            ),
+            "device",
+            id="device",
         ),
         pytest.param(
-            Pod("ns", "p", (Container("c", devices=(dev("x/y", "d"),)),)), None, id="device-no-topology"
+            PodResources(
+                namespace="ns", name="p", containers=(ContainerResources("c", devices=(dev("x/y", "d"),)),)
+            ),
+            None,
+            id="device-no-topology",
         ),
         pytest.param(
-            Pod("ns", "p", (Container("c", devices=(Device("x/y", (), (0,)),)),)), None, id="device-no-ids"
+            PodResources(
+                namespace="ns",
+                name="p",
+                containers=(ContainerResources("c", devices=(ContainerDevices("x/y", (), (0,)),)),),
+            ),
+            None,
+            id="device-no-ids",
         ),
-        pytest.param(Pod("ns", "p", (Container("a"), Container("b", (1,)))), "cpu", id="any-container"),
-        pytest.param(Pod("ns", "p", ()), None, id="no-containers"),
+        pytest.param(
+            PodResources(
+                namespace="ns", name="p", containers=(ContainerResources("a"), ContainerResources("b", (1,)))
+            ),
+            "cpu",
+            id="any-container",
+        ),
+        pytest.param(PodResources(namespace="ns", name="p", containers=()), None, id="no-containers"),
     ],
 )
-def test_exclusive_reason(pod: Pod, reason: str | None) -> None:
+def test_exclusive_reason(pod: PodResources, reason: str | None) -> None:
     assert exclusive_reason(pod) == reason
 
 
 PODS = [
-    Pod("ns", "exclusive", (Container("c", (1,)),)),
-    Pod("ns", "shared", (Container("c"),)),
-    Pod("kube-system", "device", (Container("c", devices=(dev("x/y", "d", numa=0),)),)),
+    PodResources(namespace="ns", name="exclusive", containers=(ContainerResources("c", (1,)),)),
+    PodResources(namespace="ns", name="shared", containers=(ContainerResources("c"),)),
+    PodResources(
+        namespace="kube-system",
+        name="device",
+        containers=(ContainerResources("c", devices=(dev("x/y", "d", numa=0),)),),
+    ),
 ]
 
 
@@ -353,7 +427,7 @@ PODS = [
 )
 def test_fingerprint_attributes(method: fingerprint.Method, included: list[tuple[str, str]]) -> None:
     machine = upstream_machine()
-    resources = node_resources(machine, Allocatable(cpu_ids=tuple(range(24))))
+    resources = node_resources(machine, AllocatableResources(cpu_ids=tuple(range(24))))
     result = scan(machine, resources, PODS, ScanOptions(node_name="n1", fingerprint_method=method))
     sign = fingerprint.compute(included)
     assert [(a.name, a.value) for a in result.attributes] == [
@@ -368,13 +442,17 @@ def test_fingerprint_attributes(method: fingerprint.Method, included: list[tuple
 
 def test_fingerprint_off() -> None:
     machine = upstream_machine()
-    result = scan(machine, node_resources(machine, Allocatable()), PODS, ScanOptions(pods_fingerprint=False))
+    result = scan(
+        machine, node_resources(machine, AllocatableResources()), PODS, ScanOptions(pods_fingerprint=False)
+    )
     assert result.attributes == [] and result.annotations == {} and result.fingerprint == ""
 
 
 def test_empty_node_fingerprint_is_the_empty_set() -> None:
     machine = upstream_machine()
-    assert scan(machine, node_resources(machine, Allocatable()), []).fingerprint == fingerprint.compute([])
+    assert scan(
+        machine, node_resources(machine, AllocatableResources()), []
+    ).fingerprint == fingerprint.compute([])
 
 
 # ----------------------------------------------------------------------------- middlewares
@@ -382,8 +460,17 @@ def test_empty_node_fingerprint_is_the_empty_set() -> None:
 
 def test_shared_pool_is_removed_from_every_container() -> None:
     pods = [
-        Pod("rte", "rte-pod", (Container("shared-pool-container", (0, 1, 2)), Container("exporter"))),
-        Pod("ns", "stale-kubelet", (Container("c", (2, 1, 7, 5)),)),
+        PodResources(
+            namespace="rte",
+            name="rte-pod",
+            containers=(
+                ContainerResources("shared-pool-container", (0, 1, 2)),
+                ContainerResources("exporter"),
+            ),
+        ),
+        PodResources(
+            namespace="ns", name="stale-kubelet", containers=(ContainerResources("c", (2, 1, 7, 5)),)
+        ),
     ]
     filtered = remove_shared_pool(pods, ContainerRef.parse("rte/rte-pod/shared-pool-container"))
     assert filtered[0].containers[0].cpu_ids == ()
@@ -404,7 +491,11 @@ def test_reference_container_trims() -> None:
 
 
 def test_pod_exclude_needs_both_globs_to_match() -> None:
-    pods = [Pod("kube-system", "dns"), Pod("kube-public", "x"), Pod("default", "kube-x")]
+    pods = [
+        PodResources(namespace="kube-system", name="dns"),
+        PodResources(namespace="kube-public", name="x"),
+        PodResources(namespace="default", name="kube-x"),
+    ]
     kept = exclude_pods(pods, [PodExclude("kube-*", "d*")])
     assert [p.name for p in kept] == ["x", "kube-x"]
     assert exclude_pods(pods, []) == pods
