@@ -1,1 +1,28 @@
-"""Definitions shared by every component: CRD manifests, gRPC protocols, quantities, NRT helpers."""
+"""Definitions shared by every component: CRD manifests, gRPC protocols, quantities, NRT helpers.
+
+Code outside this package imports only what ``__all__`` lists; every other module here is internal.
+"""
+
+__all__ = [
+    "backoff",
+    "checkpoints",
+    "crds",
+    "distribution",
+    "durations",
+    "fielderrors",
+    "fingerprint",
+    "grpc",
+    "images",
+    "nodeaffinity",
+    "nrt",
+    "numaplacement",
+    "podrequests",
+    "podresources",
+    "qos",
+    "quantity",
+    "resourcerequirements",
+    "resources",
+    "selectors",
+    "status",
+    "tolerations",
+]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import http
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -25,6 +24,8 @@ from urllib.parse import quote
 
 import aiohttp
 import orjson
+
+from nrop.api.status import Status, generic_server_response
 
 from .clientconfig import ClientConfig, TokenSource
 from .errors import SchedulerError
@@ -101,32 +102,27 @@ class ApiConnectionError(ApiError):
 _BY_STATUS: dict[int, type[ApiError]] = {404: NotFoundError, 409: ConflictError, 410: GoneError}
 
 
+def _error(status: Status, body: Mapping[str, Any]) -> ApiError:
+    return _BY_STATUS.get(status.code, ApiError)(status.code, status.reason, status.message, dict(body))
+
+
 def error_from_status(status_obj: Mapping[str, Any], http_status: int = 0) -> ApiError:
     """The typed error for a ``kind: Status`` body (from a response or a watch ``ERROR`` event)."""
-    code = int(status_obj.get("code") or http_status or 500)
-    reason = str(status_obj.get("reason") or _phrase(code))
-    message = str(status_obj.get("message") or reason)
-    return _BY_STATUS.get(code, ApiError)(code, reason, message, dict(status_obj))
+    return _error(Status.from_dict(status_obj, http_status), status_obj)
 
 
 def error_from_response(status: int, raw: bytes, what: str = "") -> ApiError:
-    """The typed error for an HTTP error response; ``what`` (``GET /api/v1/...``) prefixes odd bodies."""
+    """The typed error for an HTTP error response; a body that is not a ``Status`` gets client-go's
+    generic reason and message, ``what`` (``GET /api/v1/...``) naming the request after it."""
     try:
         body = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":
         return error_from_status(body, status)
-    text = raw[:512].decode("utf-8", errors="replace").strip() or _phrase(status)
-    prefix = f"{what}: " if what else ""
-    return _BY_STATUS.get(status, ApiError)(status, _phrase(status), f"{prefix}{text}", {})
-
-
-def _phrase(code: int) -> str:
-    try:
-        return http.HTTPStatus(code).phrase.replace(" ", "")
-    except ValueError:
-        return "Unknown"
+    verb, _, path = what.partition(" ")
+    generic = generic_server_response(status, verb, raw[:512].decode("utf-8", errors="replace").strip(), path)
+    return _error(generic, generic.to_dict())
 
 
 # ------------------------------------------------------------------------------ resources

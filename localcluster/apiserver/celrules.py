@@ -25,7 +25,8 @@ from typing import Any
 
 import celpy
 
-from .errors import Cause
+from nrop.api.status import Cause
+
 from .structural import additional_of, child_path, items_of, props_of
 
 __all__ = ["BLOCKING_MESSAGE", "ROOT", "validate_rules"]

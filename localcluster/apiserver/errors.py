@@ -1,4 +1,5 @@
-"""The API server's error hierarchy: every error carries the Kubernetes ``Status`` it serialises to.
+"""The API server's error hierarchy: every error carries the Kubernetes ``Status`` it serialises to
+(the body is :class:`nrop.api.status.Status`, one copy for server and clients).
 
 Handlers raise these classes; the HTTP layer turns them into a ``kind: Status``
 body with the same code, reason, message and details the upstream API server
@@ -9,23 +10,9 @@ a selector parse error or a schema violation reaches the client unchanged.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Cause:
-    """One entry of ``details.causes``: which field failed, and why."""
-
-    reason: str
-    message: str
-    field: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        out = {"reason": self.reason, "message": self.message}
-        if self.field:
-            out["field"] = self.field
-        return out
+from nrop.api.status import Cause, Status
 
 
 class StatusError(Exception):
@@ -53,29 +40,16 @@ class StatusError(Exception):
         self.retry_after = retry_after
 
     def status(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        details: dict[str, Any] = {}
-        if self.name:
-            details["name"] = self.name
-        if self.group:
-            details["group"] = self.group
-        if self.kind:
-            details["kind"] = self.kind
-        if self.causes:
-            details["causes"] = [c.to_dict() for c in self.causes]
-        if self.retry_after is not None:
-            details["retryAfterSeconds"] = self.retry_after
-        if details:
-            body["details"] = details
-        return body
+        return Status(
+            code=self.code,
+            reason=self.reason,
+            message=self.message,
+            name=self.name,
+            group=self.group,
+            kind=self.kind,
+            causes=tuple(self.causes),
+            retry_after=self.retry_after,
+        ).to_dict()
 
 
 def qualified(resource: str, group: str) -> str:

@@ -18,6 +18,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+from nrop.api.status import Cause
 from nrop.localcluster.clock import Clock, rfc3339
 
 from . import admission, conversion, crdestablishing, deletion, errors, patching, strategies
@@ -73,7 +74,7 @@ class Rest:
                 group=kind.group,
                 kind=kind.plural,
                 causes=[
-                    errors.Cause(
+                    Cause(
                         "NamespaceTerminating",
                         f"namespace {namespace} is being terminated",
                         "metadata.namespace",
@@ -183,7 +184,7 @@ class Rest:
                 name,
                 # Upstream prints the unset uint64 with %#v, hence "0x0" rather than "0".
                 [
-                    errors.Cause(
+                    Cause(
                         "FieldValueInvalid",
                         "Invalid value: 0x0: must be specified for an update",
                         "metadata.resourceVersion",

@@ -19,7 +19,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from nrop.localcluster.apiserver.errors import Cause, cause_text, forbidden, invalid, not_supported, required
+from nrop.api.status import Cause
+from nrop.localcluster.apiserver.errors import cause_text, forbidden, invalid, not_supported, required
 from nrop.localcluster.apiserver.structural import (
     EMBEDDED,
     INT_OR_STRING,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from nrop.api.status import Cause
 from nrop.localcluster.clock import rfc3339
 
 from . import errors, patching, rbac
@@ -255,7 +256,7 @@ def evict(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
                 raise errors.TooManyRequests(
                     "Cannot evict pod as it would violate the pod's disruption budget.",
                     causes=[
-                        errors.Cause(
+                        Cause(
                             "DisruptionBudget",
                             f"The disruption budget {pdb['metadata']['name']} needs "
                             f"{(pdb.get('status') or {}).get('desiredHealthy', 0)} healthy pods and has "

@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from nrop.api.status import Cause
+
 from . import celrules, crdschema, errors, structural, validation
 from .crdestablishing import CRDS
 from .definitions import Definitions
@@ -73,7 +75,7 @@ class WriteChecks:
         """Schema checks: pruning/defaulting/validation for custom resources, definitions for built-ins."""
         name = obj["metadata"].get("name", "")
         unknown: list[str] = []
-        causes: list[errors.Cause] = []
+        causes: list[Cause] = []
         if kind.custom:
             schema = self._schema(kind)
             if schema is not None:

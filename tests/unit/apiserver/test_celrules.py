@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from nrop.api.status import Cause
 from nrop.localcluster.apiserver.celrules import BLOCKING_MESSAGE, validate_rules
-from nrop.localcluster.apiserver.errors import Cause
 
 SINGLETON = "This is a singleton resource and the object name must be 'numaresourcesoperator'."
 SCHEMA: dict[str, Any] = {

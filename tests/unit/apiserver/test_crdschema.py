@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
+from nrop.api.status import Cause
 from nrop.localcluster.apiserver import crdschema
-from nrop.localcluster.apiserver.errors import Cause, Invalid, cause_text
+from nrop.localcluster.apiserver.errors import Invalid, cause_text
 from nrop.localcluster.apiserver.schemaviolations import schema_violations
 from nrop.localcluster.apiserver.structural import CustomResourceSchema
 

@@ -416,19 +416,24 @@ def status_body(code: int, reason: str, message: str, **details: Any) -> dict[st
             502,
             b"<html>bad gateway</html>",
             ApiError,
-            "BadGateway",
-            "GET /x: <html>bad gateway</html>",
+            "InternalError",
+            'an error on the server ("<html>bad gateway</html>") has prevented the request from succeeding (get /x)',
             id="not-a-status",
         ),
         pytest.param(
-            500, b"", ApiError, "InternalServerError", "GET /x: InternalServerError", id="empty-body"
+            500,
+            b"",
+            ApiError,
+            "InternalError",
+            'an error on the server ("") has prevented the request from succeeding (get /x)',
+            id="empty-body",
         ),
         pytest.param(
             404,
             b"404 page not found",
             NotFoundError,
             "NotFound",
-            "GET /x: 404 page not found",
+            "the server could not find the requested resource (get /x)",
             id="plain-404",
         ),
     ],
@@ -438,7 +443,10 @@ def test_error_from_response(status: int, raw: Any, cls: type[ApiError], reason:
     error = error_from_response(status, data, "GET /x")
     assert type(error) is cls
     assert (error.status, error.reason, error.message) == (status, reason, message)
-    assert error.body == (raw if isinstance(raw, dict) else {})
+    if isinstance(raw, dict):
+        assert error.body == raw
+    else:  # client-go keeps a body that is not a Status as an UnexpectedServerResponse cause
+        assert error.details["causes"] == [{"reason": "UnexpectedServerResponse", "message": raw.decode()}]
 
 
 def test_error_properties() -> None:
