@@ -23,7 +23,15 @@ from typing import Any
 
 from nrop.api import quantity
 
-__all__ = ["POD_LEVEL_RESOURCES", "Amounts", "amount", "amounts", "container_requests", "pod_requests"]
+__all__ = [
+    "POD_LEVEL_RESOURCES",
+    "Amounts",
+    "amount",
+    "amounts",
+    "container_requests",
+    "defaulted_requests",
+    "pod_requests",
+]
 
 Amounts = dict[str, int]
 """Resource name -> amount (``cpu`` in millicores, the rest in base units)."""
@@ -42,12 +50,18 @@ def amounts(values: Mapping[str, Any] | None) -> Amounts:
     return {name: amount(name, value) for name, value in (values or {}).items()}
 
 
-def container_requests(container: Mapping[str, Any]) -> Amounts:
-    """A container's (or a pod-level ``resources``') requests, defaulted from its limits."""
+def defaulted_requests(container: Mapping[str, Any]) -> dict[str, Any]:
+    """A container's (or a pod-level ``resources``') requests as written, a limit without a request
+    standing in for it (what API defaulting stores)."""
     resources = container.get("resources") or {}
     merged = dict(resources.get("limits") or {})
     merged.update(resources.get("requests") or {})
-    return amounts(merged)
+    return merged
+
+
+def container_requests(container: Mapping[str, Any]) -> Amounts:
+    """A container's (or a pod-level ``resources``') requests, defaulted from its limits."""
+    return amounts(defaulted_requests(container))
 
 
 def _add(into: Amounts, other: Mapping[str, int]) -> None:

@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 from nrop.api import qos as qos_api
+from nrop.api.podrequests import defaulted_requests
 from nrop.api.quantity import Quantity, coerce
 from nrop.api.resources import is_extended_resource, is_hugepages, is_native_resource
 
@@ -84,11 +85,8 @@ def is_sidecar(container: Mapping[str, Any]) -> bool:
 
 
 def container_requests(container: Mapping[str, Any]) -> ResourceList:
-    """The container's requests, a limit standing in for a missing request (API defaulting)."""
-    resources = container.get("resources") or {}
-    merged: dict[str, Any] = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
-    return {name: coerce(value) for name, value in merged.items()}
+    """The container's requests as exact quantities, a limit standing in for a missing request."""
+    return {name: coerce(value) for name, value in defaulted_requests(container).items()}
 
 
 def _add_into(total: ResourceList, name: str, amount: Quantity) -> None:
