@@ -21,6 +21,7 @@ client over it); ``namespace`` is a fresh namespace per test, deleted afterwards
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -92,11 +93,25 @@ def cluster_config() -> ClusterConfig:
 
 
 @pytest.fixture(scope="module")
-def cluster_thread(cluster_config: ClusterConfig, state_dir: Path) -> Iterator[ClusterThread]:
-    """``cluster_config`` running in a background thread of this process, its state in ``state_dir``."""
-    runner = ClusterThread(dataclasses.replace(cluster_config, state_dir=state_dir / "c"))
-    with runner:
-        yield runner
+def start_cluster(state_dir: Path) -> Iterator[Callable[[str, ClusterConfig], ClusterThread]]:
+    """Start an in-process cluster for this module: ``start_cluster(name, config)`` runs ``config``
+    in a background thread, its state in ``state_dir/<name>``; every one stops when the module ends."""
+    with contextlib.ExitStack() as running:
+
+        def start(name: str, config: ClusterConfig) -> ClusterThread:
+            runner = ClusterThread(dataclasses.replace(config, state_dir=state_dir / name))
+            running.enter_context(runner)
+            return runner
+
+        yield start
+
+
+@pytest.fixture(scope="module")
+def cluster_thread(
+    cluster_config: ClusterConfig, start_cluster: Callable[[str, ClusterConfig], ClusterThread]
+) -> ClusterThread:
+    """The module's cluster: ``cluster_config`` in a thread of this process, its state in ``state_dir/c``."""
+    return start_cluster("c", cluster_config)
 
 
 @pytest.fixture(scope="module")

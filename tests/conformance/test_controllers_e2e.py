@@ -15,9 +15,8 @@ import functools
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -498,13 +497,11 @@ def test_namespace_gets_default_service_account_root_ca_and_token_secrets(apis, 
 
 
 @pytest.fixture(scope="module")
-def lifecycle_cluster(state_dir: Path) -> Iterator[ClusterThread]:
+def lifecycle_cluster(start_cluster: Callable[[str, ClusterConfig], ClusterThread]) -> ClusterThread:
     settings = ControllerSettings(
         node_monitor_grace_period=GRACE, node_monitor_period=0.2, node_startup_grace_period=GRACE
     )
-    runner = ClusterThread(ClusterConfig(profile="empty", state_dir=state_dir / "nl", controllers=settings))
-    with runner:
-        yield runner
+    return start_cluster("nl", ClusterConfig(profile="empty", controllers=settings))
 
 
 def _micro(now: datetime) -> str:

@@ -46,12 +46,8 @@ def cluster_config() -> ClusterConfig:
 
 
 @pytest.fixture(scope="module")
-def devices_cluster(state_dir: Path) -> Iterator[ClusterThread]:
-    runner = ClusterThread(
-        ClusterConfig(profile="devices", state_dir=state_dir / "devices", history_size=5000)
-    )
-    with runner:
-        yield runner
+def devices_cluster(start_cluster: Callable[[str, ClusterConfig], ClusterThread]) -> ClusterThread:
+    return start_cluster("devices", ClusterConfig(profile="devices", history_size=5000))
 
 
 def node_root(runner: ClusterThread, node: str) -> Path:

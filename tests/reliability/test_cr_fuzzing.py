@@ -327,25 +327,20 @@ def body_of(crd: CRD, spec: Any, *, absent: bool = False) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def schema_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
+def schema_server(start_cluster: Callable[[str, ClusterConfig], ClusterThread]) -> Iterator[client.ApiClient]:
     """An API-conformance cluster (no controllers, no nodes) serving both CRDs; its admin client."""
     from kubernetes import config
 
-    runner = ClusterThread(
-        ClusterConfig(
-            profile="empty",
-            state_dir=tmp_path_factory.mktemp("schema-cluster"),
-            controllers=ControllerSettings(controllers=()),
-            default_scheduler=False,
-        )
+    config_ = ClusterConfig(
+        profile="empty", controllers=ControllerSettings(controllers=()), default_scheduler=False
     )
-    with runner as cluster:
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(cluster.kubeconfig_path), client_configuration=configuration)
-        with client.ApiClient(configuration) as api_client:
-            for crd in (NROP, NRS):
-                Api(api_client).apply(crds.load(crd.manifest))
-            yield api_client
+    cluster = start_cluster("schema", config_).cluster
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(cluster.kubeconfig_path), client_configuration=configuration)
+    with client.ApiClient(configuration) as api_client:
+        for crd in (NROP, NRS):
+            Api(api_client).apply(crds.load(crd.manifest))
+        yield api_client
 
 
 @dataclass
