@@ -36,10 +36,13 @@ test: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/pytest serial --tier-up-to $(E2E_TIER) --report-dir $(REPORT_DIR) $(PYTEST_ARGS)
 
+# lint-imports includes the public-interfaces contract (hack/publicinterfaces.py) over the packages;
+# the script applies the same rule to the test code, which is no package.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/python hack/publicinterfaces.py serial bench tests
 
 cluster: $(STAMP)
 	$(BIN)/nrop-cluster up $(CLUSTER_ARGS)

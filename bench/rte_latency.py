@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="default", help="cluster profile with two NUMA workers")
     parser.add_argument("--target-ms", type=float, default=500.0, help="reactive p95 target (default 500)")
     args = parser.parse_args(argv)
-    from nrop.rte.config import parse_duration
+    from nrop.api.durations import parse_duration
 
     args.interval_seconds = parse_duration(args.interval)
     if args.pool * args.spacing <= args.interval_seconds + 1:

@@ -1,1 +1,15 @@
-"""The operator: kopf controllers for NUMAResourcesOperator and NUMAResourcesScheduler, and manifest rendering."""
+"""The operator: kopf controllers for NUMAResourcesOperator and NUMAResourcesScheduler, and manifest rendering.
+
+Code outside this package imports only what ``__all__`` lists; every other module here is internal.
+"""
+
+__all__ = [
+    "kubeapi",
+    "manifests",
+    "naming",
+    "nropspec",
+    "nrsspec",
+    "rtemanifests",
+    "samples",
+    "schedmanifests",
+]

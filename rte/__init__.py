@@ -6,4 +6,14 @@ from a sysfs tree (:mod:`nrop.rte.sysinfo`) and the kubelet's podresources v1 AP
 (:mod:`nrop.rte.scan`, pure) and writes it through the Kubernetes API
 (:mod:`nrop.rte.publish`). Nothing here imports ``nrop.localcluster``: the same code
 runs against a real kubelet.
+
+Code outside this package imports only what ``__all__`` lists; every other module here is internal.
 """
+
+__all__ = [
+    "config",
+    "main",
+    "numainfoexporter",
+    "sysinfo",
+    "terminalpods",
+]

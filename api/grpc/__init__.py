@@ -6,4 +6,11 @@
 
 Import as ``from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc``. The
 stubs are regenerated from :mod:`nrop.api.proto` by ``regenerate.py`` in this package.
+
+Code outside this package imports only what ``__all__`` lists; every other module here is internal.
 """
+
+__all__ = [
+    "deviceplugin",
+    "podresources",
+]

@@ -1,7 +1,17 @@
-"""The embedded cluster's controllers: ReplicaSet, Deployment, DaemonSet, Job, node lifecycle, service accounts."""
+"""The embedded cluster's controllers: ReplicaSet, Deployment, DaemonSet, Job, node lifecycle, service accounts.
+
+Code outside this package imports only what ``__all__`` lists (the controller manager, and the machine
+config controllers the cluster wires by hand); every other module here is internal.
+"""
 
 from __future__ import annotations
 
 from .manager import CONTROLLERS, ControllerManager, ControllerSettings
 
-__all__ = ["CONTROLLERS", "ControllerManager", "ControllerSettings"]
+__all__ = [
+    "CONTROLLERS",
+    "ControllerManager",
+    "ControllerSettings",
+    "machineconfigoperator",
+    "machineconfigs",
+]

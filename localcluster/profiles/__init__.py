@@ -5,6 +5,9 @@ module finds and reads it; ``schema`` turns its pools into validated
 ``NodeSpec``s, so loading an invalid profile fails with a ``ProfileError`` that
 names the file, the field path and the problem.  The format is documented in
 ``README.md`` next to this file.
+
+Code outside this package imports only what ``__all__`` lists (``schema`` for its pure pool
+parsing helpers); every other module here is internal.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from nrop.localcluster.kubelet.machine import NodeSpec
 
 from .schema import ProfileError, build_nodes
 
-__all__ = ["Profile", "ProfileError", "build_nodes", "load_profile", "parse_profile", "shipped"]
+__all__ = ["Profile", "ProfileError", "build_nodes", "load_profile", "parse_profile", "schema", "shipped"]
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,8 @@
-"""Generated stubs for the kubelet device plugin API."""
+"""Generated stubs for the kubelet device plugin API.
+
+Code outside this package imports only what ``__all__`` lists; every other module here is internal.
+"""
+
+__all__ = [
+    "v1beta1",
+]

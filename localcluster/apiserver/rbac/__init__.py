@@ -16,7 +16,8 @@ are plain ``rbac.authorization.k8s.io/v1`` dicts as the API server stores them.
 * :mod:`.bootstrap` and ``bootstrap.yaml``: the ClusterRoles and ClusterRoleBindings the
   server creates at start-up.
 
-This module re-exports what the rest of the API server uses.
+This module re-exports what the rest of the API server uses. Code outside this package imports only
+what ``__all__`` lists; every other module here is internal.
 """
 
 from __future__ import annotations
