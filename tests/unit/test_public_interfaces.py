@@ -253,17 +253,20 @@ def test_contract_through_lint_imports(tmp_path: Path) -> None:
     # lint-imports finds contract types on its working directory (ROOT itself cannot go on the path:
     # its operator/ folder would shadow the standard library's operator module).
     (tmp_path / "hack").symlink_to(ROOT / "hack")
-    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200"}
     lint = Path(sys.executable).parent / "lint-imports"
-    done = subprocess.run(
-        [str(lint), "--no-cache"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(lint), "--no-cache"],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    done = run()
     assert done.returncode == 1, done.stdout + done.stderr
     assert (
         "ifaceapp/main.py:2: ifacelib.internal is private to ifacelib (not in __all__ of ifacelib/__init__.py:1)"
@@ -273,15 +276,7 @@ def test_contract_through_lint_imports(tmp_path: Path) -> None:
     assert "Traceback" not in done.stdout + done.stderr
 
     write(tmp_path, {"ifacelib/__init__.py": '__all__ = ["api", "internal", "gone"]\n'})
-    done = subprocess.run(
-        [str(lint), "--no-cache"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run()
     assert done.returncode == 1, done.stdout + done.stderr
     assert "ifacelib/__init__.py:1: __all__ lists 'gone', but ifacelib has no module 'gone'" in done.stdout
     assert "ifaceapp/main.py" not in done.stdout
