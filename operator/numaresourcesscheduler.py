@@ -8,7 +8,6 @@ them back. Deletion removes every object the CR owns.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +27,6 @@ from nrop.operator.reconciling import (
 
 __all__ = ["cleanup", "deployment_step", "reconcile", "register"]
 
-log = logging.getLogger(__name__)
 CONTROLLER = "numaresourcesscheduler"
 NRS = kind(naming.API_VERSION, naming.NRS_KIND)
 NODE = kind("v1", "Node")
