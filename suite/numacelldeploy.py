@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from nrop.api import images
 from nrop.api.nrt import NodeResourceTopology
-from nrop.suite import numacell
+from nrop.suite import numacell, waiters
 from nrop.suite.kube import DAEMONSET, Kube, Manifest
 from nrop.suite.waiting import wait_for
 
@@ -161,18 +161,13 @@ def numacell_manifests(
 
 
 def daemonset_ready(ds: Mapping[str, Any] | None) -> bool:
-    """``AreDaemonSetPodsReady`` (every desired pod scheduled and available) at the current generation."""
+    """``AreDaemonSetPodsReady`` (:func:`nrop.suite.waiters.are_daemonset_pods_ready`: every desired
+    pod scheduled and available) at the current generation."""
     if ds is None:
         return False
     status = ds.get("status") or {}
-    desired = int(status.get("desiredNumberScheduled") or 0)
-    return (
-        desired > 0
-        and int(status.get("observedGeneration") or 0) >= int(ds["metadata"].get("generation") or 0)
-        and int(status.get("currentNumberScheduled") or 0) == desired
-        and int(status.get("numberAvailable") or 0) == desired
-        and int(status.get("numberUnavailable") or 0) == 0
-    )
+    observed = int(status.get("observedGeneration") or 0)
+    return observed >= int(ds["metadata"].get("generation") or 0) and waiters.are_daemonset_pods_ready(status)
 
 
 def zones_expose_numacell(nrt: Mapping[str, Any] | None) -> bool:
