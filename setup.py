@@ -26,6 +26,8 @@ for folder in FOLDERS:
 setup(
     package_dir=package_dir,
     packages=packages,
-    package_data={pkg: ["*.yaml", "*.json", "*.proto", "**/*.yaml", "**/*.json"] for pkg in packages},
+    package_data={
+        pkg: ["*.yaml", "*.json", "*.proto", "**/*.yaml", "**/*.json", "**/*.proto"] for pkg in packages
+    },
     include_package_data=True,
 )

@@ -13,6 +13,7 @@ __all__ = [
     "fingerprint",
     "grpc",
     "images",
+    "kubeproto",
     "nodeaffinity",
     "nrt",
     "numaplacement",

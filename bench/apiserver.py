@@ -5,6 +5,9 @@ few concurrent requests).  The same workload runs against both in one
 invocation: create, get, list, merge-patch of ConfigMaps, then a watch
 fan-out (W watchers, events timed from the write's request to each watcher).
 Prints ops/s and p50/p99 latency per operation for both servers and the ratio.
+Then the cost of Kubernetes protobuf on our server: create, get and list of Pods
+with JSON bodies and ``Accept: application/json`` against protobuf bodies and
+client-go's ``Accept`` (protobuf, then JSON), side by side.
 
 Our server is measured as it is used: HTTPS with a bearer token.  kmock serves
 plain HTTP with no authentication.
@@ -151,6 +154,67 @@ async def run_workload(
     return results
 
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def _pod(name: str, wire: str) -> dict[str, Any]:
+    """A Pod about the size of the suite's: two containers with resources, labels, a toleration."""
+    container = {
+        "image": "registry.example/app:1",
+        "command": ["sleep", "inf"],
+        "resources": {"limits": {"cpu": "1", "memory": "64Mi"}, "requests": {"cpu": "1", "memory": "64Mi"}},
+        "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"bench": wire, "app": name}},
+        "spec": {
+            "containers": [{"name": "a", **container}, {"name": "b", **container}],
+            "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+        },
+    }
+
+
+async def run_wire_workload(target: Target, objects: int, concurrency: int, wire: str) -> dict[str, OpResult]:
+    """Create, get and list Pods in one wire format: ``json`` or ``protobuf`` (as client-go does)."""
+    from nrop.localcluster.apiserver import protobuf
+
+    base = f"{target.url}/api/v1/namespaces/default/pods"
+    if wire == "protobuf":
+        headers = {"Accept": f"{PROTOBUF}, application/json", "Content-Type": PROTOBUF}
+        encode: Callable[[dict[str, Any]], bytes] = protobuf.encode
+    else:
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+
+        def encode(obj: dict[str, Any]) -> bytes:
+            import orjson
+
+            return orjson.dumps(obj)
+
+    connector = aiohttp.TCPConnector(limit=concurrency + 4, ssl=target.ssl)
+    results: dict[str, OpResult] = {}
+    async with aiohttp.ClientSession(connector=connector, headers={**target.headers, **headers}) as session:
+
+        async def create(i: int) -> None:
+            async with session.post(base, data=encode(_pod(f"{wire}-{i}", wire))) as response:
+                await _check(response, (201,))
+
+        async def get(i: int) -> None:
+            async with session.get(f"{base}/{wire}-{i}") as response:
+                await _check(response, (200,))
+
+        async def list_all(_: int) -> None:
+            async with session.get(base, params={"labelSelector": f"bench={wire}"}) as response:
+                await _check(response, (200,))
+
+        results["create"] = await _run_op(objects, concurrency, create)
+        results["get"] = await _run_op(objects, concurrency, get)
+        results["list"] = await _run_op(max(10, objects // 50), concurrency, list_all)
+    return results
+
+
 async def _watch_fanout(
     session: aiohttp.ClientSession, target: Target, watchers: int, events: int
 ) -> OpResult:
@@ -253,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             results["nrop"] = asyncio.run(
                 run_workload(target, args.objects, args.concurrency, args.watchers, args.events)
             )
+            for wire in ("json", "protobuf"):
+                results[wire] = asyncio.run(run_wire_workload(target, args.objects, args.concurrency, wire))
         finally:
             proc.terminate()
             proc.join(10)
@@ -288,6 +354,19 @@ def main(argv: list[str] | None = None) -> int:
         f"watch event p99 with {args.watchers} watchers: nrop {results['nrop']['watch'].p99_ms:.1f} ms, "
         f"kmock {results['kmock']['watch'].p99_ms:.1f} ms"
     )
+    wire_header = f"{'pods':<10} {'json ops/s':>11} {'p50 ms':>8} {'p99 ms':>8} | {'proto ops/s':>11} {'p50 ms':>8} {'p99 ms':>8} | {'ratio':>6}"
+    lines += [
+        "",
+        f"our server, JSON against protobuf ({args.objects} Pods)",
+        wire_header,
+        "-" * len(wire_header),
+    ]
+    for op in ("create", "get", "list"):
+        js, pb = results["json"][op], results["protobuf"][op]
+        lines.append(
+            f"{op:<10} {js.ops_per_s:>11.0f} {js.p50_ms:>8.2f} {js.p99_ms:>8.2f} | "
+            f"{pb.ops_per_s:>11.0f} {pb.p50_ms:>8.2f} {pb.p99_ms:>8.2f} | {pb.ops_per_s / js.ops_per_s:>5.2f}x"
+        )
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

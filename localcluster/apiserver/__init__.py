@@ -14,6 +14,7 @@ __all__ = [
     "kubeconfig",
     "lifecycle",
     "podlogs",
+    "protobuf",
     "rbac",
     "registry",
     "requestoptions",

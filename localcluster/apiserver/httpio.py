@@ -1,12 +1,12 @@
-"""HTTP in and out for the API server's handlers: request parsing, content negotiation, JSON responses.
+"""HTTP in and out for the API server's handlers: request parsing, negotiated responses.
 
 Owns what every handler (``server``'s verbs and ``subresources``) shares at the
-wire: reading and decoding a request body (JSON, YAML, the protobuf kinds
-``protobuf`` reads, the 3 MiB limit, upstream's 400/413/415 texts), the query
-parameters of writes, deletes and selectors, which representation the
-``Accept`` header asks for (object, ``Table`` or ``PartialObjectMetadata``),
-and the JSON and ``kind: Status`` responses.  No state: a request in, values or
-a response out.
+wire: reading and decoding a request body (JSON, YAML or Kubernetes protobuf as its
+``Content-Type`` says, the 3 MiB limit, upstream's 400/413/415 texts), the query
+parameters of writes, deletes and selectors, and responses in the media type and
+representation ``negotiation`` picks from ``Accept`` (JSON, YAML or protobuf; the
+object, a ``Table`` or ``PartialObjectMetadata``), ``kind: Status`` errors included.
+No state: a request in, values or a response out.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import orjson
 import yaml
 from aiohttp import web
 
-from . import errors, protobuf, rbac
+from . import errors, negotiation, protobuf, rbac
+from .negotiation import JSON, PROTOBUF, YAML, Endpoint, Outcome
+from .registry import Kind
 from .requestoptions import DeleteOptions, WriteOptions
 from .selectors import parse_field_selector, parse_label_selector
 
 Obj = dict[str, Any]
-JSON = "application/json"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 #: The largest request body accepted (kube-apiserver's 3 MiB).
 MAX_BODY = 3 * 1024 * 1024
 
@@ -35,12 +35,47 @@ def dumps(obj: Any) -> bytes:
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """A JSON body whatever the ``Accept`` (discovery, version, OpenAPI and debug documents)."""
     return web.Response(body=dumps(obj), status=status, content_type=JSON, headers=headers)
 
 
-def status_response(err: errors.StatusError) -> web.Response:
+def encode(obj: Obj, media_type: str) -> bytes:
+    """An object in a served media type (protobuf only for kinds with a message)."""
+    if media_type == PROTOBUF:
+        try:
+            return protobuf.encode(obj)
+        except protobuf.Undecodable as exc:
+            raise errors.NotAcceptable(
+                f"object {obj.get('kind', '')} does not implement the protobuf marshalling interface "
+                f"and cannot be encoded to a protobuf message: {exc}"
+            ) from None
+    if media_type == YAML:
+        return yaml.safe_dump(obj, default_flow_style=False, sort_keys=True, allow_unicode=True).encode()
+    return dumps(obj)
+
+
+def negotiated(request: web.Request, endpoint: Endpoint = Endpoint.BUILTIN) -> Outcome:
+    """The media type and representation the request's ``Accept`` gets (406 when none is served)."""
+    return negotiation.negotiate(request.headers.get("Accept", ""), endpoint)
+
+
+def respond(
+    outcome: Outcome, obj: Obj, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """An object (or a list, a Table, a Status...) in the negotiated media type."""
+    response = web.Response(body=encode(obj, outcome.media_type), status=status, headers=headers)
+    response.content_type = outcome.media_type
+    return response
+
+
+def status_response(err: errors.StatusError, request: web.Request | None = None) -> web.Response:
+    """A ``kind: Status`` error, in protobuf or YAML when the client asks (``ErrorNegotiated``)."""
     headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
-    return json_response(err.status(), err.code, headers)
+    try:
+        outcome = negotiated(request, Endpoint.ERROR) if request is not None else Outcome(JSON)
+    except errors.NotAcceptable:
+        outcome = Outcome(JSON)
+    return respond(outcome, err.status(), err.code, headers)
 
 
 def partial_metadata(obj: Obj) -> Obj:
@@ -50,35 +85,6 @@ def partial_metadata(obj: Obj) -> Obj:
         "apiVersion": "meta.k8s.io/v1",
         "metadata": obj.get("metadata", {}),
     }
-
-
-# -- content negotiation ------------------------------------------------------------------------
-
-
-def _accept_params(accept: str) -> list[dict[str, str]]:
-    out = []
-    for media in accept.split(","):
-        pieces = [p.strip() for p in media.split(";")]
-        params = {"type": pieces[0]}
-        for piece in pieces[1:]:
-            if "=" in piece:
-                key, value = piece.split("=", 1)
-                params[key.strip()] = value.strip()
-        out.append(params)
-    return out
-
-
-def wanted_form(accept: str) -> str:
-    """``table``, ``metadata`` or ``object``: what representation the client asks for."""
-    for params in _accept_params(accept):
-        if params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
-            if params.get("as") == "Table":
-                return "table"
-            if params.get("as") in ("PartialObjectMetadata", "PartialObjectMetadataList"):
-                return "metadata"
-        if params["type"] in (JSON, "*/*", "application/*", "application/yaml"):
-            return "object"
-    return "object"
 
 
 # -- query parameters ---------------------------------------------------------------------------
@@ -132,7 +138,8 @@ async def delete_options(request: web.Request) -> DeleteOptions:
     if request.can_read_body:
         raw = await request.read()
         if raw.strip():
-            decoded = decode_json(raw)
+            media_type = negotiation.input_media_type(request.headers.get("Content-Type", ""))
+            decoded = decode_body(raw, media_type)
             if not isinstance(decoded, dict):
                 raise errors.BadRequest("DeleteOptions must be an object")
             body = decoded
@@ -175,9 +182,12 @@ async def delete_options(request: web.Request) -> DeleteOptions:
 # -- request bodies -----------------------------------------------------------------------------
 
 
-async def read_body(request: web.Request, *, patch: bool = False) -> tuple[Any, str]:
-    """Decode a request body: (value, media type)."""
+async def read_body(
+    request: web.Request, *, patch: bool = False, kind: Kind | None = None
+) -> tuple[Any, str]:
+    """Decode a request body: (value, media type); ``kind``: the kind the endpoint takes."""
     content_type = (request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
+    media_type = content_type if patch else negotiation.input_media_type(content_type)
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
     # StreamReader.read(n) returns what has arrived so far, not n bytes: read until EOF.
@@ -191,38 +201,38 @@ async def read_body(request: web.Request, *, patch: bool = False) -> tuple[Any, 
         if content_type == "application/apply-patch+yaml":
             return decode_yaml(raw), content_type
         return decode_json(raw), content_type
-    if content_type == PROTOBUF or raw[:4] == protobuf.MAGIC:
-        try:
-            return protobuf.decode(raw), JSON
-        except protobuf.UnsupportedKind as exc:
-            raise _unknown_format(protobuf=str(exc)) from None
-    if content_type in (JSON, ""):
-        return decode_json(raw), content_type
-    if content_type in ("application/yaml", "application/x-yaml"):
-        return decode_yaml(raw), content_type
-    raise _unknown_format()
+    return decode_body(raw, media_type, kind), media_type
 
 
-def _unknown_format(*, protobuf: str = "") -> errors.UnsupportedMediaType:
-    """Upstream's 415; for protobuf bodies of other kinds, what the embedded cluster reads and the workaround."""
-    hint = (
-        f" (protobuf request bodies are read for Namespace, ConfigMap, Secret, ServiceAccount and "
-        f"SelfSubjectAccessReview only, not {protobuf}: use `kubectl create ... --dry-run=client -o yaml "
-        "| kubectl apply -f -`)"
-        if protobuf
-        else ""
-    )
-    return errors.UnsupportedMediaType(
-        "the body of the request was in an unknown format - accepted media types include: "
-        "application/json, application/yaml" + hint
-    )
+def decode_body(raw: bytes, media_type: str, kind: Kind | None = None) -> Any:
+    """A body in a served media type as its JSON form; upstream's 400 when it does not decode."""
+    if media_type == YAML:
+        return decode_yaml(raw)
+    if media_type != PROTOBUF:
+        return decode_json(raw)
+    api_version = body_kind = ""
+    try:
+        api_version, body_kind = protobuf.type_meta(raw)
+        if kind is not None and kind.custom:
+            # A CR has no message: upstream's decoder fails on the unstructured object it decodes into.
+            raise protobuf.Undecodable(
+                "object *unstructured.Unstructured does not implement the protobuf marshalling "
+                "interface and cannot be encoded to a protobuf message"
+            )
+        return protobuf.decode(raw)
+    except protobuf.Undecodable as exc:
+        if kind is None or not body_kind:
+            raise errors.BadRequest(str(exc)) from None
+        # handlers.transformDecodeError: what the body said it was, and what the endpoint takes.
+        version = api_version.rpartition("/")[2]
+        raise errors.BadRequest(
+            f'{body_kind} in version "{version}" cannot be handled as a {kind.kind}: {exc}'
+        ) from None
 
 
 def decode_json(raw: bytes) -> Any:
     if not raw.strip():
         raise errors.BadRequest("the request body is empty; expected a JSON object")
-    if raw[:4] == protobuf.MAGIC:
-        raise _unknown_format(protobuf="a patch")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -29,6 +29,7 @@ from . import (
     listing,
     openapi,
     patching,
+    protobuf,
     rbac,
     routing,
     subresources,
@@ -38,6 +39,7 @@ from . import (
 from .audit import DenialLog
 from .authn import Authenticator, impersonated
 from .definitions import load as load_definitions
+from .negotiation import JSON, PROTOBUF, Endpoint, Outcome
 from .podlogs import PodLogs
 from .registry import Kind, Registry
 from .requestoptions import WriteOptions
@@ -127,12 +129,12 @@ class APIServer:
         try:
             return await self._handle(request)
         except errors.StatusError as err:
-            return httpio.status_response(err)
+            return httpio.status_response(err, request)
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:
             log.exception("internal error serving %s %s", request.method, request.path)
-            return httpio.status_response(errors.InternalError(f"Internal error occurred: {exc}"))
+            return httpio.status_response(errors.InternalError(f"Internal error occurred: {exc}"), request)
         finally:
             if task is not None:
                 self._in_flight.discard(task)
@@ -281,55 +283,57 @@ class APIServer:
             raise errors.MethodNotAllowed(
                 f'{verb} is not supported on resources of kind "{kind.group_resource}"'
             )
+        # Upstream negotiates the response before it reads the body: a 406 comes before a 400.
+        outcome = self.outcome(request, kind)
         if (
             kind.storage == ("authorization.k8s.io", "selfsubjectaccessreviews")
             or kind.plural == "subjectaccessreviews"
         ):
-            body, _ = await httpio.read_body(request)
-            return httpio.json_response(subresources.access_review(self, user, kind, body), 201)
+            body, _ = await httpio.read_body(request, kind=kind)
+            return httpio.respond(outcome, subresources.access_review(self, user, kind, body), 201)
         if kind.plural == "bindings":
-            body, _ = await httpio.read_body(request)
-            return await subresources.bind(
-                self, namespace, (body.get("metadata") or {}).get("name", ""), body
-            )
+            body, _ = await httpio.read_body(request, kind=kind)
+            bound = subresources.bind(self, namespace, (body.get("metadata") or {}).get("name", ""), body)
+            return httpio.respond(outcome, bound, 201)
         if method == "GET":
             if not name:
                 if httpio.query_bool(request.query, "watch"):
                     return await self._watch(
-                        request, user, kind, namespace if parsed.namespaced_url else None
+                        request, user, kind, namespace if parsed.namespaced_url else None, outcome
                     )
-                return self._list(request, kind, namespace if parsed.namespaced_url else None)
+                return self._list(request, kind, namespace if parsed.namespaced_url else None, outcome)
             obj = self.rest.get(kind, namespace, name)
-            return self.render(request, kind, obj)
+            return self.render(request, kind, obj, outcome=outcome)
         if method == "POST":
             if name:
                 raise errors.MethodNotAllowed(
                     f'create is not supported on a named resource of kind "{kind.group_resource}"'
                 )
-            body, _ = await httpio.read_body(request)
+            body, _ = await httpio.read_body(request, kind=kind)
             opts = httpio.write_options(request)
             obj = self.rest.create(kind, namespace, body, opts)
-            return self.render(request, kind, obj, 201, opts)
+            return self.render(request, kind, obj, 201, opts, outcome=outcome)
         if method == "PUT":
-            body, _ = await httpio.read_body(request)
+            body, _ = await httpio.read_body(request, kind=kind)
             opts = httpio.write_options(request)
             obj, created = self.rest.update(kind, namespace, name, body, opts)
-            return self.render(request, kind, obj, 201 if created else 200, opts)
+            return self.render(request, kind, obj, 201 if created else 200, opts, outcome=outcome)
         if method == "PATCH":
             return await self.patch(request, kind, namespace, name)
         if method == "DELETE":
             if not name:
                 return await self._delete_collection(
-                    request, kind, namespace if parsed.namespaced_url else None
+                    request, kind, namespace if parsed.namespaced_url else None, outcome
                 )
-            return await self._delete(request, kind, namespace, name)
+            return await self._delete(request, kind, namespace, name, outcome)
         raise errors.MethodNotAllowed(f"{method} is not supported")
 
     async def patch(
         self, request: web.Request, kind: Kind, namespace: str, name: str, *, subresource: str = ""
     ) -> web.StreamResponse:
+        outcome = self.outcome(request, kind)
         # The media type is checked before the body is decoded: upstream answers 415, not 400.
-        content_type = request.headers.get("Content-Type") or httpio.JSON
+        content_type = request.headers.get("Content-Type") or JSON
         patch_type = patching.patch_type_for(content_type.lower(), builtin=not kind.custom)
         patch, _ = await httpio.read_body(request, patch=True)
         opts = httpio.write_options(request)
@@ -352,18 +356,30 @@ class APIServer:
             opts,
             subresource=subresource,
         )
-        return self.render(request, kind, obj, 201 if created else 200, opts)
+        return self.render(request, kind, obj, 201 if created else 200, opts, outcome=outcome)
+
+    @staticmethod
+    def outcome(request: web.Request, kind: Kind) -> Outcome:
+        """The negotiated response of a request on a kind (custom resources are JSON or YAML)."""
+        return httpio.negotiated(request, Endpoint.CUSTOM if kind.custom else Endpoint.BUILTIN)
 
     def render(
-        self, request: web.Request, kind: Kind, obj: Obj, status: int = 200, opts: WriteOptions | None = None
+        self,
+        request: web.Request,
+        kind: Kind,
+        obj: Obj,
+        status: int = 200,
+        opts: WriteOptions | None = None,
+        *,
+        outcome: Outcome | None = None,
     ) -> web.Response:
         headers = {"Warning": ", ".join(opts.warnings)} if opts and opts.warnings else None
-        form = httpio.wanted_form(request.headers.get("Accept", ""))
-        if form == "table" and request.method == "GET":
-            return httpio.json_response(self._table(request, kind, [obj]), status, headers)
-        if form == "metadata":
-            return httpio.json_response(httpio.partial_metadata(obj), status, headers)
-        return httpio.json_response(obj, status, headers)
+        outcome = outcome or self.outcome(request, kind)
+        if outcome.convert == "Table" and request.method == "GET":
+            return httpio.respond(outcome, self._table(request, kind, [obj]), status, headers)
+        if outcome.convert.startswith("PartialObjectMetadata"):
+            return httpio.respond(outcome, httpio.partial_metadata(obj), status, headers)
+        return httpio.respond(outcome, obj, status, headers)
 
     def _table(
         self,
@@ -397,7 +413,9 @@ class APIServer:
             include_column_definitions=defs,
         )
 
-    def _list(self, request: web.Request, kind: Kind, namespace: str | None) -> web.Response:
+    def _list(
+        self, request: web.Request, kind: Kind, namespace: str | None, outcome: Outcome
+    ) -> web.Response:
         labels, fields = httpio.selectors(request)
         try:
             limit = int(request.query.get("limit", "0") or 0)
@@ -416,35 +434,42 @@ class APIServer:
             resource_version=request.query.get("resourceVersion", ""),
             resource_version_match=request.query.get("resourceVersionMatch", ""),
         )
-        form = httpio.wanted_form(request.headers.get("Accept", ""))
-        if form == "table":
-            return httpio.json_response(
+        if outcome.convert == "Table":
+            return httpio.respond(
+                outcome,
                 self._table(
                     request, kind, result.items, rv=result.resource_version, cont=result.continue_token
-                )
+                ),
             )
         meta: Obj = {"resourceVersion": result.resource_version}
         if result.continue_token:
             meta["continue"] = result.continue_token
             meta["remainingItemCount"] = result.remaining
-        if form == "metadata":
-            return httpio.json_response(
+        if outcome.convert.startswith("PartialObjectMetadata"):
+            return httpio.respond(
+                outcome,
                 {
                     "kind": "PartialObjectMetadataList",
                     "apiVersion": "meta.k8s.io/v1",
                     "metadata": meta,
                     "items": [httpio.partial_metadata(o) for o in result.items],
-                }
+                },
             )
         items = result.items
         if not kind.custom:
             items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
-        return httpio.json_response(
-            {"kind": kind.list_kind, "apiVersion": kind.group_version, "metadata": meta, "items": items}
+        return httpio.respond(
+            outcome,
+            {"kind": kind.list_kind, "apiVersion": kind.group_version, "metadata": meta, "items": items},
         )
 
     async def _watch(
-        self, request: web.Request, user: rbac.UserInfo, kind: Kind, namespace: str | None
+        self,
+        request: web.Request,
+        user: rbac.UserInfo,
+        kind: Kind,
+        namespace: str | None,
+        outcome: Outcome,
     ) -> web.StreamResponse:
         labels, fields = httpio.selectors(request)
         listing.check_fields(kind, fields)
@@ -464,9 +489,11 @@ class APIServer:
             bookmark_interval=self.bookmark_interval,
         )
         watching.validate(req, request.query.get("resourceVersionMatch", ""))
-        form = httpio.wanted_form(request.headers.get("Accept", ""))
+        # Protobuf events are length-prefixed WatchEvent messages; YAML has no stream form, so JSON lines.
+        proto = outcome.media_type == PROTOBUF
+        metadata = outcome.convert.startswith("PartialObjectMetadata")
         response = web.StreamResponse(status=200)
-        response.content_type = httpio.JSON
+        response.headers["Content-Type"] = PROTOBUF + ";stream=watch" if proto else JSON
         response.enable_chunked_encoding()
         await response.prepare(request)
         task = asyncio.current_task()
@@ -481,25 +508,29 @@ class APIServer:
                 meta["annotations"] = {watching.INITIAL_EVENTS_END: "true"}
             return {"kind": kind.kind, "apiVersion": kind.group_version, "metadata": meta}
 
+        def encoded(event_type: str, obj: Obj) -> bytes:
+            if proto:
+                return protobuf.watch_frame(event_type, obj)
+            return httpio.dumps({"type": event_type, "object": obj}) + b"\n"
+
         try:
             async for frame in watching.stream(self.store, req, bookmark):
-                if frame.type in ("ERROR", "BOOKMARK"):
-                    line = httpio.dumps({"type": frame.type, "object": frame.obj})
-                elif form == "table":
+                if frame.type == "ERROR" or (frame.type == "BOOKMARK" and not metadata):
+                    data = encoded(frame.type, frame.obj)
+                elif outcome.convert == "Table":
                     table = self._table(request, kind, [frame.obj], defs=first_table)
                     first_table = False
-                    line = httpio.dumps({"type": frame.type, "object": table})
-                elif form == "metadata":
-                    line = httpio.dumps({"type": frame.type, "object": httpio.partial_metadata(frame.obj)})
+                    data = encoded(frame.type, table)
+                elif metadata:
+                    data = encoded(frame.type, httpio.partial_metadata(frame.obj))
                 else:
-                    obj = conversion.served(kind, frame.obj)
-                    cache_key = (frame.type, kind.group, kind.version)
-                    line = frame.source.rendered.get(cache_key) if frame.source is not None else None
-                    if line is None:
-                        line = httpio.dumps({"type": frame.type, "object": obj})
+                    cache_key = (frame.type, kind.group, kind.version, proto)
+                    data = frame.source.rendered.get(cache_key) if frame.source is not None else None
+                    if data is None:
+                        data = encoded(frame.type, conversion.served(kind, frame.obj))
                         if frame.source is not None:
-                            frame.source.rendered[cache_key] = line
-                await response.write(line + b"\n")
+                            frame.source.rendered[cache_key] = data
+                await response.write(data)
         except (ConnectionResetError, asyncio.CancelledError):
             return response
         finally:
@@ -508,20 +539,23 @@ class APIServer:
         await response.write_eof()
         return response
 
-    async def _delete(self, request: web.Request, kind: Kind, namespace: str, name: str) -> web.Response:
+    async def _delete(
+        self, request: web.Request, kind: Kind, namespace: str, name: str, outcome: Outcome
+    ) -> web.Response:
         opts = await httpio.delete_options(request)
         obj, gone = self.rest.delete(kind, namespace, name, opts)
         if not gone or kind.return_deleted_object:
-            return httpio.json_response(obj)
+            return httpio.respond(outcome, obj)
         details = {"name": name, "kind": kind.plural, "uid": obj["metadata"].get("uid", "")}
         if kind.group:
             details["group"] = kind.group
-        return httpio.json_response(
-            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+        return httpio.respond(
+            outcome,
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details},
         )
 
     async def _delete_collection(
-        self, request: web.Request, kind: Kind, namespace: str | None
+        self, request: web.Request, kind: Kind, namespace: str | None, outcome: Outcome
     ) -> web.Response:
         if "deletecollection" not in kind.verbs:
             raise errors.MethodNotAllowed(
@@ -538,13 +572,14 @@ class APIServer:
             except errors.NotFound:
                 continue
             deleted.append(done)
-        return httpio.json_response(
+        return httpio.respond(
+            outcome,
             {
                 "kind": kind.list_kind,
                 "apiVersion": kind.group_version,
                 "metadata": {"resourceVersion": str(self.store.rv)},
                 "items": deleted,
-            }
+            },
         )
 
     # -- debug hooks (admin only: RBAC grants nothing under /debug to service accounts) ----------

@@ -19,7 +19,8 @@ from nrop.api.status import Cause
 from nrop.localcluster.clock import rfc3339
 
 from . import errors, patching, rbac
-from .httpio import json_response, read_body, write_options
+from .httpio import negotiated, read_body, respond, write_options
+from .negotiation import Endpoint
 from .podlogs import LogQuery
 from .podproxy import proxy_pod
 from .registry import Kind
@@ -62,28 +63,33 @@ async def handle(
         if method == "GET":
             return server.render(request, kind, server.rest.get(kind, namespace, name))
         if method == "PUT":
-            body, _ = await read_body(request)
+            outcome = server.outcome(request, kind)
+            body, _ = await read_body(request, kind=kind)
             opts = write_options(request)
             obj, _ = server.rest.update(kind, namespace, name, body, opts, subresource="status")
-            return server.render(request, kind, obj, 200, opts)
+            return server.render(request, kind, obj, 200, opts, outcome=outcome)
         if method == "PATCH":
             return await server.patch(request, kind, namespace, name, subresource="status")
     elif sub == "scale":
         return await _scale(server, request, kind, namespace, name)
     elif sub == "binding" and method == "POST":
+        outcome = negotiated(request)
         body, _ = await read_body(request)
-        return await bind(server, namespace, name, body)
+        return respond(outcome, bind(server, namespace, name, body), 201)
     elif sub == "eviction" and method == "POST":
+        outcome = negotiated(request)
         body, _ = await read_body(request)
-        return json_response(evict(server, namespace, name, body), 201)
+        return respond(outcome, evict(server, namespace, name, body), 201)
     elif sub == "log" and method == "GET":
         return await _log(server, request, namespace, name)
     elif sub == "finalize" and method == "PUT":
+        outcome = negotiated(request)
         body, _ = await read_body(request)
-        return json_response(finalize(server, kind, name, body))
+        return respond(outcome, finalize(server, kind, name, body))
     elif sub == "token" and method == "POST":
+        outcome = negotiated(request)
         body, _ = await read_body(request)
-        return json_response(token(server, namespace, name, body), 201)
+        return respond(outcome, token(server, namespace, name, body), 201)
     elif sub == "proxy" and kind.plural == "pods" and not kind.group:
         return await proxy_pod(server, request, namespace, name, parsed.rest)
     elif sub == "proxy":
@@ -149,9 +155,11 @@ def _scale_of(kind: Kind, obj: Obj) -> Obj:
 async def _scale(
     server: APIServer, request: web.Request, kind: Kind, namespace: str, name: str
 ) -> web.Response:
+    # A CR's Scale is autoscaling/v1's, read in any served type but written as the CR's are.
+    outcome = negotiated(request, Endpoint.CUSTOM if kind.custom else Endpoint.BUILTIN)
     current = server.rest.get(kind, namespace, name)
     if request.method == "GET":
-        return json_response(_scale_of(kind, current))
+        return respond(outcome, _scale_of(kind, current))
     if request.method == "PUT":
         scale, _ = await read_body(request)
     elif request.method == "PATCH":
@@ -185,13 +193,14 @@ async def _scale(
     stored = server.rest.commit_update(
         kind, updated, server.store.get(kind.storage, namespace, name) or current, opts
     )
-    return json_response(_scale_of(kind, stored))
+    return respond(outcome, _scale_of(kind, stored))
 
 
 # -- pods -------------------------------------------------------------------------------------
 
 
-async def bind(server: APIServer, namespace: str, name: str, body: Any) -> web.Response:
+def bind(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+    """Bind a pod to a node; the ``Status`` to answer (201)."""
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be a Binding object")
     target = body.get("target") or {}
@@ -235,9 +244,7 @@ async def bind(server: APIServer, namespace: str, name: str, body: Any) -> web.R
     )
     status["conditions"] = conditions
     server.store.update(("", "pods"), updated, pod)
-    return json_response(
-        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
-    )
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
 def evict(server: APIServer, namespace: str, name: str, body: Any) -> Obj:

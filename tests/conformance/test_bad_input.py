@@ -247,13 +247,40 @@ CASES = [
         Case(
             "POST",
             CMS,
-            415,
-            "UnsupportedMediaType",
-            "only, not Deployment (apps/v1): use `kubectl create ... --dry-run=client -o yaml",
+            400,
+            "BadRequest",
+            "the API version in the data (apps/v1) does not match the expected API version (v1)",
             body=b"k8s\x00\n\x15\n\x07apps/v1\x12\nDeployment",
             content_type="application/vnd.kubernetes.protobuf",
         ),
-        id="protobuf-body-of-an-unread-kind",
+        id="protobuf-body-of-another-kind",
+    ),
+    pytest.param(
+        Case(
+            "POST",
+            CMS,
+            400,
+            "BadRequest",
+            'Gadget in version "v1" cannot be handled as a ConfigMap: no kind "Gadget" is registered '
+            'for version "badinput.nrop.io/v1"',
+            body=b"k8s\x00\n\x1d\n\x13badinput.nrop.io/v1\x12\x06Gadget",
+            content_type="application/vnd.kubernetes.protobuf",
+        ),
+        id="protobuf-body-of-an-unknown-kind",
+    ),
+    pytest.param(
+        Case(
+            "POST",
+            GADGETS,
+            400,
+            "BadRequest",
+            'Gadget in version "v1" cannot be handled as a Gadget: object *unstructured.Unstructured '
+            "does not implement the protobuf marshalling interface and cannot be encoded to a protobuf "
+            "message",
+            body=b"k8s\x00\n\x1d\n\x13badinput.nrop.io/v1\x12\x06Gadget",
+            content_type="application/vnd.kubernetes.protobuf",
+        ),
+        id="protobuf-body-of-a-custom-resource",
     ),
     pytest.param(
         Case(

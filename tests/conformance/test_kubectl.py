@@ -8,9 +8,8 @@ three patch types, replace, scale, deletion with finalizers and propagation
 policies, ``wait`` (also on the WatchList path), impersonation through RBAC,
 logs, discovery and explain.
 
-Known gaps are pinned as expected failures that assert the exact error (the
-protobuf request bodies of ``create configmap`` and ``auth can-i``), so the
-tests say so when the gap closes.
+The typed commands (``create deployment|job|role|configmap...``, ``auth can-i``, ``drain``)
+send Kubernetes protobuf and read it back, as client-go does for built-in kinds.
 """
 
 from __future__ import annotations
@@ -40,13 +39,6 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 GROUP = "conformance.nrop.io"
 CRD_NAME = f"widgets.{GROUP}"
 WATCH_LIST = {"KUBE_FEATURE_WatchListClient": "true"}
-#: Upstream's 415 text, and what the embedded cluster adds for protobuf bodies of kinds it cannot read.
-PROTOBUF_415 = (
-    "the body of the request was in an unknown format - accepted media types include: "
-    "application/json, application/yaml (protobuf request bodies are read for Namespace, ConfigMap, "
-    "Secret, ServiceAccount and SelfSubjectAccessReview only, not Deployment (apps/v1): use "
-    "`kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`)"
-)
 
 WIDGET_CRD: Obj = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -1275,28 +1267,54 @@ def test_create_generators_of_simple_kinds_send_protobuf_and_work(kubectl: Kubec
     kubectl("delete", "namespace", other, "--wait=false")
 
 
-def test_create_deployment_generator_is_a_known_gap_with_a_workaround(
+def test_create_generators_of_workload_and_rbac_kinds_send_protobuf_and_work(
     kubectl: Kubectl, namespace: str
 ) -> None:
-    direct = kubectl(
-        "create", "deployment", "d", "-n", namespace, "--image=registry.example/d:1", check=False
+    created = kubectl(
+        "create", "deployment", "d", "-n", namespace, "--image=registry.example/d:1", "--replicas=2"
     )
-    assert direct.returncode == 1
-    assert direct.stderr == f"error: failed to create deployment: {PROTOBUF_415}\n"
-    manifest = kubectl(
-        "create",
-        "deployment",
-        "d",
-        "-n",
+    assert created.stdout == "deployment.apps/d created\n"
+    assert jsonpath(
+        kubectl,
         namespace,
-        "--image=registry.example/d:1",
-        "--dry-run=client",
-        "-o",
-        "yaml",
-    ).stdout
-    assert (
-        kubectl("apply", "-n", namespace, "-f", "-", input=manifest).stdout == "deployment.apps/d created\n"
+        "deployment/d",
+        "{.spec.replicas} {.spec.selector.matchLabels.app} {.spec.template.spec.containers[0].image}",
+    ) == ("2 d registry.example/d:1")
+    created = kubectl("create", "job", "j", "-n", namespace, "--image=registry.example/j:1", "--", "true")
+    assert created.stdout == "job.batch/j created\n"
+    assert jsonpath(
+        kubectl,
+        namespace,
+        "job/j",
+        "{.spec.template.spec.restartPolicy} {.spec.template.spec.containers[0].command}",
+    ) == ('Never ["true"]')
+    created = kubectl(
+        "create", "role", "r", "-n", namespace, "--verb=get,list", "--resource=pods,deployments.apps"
     )
+    assert created.stdout == "role.rbac.authorization.k8s.io/r created\n"
+    assert json.loads(jsonpath(kubectl, namespace, "role/r", "{.rules}")) == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]},
+    ]
+
+
+def test_drain_cordons_and_evicts_through_protobuf(kubectl: Kubectl, namespace: str) -> None:
+    node = f"drain-{uuid.uuid4().hex[:8]}"
+    kubectl("apply", "-f", "-", input=dump({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}))
+    try:
+        bound = pod("p", "c")
+        bound["spec"].update(nodeName=node, terminationGracePeriodSeconds=0)
+        apply(kubectl, namespace, bound)
+        drained = kubectl("drain", node, "--force", "--timeout=20s")
+        assert drained.stdout == (
+            f"node/{node} cordoned\nevicting pod {namespace}/p\npod/p evicted\nnode/{node} drained\n"
+        )
+        assert f"Warning: deleting Pods that declare no controller: {namespace}/p" in drained.stderr
+        assert kubectl("get", "node", node, "-o", "jsonpath={.spec.unschedulable}").stdout == "true"
+        gone = kubectl("get", "-n", namespace, "pod/p", check=False)
+        assert gone.stderr == 'Error from server (NotFound): pods "p" not found\n'
+    finally:
+        kubectl("delete", "node", node, "--wait=false")
 
 
 # -- logs --------------------------------------------------------------------------------------------

@@ -1,0 +1,5 @@
+"""Generated protobuf messages (regenerate.py)."""
+
+__all__ = [
+    "v1",
+]

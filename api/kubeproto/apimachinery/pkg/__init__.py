@@ -1,0 +1,8 @@
+"""Generated protobuf messages (regenerate.py)."""
+
+__all__ = [
+    "api",
+    "apis",
+    "runtime",
+    "util",
+]

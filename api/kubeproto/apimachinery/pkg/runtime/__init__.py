@@ -1,0 +1,6 @@
+"""Generated protobuf messages (regenerate.py)."""
+
+__all__ = [
+    "generated_pb2",
+    "schema",
+]
