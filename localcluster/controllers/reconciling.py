@@ -2,8 +2,12 @@
 
 Plays client-go's informer + workqueue for in-process controllers.  The store is the
 informer cache: subscribers are called synchronously on every write, so a controller's
-callbacks only map an event to the keys (``namespace/name``) it concerns and enqueue them;
-the loop then calls :meth:`Controller.sync` for each key, which reads the current objects
+callbacks only map an event to the keys (``namespace/name``) it concerns and enqueue them
+:data:`WATCH_DELIVERY` later (a real controller manager learns of a change through a watch,
+one network hop after the write; reacting in the same instant would let a chain such as
+Deployment → ReplicaSet → pods → both statuses finish before a client's next request, faster
+than any cluster, and before remote watchers such as a secondary scheduler have seen the
+pods); the loop then calls :meth:`Controller.sync` for each key, which reads the current objects
 from the store and writes through ``server.rest`` (validation, admission, generation and
 watch events apply, as for any client).  Store calls never await, so a sync runs to
 completion between two awaits and always sees its own writes: no expectations bookkeeping
@@ -42,6 +46,9 @@ Obj = dict[str, Any]
 FIELD_MANAGER = "kube-controller-manager"
 _BACKOFF_BASE = 0.005
 _BACKOFF_MAX = 10.0
+#: Seconds between a write and a controller's reaction to it: one watch hop of a controller
+#: manager on a quiet cluster (API server watch cache to an informer).
+WATCH_DELIVERY = 0.01
 
 
 def key_of(obj: Obj) -> str:
@@ -176,7 +183,7 @@ class Controller:
     def _callback(self, mapper: Callable[[WatchEvent], Iterable[str]]) -> Callable[[WatchEvent], None]:
         def on_event(event: WatchEvent) -> None:
             for key in mapper(event):
-                self.enqueue(key)
+                self.enqueue_after(key, WATCH_DELIVERY)
 
         return on_event
 

@@ -147,14 +147,16 @@ class ReplicaSetController(Controller):
         rs = self.store.get(_REPLICASETS, namespace, name)
         if rs is None:
             return
-        pods = [p for p in self.store.list(_PODS, namespace) if is_active(p) and self._owns(rs, p)]
+        # As upstream's syncReplicaSet, the status counts the pods listed before this sync
+        # created or deleted any: those changes show at the next sync, which their own pod
+        # events trigger, so status.replicas trails the pods' creation as on a real cluster.
         now = self.clock.now()
-        status = replica_set_status(rs, pods, now, failure=failure)
+        status = replica_set_status(rs, owned, now, failure=failure)
         if status != (rs.get("status") or {}):
             updated = copy.deepcopy(rs)
             updated["status"] = status
             self.update(self.rs_kind, updated, status=True)
-        self._requeue_for_availability(key, rs, pods, now)
+        self._requeue_for_availability(key, rs, owned, now)
 
     @staticmethod
     def _owns(rs: Obj, pod: Obj) -> bool:
