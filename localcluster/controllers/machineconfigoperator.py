@@ -65,6 +65,10 @@ _ROLE_LABEL = "machineconfiguration.openshift.io/role"
 #: Seconds a rebooting node stays down: a roll-out of a pool lasts long enough that a client
 #: polling every second sees it ``Updating`` (upstream's specs wait for that before ``Updated``).
 REBOOT_DOWNTIME = 2.0
+#: MCO's node controller syncs a pool this long after the event that concerns it
+#: (``defaultUpdateDelay``, "a pause to deal with churn"): a client that reads a pool right after
+#: changing a node or a KubeletConfig reads it as it was, as upstream's MCP waits expect.
+UPDATE_DELAY = 5.0
 _POOL_LABEL = "pools.operator.machineconfiguration.openshift.io/"
 
 
@@ -215,6 +219,7 @@ class MachineConfigOperator(Controller):
     """Renders the pools and rolls their nodes (one key: every pool is synced together)."""
 
     name = "machine-config-operator"
+    reaction_delay = UPDATE_DELAY
 
     def __init__(
         self, server: APIServer, clock: Clock, fleet: Fleet, *, reboot_downtime: float = REBOOT_DOWNTIME
@@ -396,4 +401,4 @@ class MachineConfigOperator(Controller):
             self._annotate(node_name, {mc.STATE: mc.STATE_DEGRADED, mc.REASON: str(exc)})
         finally:
             self._updating.pop(node_name, None)
-            self.enqueue(_KEY)
+            self.enqueue_after(_KEY, self.reaction_delay)

@@ -116,6 +116,9 @@ class Controller:
 
     #: Component name (events' ``source.component``, log lines, the task name).
     name = "controller"
+    #: Seconds from an event to the sync it causes (a controller that batches its reactions,
+    #: such as MCO's, waits longer than the watch hop).
+    reaction_delay = WATCH_DELIVERY
 
     def __init__(self, server: APIServer, clock: Clock) -> None:
         self.server = server
@@ -183,7 +186,7 @@ class Controller:
     def _callback(self, mapper: Callable[[WatchEvent], Iterable[str]]) -> Callable[[WatchEvent], None]:
         def on_event(event: WatchEvent) -> None:
             for key in mapper(event):
-                self.enqueue_after(key, WATCH_DELIVERY)
+                self.enqueue_after(key, self.reaction_delay)
 
         return on_event
 
