@@ -31,6 +31,7 @@ from .apiserver.server import APIServer
 from .controllers import ControllerManager, ControllerSettings
 from .controllers.machineconfigoperator import MachineConfigOperator
 from .controllers.machineconfigoperator import install as install_machine_configs
+from .controllers.olmoperator import install as install_olm
 from .kubelet.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
 from .kubelet.fleet import Fleet
 from .profiles import Profile, load_profile
@@ -105,6 +106,7 @@ class LocalCluster:
         publish_kubernetes_service(self.server, self.config.host, port)
         self._lifecycle = Lifecycle(self.server)
         self._lifecycle.start()
+        install_olm(self.server)
         self.controllers = ControllerManager(self.server, self.config.controllers, ca_pem=self.ca_pem)
         self.controllers.start()
         self.fleet = Fleet(

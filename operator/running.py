@@ -58,7 +58,10 @@ def build_registry(
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         if kubeconfig or os.environ.get("KUBECONFIG"):
             return kopf.login_with_kubeconfig(**kwargs)
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+        # In a pod: the official client's in-cluster configuration, as controller-runtime's
+        # rest.InClusterConfig (KUBERNETES_SERVICE_HOST/PORT and the projected token; kopf's
+        # login_with_service_account assumes the cluster DNS name kubernetes.default.svc).
+        return kopf.login_via_client(**kwargs)
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nrop.api.images import PAUSE_IMAGE, own_image
+from nrop.api.images import PAUSE_IMAGE
 
 from . import kube as k
 from .timeouts import Timeouts
@@ -39,7 +39,7 @@ NROP_NAME = "numaresourcesoperator"
 NROSCHED_NAME = "numaresourcesscheduler"
 OPERATOR_NAMESPACE = "numaresources"
 PAUSE_COMMAND = "/pause"
-#: Upstream's numacell device plugin image; the embedded target runs ours instead.
+#: Upstream's numacell device plugin image.
 NUMACELL_IMAGE = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
 DEVICE_TYPE_VARS = ("E2E_NROP_DEVICE_TYPE_1", "E2E_NROP_DEVICE_TYPE_2", "E2E_NROP_DEVICE_TYPE_3")
 
@@ -49,18 +49,14 @@ def pause_image_from_env(environ: Mapping[str, str]) -> str:
     return environ.get("E2E_NROP_URL_PAUSE_IMAGE") or environ.get("E2E_PAUSE_IMAGE_URL") or PAUSE_IMAGE
 
 
-def numacell_image_from_env(environ: Mapping[str, str], target: str) -> str:
-    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN`` (legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``).
-
-    Unset: the project's image on the embedded target (its kubelets run our ``numacell``
-    console script), upstream's image elsewhere.
-    """
-    explicit = environ.get("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN") or environ.get(
-        "E2E_NUMACELL_DEVICE_PLUGIN_URL"
+def numacell_image_from_env(environ: Mapping[str, str]) -> str:
+    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN`` (legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``), else
+    upstream's image (the embedded cluster's kubelets run it too)."""
+    return (
+        environ.get("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN")
+        or environ.get("E2E_NUMACELL_DEVICE_PLUGIN_URL")
+        or NUMACELL_IMAGE
     )
-    if explicit:
-        return explicit
-    return own_image(environ) if target == "embedded" else NUMACELL_IMAGE
 
 
 def device_types_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
@@ -139,7 +135,7 @@ class SuiteConfig:
             profile=profile,
             infra_namespace=infra_namespace,
             pause_image=pause_image_from_env(environ),
-            numacell_image=numacell_image_from_env(environ, target),
+            numacell_image=numacell_image_from_env(environ),
             operator_namespace=operator_namespace,
         )
 

@@ -14,10 +14,12 @@ that registers every cell and registers again whenever the kubelet comes back (i
 socket is re-created, or it removed ours at start-up, as ``CleanupPluginDirectory``
 does), until SIGTERM/SIGINT.
 
-Every filesystem path is a flag (``--sysfs``, ``--device-plugin-path``) because the
-embedded kubelet rewrites host paths only in arguments and environment; upstream's
-flags (``-alsologtostderr``, ``-v N``, ``-sysfs``, ``-devices``, ``-discover``) are
-accepted too, with one or two dashes.
+Upstream's flags (``-alsologtostderr``, ``-v N``, ``-sysfs``, ``-devices``, ``-discover``)
+are accepted, with one or two dashes, and the defaults are upstream's paths (``/sys``,
+``/var/lib/kubelet/device-plugins``): the embedded kubelets run this program for upstream's
+image and DaemonSet unmodified. ``--device-plugin-path`` names the kubelet's directory too,
+so that where the embedded kubelet gives containers no mount namespace it can pass both
+paths as flags (rewritten to the node's).
 """
 
 from __future__ import annotations

@@ -1,9 +1,14 @@
 """The numacell device plugin as BeforeSuite deploys it (catalog §3.1): manifests, deployment, readiness.
 
 Owns upstream's ``numacell/manifests`` and the waits around it: which program the
-container starts (upstream's binary, or the project's ``numacell`` for the project's image,
-reading the node's sysfs at :data:`HOST_SYS`), the ServiceAccount, Role, RoleBinding and
-one privileged DaemonSet ``numacell-dp-<pool>-ds`` per node-group pool, the checks
+container starts (upstream's ``/bin/numacell -alsologtostderr -v 3``, or the project's
+``numacell`` console script, found on the ``PATH`` of the project's image, with the same
+flags), the ServiceAccount, Role, RoleBinding and one privileged DaemonSet
+``numacell-dp-<pool>-ds`` per node-group pool, shaped as upstream's: the only volume is the
+``hostPath`` of the kubelet's device-plugin directory, and the plugin reads the node's sysfs
+at its default ``/sys`` (which a container runtime mounts into every container; the
+embedded kubelet mounts the emulated node's there, or, where it gets no mount namespaces,
+passes the node's paths as flags itself), the checks
 BeforeSuite polls (the DaemonSets ready, every NRT zone exposing an allocatable
 ``kni.node/numacellNN``), and :func:`deploy_numacell`, the one place that creates the
 manifests and waits for the DaemonSets: BeforeSuite (:mod:`nrop.suite.infra`) and the
@@ -25,7 +30,6 @@ from nrop.suite.waiting import wait_for
 
 __all__ = [
     "DEVICE_PLUGIN_PATH",
-    "HOST_SYS",
     "NUMACELL_PREFIX",
     "OWN_PROGRAM",
     "UPSTREAM_PROGRAM",
@@ -42,8 +46,8 @@ log = logging.getLogger(__name__)
 
 NUMACELL_PREFIX = "numacell-dp"
 DEVICE_PLUGIN_PATH = numacell.DEFAULT_DEVICE_PLUGIN_PATH
-#: Where the numacell container of the project's image sees the node's sysfs.
-HOST_SYS = "/host-sys"
+#: Upstream's DaemonSet arguments (``numacell/manifests.DaemonSet``).
+_ARGS = ("-alsologtostderr", "-v", "3")
 
 
 class Pool(Protocol):
@@ -63,16 +67,11 @@ class NumacellProgram:
 
     command: tuple[str, ...]
     args: tuple[str, ...]
-    #: Mount the node's ``/sys`` at :data:`HOST_SYS` (the project's program reads it there).
-    mount_sysfs: bool
 
 
-UPSTREAM_PROGRAM = NumacellProgram(("/bin/numacell",), ("-alsologtostderr", "-v", "3"), mount_sysfs=False)
-OWN_PROGRAM = NumacellProgram(
-    ("numacell",),
-    ("-alsologtostderr", "-v", "3", "--sysfs", HOST_SYS, "--device-plugin-path", DEVICE_PLUGIN_PATH),
-    mount_sysfs=True,
-)
+UPSTREAM_PROGRAM = NumacellProgram(("/bin/numacell",), _ARGS)
+#: The project's image installs its console scripts on its ``PATH``, not in ``/bin``.
+OWN_PROGRAM = NumacellProgram(("numacell",), _ARGS)
 
 
 def numacell_program(image: str) -> NumacellProgram:
@@ -112,13 +111,6 @@ def numacell_manifests(
     for pool in pools:
         name = f"{NUMACELL_PREFIX}-{pool.name}"
         labels = {"name": f"{name}-pod"}
-        mounts: list[dict[str, Any]] = [{"name": "kubeletsockets", "mountPath": DEVICE_PLUGIN_PATH}]
-        volumes: list[dict[str, Any]] = [
-            {"name": "kubeletsockets", "hostPath": {"path": DEVICE_PLUGIN_PATH, "type": "Directory"}}
-        ]
-        if program.mount_sysfs:
-            mounts.append({"name": "sysfs", "mountPath": HOST_SYS, "readOnly": True})
-            volumes.append({"name": "sysfs", "hostPath": {"path": "/sys", "type": "Directory"}})
         spec: dict[str, Any] = {
             "terminationGracePeriodSeconds": 0,
             "restartPolicy": "Always",
@@ -131,10 +123,12 @@ def numacell_manifests(
                     "args": list(program.args),
                     "imagePullPolicy": "IfNotPresent" if images.is_own_image(image) else "Always",
                     "securityContext": {"privileged": True},
-                    "volumeMounts": mounts,
+                    "volumeMounts": [{"name": "kubeletsockets", "mountPath": DEVICE_PLUGIN_PATH}],
                 }
             ],
-            "volumes": volumes,
+            "volumes": [
+                {"name": "kubeletsockets", "hostPath": {"path": DEVICE_PLUGIN_PATH, "type": "Directory"}}
+            ],
         }
         if pool.match_labels:
             spec["nodeSelector"] = dict(pool.match_labels)

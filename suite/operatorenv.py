@@ -1,10 +1,14 @@
 """One variable of the running operator's environment, set and put back (upstream ``test/internal/envvar``).
 
 :func:`set_operator_env` changes it through the operator's OLM Subscription when there is one
-(then the Deployment is deleted for OLM to re-create it), else on the Deployment's ``manager``
-container, and waits for the rollout either way; :func:`restore_operator_env` puts back what
-it changed. BeforeSuite uses it to turn the scheduler image validation off. The env edits
-are pure functions (tested with tables).
+(``E2E_OPERATOR_SUBSCRIPTION_NAME``, else the one for the ``numaresources-operator`` package:
+then it checks the Subscription holds the new env, deletes the Deployment and waits for OLM to
+re-create it), else on the Deployment's ``manager`` container; either way it then deletes the
+operator's pods of before, waits for them to go, for the Deployment to carry the new env and to
+be complete, as upstream does. :func:`restore_operator_env` puts back what it changed the same
+way. A cluster without OLM (no ``operators.coreos.com``) reads as one with no Subscription.
+BeforeSuite uses it to turn the scheduler image validation off. The env edits are pure
+functions (tested with tables).
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from nrop.api.fielderrors import go_quote
-from nrop.suite.kube import DEPLOYMENT, Kind, Kube, Manifest, UnknownKindError
-from nrop.suite.stack import OPERATOR_DEPLOYMENT, OPERATOR_LABELS, StackError
+from nrop.suite.kube import DEPLOYMENT, POD, Kube, Manifest, UnknownKindError
+from nrop.suite.stack import OPERATOR_DEPLOYMENT, OPERATOR_LABELS, OPERATOR_PACKAGE, SUBSCRIPTION, StackError
 from nrop.suite.waiting import wait_for
 
 __all__ = [
     "EnvRestore",
+    "env_pairs",
     "find_subscription",
     "has_env",
     "restore_operator_env",
@@ -31,8 +36,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 OPERATOR_CONTAINER = "manager"
-OPERATOR_PACKAGE = "numaresources-operator"
-SUBSCRIPTION = Kind("operators.coreos.com/v1alpha1", "Subscription")
+#: The embedded target answers at once: poll every second rather than upstream's 10 s / 30 s.
+_POLL = 1.0
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -82,21 +87,28 @@ class EnvRestore:
 
 
 def _find_operator_deployment(kube: Kube) -> Manifest:
-    found = kube.list(DEPLOYMENT, label_selector=OPERATOR_LABELS)
-    found = [d for d in found if _name(d) == OPERATOR_DEPLOYMENT] or found
-    if not found:
-        raise StackError(
-            f"cannot find the operator deployment {go_quote(OPERATOR_DEPLOYMENT)} "
-            f"(labels {','.join(f'{k}={v}' for k, v in sorted(OPERATOR_LABELS.items()))})"
-        )
-    return found[0]
+    """``findOperatorDeployment``: the Deployment named ``numaresources-controller-manager`` among
+    those with the operator's labels."""
+    for dp in kube.list(DEPLOYMENT, label_selector=OPERATOR_LABELS):
+        if _name(dp) == OPERATOR_DEPLOYMENT:
+            return dp
+    raise StackError(
+        f"cannot find the operator deployment {go_quote(OPERATOR_DEPLOYMENT)} "
+        f"(labels {','.join(f'{k}={v}' for k, v in sorted(OPERATOR_LABELS.items()))})"
+    )
 
 
 def _manager_env(dp: Mapping[str, Any], index: int) -> list[Mapping[str, Any]]:
     return list(dp["spec"]["template"]["spec"]["containers"][index].get("env") or ())
 
 
+def env_pairs(env: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """``toEnvVars``: the (name, value) of each variable (``""`` for one set by ``valueFrom``)."""
+    return [(str(e.get("name")), str(e.get("value") or "")) for e in env]
+
+
 def _rolled_out(dp: Mapping[str, Any] | None) -> bool:
+    """``ForDeploymentComplete``: the current generation observed, every replica updated and available."""
     if dp is None:
         return False
     spec, status = dp.get("spec") or {}, dp.get("status") or {}
@@ -112,18 +124,79 @@ def _rolled_out(dp: Mapping[str, Any] | None) -> bool:
 def _subscriptions(kube: Kube, namespace: str) -> list[Manifest]:
     try:
         return kube.list(SUBSCRIPTION, namespace)
-    except UnknownKindError:  # no OLM on this cluster
+    except UnknownKindError:  # no OLM on this cluster: the Deployment is the operator's only spec
         return []
 
 
+def _selector(dp: Mapping[str, Any]) -> dict[str, str]:
+    return dict(((dp.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
+
+
+def _pods_of(kube: Kube, namespace: str, name: str) -> list[Manifest]:
+    """``getPodsForDeployment``: the pods the Deployment's selector matches (an error when none)."""
+    dp = kube.get(DEPLOYMENT, name, namespace)
+    pods = kube.list(POD, namespace, label_selector=_selector(dp))
+    if not pods:
+        raise StackError(f"failed to get deployment pods: deployment {namespace}/{name} has no pods")
+    return pods
+
+
+def _ensure_subscription_updated(
+    kube: Kube, restore: EnvRestore, expected: Sequence[Mapping[str, Any]]
+) -> None:
+    """``ensureSubscriptionIsUpdated``: the Subscription now holds exactly ``expected``."""
+    assert restore.subscription is not None
+    sub = kube.get(SUBSCRIPTION, restore.subscription, restore.namespace)
+    found = env_pairs(((sub.get("spec") or {}).get("config") or {}).get("env") or ())
+    if found != env_pairs(expected):
+        raise StackError(
+            f"subscription env is not updated with the correct env value: found={found} expected={env_pairs(expected)}"
+        )
+
+
+def _wait_rollout(
+    kube: Kube,
+    restore: EnvRestore,
+    initial_pods: Sequence[Manifest],
+    expected: Sequence[Mapping[str, Any]],
+    timeout: float,
+) -> None:
+    """``waitForDeploymentRollout``: delete the pods of before, wait for them to go, for the Deployment's
+    first container to hold every ``expected`` (name, value), then for the Deployment to be complete."""
+    namespace, name = restore.namespace, restore.name
+    for pod in initial_pods:
+        kube.delete(POD, _name(pod), namespace)
+    uids = {pod["metadata"]["uid"] for pod in initial_pods}
+    wait_for(
+        lambda: [p for p in kube.list(POD, namespace) if p["metadata"]["uid"] in uids],
+        lambda left: not left,
+        f"the pods of deployment {namespace}/{name} from before the change to be deleted",
+        timeout,
+        interval=_POLL,
+    )
+    wanted = env_pairs(expected)
+    wait_for(
+        lambda: kube.get_or_none(DEPLOYMENT, name, namespace),
+        lambda dp: dp is not None and set(wanted) <= set(env_pairs(_manager_env(dp, 0))),
+        f"deployment {namespace}/{name} to be updated with the env {wanted}",
+        timeout,
+        interval=_POLL,
+    )
+    wait_for(
+        lambda: kube.get_or_none(DEPLOYMENT, name, namespace),
+        _rolled_out,
+        f"deployment {namespace}/{name} to be complete",
+        timeout,
+        interval=_POLL,
+    )
+
+
 def _apply_env(kube: Kube, restore: EnvRestore, env: Sequence[Mapping[str, Any]], timeout: float) -> None:
-    """Put ``env`` in place (Subscription or Deployment) and wait for the operator to run with it."""
+    """Put ``env`` in place (Subscription or Deployment) and wait for the operator to run with it,
+    as upstream's ``setOperatorEnvVia*`` and their restore functions do."""
     env = [dict(e) for e in env]
-    if restore.subscription is not None:
-        kube.patch(SUBSCRIPTION, restore.subscription, {"spec": {"config": {"env": env}}}, restore.namespace)
-        # OLM does not always roll the Deployment at once: delete it and let OLM re-create it.
-        kube.delete(DEPLOYMENT, restore.name, restore.namespace)
-    else:
+    initial_pods = _pods_of(kube, restore.namespace, restore.name)
+    if restore.subscription is None:
         kube.patch(
             DEPLOYMENT,
             restore.name,
@@ -137,17 +210,22 @@ def _apply_env(kube: Kube, restore: EnvRestore, env: Sequence[Mapping[str, Any]]
             restore.namespace,
             patch_type="json",
         )
-    wanted = {e["name"]: e.get("value") for e in env if "value" in e}
+        _wait_rollout(kube, restore, initial_pods, env, timeout)
+        return
+    kube.patch(SUBSCRIPTION, restore.subscription, {"spec": {"config": {"env": env}}}, restore.namespace)
+    _ensure_subscription_updated(kube, restore, env)
+    # waitForDeploymentRolloutAfterSubscriptionUpdate: OLM does not always roll the Deployment at
+    # once, so upstream deletes it and waits for OLM to re-create it.
+    log.info("deleting deployment %s/%s", restore.namespace, restore.name)
+    kube.delete(DEPLOYMENT, restore.name, restore.namespace)
     wait_for(
         lambda: kube.get_or_none(DEPLOYMENT, restore.name, restore.namespace),
-        lambda dp: (
-            _rolled_out(dp)
-            and all(has_env(_manager_env(dp, restore.container_index), k, v) for k, v in wanted.items())
-        ),
-        f"deployment {restore.namespace}/{restore.name} rolled out with the new env",
+        lambda dp: dp is not None,
+        f"deployment {restore.namespace}/{restore.name} to be recreated",
         timeout,
-        interval=1.0,
+        interval=_POLL,
     )
+    _wait_rollout(kube, restore, initial_pods, env, timeout)
 
 
 def set_operator_env(

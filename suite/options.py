@@ -11,6 +11,7 @@ came from and what would be accepted.
 | ``--cluster-profile P`` | ``E2E_NROP_CLUSTER_PROFILE`` | ``default`` |
 | ``--setup`` / ``--no-setup`` | ``E2E_NROP_SETUP`` | on for the embedded cluster, off for a kubeconfig |
 | ``--teardown`` / ``--no-teardown`` | ``E2E_NROP_TEARDOWN`` | same as setup |
+| ``--install-via M`` (``direct``, ``olm``) | ``E2E_NROP_INSTALL_VIA`` | ``direct`` |
 | ``--tier-up-to N`` | ``E2E_NROP_TIER_UPTO`` (legacy ``E2E_SERIAL_TIER_UPTO``) | every tier |
 | ``--label-filter Q`` | ``E2E_NROP_LABEL_FILTER`` | everything |
 | ``--focus RE`` (repeatable) | ``E2E_SERIAL_FOCUS`` | everything |
@@ -31,6 +32,7 @@ from typing import Any
 import pytest
 
 from nrop.suite import labelfilter, labels
+from nrop.suite.stack import INSTALL_VIA
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -53,6 +55,7 @@ SELECTION_FLAGS = (
     "nrop_cluster_profile",
     "nrop_setup",
     "nrop_teardown",
+    "nrop_install_via",
     "nrop_tier_up_to",
     "nrop_label_filter",
     "nrop_focus",
@@ -70,6 +73,8 @@ class SuiteOptions:
     cluster_profile: str = DEFAULT_PROFILE
     setup: bool | None = None
     teardown: bool | None = None
+    #: How ``--setup`` installs the operator: ``direct`` (its manifests) or ``olm`` (Subscription + CSV).
+    install_via: str = "direct"
     tier_up_to: int | None = None
     label_filter: str = ""
     focus: tuple[str, ...] = ()
@@ -166,6 +171,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="leave the stack installed after the suite",
     )
     group.addoption(
+        "--install-via",
+        dest="nrop_install_via",
+        choices=INSTALL_VIA,
+        help="how --setup installs the operator: 'direct' applies its manifests, 'olm' creates an "
+        "OperatorGroup, a ClusterServiceVersion and a Subscription for OLM to render its Deployment "
+        "(env E2E_NROP_INSTALL_VIA, default direct)",
+    )
+    group.addoption(
         "--tier-up-to",
         dest="nrop_tier_up_to",
         metavar="N",
@@ -258,6 +271,11 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str]) -> SuiteOptions:
         value, source = _pick(cli, environ, dest, env)
         flags[dest] = value if isinstance(value, bool) or value is None else _bool(value, source)
 
+    install_via, source = _pick(cli, environ, "nrop_install_via", "E2E_NROP_INSTALL_VIA")
+    install_via = str(install_via or "direct").strip().lower()
+    if install_via not in INSTALL_VIA:
+        raise pytest.UsageError(f"{source}={install_via!r}: expected one of {', '.join(INSTALL_VIA)}")
+
     tier_value, source = _pick(cli, environ, "nrop_tier_up_to", "E2E_NROP_TIER_UPTO", "E2E_SERIAL_TIER_UPTO")
     tier: int | None = None
     if tier_value not in (None, ""):
@@ -287,6 +305,7 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str]) -> SuiteOptions:
         cluster_profile=profile or DEFAULT_PROFILE,
         setup=flags["nrop_setup"],
         teardown=flags["nrop_teardown"],
+        install_via=install_via,
         tier_up_to=tier,
         label_filter=label_filter,
         focus=_regexes(focus, focus_source),

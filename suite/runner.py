@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nrop.api.images import IMAGE_VAR
 from nrop.suite.options import DEFAULT_REPORT_DIR
+from nrop.suite.stack import INSTALL_VIA
 
 #: Where allure results go, inside the report directory.
 ALLURE_DIR = "allure-results"
@@ -61,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-teardown", dest="teardown", action="store_false", help="leave the stack installed")
     p.add_argument(
+        "--install-via",
+        choices=INSTALL_VIA,
+        help="how --setup installs the operator: its manifests, or a Subscription and CSV for OLM "
+        "[env E2E_NROP_INSTALL_VIA; default: direct]",
+    )
+    p.add_argument(
         "--image",
         help="the project's image --setup installs [env E2E_NROP_IMAGE; default: "
         "localhost/numaresources-operator-tests:latest]",
@@ -92,7 +99,11 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="list the selected specs with tiers and test_ids, run nothing"
     )
     p.add_argument(
-        "-n", "--numprocesses", metavar="N", help="parallel workers, each with its own embedded cluster"
+        "-n",
+        "--numprocesses",
+        metavar="N",
+        help="xdist workers, each with its own embedded clusters (default: as many as the selection and "
+        "the machine call for; 0: serially)",
     )
     p.add_argument(
         "--keep-namespace-on-failure",
@@ -112,6 +123,7 @@ def pytest_args(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[list[s
     for flag, value in (
         ("--kubeconfig", ns.kubeconfig),
         ("--cluster-profile", ns.cluster_profile),
+        ("--install-via", ns.install_via),
         ("--tier-up-to", ns.tier_up_to),
         ("--label-filter", ns.label_filter),
         ("--report-dir", ns.report_dir),

@@ -14,7 +14,10 @@ A serial run that needs a second embedded target prepares it ahead on a thread
 (:meth:`Targets.prepare`: cluster, stack, BeforeSuite) while the last specs of the first
 one run, and closes the first one on a thread (:meth:`Targets.close_in_background`) while
 the specs of the second one run; the lines and errors of both come out when they are
-joined. Only the embedded target does this: each context is its own cluster.
+joined. Only the embedded target does this: each context is its own cluster. When each
+target was being prepared (from its start to the end of BeforeSuite) is kept for the
+timeline of ``report.html`` (:attr:`Targets.spans`), and how long the specs waited for
+their targets (:attr:`Targets.waited`): a spec's measured duration leaves that out.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nrop.api.images import own_image
+from nrop.suite.htmlreport import ClusterSpan
 from nrop.suite.options import SuiteOptions
 from nrop.suite.target import EmbeddedCluster
 
@@ -70,6 +74,8 @@ class Context:
     suite_error: BaseException | None = None
     #: The cluster before BeforeSuite, compared after AfterSuite (:mod:`nrop.suite.leaks`).
     baseline: Any = None
+    #: When opening it began (epoch seconds).
+    opened_at: float = 0.0
 
 
 def _embedded_operator_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -171,6 +177,11 @@ class Targets:
         self._closing: list[_Background] = []
         #: every embedded cluster started, for a last-resort stop
         self._clusters: list[EmbeddedCluster] = []
+        #: when each target was being prepared, in the order they were
+        self.spans: list[ClusterSpan] = []
+        #: seconds the caller of :meth:`get` and :meth:`before_suite` has waited for targets so far
+        self.waited = 0.0
+        self._opened: dict[str, int] = {}
         from nrop.suite.timeouts import Timeouts
 
         self.timeouts = Timeouts.from_env(os.environ, local=options.emulated)
@@ -181,8 +192,14 @@ class Targets:
     def get(self, key: str) -> Context:
         context = self.contexts.get(key)
         if context is None:
-            pending = self._preparing.pop(key, None)
-            context = self._open(key, self._say(key)) if pending is None else self._finish_prepared(pending)
+            began = time.monotonic()
+            try:
+                pending = self._preparing.pop(key, None)
+                context = (
+                    self._open(key, self._say(key)) if pending is None else self._finish_prepared(pending)
+                )
+            finally:
+                self.waited += time.monotonic() - began
             self.contexts[key] = context
         return context
 
@@ -222,10 +239,12 @@ class Targets:
         return pending.context
 
     def _state_dir(self, key: str) -> Path:
+        """A directory of its own for each cluster (a target closed in the background may be reopened)."""
         with self._lock:
             if self._state_root is None:
                 self._state_root = Path(tempfile.mkdtemp(prefix="nrop-e2e-"))
-            return self._state_root / key
+            count = self._opened[key] = self._opened.get(key, 0) + 1
+            return self._state_root / (key if count == 1 else f"{key}-{count}")
 
     def _prefix(self, key: str) -> str:
         return f"[{key}{'@' + self.worker if self.worker else ''}] "
@@ -241,6 +260,7 @@ class Targets:
         options = self.options
         cluster: EmbeddedCluster | None = None
         began = time.monotonic()
+        opened_at = time.time()
         if options.embedded:
             from nrop.suite import target
 
@@ -259,11 +279,14 @@ class Targets:
         if options.emulated:
             for var, value in EMBEDDED_DEVICE_TYPES.items():
                 os.environ.setdefault(var, value)
-        context = Context(key=key, kube=None, timeouts=self.timeouts, cluster=cluster)
+        context = Context(key=key, kube=None, timeouts=self.timeouts, cluster=cluster, opened_at=opened_at)
         try:
             context.kube = k.Kube.from_kubeconfig(kubeconfig)
             if options.do_setup:
-                say("installing the operator and creating the NUMAResourcesOperator/Scheduler CRs")
+                say(
+                    f"installing the operator ({options.install_via}) and creating the "
+                    "NUMAResourcesOperator/Scheduler CRs"
+                )
                 timings = stack.StackTimings.local() if options.emulated else stack.StackTimings()
                 refresh = EMBEDDED_REFRESH_PERIOD if options.emulated else None
                 with _progress_from_loggers(say):
@@ -273,6 +296,7 @@ class Targets:
                         env=_embedded_operator_env(os.environ) if options.emulated else None,
                         pool=stack.node_role(os.environ),
                         refresh_period=refresh,
+                        via=options.install_via,
                         timings=timings,
                     )
                 context.stack_installed = True
@@ -285,13 +309,23 @@ class Targets:
 
     def before_suite(self, context: Context) -> None:
         """BeforeSuite once per context: topology checks, numacell, labels, NRT reference."""
-        self._before_suite(context, self._say(context.key))
+        began = time.monotonic()
+        try:
+            self._before_suite(context, self._say(context.key))
+        finally:
+            self.waited += time.monotonic() - began
 
     def _before_suite(self, context: Context, say: Callable[[str], None]) -> None:
         if context.config is not None or context.skip_reason is not None:
             return
         if context.suite_error is not None:
             raise context.suite_error
+        try:
+            self._run_before_suite(context, say)
+        finally:
+            self.spans.append(ClusterSpan(self.worker or "main", context.key, context.opened_at, time.time()))
+
+    def _run_before_suite(self, context: Context, say: Callable[[str], None]) -> None:
         from nrop.suite import infra, leaks
         from nrop.suite.config import SuiteConfig
 
@@ -307,8 +341,9 @@ class Targets:
             context.baseline = leaks.take(context.kube)
             say("BeforeSuite: numacell device plugin, node labels, NRT reference")
             timings = infra.InfraTimings.local() if self.options.emulated else infra.InfraTimings()
-            # our numacell where our stack runs: an embedded cluster, or a stack this run installed
-            ours = own_image(os.environ) if self.options.emulated or context.stack_installed else None
+            # upstream's numacell image on an embedded cluster (its kubelets run it); our image's
+            # numacell where this run installed the stack on another cluster
+            ours = own_image(os.environ) if context.stack_installed and not self.options.emulated else None
             with _progress_from_loggers(say):
                 context.infra = infra.before_suite(
                     context.kube,

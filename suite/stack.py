@@ -5,14 +5,19 @@ Owns what upstream's install, sched-install, sched-uninstall and uninstall suite
 
 * :func:`setup` applies :func:`nrop.operator.manifests.install_manifests` (CRDs, namespace,
   RBAC, the operator Deployment), waits for the CRDs to be established and the operator
-  to be rolled out, creates the ``NUMAResourcesOperator`` (the shipped sample, node group
+  to be rolled out; or, ``via="olm"`` (``--install-via olm``), installs the operator the way
+  OLM does on OpenShift (:func:`olm_manifests`: the same manifests but the Deployment, an
+  OperatorGroup, a ClusterServiceVersion whose install strategy holds that same Deployment,
+  and a Subscription carrying the operator's extra env in ``spec.config.env``) and waits for
+  the CSV to reach ``Succeeded`` and the Deployment OLM rendered to be rolled out; then creates the ``NUMAResourcesOperator`` (the shipped sample, node group
   = the ``E2E_NODE_ROLE`` pool, ``logLevel: Debug``) and waits ``Available=True``
   (5m/10s), the exporter DaemonSets it owns fully scheduled and ready, and an NRT for
   every worker; then creates the ``NUMAResourcesScheduler`` (the sample, with the given
   image) and waits ``Available=True``, ``Upgradeable=True``, ``Degraded=False``,
   ``Progressing=False`` (5m/10s) and its Deployment ready;
 * :func:`teardown` deletes the NRS and waits for its scheduler objects to go, deletes the
-  NROP and waits for the exporters to go, then deletes the operator's own objects;
+  NROP and waits for the exporters to go, then deletes the operator's own objects (its
+  Subscription, CSV and OperatorGroup first when it was installed through OLM);
 * :func:`wait_crds_established` is setup's wait for CRDs, also for one created otherwise (the
   project's tests create the NodeResourceTopology CRD alone, :data:`NRT_CRD`);
 * changing one variable of the running operator is :mod:`nrop.suite.operatorenv`.
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nrop.api import images
+from nrop.api.distribution import package_version
 from nrop.suite.kube import (
     CRD,
     DAEMONSET,
@@ -49,20 +55,28 @@ from nrop.suite.kube import (
 from nrop.suite.waiting import wait_for
 
 __all__ = [
+    "CLUSTERSERVICEVERSION",
     "CRD_NAMES",
+    "INSTALL_VIA",
     "NROP_NAME",
     "NROSCHED_NAME",
     "NRT_CRD",
+    "OPERATORGROUP",
     "OPERATOR_NAMESPACE",
+    "OPERATOR_PACKAGE",
+    "SUBSCRIPTION",
     "Stack",
     "StackError",
     "StackTimings",
     "condition_status",
+    "csv_name",
+    "csv_phase",
     "daemonset_fully_ready",
     "deployment_ready",
     "node_role",
     "nrop_manifest",
     "nrosched_manifest",
+    "olm_manifests",
     "scheduler_healthy",
     "setup",
     "teardown",
@@ -84,6 +98,15 @@ RTE_POD_LABEL = "name=resource-topology"
 SCHEDULER_POD_LABEL = "app=secondary-scheduler"
 WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
 OPERATOR_LABELS = {"control-plane": "controller-manager", "app": "numaresources-operator"}
+#: The operator's OLM package (upstream's ``consts.SubscriptionSpecNamePackage``): the Subscription's
+#: ``spec.name``, and its name when :func:`setup` creates it.
+OPERATOR_PACKAGE = "numaresources-operator"
+SUBSCRIPTION = Kind("operators.coreos.com/v1alpha1", "Subscription")
+CLUSTERSERVICEVERSION = Kind("operators.coreos.com/v1alpha1", "ClusterServiceVersion")
+OPERATORGROUP = Kind("operators.coreos.com/v1", "OperatorGroup")
+#: How :func:`setup` installs the operator (``--install-via``): its manifests applied directly, or through OLM.
+INSTALL_VIA = ("direct", "olm")
+_OLM_CRD = "subscriptions.operators.coreos.com"
 
 
 class StackError(AssertionError):
@@ -217,6 +240,82 @@ def nrosched_manifest(image: str | None = None) -> Manifest:
     return nrosched
 
 
+def csv_name() -> str:
+    """The operator's ClusterServiceVersion: ``numaresources-operator.v<version>``, as its bundle names it."""
+    return f"{OPERATOR_PACKAGE}.v{package_version()}"
+
+
+def olm_manifests(namespace: str, image: str, env: Mapping[str, str] | None = None) -> list[Manifest]:
+    """The operator as an OLM bundle and a Subscription deliver it, in apply order.
+
+    Every manifest of :func:`~nrop.operator.manifests.install_manifests` but the Deployment (CRDs,
+    namespace, service account, RBAC: what the bundle and OLM's InstallPlan create), then an
+    OperatorGroup for the namespace, the Subscription to :data:`OPERATOR_PACKAGE` starting at
+    the CSV, with ``env`` in ``spec.config.env`` (OLM injects it into the operator's containers),
+    and the ClusterServiceVersion whose ``deployment`` install strategy holds that same
+    Deployment (name, labels, spec).
+    """
+    from nrop.operator.manifests import install_manifests
+
+    manifests = install_manifests(namespace, image)
+    (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
+    name = csv_name()
+    operator_group = {
+        "apiVersion": OPERATORGROUP.api_version,
+        "kind": OPERATORGROUP.kind,
+        "metadata": {"name": OPERATOR_PACKAGE, "namespace": namespace},
+        "spec": {"targetNamespaces": [namespace]},
+    }
+    csv = {
+        "apiVersion": CLUSTERSERVICEVERSION.api_version,
+        "kind": CLUSTERSERVICEVERSION.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "displayName": "numaresources-operator",
+            "version": package_version(),
+            "install": {
+                "strategy": "deployment",
+                "spec": {
+                    "deployments": [
+                        {
+                            "name": deployment["metadata"]["name"],
+                            "label": dict(deployment["metadata"]["labels"]),
+                            "spec": deployment["spec"],
+                        }
+                    ]
+                },
+            },
+            "installModes": [
+                {"type": "OwnNamespace", "supported": True},
+                {"type": "SingleNamespace", "supported": True},
+                {"type": "MultiNamespace", "supported": False},
+                {"type": "AllNamespaces", "supported": False},
+            ],
+            "relatedImages": [{"name": "numaresources-operator", "image": image}],
+        },
+    }
+    subscription = {
+        "apiVersion": SUBSCRIPTION.api_version,
+        "kind": SUBSCRIPTION.kind,
+        "metadata": {"name": OPERATOR_PACKAGE, "namespace": namespace},
+        "spec": {
+            "name": OPERATOR_PACKAGE,
+            "channel": "stable",
+            "source": "redhat-operators",
+            "sourceNamespace": "openshift-marketplace",
+            "installPlanApproval": "Automatic",
+            "startingCSV": name,
+            "config": {"env": [{"name": k, "value": v} for k, v in sorted((env or {}).items())]},
+        },
+    }
+    # The Subscription before the CSV, as OLM creates the CSV for a Subscription (its InstallPlan).
+    return [*(m for m in manifests if m is not deployment), operator_group, subscription, csv]
+
+
+def csv_phase(csv: Mapping[str, Any] | None) -> str:
+    return str(((csv or {}).get("status") or {}).get("phase") or "")
+
+
 def _name(obj: Mapping[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
 
@@ -245,17 +344,35 @@ def _install_operator(
     namespace: str,
     image: str,
     env: Mapping[str, str] | None,
+    via: str,
     timings: StackTimings,
     step: _Progress,
 ) -> None:
     from nrop.operator.manifests import install_manifests
 
-    manifests = install_manifests(namespace, image, env)
+    if via == "olm":
+        if _get_optional(kube, CRD, _OLM_CRD) is None:
+            raise StackError(
+                f"cannot install through OLM: the cluster does not serve {_OLM_CRD} (use --install-via direct)"
+            )
+        manifests = olm_manifests(namespace, image, env)
+    else:
+        manifests = install_manifests(namespace, image, env)
     for manifest in manifests:
         kube.apply(manifest)
-    step(f"applied {len(manifests)} operator manifests (namespace {namespace}, image {image})")
+    step(f"applied {len(manifests)} operator manifests via {via} (namespace {namespace}, image {image})")
     wait_crds_established(kube, CRD_NAMES, timings.available_timeout, interval=timings.available_interval)
     step("CRDs established")
+    if via == "olm":
+        name = csv_name()
+        wait_for(
+            lambda: kube.get_or_none(CLUSTERSERVICEVERSION, name, namespace),
+            lambda csv: csv_phase(csv) == "Succeeded",
+            f"ClusterServiceVersion {namespace}/{name} to reach phase Succeeded",
+            timings.rollout_timeout,
+            interval=timings.available_interval,
+        )
+        step(f"ClusterServiceVersion {namespace}/{name} Succeeded")
     wait_for(
         lambda: kube.get_or_none(DEPLOYMENT, OPERATOR_DEPLOYMENT, namespace),
         deployment_ready,
@@ -351,16 +468,20 @@ def setup(
     pool: str = "worker",
     scheduler_image: str | None = None,
     refresh_period: str | None = None,
+    via: str = "direct",
     timings: StackTimings = StackTimings(),
 ) -> Stack:
     """Install the operator, the NROP and the NRS; return once every part is ready (see module doc).
 
-    ``env`` is the operator's extra environment; ``pool`` the node group's pool
+    ``via`` is one of :data:`INSTALL_VIA`; ``env`` is the operator's extra environment (the
+    Subscription's ``spec.config.env`` through OLM); ``pool`` the node group's pool
     (:func:`node_role`); ``scheduler_image`` replaces the NRS sample's ``imageSpec``
     (default: ``image``); ``refresh_period`` the exporters' ``infoRefreshPeriod``.
     """
+    if via not in INSTALL_VIA:
+        raise ValueError(f"via={via!r}: expected one of {', '.join(INSTALL_VIA)}")
     step = _Progress("stack setup")
-    _install_operator(kube, namespace, image, env, timings, step)
+    _install_operator(kube, namespace, image, env, via, timings, step)
     daemonsets = _deploy_nrop(kube, pool, refresh_period, timings, step)
     nrts = _wait_nrts(kube, timings, step)
     nrosched, scheduler_name = _deploy_nrosched(kube, scheduler_image or image, timings, step)
@@ -433,11 +554,30 @@ def _uninstall_nrop(kube: Kube, timings: StackTimings, step: _Progress) -> None:
     step("NUMAResourcesOperator and its exporters deleted")
 
 
+def _uninstall_olm(kube: Kube, namespace: str, step: _Progress) -> None:
+    """Delete what :func:`olm_manifests` adds (Subscription first, as OLM would re-create its CSV);
+    the CSV's Deployment goes with it (owner reference). Nothing to do on a cluster without OLM."""
+    found = []
+    for kind, name in (
+        (SUBSCRIPTION, OPERATOR_PACKAGE),
+        (CLUSTERSERVICEVERSION, csv_name()),
+        (OPERATORGROUP, OPERATOR_PACKAGE),
+    ):
+        try:
+            if kube.delete(kind, name, namespace, propagation_policy="Background"):
+                found.append(f"{kind.kind} {name}")
+        except UnknownKindError:
+            return
+    if found:
+        step(f"OLM install removed: {', '.join(found)}")
+
+
 def _uninstall_operator(
     kube: Kube, namespace: str, image: str, timings: StackTimings, step: _Progress
 ) -> None:
     from nrop.operator.manifests import install_manifests
 
+    _uninstall_olm(kube, namespace, step)
     manifests: Sequence[Manifest] = install_manifests(namespace, image)
     for manifest in reversed(manifests):
         if manifest["kind"] == "CustomResourceDefinition":

@@ -115,6 +115,7 @@ class EmbeddedCluster:
                 self.process.wait(10)
         if self._relay is not None:
             self._relay.join(5)
+            self._relay = None  # a second stop (the last-resort one at exit) does not wait again
 
 
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?P<level>[A-Z]+) (?P<logger>\S+): ")

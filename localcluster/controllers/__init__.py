@@ -1,7 +1,8 @@
-"""The embedded cluster's controllers: ReplicaSet, Deployment, DaemonSet, Job, node lifecycle, service accounts.
+"""The embedded cluster's controllers: ReplicaSet, Deployment, DaemonSet, Job, node lifecycle, service accounts, OLM.
 
-Code outside this package imports only what ``__all__`` lists (the controller manager, and the machine
-config controllers the cluster wires by hand); every other module here is internal.
+Code outside this package imports only what ``__all__`` lists (the controller manager, the machine
+config controllers the cluster wires by hand, and the OLM kinds it serves at start); every other
+module here is internal.
 """
 
 from __future__ import annotations
@@ -14,4 +15,5 @@ __all__ = [
     "ControllerSettings",
     "machineconfigoperator",
     "machineconfigs",
+    "olmoperator",
 ]

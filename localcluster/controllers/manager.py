@@ -1,8 +1,9 @@
 """The controller manager: starts and stops the in-process controllers of the embedded cluster.
 
 Plays ``kube-controller-manager``: one :class:`ControllerManager` per cluster runs the
-ReplicaSet, Deployment, DaemonSet, Job, node lifecycle and service-account controllers
-(garbage collection and namespace deletion run in :mod:`..apiserver.lifecycle`).
+ReplicaSet, Deployment, DaemonSet, Job, node lifecycle and service-account controllers, and
+the embedded OLM (:mod:`.olmoperator`, whose kinds :func:`.olmoperator.install` serves first;
+garbage collection and namespace deletion run in :mod:`..apiserver.lifecycle`).
 :class:`ControllerSettings` carries the upstream flags that tests want short, each with
 the upstream default.
 """
@@ -19,6 +20,7 @@ from .daemonsets import DaemonSetController
 from .deployments import DeploymentController
 from .jobs import JobController
 from .nodelifecycle import NodeLifecycleController
+from .olmoperator import OLMOperator
 from .reconciling import Controller
 from .replicasets import ReplicaSetController
 from .serviceaccounts import ServiceAccountsController
@@ -31,7 +33,7 @@ __all__ = ["CONTROLLERS", "ControllerManager", "ControllerSettings"]
 log = logging.getLogger(__name__)
 
 #: Names accepted in :attr:`ControllerSettings.controllers` (``--controllers``).
-CONTROLLERS = ("replicaset", "deployment", "daemonset", "job", "nodelifecycle", "serviceaccount")
+CONTROLLERS = ("replicaset", "deployment", "daemonset", "job", "nodelifecycle", "serviceaccount", "olm")
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,19 @@ class ControllerSettings:
     #: The DaemonSet controller's back-off before deleting a failed daemon pod: 1 s doubling to 15 min.
     daemon_failed_backoff_base: float = 1.0
     daemon_failed_backoff_max: float = 900.0
+    #: OLM's install timeout: a CSV ``Installing`` this long (e.g. its Deployment was deleted
+    #: meanwhile) fails, then installs again; 5 minutes in OLM.
+    olm_install_timeout: float = 300.0
     #: Which controllers run (``--controllers``).
     controllers: tuple[str, ...] = field(default=CONTROLLERS)
 
     def __post_init__(self) -> None:
-        for name in ("node_monitor_grace_period", "node_startup_grace_period", "node_monitor_period"):
+        for name in (
+            "node_monitor_grace_period",
+            "node_startup_grace_period",
+            "node_monitor_period",
+            "olm_install_timeout",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"controllers.{name}: must be positive, got {getattr(self, name)!r}")
         unknown = sorted(set(self.controllers) - set(CONTROLLERS))
@@ -96,6 +106,7 @@ class ControllerManager:
                 monitor_period=s.node_monitor_period,
             ),
             "serviceaccount": lambda: ServiceAccountsController(server, clock, ca_pem=ca_pem),
+            "olm": lambda: OLMOperator(server, clock, install_timeout=s.olm_install_timeout),
         }
         self.controllers: dict[str, Controller] = {
             name: factories[name]() for name in CONTROLLERS if name in s.controllers

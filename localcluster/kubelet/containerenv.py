@@ -14,9 +14,10 @@ Owns:
 
 A reference that cannot be resolved raises :class:`ConfigError` with the kubelet's
 message (``configmap "x" not found``, ``couldn't find key k in ConfigMap ns/x``), which
-the container shows as ``CreateContainerConfigError``.  The kubelet's service
-environment variables (``KUBERNETES_SERVICE_HOST`` and the ``*_SERVICE_*`` links) are not
-set: clients of the emulated cluster use the kubeconfig in ``KUBECONFIG`` instead.
+the container shows as ``CreateContainerConfigError``.  The variables the image and the
+kubelet add (``PATH``, ``HOME``, the ``default/kubernetes`` Service's ``KUBERNETES_SERVICE_HOST``
+and ``KUBERNETES_PORT*``, and ``KUBECONFIG`` only where containers get no mount namespace)
+are the pod worker's (:mod:`.podworker`).
 
 Pure: ConfigMaps and Secrets come from the lookups passed in.
 """

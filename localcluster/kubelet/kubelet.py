@@ -16,6 +16,10 @@ A thin I/O shell over the pure modules, inside the cluster process:
 * static pods from the manifest directory come in through :mod:`.staticpods` on the same
   queue (``ADDED``, ``STATIC_REMOVED``) and run the same way; their API object is their
   mirror pod, which :mod:`.staticpods` keeps and this loop never runs;
+* whether the machine lets process containers have a mount namespace of their own is
+  asked once at start (:mod:`.launching`); where it does not, their mount paths are
+  rewritten instead (:mod:`.volumes`), and a log line and a ``MountNamespacesUnavailable``
+  warning event on the Node say so;
 * device plugins register with :mod:`.pluginendpoints`;
 * after every allocation change the managers' checkpoints are rewritten
   (:mod:`.checkpointfiles`) and the podresources snapshot is replaced.
@@ -43,7 +47,7 @@ from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock, SystemClock
-from nrop.localcluster.kubelet import nodeobjects, nodestatus, staticpods
+from nrop.localcluster.kubelet import launching, nodeobjects, nodestatus, staticpods
 from nrop.localcluster.kubelet.admission import NodeResourceManagers
 from nrop.localcluster.kubelet.admitting import PodAdmitter
 from nrop.localcluster.kubelet.checkpointfiles import (
@@ -186,7 +190,14 @@ class Kubelet:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self.pods.context = self._runtime_context()
+        refused = await asyncio.to_thread(launching.check)
+        if refused is not None:
+            log.warning(
+                "node %s: containers get no mount namespace of their own (%s): mount paths are rewritten instead",
+                self.name,
+                refused,
+            )
+        self.pods.context = self._runtime_context(mount_namespaces=refused is None)
         self.root.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(write_sysfs, self.root, self.spec.machine)
         # The store does not outlive the process, so neither do the pods of old checkpoints.
@@ -197,7 +208,7 @@ class Kubelet:
         await asyncio.to_thread(self.podresources.start)
         self._publish()
         self._node_reporter.register()
-        self._node_reporter.post_events()
+        self._node_reporter.post_events(refused)
         self._node_reporter.renew_lease()
         self._unsubscribe = self.server.store.subscribe(self._pod_kind.storage, self._on_pod_event)
         for pod in self.server.store.list(self._pod_kind.storage):
@@ -271,7 +282,7 @@ class Kubelet:
             except Exception:
                 log.exception("node %s: handling a pod %s failed", self.name, item[0])
 
-    def _runtime_context(self) -> RuntimeContext:
+    def _runtime_context(self, *, mount_namespaces: bool) -> RuntimeContext:
         """What every pod worker of this node shares (after the server has an address)."""
         return RuntimeContext(
             server=self.server,
@@ -285,6 +296,7 @@ class Kubelet:
             clock=self.clock,
             enqueue=self._enqueue,
             allocatable=lambda: self.node_resources().allocatable,
+            mount_namespaces=mount_namespaces,
         )
 
     # -- files and snapshots --------------------------------------------------------------------

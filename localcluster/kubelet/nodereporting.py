@@ -90,9 +90,9 @@ class NodeReporter:
             current["status"] = body["status"]
             self.server.rest.update(self._node_kind, "", self.name, current, self._opts, subresource="status")
 
-    def post_events(self) -> None:
+    def post_events(self, mount_namespaces_refused: str | None = None) -> None:
         now = self.clock.now()
-        for kind, reason, message in podevents.node_events(self.name):
+        for kind, reason, message in podevents.node_events(self.name, mount_namespaces_refused):
             body = nodeobjects.node_event(self.name, kind, reason, message, now, unique=uuid.uuid4().hex[:16])
             try:
                 self.server.rest.create(self._event_kind, "default", body, self._opts)

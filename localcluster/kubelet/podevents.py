@@ -3,7 +3,9 @@
 Upstream's kubelet records, per container start, ``Pulling``/``Pulled`` (or ``Pulled`` with
 "already present" when the pull policy lets it use the local image), ``Created`` and
 ``Started``; ``BackOff`` when a container enters ``CrashLoopBackOff``; ``Killing`` when it
-stops a container. :func:`container_events` compares the container statuses the kubelet
+stops a container. The emulated runtime adds one of its own: ``SimulatedImage`` (Normal),
+after the first start of a container whose program it does not know and only stands in for
+(:data:`.simulation.UNKNOWN`), so that nobody mistakes it for the image's real program. :func:`container_events` compares the container statuses the kubelet
 wrote last (:func:`snapshot`) with the ones it is about to write and returns those events,
 in upstream's order; :func:`node_events` are what a starting kubelet records on its Node.
 There is no image store, so a pull takes no time and reports no size.
@@ -17,7 +19,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ContainerEvent", "Snapshot", "container_events", "killing", "node_events", "snapshot", "started"]
+__all__ = [
+    "MOUNT_NAMESPACES_UNAVAILABLE",
+    "SIMULATED_IMAGE",
+    "ContainerEvent",
+    "Snapshot",
+    "container_events",
+    "killing",
+    "node_events",
+    "snapshot",
+    "started",
+]
+
+#: Reason of the node warning that containers run without a mount namespace of their own.
+MOUNT_NAMESPACES_UNAVAILABLE = "MountNamespacesUnavailable"
+
+#: Reason of the event on a container whose image's program the runtime does not run.
+SIMULATED_IMAGE = "SimulatedImage"
 
 Obj = Mapping[str, Any]
 
@@ -62,8 +80,11 @@ def started(before: Snapshot, status: Obj) -> list[tuple[str, int]]:
     return out
 
 
-def container_events(pod: Obj, before: Snapshot, status: Obj) -> list[ContainerEvent]:
-    """The events between the statuses ``before`` and ``status`` of ``pod``, in upstream's order."""
+def container_events(
+    pod: Obj, before: Snapshot, status: Obj, unknown_programs: frozenset[str] = frozenset()
+) -> list[ContainerEvent]:
+    """The events between the statuses ``before`` and ``status`` of ``pod``, in upstream's order;
+    ``unknown_programs``: the containers that get ``SimulatedImage`` after their first start."""
     meta = pod.get("metadata") or {}
     pod_ref = f"{meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"
     fields = _field_paths(pod)
@@ -75,6 +96,8 @@ def container_events(pod: Obj, before: Snapshot, status: Obj) -> list[ContainerE
         old_cid, old_waiting = before.get(name, ("", ""))
         if cid and cid != old_cid:
             events.extend(_start(container, field_path))
+            if not old_cid and name in unknown_programs:
+                events.append(_simulated(container, field_path))
         if waiting == "CrashLoopBackOff" and old_waiting != "CrashLoopBackOff":
             events.append(
                 ContainerEvent(
@@ -112,6 +135,17 @@ def _start(container: Obj, field_path: str) -> list[ContainerEvent]:
     ]
 
 
+def _simulated(container: Obj, field_path: str) -> ContainerEvent:
+    image = str(container.get("image", ""))
+    return ContainerEvent(
+        "Normal",
+        SIMULATED_IMAGE,
+        f'Image "{image}" is simulated by the embedded cluster: its program is not run; '
+        f"container {container['name']} stands in for it like pause (runs until stopped)",
+        field_path,
+    )
+
+
 def killing(pod: Obj, names: Iterable[str]) -> list[ContainerEvent]:
     """``Killing`` for each container the kubelet stops on deletion."""
     fields = _field_paths(pod)
@@ -122,14 +156,30 @@ def killing(pod: Obj, names: Iterable[str]) -> list[ContainerEvent]:
     ]
 
 
-def node_events(node: str) -> list[tuple[str, str, str]]:
-    """``(type, reason, message)`` a kubelet records on its Node when it starts, in upstream's order."""
+def node_events(node: str, mount_namespaces_refused: str | None = None) -> list[tuple[str, str, str]]:
+    """``(type, reason, message)`` a kubelet records on its Node when it starts, in upstream's order.
+
+    ``mount_namespaces_refused`` (why this machine gives containers no mount namespace of
+    their own) adds a warning after ``Starting``, where upstream's kubelet warns about its
+    runtime set-up (``CgroupV1``, ``InvalidDiskCapacity``).
+    """
     status = [
         (reason, f"Node {node} status is now: {reason}")
         for reason in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID")
     ]
+    warnings = []
+    if mount_namespaces_refused is not None:
+        warnings.append(
+            (
+                "Warning",
+                MOUNT_NAMESPACES_UNAVAILABLE,
+                f"containers cannot get a mount namespace of their own ({mount_namespaces_refused}): "
+                "their volumes are reached by rewriting mount paths in their command, args and env",
+            )
+        )
     return [
         ("Normal", "Starting", "Starting kubelet."),
+        *warnings,
         *(("Normal", r, m) for r, m in status),
         ("Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods"),
         ("Normal", "NodeReady", f"Node {node} status is now: NodeReady"),

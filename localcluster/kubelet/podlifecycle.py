@@ -364,7 +364,9 @@ class PodLifecycle:
             podIPs=[{"ip": pod_ip}],
         )
         self._reporter.write_status(record, run_status, conditions)
-        events = podevents.container_events(record.worker.pod, record.written, run_status)
+        events = podevents.container_events(
+            record.worker.pod, record.written, run_status, record.worker.unknown_programs
+        )
         for name, restarts in podevents.started(record.written, run_status):
             record.worker.simulated_started(name, restarts)
         record.written = podevents.snapshot(run_status)

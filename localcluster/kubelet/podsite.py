@@ -1,9 +1,10 @@
-"""In-cluster configuration for Python processes of pods, which run without a mount namespace.
+"""In-cluster configuration for Python processes of pods that run without a mount namespace of
+their own (where the machine refuses one: :mod:`.launching`).
 
 Kubernetes clients find their in-cluster credentials at fixed paths under
 ``/var/run/secrets/kubernetes.io/serviceaccount`` that no argument can redirect, so the
-kubelet's usual rewriting of mount paths in command, arguments and environment cannot
-reach them. The kubelet therefore puts a two-line ``sitecustomize.py`` on the process's
+kubelet's rewriting of mount paths in command, arguments and environment cannot reach
+them. The kubelet therefore puts a two-line ``sitecustomize.py`` on the process's
 ``PYTHONPATH`` (:func:`write_site`) that calls :func:`install` with the container's
 mount of that directory; :func:`install` points the official client's
 ``kubernetes.config.incluster_config`` constants at the host path when (and if) the

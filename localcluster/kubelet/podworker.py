@@ -4,16 +4,24 @@ volumes, kubeconfig, logs and probes of its process containers.
 A thin I/O shell, driven by the kubelet's event loop (one event at a time):
 
 * the pod directory ``<node root>/var/lib/kubelet/pods/<uid>/`` holds the pod-directory
-  volumes (:mod:`.volumes`), a kubeconfig for the pod's service account (``kubeconfig``:
-  a token minted by the API server's issuer, bound to the pod; valid for a year, like the
-  extended tokens upstream gives kubelets) and per container ``containers/<name>/``: the
-  working directory, ``HOME`` and the termination message file;
+  volumes (:mod:`.volumes`; projected service-account tokens are replaced at
+  :data:`.volumes.TOKEN_REFRESH_FRACTION` of their lifetime, as the kubelet's token manager
+  does), without mount namespaces a kubeconfig for the pod's service account
+  (``kubeconfig``: a token minted by the API server's issuer, bound to the pod; valid for a
+  year, like the extended tokens upstream gives kubelets), and per container
+  ``containers/<name>/``: the working directory, ``HOME`` and the termination message file;
+* which containers run as processes and what the others simulate is decided once per pod
+  (:mod:`.entrypoints`, :mod:`.knownimages`, :mod:`.simulation`); the simulated ones whose
+  program the runtime does not know are :attr:`PodWorker.unknown_programs`;
 * :meth:`PodWorker.sync` acts on what the pod run asks for: starts the containers to
-  create (environment by :mod:`.containerenv`, command by :mod:`.entrypoints`, paths
-  rewritten to their host side, output into the pod log, ``KUBECONFIG`` pointing at the
-  pod's kubeconfig, ``PYTHONUNBUFFERED=1`` and ``PATH``/``HOME``/``HOSTNAME`` as an image
-  would set them) and kills the containers to stop (SIGTERM, SIGKILL after the grace
-  period, at least 2 s as the kubelet's ``minimumGracePeriodInSeconds``);
+  create (environment by :mod:`.containerenv`, command by :mod:`.entrypoints`, in a mount
+  namespace of their own holding the container's mounts (:func:`.volumes.mount_plan`) or,
+  where the machine refuses those, with paths rewritten to their host side, the paths a
+  program reads by default passed as flags (:data:`.knownimages.DEFAULT_PATH_FLAGS`) and
+  ``KUBECONFIG`` pointing at the pod's kubeconfig; output into the pod log,
+  ``PYTHONUNBUFFERED=1`` and ``PATH``/``HOME``/``HOSTNAME`` as an image would set them) and
+  kills the containers to stop (SIGTERM, SIGKILL after the grace period, at least 2 s as the
+  kubelet's ``minimumGracePeriodInSeconds``);
 * process exits and probe results come back through the kubelet's queue as
   ``("EXITED", ...)`` and ``("PROBE", ...)`` items, so that they are handled in order with
   the API events; a container that could not be created is retried every
@@ -38,13 +46,8 @@ from nrop.localcluster.apiserver import kubeconfig
 from nrop.localcluster.apiserver.podlogs import LogQuery
 from nrop.localcluster.clock import Clock
 from nrop.localcluster.kubelet import containerenv, podsite, volumes
-from nrop.localcluster.kubelet.entrypoints import (
-    EntryPoint,
-    RuntimeConfig,
-    command_of,
-    entry_point,
-    is_own_image,
-)
+from nrop.localcluster.kubelet.entrypoints import EntryPoint, RuntimeConfig, entry_point, image_programs
+from nrop.localcluster.kubelet.knownimages import DEFAULT_PATH_FLAGS, container_argv, known_image
 from nrop.localcluster.kubelet.podruntime import (
     FALLBACK_LOG_BYTES,
     FALLBACK_LOG_LINES,
@@ -56,7 +59,7 @@ from nrop.localcluster.kubelet.podruntime import (
 from nrop.localcluster.kubelet.probes import ProbeError, ProbeKind, ProbeSpec, ProbeTracker, container_probes
 from nrop.localcluster.kubelet.probing import ProbeTarget, run_probe
 from nrop.localcluster.kubelet.processes import Handle, ProcessSpec, Supervisor
-from nrop.localcluster.kubelet.simulation import PROCESS, behaviour
+from nrop.localcluster.kubelet.simulation import PROCESS, Behaviour, behaviour_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer
@@ -94,6 +97,8 @@ class RuntimeContext:
     clock: Clock
     enqueue: Enqueue
     allocatable: Callable[[], Mapping[str, str]]
+    #: Whether process containers get a mount namespace of their own (else: path rewriting).
+    mount_namespaces: bool
 
     def pod_dir(self, uid: str) -> Path:
         return self.root / _PODS_DIR / uid
@@ -145,17 +150,23 @@ class PodWorker:
         ):
             for index, container in enumerate(entries or ()):
                 self._specs[container["name"]] = (f"spec.{field}[{index}]", container)
-        processes = {
-            name: PROCESS
-            for name, (_, c) in self._specs.items()
-            if is_own_image(str(c.get("image", "")), ctx.config.own_images)
-        }
-        self._processes = frozenset(processes)
-        self.run = PodRun(self.pod, now, processes)
+        #: What each container runs: ``command`` and ``args`` completed by its image's defaults.
+        self._argv: dict[str, tuple[list[str], list[str]]] = {}
+        self._behaviours: dict[str, Behaviour] = {}
+        for name, (_, c) in self._specs.items():
+            image = str(c.get("image", ""))
+            command, args = self._argv[name] = container_argv(c, known_image(image, ctx.config.images))
+            process = image_programs(image, ctx.config) is not None
+            self._behaviours[name] = PROCESS if process else behaviour_of([*command, *args])
+        self._processes = frozenset(n for n, b in self._behaviours.items() if b.process)
+        #: Simulated containers whose program the runtime does not know (they stand in as ``pause``).
+        self.unknown_programs = frozenset(n for n, b in self._behaviours.items() if not b.known)
+        self.run = PodRun(self.pod, now, self._behaviours)
         self._handles: dict[str, tuple[str, Handle]] = {}  # name -> (container id, process)
         self._probes: dict[str, list[asyncio.Task[None]]] = {}
         self._grace: dict[str, float] = {}
         self._retry: asyncio.TimerHandle | None = None
+        self._token_refresh: asyncio.TimerHandle | None = None
         self._kubeconfig: Path | None = None
         self._planned: dict[str, volumes.PlannedVolume] | None = None
         self._closed = False  # the pod is gone: late output is dropped, nothing is retried
@@ -223,7 +234,7 @@ class PodWorker:
         logs = self.ctx.server.logs
         if restart_count > 0:
             logs.rotate(self.namespace, self.name, name)
-        output = behaviour(self._specs[name][1]).output
+        output = self._behaviours[name].output
         if output:
             logs.append(self.namespace, self.name, name, output)
 
@@ -258,6 +269,9 @@ class PodWorker:
         if self._retry is not None:
             self._retry.cancel()
             self._retry = None
+        if self._token_refresh is not None:
+            self._token_refresh.cancel()
+            self._token_refresh = None
         for name in list(self._probes):
             self._cancel_probes(name)
 
@@ -314,24 +328,47 @@ class PodWorker:
         )
         return issued.token
 
+    def _write_volume(self, volume: volumes.PlannedVolume) -> None:
+        files = volumes.volume_files(
+            volume, self.pod, self._facts(), self._lookup("configmaps"), self._lookup("secrets"), self._issue
+        )
+        volumes.materialise(volume, files)
+
+    def _schedule_token_refresh(self) -> None:
+        """Replace the projected tokens when :func:`.volumes.token_refresh_delay` says."""
+        delay = volumes.token_refresh_delay((self._planned or {}).values())
+        if delay is None or self._token_refresh is not None or self._closed:
+            return
+        self._token_refresh = asyncio.get_running_loop().call_later(delay, self._refresh_tokens)
+
+    def _refresh_tokens(self) -> None:
+        self._token_refresh = None
+        if self._closed:
+            return
+        for volume in (self._planned or {}).values():
+            if volumes.token_lifetime(volume) is None:
+                continue
+            try:
+                self._write_volume(volume)
+            except (volumes.VolumeError, OSError) as exc:
+                log.warning(
+                    "pod %s/%s: refreshing volume %s failed: %s", self.namespace, self.name, volume.name, exc
+                )
+        self._schedule_token_refresh()
+
     def _prepare_sandbox(self) -> None:
-        """Volumes (planned once, written at every start) and the service-account kubeconfig."""
+        """Volumes (planned once, written at every start) and, without mount namespaces, the
+        service-account kubeconfig (a real kubelet sets no ``KUBECONFIG``: in a namespace of
+        its own the container finds its projected token where in-cluster clients look)."""
         try:
             if self._planned is None:
                 self._planned = volumes.plan_volumes(self.pod, self.ctx.root, self.dir)
             for volume in self._planned.values():
-                files = volumes.volume_files(
-                    volume,
-                    self.pod,
-                    self._facts(),
-                    self._lookup("configmaps"),
-                    self._lookup("secrets"),
-                    self._issue,
-                )
-                volumes.materialise(volume, files)
+                self._write_volume(volume)
         except volumes.VolumeError as exc:
             raise _Unavailable("ContainerCreating", f"MountVolume.SetUp failed: {exc}") from None
-        name = self._service_account()
+        self._schedule_token_refresh()
+        name = None if self.ctx.mount_namespaces else self._service_account()
         if name is None:
             self._kubeconfig = None
             return
@@ -371,33 +408,50 @@ class PodWorker:
             )
         except containerenv.ConfigError as exc:
             raise _Unavailable(exc.reason, str(exc)) from None
+        container_dir = self._container_dir(name)
+        planned = self._planned or {}
         try:
-            paths = volumes.container_paths(container, self._planned or {}, self._container_dir(name), where)
+            mounts = volumes.mount_plan(container, planned, self.ctx.root, container_dir, where)
         except volumes.VolumeError as exc:
             raise _Unavailable("CreateContainerConfigError", str(exc)) from None
         resolved = entry_point(
-            containerenv.expand_command(command, env), containerenv.expand_command(args, env), self.ctx.config
+            str(container.get("image", "")),
+            containerenv.expand_command(command, env),
+            containerenv.expand_command(args, env),
+            self.ctx.config,
         )
         if not isinstance(resolved, EntryPoint):
             return resolved.message
         environment = self._image_env(name)
+        if self.ctx.mount_namespaces:
+            volumes.create_missing_sources(mounts)
+            environment.update(env)
+            return ProcessSpec(
+                resolved.argv,
+                environment,
+                container_dir,
+                rootfs=container_dir / "rootfs",
+                mounts=tuple(mounts),
+            )
+        # No mount namespace: the container's paths are rewritten to the host's (:mod:`.volumes`).
+        paths = volumes.container_paths(container, planned, self.ctx.root, container_dir, where)
         environment.update({key: volumes.rewrite(value, paths) for key, value in env.items()})
         account_dir = paths.get(podsite.SERVICE_ACCOUNT_DIR)
         if account_dir is not None:
-            site = podsite.write_site(self._container_dir(name) / "python", account_dir).parent
+            site = podsite.write_site(container_dir / "python", account_dir).parent
             environment["PYTHONPATH"] = ":".join(filter(None, (str(site), environment.get("PYTHONPATH"))))
-        argv = (resolved.argv[0], *volumes.rewrite_all(resolved.argv[1:], paths))
-        return ProcessSpec(argv, environment, self._container_dir(name))
+        defaults = DEFAULT_PATH_FLAGS.get(resolved.program, ())
+        argv = (resolved.argv[0], *volumes.rewrite_all([*defaults, *resolved.argv[1:]], paths))
+        return ProcessSpec(argv, environment, container_dir)
 
     async def _create(self, ref: ContainerRef, now: datetime) -> None:
         name, cid = ref.name, ref.container_id
-        _, container = self._specs[name]
         self._prepare_sandbox()
         container_dir = self._container_dir(name)
         container_dir.mkdir(parents=True, exist_ok=True)
         (container_dir / "termination-log").write_bytes(b"")
         probes = self._probe_specs(name)
-        spec = self._process(name, *command_of(container))
+        spec = self._process(name, *self._argv[name])
         logs = self.ctx.server.logs
         if ref.restart_count > 0:
             logs.rotate(self.namespace, self.name, name)
@@ -492,7 +546,8 @@ class PodWorker:
             image = self._specs[name][1].get("image", "")
             return (
                 f'container "{name}" (image "{image}") is simulated by the embedded cluster: only '
-                "containers of the project's own image run as processes and accept exec"
+                "containers of images whose programs it runs (the project's own image, and upstream's "
+                "images in its table) are processes and accept exec"
             )
         if name not in self._handles:
             return f'container "{name}" is not running'

@@ -4,9 +4,11 @@ Owns the operating-system side of the container runtime, on the cluster's event 
 
 * every process starts in its own session (process group = its PID), with the environment
   and working directory given and nothing inherited from the cluster process;
-* it is started through a tiny launcher that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then
-  ``exec``\\ s the program, so that even a cluster killed with SIGKILL takes its processes
-  with it; a module ``atexit`` hook kills whatever a clean shutdown left behind;
+* it is started through :mod:`.launching`, which sets ``PR_SET_PDEATHSIG`` to SIGKILL (so
+  that even a cluster killed with SIGKILL takes its processes with it), gives it the mount
+  namespace of its :class:`ProcessSpec` (its ``mounts``, when it has a ``rootfs``) and then
+  ``exec``\\ s the program; a module ``atexit`` hook kills whatever a clean shutdown left
+  behind;
 * stdout and stderr are read line by line and handed to a callback (the pod log);
 * :meth:`Supervisor.terminate` sends SIGTERM to the process group and SIGKILL after the
   grace period; when the main process exits, the rest of its group is killed, as a
@@ -20,13 +22,16 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import logging
 import os
 import signal
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from nrop.localcluster.kubelet.launching import launch_argv
+from nrop.localcluster.kubelet.volumes import Mount
 
 __all__ = ["Handle", "ProcessSpec", "Supervisor", "exit_code"]
 
@@ -36,23 +41,6 @@ log = logging.getLogger(__name__)
 MAX_LINE = 16 * 1024
 #: After the main process exits, how long its output may still take to drain.
 DRAIN_TIMEOUT = 2.0
-
-# Runs with ``python -I -S``: set the parent-death signal, make sure the parent is still the
-# one that asked, then become the program.  Exit 127 (as a shell would) when exec fails.
-_LAUNCHER = """\
-import ctypes, os, signal, sys
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-except (AttributeError, OSError):
-    pass
-if os.getppid() != int(sys.argv[1]):
-    os._exit(137)
-try:
-    os.execv(sys.argv[2], sys.argv[2:])
-except OSError as exc:
-    sys.stderr.write(f"exec {sys.argv[2]}: {exc}\\n")
-    os._exit(127)
-"""
 
 #: Process groups alive in this interpreter, killed at exit if a shutdown missed them.
 _LIVE_GROUPS: set[int] = set()
@@ -80,6 +68,17 @@ class ProcessSpec:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: Path
+    #: The process gets a mount namespace of its own, with ``mounts`` made in order, when this
+    #: is set: the directory where its root is rebuilt if a mount needs a new top-level
+    #: directory. ``None``: the process shares the machine's mounts.
+    rootfs: Path | None = None
+    mounts: tuple[Mount, ...] = ()
+
+    def namespace(self) -> str:
+        """The launcher's mount-namespace argument (``""``: none)."""
+        if self.rootfs is None:
+            return ""
+        return json.dumps({"rootfs": str(self.rootfs), "mounts": [list(m) for m in self.mounts]})
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -142,8 +141,8 @@ class Supervisor:
         self._handles: set[Handle] = set()
 
     @staticmethod
-    def _launch_argv(argv: tuple[str, ...]) -> list[str]:
-        return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *argv]
+    def _launch_argv(spec: ProcessSpec) -> list[str]:
+        return launch_argv(os.getpid(), spec.namespace(), spec.argv)
 
     @staticmethod
     def _check_executable(program: str) -> None:
@@ -158,7 +157,7 @@ class Supervisor:
     ) -> Handle:
         """Start ``spec``; ``on_line`` gets each output line, ``on_exit`` the exit code once."""
         self._check_executable(spec.argv[0])
-        process, protocol = await _spawn(self._launch_argv(spec.argv), spec, asyncio.subprocess.PIPE)
+        process, protocol = await _spawn(self._launch_argv(spec), spec, asyncio.subprocess.PIPE)
         _LIVE_GROUPS.add(process.pid)
         handle = Handle(process.pid, process, protocol)
         self._handles.add(handle)
@@ -223,7 +222,7 @@ class Supervisor:
         """Start ``spec`` with its own pipes (``pods/exec``); end it with :meth:`forget_interactive`."""
         self._check_executable(spec.argv[0])
         process = await asyncio.create_subprocess_exec(
-            *self._launch_argv(spec.argv),
+            *self._launch_argv(spec),
             stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -243,7 +242,7 @@ class Supervisor:
     async def run(self, spec: ProcessSpec, timeout: float, limit: int = 10 * 1024) -> tuple[int | None, str]:
         """Run ``spec`` to completion: ``(exit code, output)``; ``(None, ...)`` after a timeout."""
         self._check_executable(spec.argv[0])
-        process, _ = await _spawn(self._launch_argv(spec.argv), spec, asyncio.subprocess.STDOUT)
+        process, _ = await _spawn(self._launch_argv(spec), spec, asyncio.subprocess.STDOUT)
         _LIVE_GROUPS.add(process.pid)
         try:
             output, _ = await asyncio.wait_for(process.communicate(), timeout)

@@ -1,29 +1,31 @@
 """What a simulated container does: the small set of commands the emulated runtime understands.
 
-Containers that do not run as real processes (every image but the project's own, see
-:mod:`.entrypoints`) are simulated from their ``command`` and ``args``:
+Containers that do not run as real processes (see :mod:`.entrypoints`) are simulated from
+their ``command`` and ``args`` (completed by the image's entrypoint where the image is known,
+:mod:`.knownimages`):
 
+* ``pause`` (the pause image's ``/pause``) runs until the pod is stopped and exits 0 on SIGTERM;
 * ``sleep N`` (GNU syntax: ``5``, ``2m``, ``infinity``), ``true``, ``false``, ``exit N``
   and ``echo ...`` run for the slept seconds and exit with the expected code (what ``echo``
   prints is the container's log);
 * a ``sh -c`` (also ``bash``, ``ash``, ``dash``) script of such commands joined by ``;``
   or ``&&`` runs for the sum of its sleeps and exits with the script's code;
-* anything else, or no command, behaves like ``pause``: it runs until the pod is stopped
-  and exits 0 on SIGTERM.
+* anything else, or no command, is a program the runtime does not know: it behaves like
+  ``pause`` (:data:`UNKNOWN`, which the kubelet reports once in a ``SimulatedImage`` event).
 
-Pure: :func:`behaviour` maps a container spec to a :class:`Behaviour`, which
-:class:`.podruntime.PodRun` plays out in time.
+Pure: :func:`behaviour_of` maps a command line (:func:`behaviour`: a container spec's) to a
+:class:`Behaviour`, which :class:`.podruntime.PodRun` plays out in time.
 """
 
 from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PAUSE", "PROCESS", "Behaviour", "behaviour"]
+__all__ = ["PAUSE", "PROCESS", "UNKNOWN", "Behaviour", "behaviour", "behaviour_of"]
 
 _SHELLS = frozenset({"sh", "bash", "ash", "dash"})
 
@@ -40,9 +42,12 @@ class Behaviour:
     process: bool = False
     #: What the container writes to stdout (``echo``), logged when it starts.
     output: str = ""
+    #: ``False``: the runtime does not know the program; it only stands in for it, as ``pause``.
+    known: bool = True
 
 
 PAUSE = Behaviour(None, 0, pause=True)
+UNKNOWN = Behaviour(None, 0, pause=True, known=False)
 PROCESS = Behaviour(None, process=True)
 
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -67,6 +72,8 @@ def _simple(words: list[str]) -> Behaviour | None:
     """One simple command, or ``None`` when the simulator does not know it."""
     program = posixpath.basename(words[0])
     args = words[1:]
+    if program == "pause" and not args:
+        return PAUSE
     if program == "sleep" and len(args) == 1:
         try:
             return Behaviour(_sleep_seconds(args[0]))
@@ -96,7 +103,7 @@ def _script(script: str) -> Behaviour:
     try:
         tokens = shlex.split(script.replace(";", " ; ").replace("&&", " && "))
     except ValueError:
-        return PAUSE
+        return UNKNOWN
     commands: list[tuple[str, list[str]]] = []
     current: list[str] = []
     for token in [*tokens, ";"]:
@@ -109,7 +116,7 @@ def _script(script: str) -> Behaviour:
     for separator, words in commands:
         step = _simple(words)
         if step is None:
-            return PAUSE
+            return UNKNOWN
         output += step.output
         if step.seconds is None:
             return Behaviour(None, output=output)
@@ -120,13 +127,19 @@ def _script(script: str) -> Behaviour:
     return Behaviour(total, code, output=output)
 
 
-def behaviour(container: Mapping[str, Any]) -> Behaviour:
-    """How the simulator runs ``container`` (its ``command`` followed by its ``args``)."""
-    argv = [str(a) for a in container.get("command") or ()] + [str(a) for a in container.get("args") or ()]
+def behaviour_of(argv: Sequence[str]) -> Behaviour:
+    """How the simulator runs the command line ``argv``."""
     if not argv:
-        return PAUSE
+        return UNKNOWN
     if posixpath.basename(argv[0]) in _SHELLS:
         if len(argv) >= 3 and argv[1] == "-c":
             return _script(argv[2])
-        return PAUSE
-    return _simple(argv) or PAUSE
+        return UNKNOWN
+    return _simple(list(argv)) or UNKNOWN
+
+
+def behaviour(container: Mapping[str, Any]) -> Behaviour:
+    """How the simulator runs ``container`` (its ``command`` followed by its ``args``)."""
+    return behaviour_of(
+        [str(a) for a in container.get("command") or ()] + [str(a) for a in container.get("args") or ()]
+    )

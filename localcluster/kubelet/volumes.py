@@ -15,14 +15,21 @@ Owns three steps:
   ``optional``; a projected ``serviceAccountToken`` is minted through the token issuer
   passed in); :func:`materialise` writes them, creates ``emptyDir`` directories and checks
   (or creates) ``hostPath`` paths per their ``type``;
-* **paths** (pure, :func:`container_paths` and :func:`rewrite`): processes are not put in
-  a mount namespace, so the kubelet rewrites every occurrence of a ``mountPath`` (and of
-  ``terminationMessagePath``) in the command, the arguments and the environment values of
-  a container into the host path behind it (``--sysfs=/host-sys`` becomes
-  ``--sysfs=<node root>/sys``). Paths inside file contents are not rewritten.
+* **mounts** (pure, :func:`container_mounts` and :func:`mount_plan`): what the kubelet
+  hands the container runtime (``makeMounts``): each ``volumeMount`` (with ``subPath``),
+  read-only when it says so and always for ConfigMap, Secret, downward-API and projected
+  volumes, then the termination message file; the runtime adds the node's sysfs at
+  ``/sys`` and orders them as containerd does. A process container runs in a mount
+  namespace of its own holding these mounts (:mod:`.launching`);
+* **paths** (pure, :func:`container_paths` and :func:`rewrite`): where the machine refuses
+  mount namespaces, the kubelet instead rewrites every occurrence of a ``mountPath`` (and of
+  ``terminationMessagePath`` and the runtime's ``/sys``) in the command, the arguments and
+  the environment values of a container into the host path behind it (``--sysfs=/host-sys``
+  becomes ``--sysfs=<node root>/sys``). Paths inside file contents are not rewritten.
 
 ConfigMap and Secret volumes are written when a container of the pod is (re)started, not
-kept in sync while it runs; projected tokens are not rotated.
+kept in sync while it runs; projected volumes holding a service-account token are written
+again, with a new token, once it has lived 80 % of its lifetime (:mod:`.podworker`).
 """
 
 from __future__ import annotations
@@ -32,24 +39,31 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from nrop.localcluster.kubelet.containerenv import ConfigError, DownwardFacts, field_value, resource_value
 
 __all__ = [
     "DEFAULT_TERMINATION_MESSAGE_PATH",
+    "SYSFS",
+    "Mount",
     "PathMap",
     "PlannedVolume",
     "VolumeError",
+    "container_mounts",
     "container_paths",
+    "create_missing_sources",
     "host_path",
     "materialise",
+    "mount_plan",
     "plan_volumes",
     "rewrite",
     "rewrite_all",
+    "token_lifetime",
+    "token_refresh_delay",
     "volume_files",
 ]
 
@@ -258,6 +272,29 @@ def _check_host_path(volume: PlannedVolume) -> None:
         raise VolumeError(f"hostPath type check failed: {shown} {problem}")
 
 
+def token_lifetime(volume: PlannedVolume) -> int | None:
+    """The shortest ``expirationSeconds`` of the service-account tokens a projected volume holds."""
+    if volume.kind != "projected":
+        return None
+    seconds = [
+        int(projection["serviceAccountToken"].get("expirationSeconds") or _DEFAULT_TOKEN_SECONDS)
+        for projection in volume.source.get("sources") or ()
+        if projection.get("serviceAccountToken") is not None
+    ]
+    return min(seconds, default=None)
+
+
+#: A projected token is replaced once it has lived this part of its lifetime (the kubelet's
+#: token manager refreshes at 80 % of the TTL).
+TOKEN_REFRESH_FRACTION = 0.8
+
+
+def token_refresh_delay(volumes: Iterable[PlannedVolume]) -> float | None:
+    """Seconds after writing ``volumes`` when their tokens are due for replacement (``None``: no token)."""
+    lifetimes = [t for volume in volumes if (t := token_lifetime(volume)) is not None]
+    return min(lifetimes) * TOKEN_REFRESH_FRACTION if lifetimes else None
+
+
 def materialise(volume: PlannedVolume, files: Mapping[str, tuple[bytes, int]]) -> None:
     """Create the volume on the host: check a hostPath, or (re)write a pod-directory volume."""
     if volume.kind == "hostPath":
@@ -275,28 +312,92 @@ def materialise(volume: PlannedVolume, files: Mapping[str, tuple[bytes, int]]) -
 
 # -- how a container's processes see them -----------------------------------------------------
 
+
+class Mount(NamedTuple):
+    """A bind mount of a container: a host path at a path inside the container."""
+
+    source: str
+    target: str
+    read_only: bool
+
+
+#: Volumes whose files the kubelet writes: always mounted read-only (their mounter's
+#: ``GetAttributes().ReadOnly``, which ``makeMounts`` ORs with the volumeMount's ``readOnly``).
+_READ_ONLY_KINDS = frozenset({"configMap", "secret", "downwardAPI", "projected"})
+SYSFS = "/sys"
+
+
+def container_mounts(
+    container: Obj, volumes: Mapping[str, PlannedVolume], container_dir: Path, where: str
+) -> list[Mount]:
+    """The kubelet's mounts of a container: its ``volumeMounts`` (``subPath`` applied), then the
+    termination message file (unless a volume is mounted there). A mount over ``/`` is left
+    out: nothing can be mapped there."""
+    mounts: dict[str, Mount] = {}
+    for index, mount in enumerate(container.get("volumeMounts") or ()):
+        name = str(mount.get("name", ""))
+        if name not in volumes:
+            raise VolumeError(f'{where}.volumeMounts[{index}].name: Not found: "{name}"')
+        volume = volumes[name]
+        source = volume.path
+        sub_path = str(mount.get("subPath") or "")
+        if sub_path:
+            source = source / posixpath.normpath("/" + sub_path).lstrip("/")
+        target = _clean(str(mount.get("mountPath", "")))
+        read_only = bool(mount.get("readOnly")) or volume.kind in _READ_ONLY_KINDS
+        mounts[target] = Mount(str(source), target, read_only)
+    message_path = _clean(str(container.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH))
+    mounts.setdefault(message_path, Mount(str(container_dir / "termination-log"), message_path, False))
+    mounts.pop("/", None)
+    return list(mounts.values())
+
+
+def _depth(path: str) -> int:
+    return len([part for part in path.split("/") if part])
+
+
+def mount_plan(
+    container: Obj,
+    volumes: Mapping[str, PlannedVolume],
+    node_root: Path,
+    container_dir: Path,
+    where: str,
+) -> list[Mount]:
+    """Every mount of a container's own mount namespace, in the order they are made.
+
+    containerd and CRI-O mount a sysfs into every container, read-only unless the container
+    is privileged: the *host's* sysfs, since a mount namespace does not virtualise it. On an
+    emulated node the node's sysfs tree plays the host's, so it is what a container finds at
+    ``/sys`` (unless a volume is mounted there, which then replaces it, as containerd drops a
+    default mount that a CRI mount shadows). The kubelet's mounts follow, sorted by the
+    number of parts of their target (containerd's ``sortMounts``), so that a mount is never
+    hidden by one of its parents.
+    """
+    mounts = container_mounts(container, volumes, container_dir, where)
+    privileged = bool((container.get("securityContext") or {}).get("privileged"))
+    defaults = [Mount(str(host_path(node_root, SYSFS)), SYSFS, not privileged)]
+    targets = {mount.target for mount in mounts}
+    return [m for m in defaults if m.target not in targets] + sorted(mounts, key=lambda m: _depth(m.target))
+
+
+def create_missing_sources(mounts: Sequence[Mount]) -> None:
+    """Create the host directory of a mount that has none (a ``hostPath`` without a type, a
+    ``subPath``), as containerd does before it binds it."""
+    for mount in mounts:
+        if not os.path.lexists(mount.source):
+            os.makedirs(mount.source, mode=0o755, exist_ok=True)
+
+
 #: ``container path -> host path`` of one container.
 PathMap = dict[str, str]
 
 
 def container_paths(
-    container: Obj, volumes: Mapping[str, PlannedVolume], container_dir: Path, where: str
+    container: Obj, volumes: Mapping[str, PlannedVolume], node_root: Path, container_dir: Path, where: str
 ) -> PathMap:
-    """Mount paths (with ``subPath``) and the termination message path of a container, on the host."""
-    paths: PathMap = {}
-    for index, mount in enumerate(container.get("volumeMounts") or ()):
-        name = str(mount.get("name", ""))
-        if name not in volumes:
-            raise VolumeError(f'{where}.volumeMounts[{index}].name: Not found: "{name}"')
-        target = volumes[name].path
-        sub_path = str(mount.get("subPath") or "")
-        if sub_path:
-            target = target / posixpath.normpath("/" + sub_path).lstrip("/")
-        paths[_clean(str(mount.get("mountPath", "")))] = str(target)
-    message_path = str(container.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
-    paths.setdefault(_clean(message_path), str(container_dir / "termination-log"))
-    paths.pop("/", None)  # a mount over / would rewrite every path; there is no such thing to map
-    return paths
+    """Every path :func:`mount_plan` would mount for a container (the node's sysfs at ``/sys``,
+    mount paths with ``subPath``, the termination message path), mapped to its host path."""
+    return {m.target: m.source for m in mount_plan(container, volumes, node_root, container_dir, where)}
 
 
 def _clean(path: str) -> str:

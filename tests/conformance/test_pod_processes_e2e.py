@@ -8,7 +8,11 @@ reads a hostPath file and a ConfigMap volume, reports its downward-API environme
 the API server with its service account, serves HTTP on its pod IP and reacts to
 SIGTERM as told. They check what a user would: ``kubectl logs`` (also ``--previous``),
 pod status (IPs, restarts, back-off, readiness, terminal states, termination messages),
-events, ``pods/proxy``, and that no process outlives its pod or its cluster.
+events, ``pods/proxy``, and that no process outlives its pod or its cluster. A container
+runs in a mount namespace of its own: it finds the node's sysfs at ``/sys``, its volumes
+and its service account at their paths, read-only where they must be, and the machine's
+mount table is left as it was; a cluster without ``CAP_SYS_ADMIN`` rewrites mount paths
+instead and says so in a node event.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import textwrap
@@ -47,7 +52,7 @@ AGENT = textwrap.dedent(
         print("file", path.rsplit("/", 1)[-1], open(path).read().strip())
     if os.environ.get("CALL_API"):
         from kubernetes import client, config
-        config.load_kube_config()
+        config.load_incluster_config()
         api = client.CoreV1Api()
         print("pods", sorted(p.metadata.name for p in api.list_namespaced_pod(os.environ["NS"]).items))
         try:
@@ -632,6 +637,201 @@ def test_load_incluster_config_works_in_a_pod_of_the_own_image(
     assert volume.projected.sources[0].service_account_token.expiration_seconds == 3607
 
 
+# -- the container's own mount namespace --------------------------------------------------------
+
+VIEWER = textwrap.dedent(
+    """
+    import base64, errno, json, os
+    from kubernetes import client, config
+    from kubernetes.config import incluster_config
+    print("kubeconfig", os.environ.get("KUBECONFIG"))
+    sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+    def write(path):
+        try:
+            with open(path, "w") as out:
+                out.write("from the container")
+            return "written"
+        except OSError as exc:
+            return errno.errorcode[exc.errno]
+    print("numa", open("/sys/devices/system/node/online").read().strip())
+    print("sysfs", write("/sys/devices/system/node/online"))
+    print("plugins", "kubelet.sock" in os.listdir("/var/lib/kubelet/device-plugins"))
+    print("hostpath", open("/data/hello").read(), write("/data/reply"))
+    print("configmap", open("/etc/viewer/greeting").read(), write("/etc/viewer/greeting"))
+    token = open(sa + "/token").read()
+    claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    print("token", claims["sub"], claims["kubernetes.io"]["pod"]["name"], write(sa + "/token"))
+    print("files", incluster_config.SERVICE_TOKEN_FILENAME, incluster_config.SERVICE_CERT_FILENAME)
+    config.load_incluster_config()
+    namespace = open(sa + "/namespace").read()
+    print("pods", sorted(p.metadata.name for p in client.CoreV1Api().list_namespaced_pod(namespace).items))
+    """
+)
+
+
+def test_a_container_sees_its_volumes_in_its_own_mount_namespace(
+    core: client.CoreV1Api,
+    kubectl: Callable[..., Any],
+    namespace: str,
+    reader: str,
+    embedded: target.EmbeddedCluster,
+) -> None:
+    """What upstream's numacell DaemonSet relies on: ``/sys`` and a hostPath at the paths it
+    reads by default, and the pod's own service account where clients look for it."""
+    node_root = embedded.state_dir / "nodes" / WORKER
+    (node_root / "srv/viewer").mkdir(parents=True)
+    (node_root / "srv/viewer/hello").write_text("from the node")
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "cfg"}, "data": {"greeting": "hi"}})
+    host_paths = ("/var/lib/kubelet", "/run/secrets", "/data", "/etc/viewer")
+    existed = {path: os.path.lexists(path) for path in host_paths}
+    mounts_before = Path("/proc/self/mountinfo").read_text()
+    container = {
+        "name": "c",
+        "image": IMAGE,
+        "command": ["python3", "-c", VIEWER],
+        "volumeMounts": [
+            {"name": "plugins", "mountPath": "/var/lib/kubelet/device-plugins"},
+            {"name": "data", "mountPath": "/data"},
+            {"name": "cfg", "mountPath": "/etc/viewer"},
+        ],
+    }
+    volumes = [
+        {"name": "plugins", "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}},
+        {"name": "data", "hostPath": {"path": "/srv/viewer", "type": "Directory"}},
+        {"name": "cfg", "configMap": {"name": "cfg"}},
+    ]
+    core.create_namespaced_pod(namespace, pod_body("viewer", container, restart="Never", volumes=volumes))
+    done = wait_for(
+        lambda: status_of(core, namespace, "viewer"),
+        lambda s: s.get("phase") in ("Succeeded", "Failed"),
+        "pod viewer to finish",
+    )
+    out = logs(kubectl, namespace, "viewer")
+    assert done["phase"] == "Succeeded", out
+    account = "/var/run/secrets/kubernetes.io/serviceaccount"
+    assert out.splitlines() == [
+        "kubeconfig None",  # as on a real node: in-cluster configuration only
+        "numa 0-1",  # the emulated node's two NUMA nodes, not the machine's
+        "sysfs EROFS",  # not privileged: sysfs is read-only
+        "plugins True",
+        "hostpath from the node written",
+        "configmap hi EROFS",  # ConfigMap volumes are read-only whatever the volumeMount says
+        f"token system:serviceaccount:{namespace}:reader viewer EROFS",
+        f"files {account}/token {account}/ca.crt",
+        "pods ['viewer']",
+    ]
+    assert (node_root / "srv/viewer/reply").read_text() == "from the container"
+    assert Path("/proc/self/mountinfo").read_text() == mounts_before
+    assert {path: os.path.lexists(path) for path in host_paths} == existed
+
+
+REWRITTEN = textwrap.dedent(
+    """
+    import os, sys
+    from kubernetes import client, config
+    from kubernetes.config import incluster_config
+    print("file", open(sys.argv[1]).read().strip())
+    print("kubeconfig", os.path.isfile(os.environ["KUBECONFIG"]))
+    print("token-file", incluster_config.SERVICE_TOKEN_FILENAME)
+    config.load_incluster_config()
+    print("pods", [p.metadata.name for p in client.CoreV1Api().list_namespaced_pod("default").items])
+    """
+)
+
+
+@pytest.mark.slow  # starts a cluster of its own
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to drop CAP_SYS_ADMIN",
+)
+def test_without_cap_sys_admin_mount_paths_are_rewritten_and_the_node_says_so(state_dir: Path) -> None:
+    """A cluster without ``CAP_SYS_ADMIN`` gets no mount namespaces: today's path rewriting, with a warning."""
+    command = ["setpriv", "--bounding-set", "-sys_admin", "--", *target.cluster_command()]
+    cluster = target.start("default", state_dir / "no-cap-sys-admin", command=command)
+    try:
+        from kubernetes import config
+
+        core = client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+        core.create_namespaced_service_account("default", {"metadata": {"name": "reader"}})
+        rbac = client.RbacAuthorizationV1Api(core.api_client)
+        rbac.create_namespaced_role(
+            "default",
+            {
+                "metadata": {"name": "r"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+            },
+        )
+        rbac.create_namespaced_role_binding(
+            "default",
+            {
+                "metadata": {"name": "r"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}],
+            },
+        )
+        container = {
+            "name": "c",
+            "image": IMAGE,
+            "command": ["python3", "-c", REWRITTEN, "/host-node/online"],
+            "volumeMounts": [{"name": "node", "mountPath": "/host-node", "readOnly": True}],
+        }
+        volumes = [{"name": "node", "hostPath": {"path": "/sys/devices/system/node", "type": "Directory"}}]
+        core.create_namespaced_pod(
+            "default", pod_body("rewritten", container, restart="Never", volumes=volumes)
+        )
+        done = wait_for(
+            lambda: status_of(core, "default", "rewritten"),
+            lambda s: s.get("phase") in ("Succeeded", "Failed"),
+            "pod rewritten to finish",
+        )
+        out = core.read_namespaced_pod_log("rewritten", "default")
+        assert done["phase"] == "Succeeded", out
+        # The argument was rewritten to the node's file; the client reads its token from the
+        # volume's host directory (the pod's sitecustomize), not from the machine's.
+        uid = core.read_namespaced_pod("rewritten", "default").metadata.uid
+        volume = (
+            cluster.state_dir / f"nodes/{WORKER}/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~projected"
+        )
+        file, kubeconfig, token_file, pods = out.splitlines()
+        assert (file, kubeconfig, pods) == ("file 0-1", "kubeconfig True", "pods ['rewritten']")
+        assert Path(token_file.removeprefix("token-file ")).parent.parent == volume
+        warnings = [
+            (e.reason, e.message)
+            for e in core.list_namespaced_event(
+                "default", field_selector=f"involvedObject.name={WORKER}"
+            ).items
+            if e.type == "Warning"
+        ]
+        assert warnings == [
+            (
+                "MountNamespacesUnavailable",
+                "containers cannot get a mount namespace of their own (unshare(CLONE_NEWNS): Operation not "
+                "permitted): their volumes are reached by rewriting mount paths in their command, args and env",
+            )
+        ]
+        # Upstream's numacell container reads /sys and the device-plugin directory at their
+        # defaults: the kubelet passes the node's paths as flags, and the cells register.
+        plugins = "/var/lib/kubelet/device-plugins"
+        numacell = {
+            "name": "numacell",
+            "image": "quay.io/openshift-kni/numacell-device-plugin:test-ci",
+            "command": ["/bin/numacell"],
+            "args": ["-alsologtostderr", "-v", "3"],
+            "securityContext": {"privileged": True},
+            "volumeMounts": [{"name": "kubeletsockets", "mountPath": plugins}],
+        }
+        volumes = [{"name": "kubeletsockets", "hostPath": {"path": plugins, "type": "Directory"}}]
+        core.create_namespaced_pod("default", pod_body("numacell", numacell, volumes=volumes))
+        allocatable = wait_for(
+            lambda: core.read_node(WORKER).status.allocatable,
+            lambda found: found.get("kni.node/numacell01") == "15",
+            "the numacell cells in the node's allocatable",
+        )
+        assert allocatable.get("kni.node/numacell00") == "15"
+    finally:
+        cluster.stop()
+
+
 def test_kubectl_exec_runs_a_command_in_a_process_container(
     core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
 ) -> None:
@@ -666,6 +866,40 @@ def test_kubectl_exec_runs_a_command_in_a_process_container(
         'container "pause" (image "quay.io/openshift-kni/pause:test-ci") is simulated by the embedded cluster'
         in simulated.stderr
     ), simulated.stderr
+
+
+def test_an_image_whose_program_is_unknown_says_so_once(
+    core: client.CoreV1Api, namespace: str, reader: str
+) -> None:
+    """An image the runtime does not know runs like pause, and one pod event says so."""
+    unknown = {"name": "web", "image": "docker.io/library/nginx:1.27"}
+    known = {"name": "pause", "image": "quay.io/openshift-kni/pause:test-ci"}  # its /pause entrypoint
+    core.create_namespaced_pod(namespace, pod_body("unknown", unknown, known))
+    wait_for(
+        lambda: status_of(core, namespace, "unknown"),
+        lambda s: s.get("phase") == "Running",
+        "pod unknown Running",
+    )
+
+    def events() -> list[tuple[str, str, str, str]]:
+        return [
+            (e.type, e.reason, e.involved_object.field_path, e.message)
+            for e in core.list_namespaced_event(namespace, field_selector="involvedObject.name=unknown").items
+        ]
+
+    listed = wait_for(events, lambda found: any(e[1] == "SimulatedImage" for e in found), "SimulatedImage")
+    time.sleep(1.0)  # nothing more comes
+    simulated = [e for e in events() if e[1] == "SimulatedImage"]
+    assert simulated == [
+        (
+            "Normal",
+            "SimulatedImage",
+            "spec.containers{web}",
+            'Image "docker.io/library/nginx:1.27" is simulated by the embedded cluster: its program is not run; '
+            "container web stands in for it like pause (runs until stopped)",
+        )
+    ], listed
+    assert {e[1] for e in events() if e[2] == "spec.containers{web}"} >= {"Pulled", "Created", "Started"}
 
 
 KOPF_LOGIN = textwrap.dedent(

@@ -55,7 +55,7 @@ AGENT = textwrap.dedent(
     from kubernetes import client, config
     print("pid", os.getpid(), flush=True)
     print("online", open(sys.argv[1]).read().strip(), flush=True)
-    config.load_kube_config()
+    config.load_incluster_config()
     api = client.CoreV1Api()
     names = sorted(p.metadata.name for p in api.list_namespaced_pod(os.environ["POD_NAMESPACE"]).items)
     print("sees itself", os.environ["POD_NAME"] in names, flush=True)

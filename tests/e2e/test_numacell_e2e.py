@@ -1,15 +1,18 @@
-"""The numacell device plugin end to end: a DaemonSet of the project's image on the embedded cluster.
+"""The numacell device plugin end to end: upstream's DaemonSet, of upstream's image, on the embedded cluster.
 
 One cluster on the shipped ``default`` profile runs as the suite's embedded target
-(``nrop-cluster up``, fixture ``embedded``). The suite's own
-manifests (:func:`nrop.suite.numacelldeploy.numacell_manifests`, the project's image and its
-``numacell`` program) are created through the API; the kubelets run the plugin as a real
-process per worker, which reads the node's sysfs through ``/host-sys`` and registers on
-the node's device-plugin socket. The tests check what the suite relies on: the
-``kni.node/numacellNN`` resources in node capacity and allocatable, a pod asking for one
-landing on that NUMA cell (read on the kubelet's podresources socket), the resources in
-the NRT zones written by a real ``resource-topology-exporter``, and re-registration when
-the plugin's pod is replaced.
+(``nrop-cluster up``, fixture ``embedded``). Upstream's manifests for numacell, exactly as
+upstream's ``numacell -render`` prints them (:data:`UPSTREAM_RENDER`: ``/bin/numacell
+-alsologtostderr -v 3`` of ``quay.io/openshift-kni/numacell-device-plugin:test-ci``, whose
+only volume is the kubelet's device-plugin directory), are created through the API. The
+kubelets know that image (``kubelet/knownimages.py``) and run the project's ``numacell`` as
+a real process per worker, in a mount namespace of its own where it finds the node's sysfs
+at ``/sys`` and the node's device-plugin socket at its default path. The tests check what
+the suite relies on: the ``kni.node/numacellNN`` resources in node capacity and allocatable,
+a pod asking for one landing on that NUMA cell (read on the kubelet's podresources socket),
+the resources in the NRT zones written by a real ``resource-topology-exporter``,
+re-registration when the plugin's pod is replaced, and that the suite deploys the same
+manifests (:func:`nrop.suite.numacelldeploy.numacell_manifests`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from _helpers_e2e import (
     NUMACELL_DAEMONSET,
     NUMACELL_POD_LABELS,
-    deploy_numacell,
     install_nrt_crd,
     node_root,
     pod_resources,
@@ -33,23 +36,149 @@ from _helpers_e2e import (
 
 from nrop.api.nrt import NodeResourceTopology
 from nrop.rte.sysinfo import parse_cpulist
-from nrop.suite import infra, numacell, numacelldeploy
-from nrop.suite.kube import DAEMONSET, NODE, NRT, POD, Kube
+from nrop.suite import infra, numacell, numacelldeploy, objects
+from nrop.suite.kube import DAEMONSET, EVENT, NAMESPACE, NODE, NRT, POD, Kube
 from nrop.suite.target import EmbeddedCluster
 from nrop.suite.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 
 WORKERS = ("worker-0", "worker-1")
-NAMESPACE = "e2e-test-infra-1234"
+NAMESPACE_NAME = "e2e-test-infra-1234"
 TIMEOUT = 30.0
 CELLS = {"kni.node/numacell00": "15", "kni.node/numacell01": "15"}
+
+#: Upstream's ``numacell -render`` (test/deviceplugin/pkg/numacell/cmd), with NAME
+#: ``numacell-dp-worker`` (the DaemonSet's, as BeforeSuite names it per pool; the account,
+#: role and binding take the prefix ``numacell-dp``), NAMESPACE, IMAGE and the worker
+#: role label substituted.
+UPSTREAM_RENDER = f"""
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  creationTimestamp: null
+  name: numacell-dp-sa
+  namespace: {NAMESPACE_NAME}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  creationTimestamp: null
+  name: numacell-dp-ro
+  namespace: {NAMESPACE_NAME}
+rules:
+- apiGroups:
+  - security.openshift.io
+  resourceNames:
+  - privileged
+  resources:
+  - securitycontextconstraints
+  verbs:
+  - use
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  creationTimestamp: null
+  name: numacell-dp-rb
+  namespace: {NAMESPACE_NAME}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: numacell-dp-ro
+subjects:
+- kind: ServiceAccount
+  name: numacell-dp-sa
+  namespace: {NAMESPACE_NAME}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  creationTimestamp: null
+  name: numacell-dp-worker-ds
+  namespace: {NAMESPACE_NAME}
+spec:
+  selector:
+    matchLabels:
+      name: numacell-dp-worker-pod
+  template:
+    metadata:
+      creationTimestamp: null
+      labels:
+        name: numacell-dp-worker-pod
+    spec:
+      containers:
+      - args:
+        - -alsologtostderr
+        - -v
+        - "3"
+        command:
+        - /bin/numacell
+        image: {infra.NUMACELL_IMAGE_CI}
+        imagePullPolicy: Always
+        name: numacell-dp-worker-cnt
+        resources: {{}}
+        securityContext:
+          privileged: true
+        volumeMounts:
+        - mountPath: /var/lib/kubelet/device-plugins
+          name: kubeletsockets
+      nodeSelector:
+        node-role.kubernetes.io/worker: ""
+      restartPolicy: Always
+      serviceAccountName: numacell-dp-sa
+      terminationGracePeriodSeconds: 0
+      volumes:
+      - hostPath:
+          path: /var/lib/kubelet/device-plugins
+          type: Directory
+        name: kubeletsockets
+  updateStrategy: {{}}
+status:
+  currentNumberScheduled: 0
+  desiredNumberScheduled: 0
+  numberMisscheduled: 0
+  numberReady: 0
+"""
+
+
+def upstream_manifests() -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(UPSTREAM_RENDER) if doc]
 
 
 @pytest.fixture(scope="module")
 def deployed(kube: Kube) -> Iterator[dict[str, Any]]:
-    yield deploy_numacell(kube, NAMESPACE, TIMEOUT)
-    kube.delete(DAEMONSET, NUMACELL_DAEMONSET, NAMESPACE)
+    kube.create(objects.new_namespace(NAMESPACE_NAME))
+    for manifest in upstream_manifests():
+        kube.create(manifest)
+    yield wait_for(
+        lambda: kube.get_or_none(DAEMONSET, NUMACELL_DAEMONSET, NAMESPACE_NAME),
+        numacelldeploy.daemonset_ready,
+        "upstream's numacell DaemonSet ready",
+        TIMEOUT,
+        interval=0.2,
+    )
+    kube.delete(NAMESPACE, NAMESPACE_NAME)
+
+
+def _meaningful(value: Any) -> Any:
+    """``value`` without what a Go ``yaml.Marshal`` adds: nulls, empty maps, a zero status."""
+    if isinstance(value, dict):
+        kept = {k: _meaningful(v) for k, v in value.items() if k != "status"}
+        return {k: v for k, v in kept.items() if v not in (None, {})}
+    if isinstance(value, list):
+        return [_meaningful(v) for v in value]
+    return value
+
+
+def test_the_suite_deploys_upstreams_manifests() -> None:
+    pools = infra.node_group_pools([{"poolName": "worker"}])
+    image = infra.NUMACELL_IMAGE_CI
+    ours = numacelldeploy.numacell_manifests(
+        NAMESPACE_NAME, pools, image, numacelldeploy.numacell_program(image)
+    )
+    assert ours == [_meaningful(m) for m in upstream_manifests()]
 
 
 def numacell_resources(kube: Kube, node: str, which: str) -> dict[str, str]:
@@ -59,17 +188,20 @@ def numacell_resources(kube: Kube, node: str, which: str) -> dict[str, str]:
 
 def test_daemonset_runs_the_plugin_on_every_worker(kube: Kube, deployed: dict[str, Any]) -> None:
     assert deployed["status"]["desiredNumberScheduled"] == len(WORKERS)
-    pods = kube.list(POD, NAMESPACE, label_selector=NUMACELL_POD_LABELS)
+    pods = kube.list(POD, NAMESPACE_NAME, label_selector=NUMACELL_POD_LABELS)
     assert sorted(p["spec"]["nodeName"] for p in pods) == list(WORKERS)
     for pod in pods:
         logs = wait_for(
-            lambda pod=pod: kube.pod_logs(NAMESPACE, pod["metadata"]["name"]),
+            lambda pod=pod: kube.pod_logs(NAMESPACE_NAME, pod["metadata"]["name"]),
             lambda text: "registered kni.node/numacell01" in text,
             "the plugin to log its registrations",
             TIMEOUT,
             interval=0.2,
         )
         assert "cells=[0, 1]" in logs
+    # The kubelet runs the image's program: it does not say it stands in for it.
+    reasons = {e["reason"] for e in kube.list(EVENT, NAMESPACE_NAME)}
+    assert "Started" in reasons and "SimulatedImage" not in reasons
 
 
 def test_cells_appear_in_node_capacity_and_allocatable(kube: Kube, deployed: dict[str, Any]) -> None:
@@ -171,14 +303,14 @@ def test_a_replaced_plugin_pod_registers_again(kube: Kube, deployed: dict[str, A
     node = WORKERS[0]
     (old,) = [
         p
-        for p in kube.list(POD, NAMESPACE, label_selector=NUMACELL_POD_LABELS)
+        for p in kube.list(POD, NAMESPACE_NAME, label_selector=NUMACELL_POD_LABELS)
         if p["spec"].get("nodeName") == node
     ]
-    kube.delete(POD, old["metadata"]["name"], NAMESPACE, grace_period_seconds=0)
+    kube.delete(POD, old["metadata"]["name"], NAMESPACE_NAME, grace_period_seconds=0)
     new = wait_for(
         lambda: [
             p
-            for p in kube.list(POD, NAMESPACE, label_selector=NUMACELL_POD_LABELS)
+            for p in kube.list(POD, NAMESPACE_NAME, label_selector=NUMACELL_POD_LABELS)
             if p["spec"].get("nodeName") == node
             and p["metadata"]["uid"] != old["metadata"]["uid"]
             and p["status"].get("phase") == "Running"
@@ -189,7 +321,7 @@ def test_a_replaced_plugin_pod_registers_again(kube: Kube, deployed: dict[str, A
         interval=0.2,
     )
     wait_for(
-        lambda: kube.pod_logs(NAMESPACE, new[0]["metadata"]["name"]),
+        lambda: kube.pod_logs(NAMESPACE_NAME, new[0]["metadata"]["name"]),
         lambda text: "registered kni.node/numacell01" in text,
         "the new plugin to register",
         TIMEOUT,

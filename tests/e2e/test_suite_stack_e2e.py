@@ -49,6 +49,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 WORKERS = ["worker-0", "worker-1"]
 TIMINGS = stack.StackTimings.local()
 INFRA_TIMINGS = infra.InfraTimings.local()
+#: An image the embedded kubelets do not know (``kubelet/knownimages.py``): simulated, it runs no program.
+NOT_A_DEVICE_PLUGIN = "quay.io/example/not-a-device-plugin:1"
 
 
 @pytest.fixture(scope="module")
@@ -158,8 +160,8 @@ def test_after_suite_keeps_the_infra_when_told_to(kube: Kube, installed: stack.S
 
 
 def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: stack.Stack) -> None:
-    # Upstream's plugin image is simulated by the embedded kubelets: its pods run, but no
-    # device plugin registers, so the NRTs never show numacell resources. The earlier tests'
+    # An image the embedded kubelets do not know is simulated (pause semantics): its pods run,
+    # but no device plugin registers, so the NRTs never show numacell resources. The earlier tests'
     # plugins must be gone from the NRTs first: the exporters notice at their next refresh.
     for_nrts(
         kube,
@@ -173,11 +175,11 @@ def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: st
     # the message names the image and how to pick another
     expected = (
         r"to expose numacell resources in every zone \(the numacell image "
-        r"quay\.io/openshift-kni/numacell-device-plugin:test-ci must run a device plugin advertising "
+        r"quay\.io/example/not-a-device-plugin:1 must run a device plugin advertising "
         r"kni\.node/numacellNN; E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN picks another\) within 2s"
     )
     with pytest.raises(AssertionError, match=expected):
-        infra.before_suite(kube, environ={}, image=infra.NUMACELL_IMAGE_CI, timings=timings)
+        infra.before_suite(kube, environ={}, image=NOT_A_DEVICE_PLUGIN, timings=timings)
     leftovers = [
         ns["metadata"]["name"]
         for ns in kube.list(NAMESPACE)

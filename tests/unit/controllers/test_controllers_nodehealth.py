@@ -221,6 +221,7 @@ def test_controller_marks_a_silent_node_unknown_then_follows_its_recovery() -> N
     [
         pytest.param({"node_monitor_grace_period": 0}, "controllers.node_monitor_grace_period", id="grace"),
         pytest.param({"node_monitor_period": -1}, "controllers.node_monitor_period", id="period"),
+        pytest.param({"olm_install_timeout": 0}, "controllers.olm_install_timeout", id="olm-install-timeout"),
         pytest.param(
             {"controllers": ("deployment", "cronjob")}, "unknown \\['cronjob'\\]", id="unknown-controller"
         ),

@@ -1,4 +1,5 @@
-"""Table tests of the own-image decision and the entry-point resolution (``kubelet/entrypoints.py``)."""
+"""Table tests of the own-image decision, the images that run processes and the entry-point
+resolution (``kubelet/entrypoints.py``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ from nrop.localcluster.kubelet.entrypoints import (
     NotAnEntryPoint,
     RuntimeConfig,
     entry_point,
+    image_programs,
     is_own_image,
 )
+
+OWN = "quay.io/x/numaresources-operator-tests:1"
+NUMACELL = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
 
 CONFIG = RuntimeConfig(
     bin_dir=Path("/venv/bin"), scripts=frozenset({"resource-topology-exporter", "nrop-cluster"})
@@ -44,33 +49,61 @@ def test_is_own_image(image: str, patterns: tuple[str, ...], own: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "args", "expected"),
+    ("image", "command", "args", "expected"),
     [
         pytest.param(
+            OWN,
             ["resource-topology-exporter"],
             ["--no-publish"],
-            EntryPoint(("/venv/bin/resource-topology-exporter", "--no-publish")),
+            EntryPoint(
+                ("/venv/bin/resource-topology-exporter", "--no-publish"), "resource-topology-exporter"
+            ),
             id="console-script",
         ),
         pytest.param(
+            OWN,
             ["/usr/bin/resource-topology-exporter", "--oneshot"],
             [],
-            EntryPoint(("/venv/bin/resource-topology-exporter", "--oneshot")),
+            EntryPoint(("/venv/bin/resource-topology-exporter", "--oneshot"), "resource-topology-exporter"),
             id="directory-ignored",
         ),
         pytest.param(
+            OWN,
             ["python3", "-c", "print(1)"],
             ["x"],
-            EntryPoint(("/venv/bin/python3", "-c", "print(1)", "x")),
+            EntryPoint(("/venv/bin/python3", "-c", "print(1)", "x"), "python3"),
             id="interpreter",
         ),
-        pytest.param(["python"], [], EntryPoint(("/venv/bin/python",)), id="python"),
+        pytest.param(OWN, ["python"], [], EntryPoint(("/venv/bin/python",), "python"), id="python"),
+        pytest.param(
+            NUMACELL,
+            ["/bin/numacell"],
+            ["-alsologtostderr", "-v", "3"],
+            EntryPoint(("/venv/bin/numacell", "-alsologtostderr", "-v", "3"), "numacell"),
+            id="upstream-numacell",
+        ),
+        pytest.param(
+            NUMACELL,
+            ["numazone", "-discover"],
+            [],
+            EntryPoint(("/venv/bin/numacell", "-discover"), "numacell"),
+            id="upstream-numacell-other-name",
+        ),
+        pytest.param(
+            "quay.io/openshift-kni/scheduler-plugins:test-ci",
+            ["/bin/kube-scheduler"],
+            ["--config=/etc/kubernetes/config.yaml"],
+            EntryPoint(
+                ("/venv/bin/nrop-scheduler", "--config=/etc/kubernetes/config.yaml"), "nrop-scheduler"
+            ),
+            id="upstream-scheduler",
+        ),
     ],
 )
 def test_entry_points_resolve_in_the_environment(
-    command: list[str], args: list[str], expected: EntryPoint
+    image: str, command: list[str], args: list[str], expected: EntryPoint
 ) -> None:
-    assert entry_point(command, args, CONFIG) == expected
+    assert entry_point(image, command, args, CONFIG) == expected
 
 
 @pytest.mark.parametrize(
@@ -91,7 +124,34 @@ def test_entry_points_resolve_in_the_environment(
     ],
 )
 def test_commands_the_image_does_not_have(command: list[str], message: str) -> None:
-    assert entry_point(command, [], CONFIG) == NotAnEntryPoint(message)
+    assert entry_point(OWN, command, [], CONFIG) == NotAnEntryPoint(message)
+
+
+def test_upstream_images_have_their_own_programs_only() -> None:
+    assert entry_point(NUMACELL, ["resource-topology-exporter"], [], CONFIG) == NotAnEntryPoint(
+        'exec: "resource-topology-exporter": executable file not found in $PATH '
+        "(the image provides numacell, numazone)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("image", "programs"),
+    [
+        pytest.param(OWN, {"nrop-cluster", "python", "python3", "resource-topology-exporter"}, id="own"),
+        pytest.param(NUMACELL, {"numacell", "numazone"}, id="numacell"),
+        pytest.param("quay.io/openshift-kni/pause:test-ci", None, id="pause-simulated"),
+        pytest.param("busybox", None, id="unknown-simulated"),
+        pytest.param(
+            "docker.io/library/busybox:1", {"python", "python3"}, id="own-pattern-wins-over-the-table"
+        ),
+    ],
+)
+def test_which_images_run_processes(image: str, programs: set[str] | None) -> None:
+    config = RuntimeConfig(bin_dir=Path("/venv/bin"), scripts=CONFIG.scripts, own_images=("*tests*",))
+    if image.startswith("docker.io"):
+        config = RuntimeConfig(bin_dir=Path("/venv/bin"), own_images=("*/busybox:*",))
+    found = image_programs(image, config)
+    assert (None if found is None else set(found)) == programs
 
 
 def test_this_environment_knows_the_distribution_scripts() -> None:

@@ -100,6 +100,44 @@ def test_container_events(
     assert container_events(POD, snapshot(before), after) == expected
 
 
+SIMULATED = ContainerEvent(
+    "Normal",
+    "SimulatedImage",
+    'Image "registry.example/app:latest" is simulated by the embedded cluster: its program is not run; '
+    "container app stands in for it like pause (runs until stopped)",
+    APP,
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        pytest.param(
+            status(init=("c1", "")),
+            status(init=("c1", ""), app=("c2", "")),
+            [*started(APP, "app", PULLED), SIMULATED],
+            id="after-the-first-start",
+        ),
+        pytest.param(
+            status(init=("c1", ""), app=("c2", "CrashLoopBackOff")),
+            status(init=("c1", ""), app=("c3", "")),
+            started(APP, "app", PULLED),
+            id="not-on-restarts",
+        ),
+        pytest.param(
+            status(init=("c1", ""), app=("c2", "")),
+            status(init=("c1", ""), app=("c2", "")),
+            [],
+            id="no-change",
+        ),
+    ],
+)
+def test_an_unknown_program_is_said_once(
+    before: dict[str, Any], after: dict[str, Any], expected: list[ContainerEvent]
+) -> None:
+    assert container_events(POD, snapshot(before), after, frozenset({"app"})) == expected
+
+
 def test_killing_names_each_stopped_container() -> None:
     assert killing(POD, ["app", "gone"]) == [
         ContainerEvent("Normal", "Killing", "Stopping container app", APP)
@@ -116,3 +154,17 @@ def test_node_events_in_upstream_order() -> None:
         "NodeReady",
     ]
     assert node_events("w")[-1] == ("Normal", "NodeReady", "Node w status is now: NodeReady")
+
+
+def test_a_node_without_mount_namespaces_warns_after_starting() -> None:
+    events = node_events("w", "unshare(CLONE_NEWNS): Operation not permitted")
+    assert events[:2] == [
+        ("Normal", "Starting", "Starting kubelet."),
+        (
+            "Warning",
+            "MountNamespacesUnavailable",
+            "containers cannot get a mount namespace of their own (unshare(CLONE_NEWNS): Operation not "
+            "permitted): their volumes are reached by rewriting mount paths in their command, args and env",
+        ),
+    ]
+    assert events[2:] == node_events("w")[1:]

@@ -1,4 +1,5 @@
-"""Table tests of pod volumes (``kubelet/volumes.py``): the plan, the contents, the host checks and the path rewriting."""
+"""Table tests of pod volumes (``kubelet/volumes.py``): the plan, the contents, the host checks, the mounts
+of a container's mount namespace and the path rewriting."""
 
 from __future__ import annotations
 
@@ -13,13 +14,19 @@ import pytest
 
 from nrop.localcluster.kubelet.containerenv import DownwardFacts
 from nrop.localcluster.kubelet.volumes import (
+    TOKEN_REFRESH_FRACTION,
+    Mount,
     PlannedVolume,
     VolumeError,
     container_paths,
+    create_missing_sources,
     host_path,
     materialise,
+    mount_plan,
     plan_volumes,
     rewrite,
+    token_lifetime,
+    token_refresh_delay,
     volume_files,
 )
 
@@ -285,15 +292,23 @@ def test_container_paths_with_sub_path_and_termination_log() -> None:
         ],
         "terminationMessagePath": "/tmp/message",
     }
-    assert container_paths(container, volumes, Path("/c"), "spec.containers[0]") == {
+    assert container_paths(container, volumes, ROOT, Path("/c"), "spec.containers[0]") == {
+        "/sys": str(ROOT / "sys"),
         "/host-sys": str(ROOT / "sys"),
         "/etc/rte/config.yaml": str(POD_DIR / "volumes/kubernetes.io~configmap/cfg/config.yaml"),
         "/tmp/message": "/c/termination-log",
     }
-    assert container_paths({}, volumes, Path("/c"), "x") == {"/dev/termination-log": "/c/termination-log"}
+    assert container_paths({}, volumes, ROOT, Path("/c"), "x") == {
+        "/sys": str(ROOT / "sys"),
+        "/dev/termination-log": "/c/termination-log",
+    }
     with pytest.raises(VolumeError) as raised:
         container_paths(
-            {"volumeMounts": [{"name": "nope", "mountPath": "/x"}]}, volumes, Path("/c"), "spec.containers[1]"
+            {"volumeMounts": [{"name": "nope", "mountPath": "/x"}]},
+            volumes,
+            ROOT,
+            Path("/c"),
+            "spec.containers[1]",
         )
     assert str(raised.value) == 'spec.containers[1].volumeMounts[0].name: Not found: "nope"'
 
@@ -317,3 +332,172 @@ PATHS = {"/host-sys": "/n/sys", "/host-sys/fs": "/n/fs", "/pr": "/n/pod-resource
 )
 def test_rewrite(text: str, expected: str) -> None:
     assert rewrite(text, PATHS) == expected
+
+
+CONTAINER_DIR = POD_DIR / "containers/c"
+SYS = Mount(str(ROOT / "sys"), "/sys", True)
+LOG = Mount(str(CONTAINER_DIR / "termination-log"), "/dev/termination-log", False)
+CFG = POD_DIR / "volumes/kubernetes.io~configmap/cfg"
+TOKEN = POD_DIR / "volumes/kubernetes.io~projected/kube-api-access-abcde"
+VOLUMES = plan(
+    {"name": "plugins", "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}},
+    {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
+    {"name": "cfg", "configMap": {"name": "cfg"}},
+    {"name": "sec", "secret": {"secretName": "sec"}},
+    {"name": "info", "downwardAPI": {"items": []}},
+    {"name": "kube-api-access-abcde", "projected": {"sources": []}},
+    {"name": "scratch", "emptyDir": {}},
+)
+
+
+@pytest.mark.parametrize(
+    ("container", "mounts"),
+    [
+        pytest.param({}, [SYS, LOG], id="no-volumes-sysfs-and-termination-log"),
+        pytest.param(
+            {"securityContext": {"privileged": True}},
+            [SYS._replace(read_only=False), LOG],
+            id="privileged-sysfs-read-write",
+        ),
+        pytest.param(
+            {
+                "volumeMounts": [
+                    {
+                        "name": "kube-api-access-abcde",
+                        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    },
+                    {"name": "plugins", "mountPath": "/var/lib/kubelet/device-plugins"},
+                    {"name": "scratch", "mountPath": "/tmp/"},
+                ]
+            },
+            [
+                SYS,
+                Mount(str(POD_DIR / "volumes/kubernetes.io~empty-dir/scratch"), "/tmp", False),
+                LOG,
+                Mount(str(ROOT / "var/lib/kubelet/device-plugins"), "/var/lib/kubelet/device-plugins", False),
+                Mount(str(TOKEN), "/var/run/secrets/kubernetes.io/serviceaccount", True),
+            ],
+            id="sorted-by-depth-as-containerd",
+        ),
+        pytest.param(
+            {
+                "volumeMounts": [
+                    {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": False},
+                    {"name": "sec", "mountPath": "/etc/sec"},
+                    {"name": "info", "mountPath": "/etc/info"},
+                    {"name": "plugins", "mountPath": "/plugins", "readOnly": True},
+                ]
+            },
+            [
+                SYS,
+                Mount(str(ROOT / "var/lib/kubelet/device-plugins"), "/plugins", True),
+                Mount(str(CFG), "/etc/cfg", True),
+                Mount(str(POD_DIR / "volumes/kubernetes.io~secret/sec"), "/etc/sec", True),
+                Mount(str(POD_DIR / "volumes/kubernetes.io~downward-api/info"), "/etc/info", True),
+                LOG,
+            ],
+            id="api-data-volumes-always-read-only",
+        ),
+        pytest.param(
+            {
+                "volumeMounts": [
+                    {"name": "sys", "mountPath": "/sys"},
+                    {"name": "sys", "mountPath": "/host-sys"},
+                ]
+            },
+            [Mount(str(ROOT / "sys"), "/sys", False), Mount(str(ROOT / "sys"), "/host-sys", False), LOG],
+            id="a-volume-at-sys-replaces-the-default",
+        ),
+        pytest.param(
+            {
+                "volumeMounts": [
+                    {"name": "cfg", "mountPath": "/etc/rte/config.yaml", "subPath": "config.yaml"},
+                    {"name": "scratch", "mountPath": "/"},
+                ],
+                "terminationMessagePath": "/tmp/message",
+            },
+            [
+                SYS,
+                Mount(str(CONTAINER_DIR / "termination-log"), "/tmp/message", False),
+                Mount(str(CFG / "config.yaml"), "/etc/rte/config.yaml", True),
+            ],
+            id="sub-path-own-termination-path-nothing-over-root",
+        ),
+        pytest.param(
+            {
+                "volumeMounts": [{"name": "scratch", "mountPath": "/dev/termination-log", "subPath": "log"}],
+            },
+            [
+                SYS,
+                Mount(
+                    str(POD_DIR / "volumes/kubernetes.io~empty-dir/scratch/log"),
+                    "/dev/termination-log",
+                    False,
+                ),
+            ],
+            id="a-volume-at-the-termination-path-wins",
+        ),
+    ],
+)
+def test_mount_plan(container: dict[str, Any], mounts: list[Mount]) -> None:
+    assert mount_plan(container, VOLUMES, ROOT, CONTAINER_DIR, "spec.containers[0]") == mounts
+
+
+def test_mount_plan_refuses_a_mount_of_no_volume() -> None:
+    with pytest.raises(VolumeError) as raised:
+        mount_plan(
+            {"volumeMounts": [{"name": "nope", "mountPath": "/x"}]},
+            VOLUMES,
+            ROOT,
+            CONTAINER_DIR,
+            "spec.containers[2]",
+        )
+    assert str(raised.value) == 'spec.containers[2].volumeMounts[0].name: Not found: "nope"'
+
+
+def test_missing_sources_are_created_as_directories(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    create_missing_sources(
+        [Mount(str(tmp_path / "file"), "/f", False), Mount(str(tmp_path / "new/sub"), "/d", False)]
+    )
+    assert (tmp_path / "file").read_text() == "x"
+    assert (tmp_path / "new/sub").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("volume", "seconds"),
+    [
+        pytest.param(
+            {"name": "kube-api-access-x", "projected": {"sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt"}},
+            ]}},
+            3607,
+            id="kube-api-access",
+        ),
+        pytest.param(
+            {"name": "v", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "a"}},
+                {"serviceAccountToken": {"expirationSeconds": 7200, "path": "b"}},
+            ]}},
+            3600,
+            id="shortest-and-default",
+        ),
+        pytest.param({"name": "v", "projected": {"sources": [{"configMap": {"name": "c"}}]}}, None, id="no-token"),
+        pytest.param({"name": "v", "emptyDir": {}}, None, id="not-projected"),
+    ],
+)  # fmt: skip
+def test_token_lifetime(volume: dict[str, Any], seconds: int | None) -> None:
+    (planned,) = plan(volume).values()
+    assert token_lifetime(planned) == seconds
+
+
+def test_token_refresh_delay() -> None:
+    volumes = plan(
+        {"name": "a", "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 3607}}]}},
+        {"name": "b", "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 7200}}]}},
+        {"name": "c", "emptyDir": {}},
+    )
+    assert token_refresh_delay(volumes.values()) == 3607 * TOKEN_REFRESH_FRACTION
+    assert TOKEN_REFRESH_FRACTION == 0.8
+    assert token_refresh_delay([volumes["c"]]) is None

@@ -14,7 +14,7 @@ from nrop.localcluster.kubelet.podruntime import (
     normalize_image,
     termination_message,
 )
-from nrop.localcluster.kubelet.simulation import PAUSE, PROCESS, Behaviour, behaviour
+from nrop.localcluster.kubelet.simulation import PAUSE, PROCESS, UNKNOWN, Behaviour, behaviour
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -26,8 +26,9 @@ def at(seconds: float) -> datetime:
 @pytest.mark.parametrize(
     ("container", "expected"),
     [
-        pytest.param({}, PAUSE, id="no-command-is-pause"),
-        pytest.param({"command": ["/pause"]}, PAUSE, id="unknown-program-is-pause"),
+        pytest.param({}, UNKNOWN, id="no-command-is-unknown-pause"),
+        pytest.param({"command": ["/pause"]}, PAUSE, id="pause"),
+        pytest.param({"command": ["nginx"]}, UNKNOWN, id="unknown-program-is-unknown-pause"),
         pytest.param({"command": ["sleep", "5"]}, Behaviour(5.0), id="sleep"),
         pytest.param({"command": ["sleep"], "args": ["2m"]}, Behaviour(120.0), id="sleep-args-suffix"),
         pytest.param({"command": ["/bin/sleep", "infinity"]}, Behaviour(None), id="sleep-infinity"),
@@ -49,7 +50,9 @@ def at(seconds: float) -> datetime:
         ),
         pytest.param({"command": ["sh", "-c", "false && sleep 9"]}, Behaviour(0.0, 1), id="and-stops"),
         pytest.param({"command": ["sh", "-c", "exit 0; sleep 9"]}, Behaviour(0.0), id="exit-stops"),
-        pytest.param({"command": ["sh", "-c", "while true; do sleep 1; done"]}, PAUSE, id="loop-is-pause"),
+        pytest.param(
+            {"command": ["sh", "-c", "while true; do sleep 1; done"]}, UNKNOWN, id="loop-is-unknown-pause"
+        ),
         pytest.param({"command": ["sh", "-c", "sleep inf"]}, Behaviour(None), id="script-forever"),
         pytest.param({"command": ["sh"], "args": ["-c", "sleep 1"]}, Behaviour(1.0), id="script-in-args"),
     ],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from nrop.api.images import DEFAULT_IMAGE
 from nrop.suite import config as c
 
 
@@ -21,20 +20,15 @@ def test_pause_image(env, want) -> None:
 
 
 @pytest.mark.parametrize(
-    ("env", "target", "want"),
+    ("env", "want"),
     [
-        ({}, "embedded", DEFAULT_IMAGE),
-        ({}, "kubeconfig", "quay.io/openshift-kni/numacell-device-plugin:test-ci"),
-        ({"E2E_NUMACELL_DEVICE_PLUGIN_URL": "legacy"}, "embedded", "legacy"),
-        (
-            {"E2E_NUMACELL_DEVICE_PLUGIN_URL": "legacy", "E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN": "new"},
-            "x",
-            "new",
-        ),
+        ({}, "quay.io/openshift-kni/numacell-device-plugin:test-ci"),
+        ({"E2E_NUMACELL_DEVICE_PLUGIN_URL": "legacy"}, "legacy"),
+        ({"E2E_NUMACELL_DEVICE_PLUGIN_URL": "legacy", "E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN": "new"}, "new"),
     ],
 )
-def test_numacell_image(env, target, want) -> None:
-    assert c.numacell_image_from_env(env, target) == want
+def test_numacell_image(env, want) -> None:
+    assert c.numacell_image_from_env(env) == want
 
 
 def test_device_types(caplog: pytest.LogCaptureFixture) -> None:

@@ -229,21 +229,13 @@ def test_numacell_manifests_for_the_own_image() -> None:
     spec = ds["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert container["name"] == "numacell-dp-worker-cnt"
+    # upstream's DaemonSet; the project's image has the program on its PATH, not in /bin
     assert container["command"] == ["numacell"]
-    assert container["args"] == [
-        "-alsologtostderr",
-        "-v",
-        "3",
-        "--sysfs",
-        "/host-sys",
-        "--device-plugin-path",
-        "/var/lib/kubelet/device-plugins",
-    ]
+    assert container["args"] == ["-alsologtostderr", "-v", "3"]
     assert container["securityContext"] == {"privileged": True}
-    assert {m["mountPath"] for m in container["volumeMounts"]} == {
-        "/var/lib/kubelet/device-plugins",
-        "/host-sys",
-    }
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    assert [m["mountPath"] for m in container["volumeMounts"]] == ["/var/lib/kubelet/device-plugins"]
+    assert [v["hostPath"]["path"] for v in spec["volumes"]] == ["/var/lib/kubelet/device-plugins"]
     assert spec["nodeSelector"] == {"node-role.kubernetes.io/worker": ""}
     assert spec["serviceAccountName"] == "numacell-dp-sa"
     assert ds["spec"]["selector"]["matchLabels"] == {"name": "numacell-dp-worker-pod"}
@@ -488,3 +480,59 @@ def test_numacell_image_is_ours_where_our_stack_runs_unless_chosen(
     environ: dict[str, str], ours: str | None, image: str
 ) -> None:
     assert infra.numacell_image(environ, ours) == image
+
+
+def test_olm_manifests_carry_the_direct_install_deployment() -> None:
+    from nrop.operator.manifests import install_manifests
+
+    direct = install_manifests("ns", "img:1")
+    (deployment,) = [m for m in direct if m["kind"] == "Deployment"]
+    olm = stack.olm_manifests("ns", "img:1", {"B": "2", "A": "1"})
+    assert [m["kind"] for m in olm] == [
+        *(m["kind"] for m in direct if m is not deployment),
+        "OperatorGroup",
+        "Subscription",
+        "ClusterServiceVersion",
+    ]
+    group, sub, csv = olm[-3:]
+    assert group["spec"]["targetNamespaces"] == ["ns"]
+    assert sub["metadata"] == {"name": "numaresources-operator", "namespace": "ns"}
+    assert sub["spec"]["name"] == "numaresources-operator"
+    assert sub["spec"]["startingCSV"] == csv["metadata"]["name"] == stack.csv_name()
+    assert sub["spec"]["config"]["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+    assert csv["spec"]["install"]["strategy"] == "deployment"
+    assert csv["spec"]["install"]["spec"]["deployments"] == [
+        {
+            "name": stack.OPERATOR_DEPLOYMENT,
+            "label": deployment["metadata"]["labels"],
+            "spec": deployment["spec"],
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("phase", "expected"),
+    [
+        pytest.param(None, "", id="absent"),
+        pytest.param({"status": {}}, "", id="no-phase"),
+        pytest.param({"status": {"phase": "Succeeded"}}, "Succeeded", id="phase"),
+    ],
+)
+def test_csv_phase(phase, expected) -> None:
+    assert stack.csv_phase(phase) == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "pairs"),
+    [
+        pytest.param([], [], id="empty"),
+        pytest.param([{"name": "A", "value": "1"}], [("A", "1")], id="value"),
+        pytest.param(
+            [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
+            [("N", "")],
+            id="valueFrom-reads-empty",
+        ),
+    ],
+)
+def test_env_pairs(env, pairs) -> None:
+    assert operatorenv.env_pairs(env) == pairs

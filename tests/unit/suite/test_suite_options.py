@@ -24,6 +24,9 @@ from nrop.suite import options as suite_options
         ({}, {"E2E_NROP_SETUP": "false"}, "do_setup", False),
         ({"nrop_setup": True}, {"E2E_NROP_SETUP": "false"}, "do_setup", True),
         ({}, {"E2E_NROP_TEARDOWN": "no"}, "do_teardown", False),
+        ({}, {}, "install_via", "direct"),
+        ({}, {"E2E_NROP_INSTALL_VIA": "OLM"}, "install_via", "olm"),
+        ({"nrop_install_via": "direct"}, {"E2E_NROP_INSTALL_VIA": "olm"}, "install_via", "direct"),
         ({}, {"E2E_NROP_TIER_UPTO": "1", "E2E_SERIAL_TIER_UPTO": "3"}, "tier_up_to", 1),
         ({"nrop_tier_up_to": "tier2"}, {"E2E_NROP_TIER_UPTO": "1"}, "tier_up_to", 2),
         ({}, {}, "report_dir", suite_options.DEFAULT_REPORT_DIR),
@@ -55,3 +58,8 @@ def test_a_kubeconfig_turns_setup_and_teardown_off_by_default(tmp_path: Path) ->
         False,
         False,
     )
+
+
+def test_install_via_rejects_an_unknown_way() -> None:
+    with pytest.raises(pytest.UsageError, match=r"E2E_NROP_INSTALL_VIA='helm': expected one of direct, olm"):
+        suite_options.resolve({}, {"E2E_NROP_INSTALL_VIA": "helm"})

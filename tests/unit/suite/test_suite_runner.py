@@ -71,6 +71,13 @@ ALLURE_DEFAULT = "--alluredir=/tmp/artifacts/nrop/allure-results"
             {"E2E_NROP_IMAGE": "quay.io/me/numaresources-operator-tests:v1"},
             id="image-goes-to-env",
         ),
+        pytest.param(
+            ["--install-via", "olm"],
+            {},
+            ["serial", "--install-via", "olm", ALLURE_DEFAULT],
+            {},
+            id="install-via",
+        ),
     ],
 )
 def test_pytest_args(
