@@ -1,89 +1,217 @@
-"""Benchmark: wall time of the serial suite, as users feel it.
+"""Benchmark: wall time of the serial suite, as users feel it, against what upstream's windows allow.
 
-Runs ``pytest serial --tier-up-to N`` against fresh embedded clusters (started by the suite
-itself, as ``make e2e`` does), once serially and once with ``-n 2`` (one cluster per worker),
-and prints each run's wall time, outcome counts, the machine's load average before and after
-it, and the ratio between the two, next to the target (tier0 within 3 minutes, tier0-2 within
-10, every tier within 20, on 2 cores). Then, from each run's junit, the figures per family
-(upstream file): specs, outcomes and the seconds its tests took (with ``-n`` the families
-overlap, so these add up to more than the wall time). Each run writes its reports (junit,
-report.html, cluster logs) into its own temporary directory, named in the output.
-``--junit FILE`` prints the family table of an earlier run instead of running. Never run in
-CI: the figures depend on the machine and its load.
+Runs ``pytest serial --tier-up-to N`` as ``make e2e`` does (no ``-n``: the suite chooses its
+workers; ``--workers N`` passes ``-n N``) on fresh embedded clusters, once per ``--tier``
+(repeatable: ``--tier 0 --tier 3`` runs tier0, then the whole suite), and prints side by side,
+one row per run: the wall time; the sum of the spec times (what a serial run would wait);
+the longest spec without its wait for a cluster, the floor no spread can beat; wall ÷ floor;
+the workers the run used; the peak memory of the machine during the run above what it used
+before (other jobs count too); the outcomes; the load average before and after. Then the targets (tier0 within 100 s, the
+whole suite within 6 minutes and 1.2 × its longest spec, memory within 12 GiB, on 2 cores)
+and, from each run's junit, seconds and outcomes per family (upstream file). Each run writes
+its reports (junit, report.html with the timeline, cluster logs) into its own temporary
+directory, named in the output.
 
-    python bench/suite.py [--tier 0] [--workers 2] [--only serial|parallel] [-- extra pytest args]
-    python bench/suite.py --junit REPORT_DIR/e2e-serial-run.xml
+``--update-durations`` writes the measured spec durations into the suite's ``durations.json``
+(:data:`nrop.suite.distributing.DURATIONS_FILE`, which the suite plans its workers with),
+merged over what is there: the specs that passed (a failure may end a spec early), each less
+what its setup waited for its cluster to start (the JUnit property ``target_seconds``).
+``--junit FILE`` takes an earlier run's junit instead of running. Never run in CI: the
+figures depend on the machine and its load.
+
+    python bench/suite.py [--tier 0 [--tier 3]] [--workers N] [--update-durations] [-- extra pytest args]
+    python bench/suite.py --junit REPORT_DIR/e2e-serial-run.xml [--update-durations]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from nrop.suite import distributing, lanes
+
 ROOT = Path(__file__).resolve().parent.parent
-TARGET_S = {0: 180.0, 2: 600.0, 3: 1200.0}
 JUNIT = "e2e-serial-run.xml"
+ALL_TIERS = 3
+#: wall-time targets on the 2-core machine: tier0 (``make e2e``) and the whole suite
+TARGET_S = {0: 100.0, ALL_TIERS: 360.0}
+#: the whole suite: within this many times its longest spec, in this much memory
+FLOOR_RATIO_TARGET = 1.2
+MEMORY_TARGET = 12 * 2**30
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|xpassed)")
+_WORKERS = re.compile(r"nrop: (\d+) workers \(")
+#: the suffix pytest-xdist's loadgroup used to add to node ids (``test_x[1]@group``), in old junit files
+_GROUP_SUFFIX = re.compile(r"@[^@\[\]]*\]?$")
+_SAMPLE_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case of a junit file."""
+
+    key: str  # nrop.suite.lanes.spec_key of its node id
+    family: str
+    seconds: float
+    outcome: str  # passed | failure | error | skipped
+    #: of ``seconds``, what its setup waited for its cluster to start (lanes.TARGET_SECONDS)
+    waited: float = 0.0
+
+    @property
+    def own_seconds(self) -> float:
+        """Its duration without the cluster start it waited for: what ``durations.json`` keeps."""
+        return max(self.seconds - self.waited, 0.0)
+
+
+def cases(junit: Path) -> list[Case]:
+    """The test cases of a junit file, keyed as ``durations.json`` keys them."""
+    found = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        parts = case.get("classname", "").split(".")
+        module = next((i for i, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1)
+        name = _GROUP_SUFFIX.sub("", case.get("name", ""))
+        key = "::".join([f"{parts[module]}.py", *parts[module + 1 :], name])
+        outcome = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), "passed")
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        waited = float(props.get(lanes.TARGET_SECONDS) or 0)
+        found.append(
+            Case(key, parts[module].removeprefix("test_"), float(case.get("time") or 0), outcome, waited)
+        )
+    return found
+
+
+@dataclass
+class Memory:
+    """The machine's used memory (MemTotal - MemAvailable), sampled on a thread while a run goes."""
+
+    before: int = 0
+    peak: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    @staticmethod
+    def used() -> int:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        return (int(fields["MemTotal"].split()[0]) - int(fields["MemAvailable"].split()[0])) * 1024
+
+    def start(self) -> None:
+        self.before = self.peak = self.used()
+
+        def sample() -> None:
+            while not self._stop.wait(_SAMPLE_SECONDS):
+                self.peak = max(self.peak, self.used())
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> int:
+        """The peak above what was used at the start."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return self.peak - self.before
 
 
 @dataclass(frozen=True)
 class Run:
-    label: str
+    tier: int
     seconds: float
     exit_code: int
     counts: dict[str, int]
+    workers: int
+    memory: int
     load_before: float
     load_after: float
-    report_dir: str
+    report_dir: Path
+
+    @property
+    def junit(self) -> Path:
+        return self.report_dir / JUNIT
 
 
-def run(label: str, tier: int, extra: list[str]) -> Run:
-    report_dir = tempfile.mkdtemp(prefix="nrop-bench-suite-")
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "serial",
-        "--tier-up-to",
-        str(tier),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--report-dir",
-        report_dir,
-        *extra,
-    ]
-    print(f"[{label}] {' '.join(cmd)}", flush=True)
+def run(tier: int, extra: list[str]) -> Run:
+    report_dir = Path(tempfile.mkdtemp(prefix="nrop-bench-suite-"))
+    cmd = [sys.executable, "-m", "pytest", "serial", "--tier-up-to", str(tier), "-p", "no:cacheprovider"]
+    cmd += ["--report-dir", str(report_dir), *extra]
+    print(f"[tier{tier}] {' '.join(cmd)}", flush=True)
     load_before = os.getloadavg()[0]
+    memory = Memory()
+    memory.start()
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
-    tail = proc.stdout.strip().splitlines()[-1:] or [""]
-    counts = {kind: int(n) for n, kind in _COUNTS.findall(tail[0])}
+    peak = memory.stop()
+    lines = proc.stdout.strip().splitlines()
+    counts = {kind: int(n) for n, kind in _COUNTS.findall(lines[-1] if lines else "")}
+    workers = next((int(m.group(1)) for m in map(_WORKERS.match, lines) if m), 0)
     if proc.returncode != 0:
         print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")
-    return Run(label, seconds, proc.returncode, counts, load_before, os.getloadavg()[0], report_dir)
+    return Run(
+        tier, seconds, proc.returncode, counts, workers, peak, load_before, os.getloadavg()[0], report_dir
+    )
+
+
+def floor_of(found: list[Case]) -> Case | None:
+    """The longest spec of a run (without its wait for a cluster): no spread of the specs ends the run sooner."""
+    return max(found, key=lambda c: c.own_seconds, default=None)
+
+
+def figures(runs: list[Run]) -> list[str]:
+    """One row per run: wall, sum of spec times, the floor, wall ÷ floor, workers, memory, outcomes, load."""
+    head = (
+        f"{'tier':<6} {'wall s':>7} {'specs s':>8} {'floor s':>8} {'wall/floor':>10} {'workers':>7} "
+        f"{'peak GiB':>8} {'load 1m':>11}  floor spec; outcomes"
+    )
+    rows = [head]
+    for r in runs:
+        found = cases(r.junit) if r.junit.exists() else []
+        longest = floor_of(found)
+        floor = longest.own_seconds if longest else 0.0
+        ratio = f"{r.seconds / floor:.2f}" if floor else "-"
+        outcomes = ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items())) or "-"
+        tiers = "all" if r.tier >= ALL_TIERS else f"0..{r.tier}"
+        rows.append(
+            f"{tiers:<6} {r.seconds:7.1f} {sum(c.seconds for c in found):8.1f} {floor:8.1f} {ratio:>10} "
+            f"{r.workers or 'serial':>7} {r.memory / 2**30:8.2f} {r.load_before:5.2f}/{r.load_after:<5.2f}  "
+            f"{longest.key if longest else '-'}; {outcomes}"
+        )
+    return rows
+
+
+def verdicts(r: Run) -> list[str]:
+    """The run against its targets."""
+    out = []
+    target = TARGET_S.get(min(r.tier, ALL_TIERS))
+    if target is not None:
+        out.append(f"wall {r.seconds:.0f}s {'within' if r.seconds <= target else 'OVER'} {target:.0f}s")
+    if r.tier >= ALL_TIERS:
+        longest = floor_of(cases(r.junit)) if r.junit.exists() else None
+        if longest is not None:
+            limit = FLOOR_RATIO_TARGET * longest.own_seconds
+            out.append(f"wall {'within' if r.seconds <= limit else 'OVER'} {FLOOR_RATIO_TARGET}x the floor")
+        out.append(
+            f"memory {'within' if r.memory <= MEMORY_TARGET else 'OVER'} {MEMORY_TARGET / 2**30:.0f} GiB"
+        )
+    return out
 
 
 def family_table(junit: Path) -> list[str]:
     """One line per family (``serial/test_<family>.py``): specs, outcomes, seconds of its tests."""
     seconds: dict[str, float] = defaultdict(float)
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        module = case.get("classname", "").split(".")
-        family = next((part.removeprefix("test_") for part in module if part.startswith("test_")), "?")
-        seconds[family] += float(case.get("time") or 0)
-        kind = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), "passed")
-        outcomes[family][kind] += 1
+    for case in cases(junit):
+        seconds[case.family] += case.seconds
+        outcomes[case.family][case.outcome] += 1
     lines = [f"{'family':<32} {'specs':>5} {'test s':>8}  outcomes"]
     for family in sorted(seconds, key=lambda f: -seconds[f]):
         counts = outcomes[family]
@@ -94,39 +222,54 @@ def family_table(junit: Path) -> list[str]:
     return lines
 
 
+def update_durations(junits: list[Path], path: Path = distributing.DURATIONS_FILE) -> int:
+    """Merge the measured durations of the junits' passed specs into ``path``; how many."""
+    durations = distributing.load_durations(path)
+    measured = {c.key: round(c.own_seconds, 1) for j in junits for c in cases(j) if c.outcome == "passed"}
+    durations.update(measured)
+    path.write_text(json.dumps(dict(sorted(durations.items())), indent=1) + "\n", encoding="utf-8")
+    return len(measured)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tier", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--only", choices=("serial", "parallel"))
-    parser.add_argument("--junit", type=Path, help="print the family table of this junit file and stop")
+    parser.add_argument(
+        "--tier", type=int, action="append", help="highest tier of a run (repeatable; default 0)"
+    )
+    parser.add_argument(
+        "--workers", type=int, help="pass -n N (default: the suite chooses, as make e2e does)"
+    )
+    parser.add_argument(
+        "--update-durations", action="store_true", help="write the spec durations into the suite"
+    )
+    parser.add_argument("--junit", type=Path, help="an earlier run's junit: print its figures, run nothing")
     args, extra = parser.parse_known_args()
-    if args.junit:
-        print("\n".join(family_table(args.junit)))
-        return 0
     extra = [a for a in extra if a != "--"]
-    runs: list[Run] = []
-    if args.only != "parallel":
-        runs.append(run("serial", args.tier, extra))
-    if args.only != "serial":
-        runs.append(run(f"-n {args.workers}", args.tier, ["-n", str(args.workers), *extra]))
-    target = TARGET_S.get(args.tier)
-    print(f"\nserial suite, tier0..tier{args.tier}" + (f" (target {target:.0f} s)" if target else ""))
-    print(f"cores: {os.cpu_count()}")
-    print(f"{'run':<10} {'wall s':>8} {'exit':>5} {'load 1m before/after':>21}  outcomes")
+    if args.junit:
+        found = cases(args.junit)
+        longest = floor_of(found)
+        print("\n".join(family_table(args.junit)))
+        if longest is not None:
+            print(
+                f"sum of spec times {sum(c.seconds for c in found):.1f}s, floor {longest.own_seconds:.1f}s ({longest.key})"
+            )
+        if args.update_durations:
+            print(f"durations: {update_durations([args.junit])} specs into {distributing.DURATIONS_FILE}")
+        return 0
+    if args.workers is not None:
+        extra = ["-n", str(args.workers), *extra]
+    runs = [run(tier, extra) for tier in args.tier or [0]]
+    print(f"\nserial suite on {os.cpu_count()} cores")
+    print("\n".join(figures(runs)))
     for r in runs:
-        outcomes = ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items())) or "-"
-        verdict = "" if target is None else ("  within target" if r.seconds <= target else "  OVER target")
-        load = f"{r.load_before:.2f} / {r.load_after:.2f}"
-        print(f"{r.label:<10} {r.seconds:8.1f} {r.exit_code:5d} {load:>21}  {outcomes}{verdict}")
+        print(f"tier0..{r.tier}: " + "; ".join(verdicts(r)) + f" (reports: {r.report_dir})")
     for r in runs:
-        print(f"reports of {r.label}: {r.report_dir}")
-        junit = Path(r.report_dir) / JUNIT
-        if junit.exists():
-            print(f"\nper family, {r.label}:")
-            print("\n".join(family_table(junit)))
-    if len(runs) == 2:
-        print(f"ratio serial / -n {args.workers}: {runs[0].seconds / runs[1].seconds:.2f}x")
+        if r.junit.exists():
+            print(f"\nper family, tier0..{r.tier}:")
+            print("\n".join(family_table(r.junit)))
+    if args.update_durations:
+        junits = [r.junit for r in runs if r.junit.exists()]
+        print(f"\ndurations: {update_durations(junits)} specs into {distributing.DURATIONS_FILE}")
     return 0 if all(r.exit_code == 0 for r in runs) else 1
 
 

@@ -6,9 +6,11 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 __all__ = [
     "baseload",
     "config",
+    "distributing",
     "fixture",
     "infra",
     "kube",
+    "lanes",
     "nrt",
     "nrtcompare",
     "nrtconsumed",

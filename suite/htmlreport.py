@@ -1,11 +1,17 @@
 """The HTML report of a suite run: ``report.html``, one self-contained page (no scripts, no network).
 
+At the top, the timeline of the run (:func:`timeline`): one lane per worker (``main`` for a
+serial run), each spec a bar from its setup to its teardown coloured by outcome and labelled
+with its test_id (paler while its setup waited for its cluster), and above the specs each
+embedded cluster while it was being prepared (cluster, stack, BeforeSuite) in a colour of its
+own, on one time axis, so a reader sees which lane ended the run and what it waited for.
+
 Per test: outcome, duration, spec text, tier and labels, the failure message, the NRT diff
 (before/after) and, for each node, a picture of every NUMA zone's occupancy at the failure —
 allocatable against used (allocatable minus available) for CPUs, memory, hugepages and devices —
 as inline SVG, so a reader sees at a glance which zone was full. Failed tests come first and open.
 
-Pure: :func:`render` turns :class:`ReportEntry` values into a string; the plugin collects the
+Pure: :func:`render` turns :class:`ReportEntry` and :class:`ClusterSpan` values into a string; the plugin collects the
 records and writes the file. :func:`failure_page` is the same diff and pictures as a page of
 their own (the allure attachment of a failed test). :func:`zone_usage` is the arithmetic the
 pictures draw.
@@ -22,12 +28,31 @@ from typing import Any
 
 from nrop.api.quantity import QuantityError, coerce
 
-__all__ = ["ReportEntry", "ZoneUsage", "failure_page", "render", "zone_pictures", "zone_usage"]
+__all__ = [
+    "ClusterSpan",
+    "ReportEntry",
+    "ZoneUsage",
+    "failure_page",
+    "render",
+    "timeline",
+    "zone_pictures",
+    "zone_usage",
+]
 
 _OUTCOME_ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}
 _COLOURS = {"failed": "#c62828", "error": "#c62828", "passed": "#2e7d32", "skipped": "#9e9e9e"}
+_CLUSTER_COLOUR = "#5e35b1"
 _BAR_WIDTH = 220
 _BAR_HEIGHT = 14
+#: the timeline: pixels of the time axis, of the lane names, of a lane's cluster row and spec row
+_AXIS_WIDTH = 1000
+_LANE_LABEL = 56
+_CLUSTER_ROW = 12
+_SPEC_ROW = 18
+_LANE_GAP = 6
+_CHAR_WIDTH = 6.2
+#: the steps the time axis may tick at, in seconds (the first that gives at most 12 ticks)
+_TICK_STEPS = (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 
 
 @dataclass(frozen=True)
@@ -46,10 +71,27 @@ class ReportEntry:
     nrt_diff: str = ""
     #: the NRT objects at the end of the test (failures only), as the API returns them
     nrts: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    #: where and when it ran: the worker (``main`` in a serial run), epoch seconds of its
+    #: setup's start and its teardown's end (0: not known)
+    lane: str = "main"
+    start: float = 0.0
+    stop: float = 0.0
+    #: seconds of its setup spent waiting for its target (a cluster starting)
+    waited: float = 0.0
 
     @property
     def tier(self) -> str:
         return next((lab for lab in self.labels if lab.startswith("tier")), "untiered")
+
+
+@dataclass(frozen=True)
+class ClusterSpan:
+    """An embedded cluster (or a kubeconfig target) being prepared: from its start to the end of BeforeSuite."""
+
+    lane: str
+    profile: str
+    start: float
+    stop: float
 
 
 @dataclass(frozen=True)
@@ -157,6 +199,120 @@ def _test_section(record: ReportEntry) -> str:
     )
 
 
+def _lane_order(lane: str) -> tuple[int, int, str]:
+    digits = "".join(ch for ch in lane if ch.isdigit())
+    return (0 if lane == "main" else 1, int(digits) if digits else -1, lane)
+
+
+def _ticks(seconds: float) -> tuple[int, ...]:
+    step = next((s for s in _TICK_STEPS if seconds / s <= 12), _TICK_STEPS[-1])
+    return tuple(range(0, int(seconds) + 1, step))
+
+
+def _clock(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m{rest:02d}s" if minutes else f"{rest}s"
+
+
+def _timeline_bar(
+    kind: str,
+    x: float,
+    y: float,
+    width: float,
+    height: float,
+    colour: str,
+    label: str,
+    title: str,
+    pale: float = 0.0,
+) -> str:
+    """One bar of the timeline; its first ``pale`` pixels paler (a spec waiting for its cluster)."""
+    pale = min(pale, width)
+    text = ""
+    if label and width - pale >= len(label) * _CHAR_WIDTH + 4:
+        text = f'<text x="{x + pale + 2:.1f}" y="{y + height - 4:.1f}" class="bar-label">{html.escape(label)}</text>'
+    waiting = (
+        f'<rect class="waiting" x="{x:.1f}" y="{y:.1f}" width="{pale:.1f}" height="{height}" fill="#fff" '
+        f'fill-opacity="0.6"><title>{html.escape(title)}</title></rect>'
+        if pale >= 1
+        else ""
+    )
+    return (
+        f'<g class="{kind}"><rect x="{x:.1f}" y="{y:.1f}" width="{max(width, 1.0):.1f}" height="{height}" '
+        f'fill="{colour}" stroke="#fff" stroke-width="0.5"><title>{html.escape(title)}</title></rect>'
+        f"{waiting}{text}</g>"
+    )
+
+
+def timeline(records: Sequence[ReportEntry], spans: Sequence[ClusterSpan] = ()) -> str:
+    """The run as an SVG: a lane per worker, its clusters being prepared above its specs ("" if no times)."""
+    timed = [r for r in records if r.start and r.stop]
+    if not timed and not spans:
+        return ""
+    began = min([r.start for r in timed] + [s.start for s in spans])
+    ended = max([r.stop for r in timed] + [s.stop for s in spans])
+    total = max(ended - began, 1.0)
+    scale = _AXIS_WIDTH / total
+    lanes = sorted({r.lane for r in timed} | {s.lane for s in spans}, key=_lane_order)
+    lane_height = _CLUSTER_ROW + _SPEC_ROW + _LANE_GAP
+    top = 18
+    height = top + lane_height * len(lanes) + 4
+    width = _LANE_LABEL + _AXIS_WIDTH + 8
+    parts = [
+        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="timeline of the run: {len(lanes)} lanes, {_clock(total)}">'
+    ]
+    for tick in _ticks(total):
+        x = _LANE_LABEL + tick * scale
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 4}" stroke="#e0e0e0"/>'
+            f'<text x="{x + 2:.1f}" y="{top - 6}" class="tick">{_clock(tick)}</text>'
+        )
+    last_lane = max(lanes, key=lambda lane: max([r.stop for r in timed if r.lane == lane] + [0.0]))
+    for index, lane in enumerate(lanes):
+        y = top + index * lane_height
+        weight = ' font-weight="bold"' if lane == last_lane else ""
+        parts.append(
+            f'<g class="lane" data-lane="{html.escape(lane)}"><text x="2" y="{y + _CLUSTER_ROW + _SPEC_ROW - 5}" '
+            f'class="lane-name"{weight}>{html.escape(lane)}</text>'
+        )
+        for span in (s for s in spans if s.lane == lane):
+            parts.append(
+                _timeline_bar(
+                    "cluster", _LANE_LABEL + (span.start - began) * scale, y, (span.stop - span.start) * scale,
+                    _CLUSTER_ROW, _CLUSTER_COLOUR, span.profile,
+                    f"{span.profile} cluster: started at {_clock(span.start - began)}, "
+                    f"ready for specs after {span.stop - span.start:.1f} s",
+                )
+            )  # fmt: skip
+        for record in (r for r in timed if r.lane == lane):
+            label = record.test_id or record.nodeid.rsplit("::", 1)[-1]
+            parts.append(
+                _timeline_bar(
+                    f"spec {record.outcome}", _LANE_LABEL + (record.start - began) * scale, y + _CLUSTER_ROW,
+                    (record.stop - record.start) * scale, _SPEC_ROW, _COLOURS.get(record.outcome, "#616161"), label,
+                    f"{record.nodeid}: {record.outcome}, {record.stop - record.start:.1f} s "
+                    f"from {_clock(record.start - began)}"
+                    + (f", of which {record.waited:.1f} s waiting for its cluster" if record.waited else ""),
+                    record.waited * scale,
+                )
+            )  # fmt: skip
+        parts.append("</g>")
+    parts.append("</svg>")
+    legend = "".join(
+        f'<span class="key"><span class="swatch" style="background:{colour}"></span>{name}</span>'
+        for name, colour in (
+            ("passed", _COLOURS["passed"]),
+            ("failed / error", _COLOURS["failed"]),
+            ("skipped", _COLOURS["skipped"]),
+            ("cluster being prepared (a spec waiting for it: paler)", _CLUSTER_COLOUR),
+        )
+    )
+    return (
+        f'<section class="timeline"><h2>Timeline</h2><p class="legend">{legend} — the run ends with lane '
+        f"<b>{html.escape(last_lane)}</b> at {_clock(total)}</p>{''.join(parts)}</section>"
+    )
+
+
 _STYLE = """
 body{font-family:sans-serif;margin:1.5em;color:#212121}
 summary{cursor:pointer;padding:.3em 0}
@@ -168,6 +324,13 @@ pre{background:#fafafa;border:1px solid #e0e0e0;padding:.5em;overflow:auto}
 .zone{display:inline-block;vertical-align:top;margin:0 .8em 0 0;border:1px solid #e0e0e0;padding:.3em}
 .zone td{font-size:.8em;padding:0 .3em}
 table.summary td,table.summary th{padding:.2em .8em;text-align:right}
+section.timeline{overflow-x:auto}
+svg.timeline text{font-family:sans-serif}
+svg.timeline .tick{font-size:10px;fill:#757575}
+svg.timeline .lane-name{font-size:11px;fill:#424242}
+svg.timeline .bar-label{font-size:10px;fill:#fff;pointer-events:none}
+.legend .key{margin-right:1em;font-size:.85em}
+.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle;border-radius:2px}
 """
 
 
@@ -176,6 +339,7 @@ def render(
     *,
     title: str = "numaresources serial suite",
     wall_time: float | None = None,
+    spans: Sequence[ClusterSpan] = (),
 ) -> str:
     """The whole page."""
     outcomes = Counter(r.outcome for r in records)
@@ -193,7 +357,7 @@ def render(
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p class='totals'>{html.escape(totals)}{wall}</p>"
         "<table class='summary'><tr><th></th><th>passed</th><th>failed</th><th>error</th><th>skipped</th></tr>"
-        f"{''.join(rows)}</table>"
+        f"{''.join(rows)}</table>{timeline(records, spans)}"
         f"{''.join(_test_section(r) for r in ordered)}</body></html>"
     )
 

@@ -13,11 +13,13 @@ when a collected test asks for ``kube``, ``suite_config`` or ``fxt``.
 Targets. With a kubeconfig (``--kubeconfig`` / ``KUBECONFIG``) every spec runs against
 that cluster, serially (``-n`` is refused: the specs disturb the whole cluster). Without
 one, an embedded cluster is started per needed profile: specs labelled ``tmscope:cnt``
-need ``container-scope``, the others ``--cluster-profile`` (default ``default``). Specs are
-ordered by profile; a serial run prepares the next cluster in the background
-(:data:`~nrop.suite.selecting.PREPARE_AHEAD` specs before it is needed) and closes the
-previous one in the background. With ``-n`` every xdist worker starts its own clusters and a
-profile other than the default one is kept on one worker (``--dist loadgroup``).
+need ``container-scope``, the others ``--cluster-profile`` (default ``default``). Such a run
+spreads its specs over xdist workers by itself once it knows the selection
+(:mod:`nrop.suite.distributing`): as many as the free memory and the selected specs call for,
+or ``-n N`` (``-n 0``: serially); every worker starts its own clusters and runs its lane of
+the plan, longest spec first. A serial run orders the specs by profile, prepares the next
+cluster in the background (:data:`~nrop.suite.selecting.PREPARE_AHEAD` specs before it is
+needed) and closes the previous one in the background.
 
 Fixtures (CONTRACTS.md): ``kube`` (session) the client of the target, with the stack
 installed; ``timeouts`` (session); ``suite_config`` (session) the BeforeSuite result,
@@ -27,11 +29,12 @@ skipping the spec with the reason when the cluster lacks what the suite needs; `
 
 This module is the entry point and owns the run's configuration: the options, the markers,
 whether this is a suite run, the option checks against ``-n`` and the defaults it sets
-(session timeout, JUnit path, ``--dist loadgroup`` with groups of :data:`GROUP_SIZE` specs).
-It loads the rest of the plugin (``pytest_plugins``), one module per seam, sharing the run's
-state (:mod:`nrop.suite.runstate`): spec selection and order (:mod:`nrop.suite.selecting`),
-targets and fixtures (:mod:`nrop.suite.targeting`), outcomes, reports and the end of the
-run (:mod:`nrop.suite.reporting`).
+(session timeout, JUnit path; ``-n`` held back until the selection is known). It loads the
+rest of the plugin (``pytest_plugins``), one module per seam, sharing the run's state
+(:mod:`nrop.suite.runstate`): spec selection and order (:mod:`nrop.suite.selecting`), the
+spread over workers (:mod:`nrop.suite.distributing`), targets and fixtures
+(:mod:`nrop.suite.targeting`), outcomes, reports and the end of the run
+(:mod:`nrop.suite.reporting`).
 
 A test directory declares itself the serial suite with ``NROP_SERIAL_SUITE = True`` in its
 conftest.py; then an empty selection is a usage error (exit 4) instead of pytest's exit 5,
@@ -48,7 +51,6 @@ from __future__ import annotations
 import os
 import types
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -58,21 +60,22 @@ from nrop.suite.options import SELECTION_FLAGS, SuiteOptions, add_options, resol
 from nrop.suite.runstate import STATE, RunState, is_distributed
 from nrop.suite.specs import SPEC_MARK
 
-__all__ = ["GROUP_SIZE", "SESSION_TIMEOUT", "SUITE_FLAG"]
+__all__ = ["SESSION_TIMEOUT", "SUITE_FLAG"]
 
 #: The rest of the plugin, one module per seam (registered when pytest registers this module).
-pytest_plugins = ("nrop.suite.selecting", "nrop.suite.targeting", "nrop.suite.reporting")
+pytest_plugins = (
+    "nrop.suite.selecting",
+    "nrop.suite.distributing",
+    "nrop.suite.targeting",
+    "nrop.suite.reporting",
+)
 
 SUITE_FLAG = "NROP_SERIAL_SUITE"
 #: pytest-timeout's ``--session-timeout`` of a suite run when none is given: upstream's whole-run
 #: timeout (5h). It is soft: the spec running when it expires ends, then the run stops.
 SESSION_TIMEOUT = 5 * 3600.0
-#: Under xdist, the specs of a profile other than the run's are kept on one worker per this many
-#: specs (each such worker starts a cluster of that profile: about 20 s against minutes of specs).
-GROUP_SIZE = 8
 
 _OPTION_DESTS = (*SELECTION_FLAGS, "nrop_keep_namespace")
-_LOADGROUP_INPUT = "nrop_loadgroup"
 
 
 def _is_suite_run(config: pytest.Config) -> bool:
@@ -120,24 +123,37 @@ def pytest_configure(config: pytest.Config) -> None:
         assert options.kubeconfig is not None
         options = replace(options, embedded_server=target.serves_embedded(options.kubeconfig))
     worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else None
-    config.stash[STATE] = RunState(options=options, error=error, suite_run=suite_run, worker=worker)
-    if worker is not None and config.workerinput.get(_LOADGROUP_INPUT):
-        config.option.loadgroup = True  # workers re-parse argv: the controller's choice comes this way
+    run = RunState(options=options, error=error, suite_run=suite_run, worker=worker)
+    config.stash[STATE] = run
     if not suite_run or options is None or worker is not None:
         return
-    if is_distributed(config):
-        if options.dry_run:
-            config.option.dist, config.option.tx = "no", []
-        elif not options.embedded:
-            raise pytest.UsageError(
-                f"-n/--dist runs specs in parallel, but the serial suite must run alone on a shared cluster "
-                f"(target {options.kubeconfig}): drop -n, or unset KUBECONFIG/--kubeconfig so that every "
-                f"xdist worker starts its own embedded cluster"
-            )
-        elif config.option.dist == "load":
-            config.option.dist = "loadgroup"
+    if is_distributed(config) and not options.dry_run and not options.embedded:
+        raise pytest.UsageError(
+            f"-n/--dist runs specs in parallel, but the serial suite must run alone on a shared cluster "
+            f"(target {options.kubeconfig}): drop -n, or unset KUBECONFIG/--kubeconfig so that every "
+            f"xdist worker starts its own embedded cluster"
+        )
+    _hold_back_xdist(config, run, options)
     if not options.dry_run and not config.option.collectonly and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.report_dir / reports.JUNIT_NAME)
+
+
+def _hold_back_xdist(config: pytest.Config, run: RunState, options: SuiteOptions) -> None:
+    """The workers of a suite run are started once the selection is known (:mod:`nrop.suite.distributing`).
+
+    ``-n N`` is remembered and xdist kept from starting its session now; a dry run or a
+    collection lists the specs in this process; a run that debugs (``--pdb``, ``--trace``)
+    or has no xdist stays serial.
+    """
+    requested = getattr(config.option, "numprocesses", None)
+    if is_distributed(config):
+        config.option.dist, config.option.tx = "no", []
+    listing = options.dry_run or bool(config.option.collectonly)
+    debugging = bool(config.getoption("usepdb", False) or config.getoption("trace", False))
+    run.spreads = (
+        options.embedded and not listing and not debugging and config.pluginmanager.hasplugin("xdist")
+    )
+    run.requested_workers = int(requested) if requested is not None else None
 
 
 def _probes_target(config: pytest.Config, suite_run: bool, options: SuiteOptions) -> bool:
@@ -154,10 +170,3 @@ def _session_timeout_unset(config: pytest.Config) -> bool:
         return not config.getini("session_timeout")
     except ValueError:
         return True
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """xdist: tell each worker whether the controller groups specs by profile."""
-    if getattr(node.config.option, "dist", "no") == "loadgroup":
-        node.workerinput[_LOADGROUP_INPUT] = True

@@ -4,9 +4,9 @@ Owns what the run says about itself (the content is :mod:`nrop.suite.reports`'):
 failure diagnostics attached to a failing spec's report (events, NRT diff, and Allure
 attachments when ``--alluredir`` is given), the run summary and ``report.html`` fed by every
 report, and the end of the session: the targets closed (AfterSuite and teardown), their
-errors failing an otherwise clean run (xdist workers hand theirs, and their leak-check
-notes, to the controller), and an empty selection of a suite run turned into a usage error
-that names the selection and the labels there are.
+errors failing an otherwise clean run (xdist workers hand theirs, their leak-check notes
+and when their clusters were prepared to the controller), and an empty selection of a suite
+run turned into a usage error that names the selection and the labels there are.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import pytest
 
 from nrop.suite import labels as _labels
 from nrop.suite import reports
-from nrop.suite.runstate import REPORTS, SPEC, RunState, is_distributed, say_for, state
+from nrop.suite.htmlreport import ClusterSpan
+from nrop.suite.runstate import REPORTS, SPEC, RunState, say_for, state
 
 __all__: list[str] = []
 
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 _CLOSE_ERRORS_OUTPUT = "nrop_close_errors"
 #: xdist workeroutput key: a worker's leak-check verdict lines, shown by the controller.
 _LEAK_NOTES_OUTPUT = "nrop_leak_notes"
+#: xdist workeroutput key: when a worker's clusters were prepared (lane, profile, start, stop).
+_SPANS_OUTPUT = "nrop_cluster_spans"
 
 
 class _Outcomes:
@@ -88,6 +91,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     say = say_for(node.config)
     for note in output.get(_LEAK_NOTES_OUTPUT) or []:
         say(note)  # already prefixed with the profile and the worker
+    state(node.config).cluster_spans.extend(ClusterSpan(*span) for span in output.get(_SPANS_OUTPUT) or [])
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -117,8 +121,6 @@ def _empty_selection_message(run: RunState, config: pytest.Config) -> str:
     if getattr(config.option, "keyword", ""):
         what.append(f"-k {config.option.keyword!r}")
     collected = f"{run.collected_specs} specs collected" if run.collected_specs else "no spec collected"
-    if is_distributed(config):
-        collected = "collected by the xdist workers"
     available = run.labels_seen or set(_labels.LABELS)
     source = "labels of the collected specs" if run.labels_seen else "known labels"
     return (
@@ -136,9 +138,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             run.targets.close_all()
         except Exception as exc:
             run.close_errors.append(f"{type(exc).__name__}: {exc}")
+        run.cluster_spans.extend(run.targets.spans)
     if run.worker is not None and hasattr(session.config, "workeroutput"):
         session.config.workeroutput[_CLOSE_ERRORS_OUTPUT] = list(run.close_errors)
         session.config.workeroutput[_LEAK_NOTES_OUTPUT] = list(run.leak_notes)
+        # plain tuples: execnet carries built-in types only
+        session.config.workeroutput[_SPANS_OUTPUT] = [
+            (span.lane, span.profile, span.start, span.stop) for span in run.cluster_spans
+        ]
     for error in run.close_errors:
         # AfterSuite / teardown failed: the run is not clean even if every spec passed
         if terminal is not None:
@@ -167,6 +174,8 @@ def _write_html_report(run: RunState) -> None:
     if not entries:
         return
     try:
-        run.html_path = reports.write_html_report(options.report_dir, entries, time.monotonic() - run.started)
+        run.html_path = reports.write_html_report(
+            options.report_dir, entries, time.monotonic() - run.started, run.cluster_spans
+        )
     except OSError as exc:
         log.error("could not write the HTML report into %s: %s", options.report_dir, exc)

@@ -10,8 +10,9 @@
 * a one-screen summary at the end: passed / failed / skipped per tier, skip reasons grouped,
   and the wall time;
 * ``report.html`` in the report directory (:mod:`nrop.suite.htmlreport`): one entry per spec
-  built from its phase reports; a failure carries the NRT diff and the NRTs at the failure
-  (:data:`FAILURE_ATTR`), drawn as zone occupancy pictures, which also go to allure.
+  built from its phase reports (with where and when it ran, for the timeline); a failure
+  carries the NRT diff and the NRTs at the failure (:data:`FAILURE_ATTR`), drawn as zone
+  occupancy pictures, which also go to allure.
 
 Diagnostics never raise: a dump that cannot be produced says why instead, so it cannot hide
 the failure it documents.
@@ -29,7 +30,8 @@ from typing import Any
 import pytest
 
 from nrop.suite import htmlreport
-from nrop.suite.htmlreport import ReportEntry
+from nrop.suite.htmlreport import ClusterSpan, ReportEntry
+from nrop.suite.lanes import TARGET_SECONDS
 from nrop.suite.specs import SpecInfo
 
 __all__ = [
@@ -261,7 +263,9 @@ def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntr
     (e.g. the cooldown) ``error``; the message is where and why each phase failed (the
     traceback goes along, folded), or the skip reason.
     The NRT diff and the NRTs at the failure come from the first failed phase that carries
-    them (:data:`FAILURE_ATTR`, set by the plugin).
+    them (:data:`FAILURE_ATTR`, set by the plugin). The lane is the xdist worker that ran it
+    (``main`` without xdist), the times those of the first and last phase, of which the setup
+    waited :data:`~nrop.suite.lanes.TARGET_SECONDS` for the target.
     """
     props = dict(phases[0].user_properties) if phases else {}
     failed = [r for r in phases if r.failed]
@@ -293,6 +297,10 @@ def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntr
         traceback=traceback,
         nrt_diff=str(snapshot.get("nrt_diff") or ""),
         nrts=tuple(snapshot.get("nrts") or ()),
+        lane=str(next((r.worker_id for r in phases if getattr(r, "worker_id", None)), "main")),
+        start=min((float(r.start) for r in phases if getattr(r, "start", None)), default=0.0),
+        stop=max((float(r.stop) for r in phases if getattr(r, "stop", None)), default=0.0),
+        waited=float(props.get(TARGET_SECONDS) or 0.0),
     )
 
 
@@ -310,9 +318,11 @@ class HtmlCollector:
         return [report_entry(nodeid, phases) for nodeid, phases in self.phases.items()]
 
 
-def write_html_report(report_dir: Path, entries: Sequence[ReportEntry], wall_seconds: float) -> Path:
+def write_html_report(
+    report_dir: Path, entries: Sequence[ReportEntry], wall_seconds: float, spans: Sequence[ClusterSpan] = ()
+) -> Path:
     """Write ``report.html`` into ``report_dir``; returns its path."""
     report_dir.mkdir(parents=True, exist_ok=True)
     path = report_dir / HTML_NAME
-    path.write_text(htmlreport.render(entries, wall_time=wall_seconds), encoding="utf-8")
+    path.write_text(htmlreport.render(entries, wall_time=wall_seconds, spans=spans), encoding="utf-8")
     return path

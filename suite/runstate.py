@@ -21,12 +21,15 @@ from pathlib import Path
 import pytest
 
 from nrop.suite import reports
+from nrop.suite.htmlreport import ClusterSpan
+from nrop.suite.lanes import Spec
 from nrop.suite.options import SuiteOptions
 from nrop.suite.session import Targets
 from nrop.suite.specs import SpecInfo
 
 __all__ = [
     "CONTEXT_FIXTURE",
+    "FIRST_PROFILE_INPUT",
     "PREPARE",
     "PROFILE",
     "REPORTS",
@@ -42,6 +45,9 @@ log = logging.getLogger(__name__)
 
 #: The session fixture that holds the target of the running spec: a spec that uses it needs a target.
 CONTEXT_FIXTURE = "_nrop_context"
+#: xdist workerinput key: the profile of the first cluster of a worker's lane, prepared as soon as
+#: the worker starts (while it collects), before its first spec asks for it.
+FIRST_PROFILE_INPUT = "nrop_first_profile"
 #: Progress lines of a worker's leak check: the controller shows them (xdist workers say nothing).
 _LEAK_NOTE_PREFIXES = ("leak check:", "left behind:")
 
@@ -65,6 +71,15 @@ class RunState:
     active_key: str | None = None
     close_errors: list[str] = field(default_factory=list)
     leak_notes: list[str] = field(default_factory=list)
+    #: the pytest process of a suite run on embedded clusters: it may spread the specs over
+    #: xdist workers (:mod:`nrop.suite.distributing`), ``-n N`` if given (0: serial), else chosen
+    spreads: bool = False
+    requested_workers: int | None = None
+    #: the plan of a spread run: node ids per worker id, and each spec's profile and estimate
+    lanes: dict[str, list[str]] | None = None
+    estimates: dict[str, Spec] = field(default_factory=dict)
+    #: when each embedded cluster was being prepared (cluster, stack, BeforeSuite), for report.html
+    cluster_spans: list[ClusterSpan] = field(default_factory=list)
 
     def usable_options(self) -> SuiteOptions:
         if self.error is not None:

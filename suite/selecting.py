@@ -3,10 +3,10 @@
 Owns collection: each spec item gets its :class:`~nrop.suite.specs.SpecInfo`, its label
 markers and ``test_id``, the embedded cluster profile it needs (:func:`profile_for`) and a
 pytest-timeout limit (:data:`SPEC_TIMEOUT`); then the selection (``--label-filter``,
-``--focus``/``--skip``), the order (the run's profile first), the xdist groups of the
-other profiles (:data:`~nrop.suite.plugin.GROUP_SIZE` specs each), the points where a
-serial run prepares its next target (:func:`prepare_points`), and ``--dry-run-specs``,
-which lists the selection instead of running it.
+``--focus``/``--skip``), the order of a serial run (the run's profile first), the points where
+a serial run prepares its next target (:func:`prepare_points`), and ``--dry-run-specs``,
+which lists the selection instead of running it. How a run is spread over xdist workers is
+:mod:`nrop.suite.distributing`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import pytest
 
 from nrop.suite import labelfilter, reports
 from nrop.suite import labels as _labels
-from nrop.suite.plugin import GROUP_SIZE
 from nrop.suite.runstate import CONTEXT_FIXTURE, PREPARE, PROFILE, SPEC, STATE, is_distributed, state
 from nrop.suite.specs import spec_info
 
@@ -111,10 +110,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not specs:
         return
     options = run.usable_options()
-
-    grouping = (
-        bool(config.getoption("loadgroup", False)) or getattr(config.option, "dist", "no") == "loadgroup"
-    )
     bound = config.pluginmanager.hasplugin("timeout") and config.getoption("timeout", None) is None
     for item in specs:
         marked = item.get_closest_marker(PROFILE_MARK)
@@ -124,8 +119,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.stash[PROFILE] = profile
         if bound and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(SPEC_TIMEOUT))
-    if grouping and options.embedded:
-        _group_by_profile([item for item in specs if item.stash[PROFILE] != options.cluster_profile])
 
     predicate = labelfilter.parse(options.selection_filter)
     focus = [re.compile(pattern) for pattern in options.focus]
@@ -144,36 +137,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep = [item for item in items if selected(item)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if not selected(item)])
-    # a serial run uses one target after the other: the specs of the default profile first (under
-    # xdist the order does not matter: LoadScopeScheduling hands out the largest groups first)
+    # a serial run uses one target after the other: the specs of the default profile first (a spread
+    # run gives each worker its own order)
     keep.sort(key=lambda item: (item.stash.get(PROFILE, options.cluster_profile) != options.cluster_profile,
                                 item.stash.get(PROFILE, "")))  # fmt: skip
     items[:] = keep
-
-
-def _group_by_profile(items: list[pytest.Item]) -> None:
-    """xdist groups of the specs of another profile: at most :data:`GROUP_SIZE` specs each, so that
-    a large profile is split over several workers (each starts its own cluster of it)."""
-    count: dict[str, int] = {}
-    for item in items:
-        profile = item.stash[PROFILE]
-        index = count.get(profile, 0)
-        count[profile] = index + 1
-        item.add_marker(pytest.mark.xdist_group(f"nrop-{profile}-{index // GROUP_SIZE}"))
-
-
-def _suffix_group_ids(items: list[pytest.Item]) -> None:
-    """Give grouped specs the ``<nodeid>@<group>`` ids xdist's LoadGroupScheduling reads.
-
-    pytest-xdist 3.8 sets ``item._nodeid``, which pytest 9.2 no longer uses for ``nodeid``;
-    items whose id did not get the suffix get it here.
-    """
-    from _pytest.nodeid import coerce_node_id
-
-    for item in items:
-        groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args})
-        if groups and "@" not in item.nodeid:
-            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -187,8 +155,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         points = prepare_points([item.stash[PROFILE] for item in targeted], PREPARE_AHEAD)
         for index, profile in points.items():
             targeted[index].stash[PREPARE] = profile
-    if run.worker is not None and getattr(session.config.option, "loadgroup", False):
-        _suffix_group_ids(session.items)
 
 
 @pytest.hookimpl(tryfirst=True)

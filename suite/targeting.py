@@ -7,9 +7,13 @@ spec with the reason when the cluster lacks what the suite needs), and the per-t
 kept on failure when asked). They hang on one session fixture, the target of the running
 spec (:class:`nrop.suite.session.Targets` opens and closes them): before a spec whose
 profile differs from the previous one, ``pytest_runtest_setup`` finishes the session
-fixtures and switches the target, starts preparing the next one where selection said so,
-and a serial run closes the previous target in the background. A run that ends abnormally
-still stops its embedded clusters (``pytest_unconfigure``).
+fixtures, switches the target and closes the previous one in the background (a run takes
+each profile's specs in one stretch); a spec whose setup waited for its target carries the
+seconds it waited (the property :data:`~nrop.suite.lanes.TARGET_SECONDS`). Targets are
+prepared ahead: in a serial run where selection said so; on an xdist worker its first one as
+the worker starts (the controller names its profile) and the next one as soon as the spec
+after the running one (the only one it knows) needs another profile. A run that ends
+abnormally still stops its embedded clusters (``pytest_unconfigure``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,17 @@ from typing import Any
 
 import pytest
 
-from nrop.suite.runstate import CONTEXT_FIXTURE, PREPARE, PROFILE, REPORTS, STATE, say_for, state
+from nrop.suite.lanes import TARGET_SECONDS
+from nrop.suite.runstate import (
+    CONTEXT_FIXTURE,
+    FIRST_PROFILE_INPUT,
+    PREPARE,
+    PROFILE,
+    REPORTS,
+    STATE,
+    say_for,
+    state,
+)
 from nrop.suite.session import Context, Targets
 
 __all__ = ["DEFAULT_FIXTURE_BASENAME"]
@@ -28,21 +42,61 @@ __all__ = ["DEFAULT_FIXTURE_BASENAME"]
 DEFAULT_FIXTURE_BASENAME = "e2e-test"
 
 
+def _targets(config: pytest.Config) -> Targets:
+    run = state(config)
+    if run.targets is None:
+        run.targets = Targets(run.usable_options(), say_for(config), run.worker)
+    return run.targets
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """On an xdist worker: start preparing its first target while it collects."""
+    config = session.config
+    profile = getattr(config, "workerinput", {}).get(FIRST_PROFILE_INPUT)
+    if profile and state(config).worker is not None:
+        targets = _targets(config)
+        targets.prepare(targets.key_for(profile))
+
+
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Switch the session fixtures to the target this spec needs before its fixtures are set up."""
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """On an xdist worker: prepare the next spec's target now if it is another profile than this one's."""
     run = state(item.config)
-    if CONTEXT_FIXTURE not in getattr(item, "fixturenames", ()):
+    if run.worker is None or nextitem is None or CONTEXT_FIXTURE not in getattr(nextitem, "fixturenames", ()):
         return
     options = run.usable_options()
-    if run.targets is None:
-        run.targets = Targets(options, say_for(item.config), run.worker)
-    key = run.targets.key_for(item.stash.get(PROFILE, options.cluster_profile))
+    profile = nextitem.stash.get(PROFILE, options.cluster_profile)
+    if profile != item.stash.get(PROFILE, options.cluster_profile):
+        targets = _targets(item.config)
+        targets.prepare(targets.key_for(profile))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Switch the session fixtures to the target this spec needs before its fixtures are set up;
+    note how long the setup waited for the target."""
+    if CONTEXT_FIXTURE not in getattr(item, "fixturenames", ()):
+        return (yield)
+    _switch_target(item)
+    targets = _targets(item.config)
+    waited = targets.waited
+    try:
+        return (yield)
+    finally:
+        if round(targets.waited - waited, 1) > 0:
+            item.user_properties.append((TARGET_SECONDS, f"{targets.waited - waited:.1f}"))
+
+
+def _switch_target(item: pytest.Item) -> None:
+    run = state(item.config)
+    options = run.usable_options()
+    targets = _targets(item.config)
+    key = targets.key_for(item.stash.get(PROFILE, options.cluster_profile))
     previous = run.active_key
     run.active_key = key
     ahead = item.stash.get(PREPARE, None)
     if ahead is not None:
-        run.targets.prepare(run.targets.key_for(ahead))
+        targets.prepare(targets.key_for(ahead))
     if previous is None or previous == key:
         return
     # The session-scoped fixtures hold the previous target: finish them (and what depends on
@@ -50,10 +104,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     fixturedefs = item._fixtureinfo.name2fixturedefs.get(CONTEXT_FIXTURE, ())  # type: ignore[attr-defined]
     for fixturedef in fixturedefs:
         fixturedef.finish(item._request)  # type: ignore[attr-defined]
-    if run.worker is None:
-        # a serial run orders specs by profile: the previous target is not needed again; its
-        # AfterSuite and teardown run while this spec does (errors come out at the end)
-        run.targets.close_in_background(previous)
+    # a run takes each profile's specs in one stretch: the previous target is not needed again (if
+    # it is, it opens anew); its AfterSuite and teardown run while this spec does (errors at the end)
+    targets.close_in_background(previous)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -66,12 +119,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def _nrop_context(request: pytest.FixtureRequest) -> Context:
     run = state(request.config)
-    options = run.usable_options()
-    if run.targets is None:
-        run.targets = Targets(options, say_for(request.config), run.worker)
-    key = run.active_key or run.targets.key_for(options.cluster_profile)
+    targets = _targets(request.config)
+    key = run.active_key or targets.key_for(run.usable_options().cluster_profile)
     run.active_key = key
-    return run.targets.get(key)
+    return targets.get(key)
 
 
 @pytest.fixture(scope="session")

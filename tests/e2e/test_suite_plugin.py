@@ -413,6 +413,11 @@ def test_report_html_shows_the_failed_spec_with_nrt_diff_and_zone_pictures(
     assert '<details class="test passed">' in page and "[test_id:10] passes" in page
     assert '<details class="test skipped">' in page and "no second node" in page
     assert "1 failed, 1 passed, 1 skipped" in page
+    # the timeline: a lane per process that ran specs, each spec a bar (its label only where it fits)
+    timeline = page[page.index('<svg class="timeline"') : page.index("</svg>")]
+    lanes = {lane for lane in ("main", "gw0", "gw1") if f'data-lane="{lane}"' in timeline}
+    assert lanes == {"main"} if not xdist else lanes and lanes <= {"gw0", "gw1"}
+    assert timeline.count('<g class="spec ') == 3 and "::test_fails: failed, " in timeline
 
 
 def test_allure_gets_the_zone_pictures_of_a_failed_spec(pytester: pytest.Pytester) -> None:

@@ -2,7 +2,8 @@
 
 No cluster is started: where a target is needed, the ``Targets`` class is replaced by one
 whose contexts are plain strings, so the wiring (which profile a spec gets, when targets
-open, are prepared ahead and close, serially and under xdist) is what is tested; then the
+open, are prepared ahead and close, serially and spread over xdist workers: how many, which
+specs each runs in what order) is what is tested; then the
 per-spec and session timeouts, the embedded cluster program started and stopped as the
 suite starts it (a fake ``nrop-cluster``), and a kubeconfig target recognised as embedded.
 The inner runs are those of :mod:`_helpers_plugin`.
@@ -10,6 +11,7 @@ The inner runs are those of :mod:`_helpers_plugin`.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from dataclasses import replace
@@ -19,7 +21,7 @@ import pytest
 from _helpers_plugin import BASE_ARGS, SUITE_CONFTEST, _clean_env, placement_specs, run
 
 from nrop.suite import options as suite_options
-from nrop.suite import plugin, target
+from nrop.suite import target
 
 pytest_plugins = ("pytester",)
 
@@ -145,7 +147,7 @@ def test_a_serial_run_uses_targets_in_profile_order_preparing_the_next_one_ahead
     pytester.makepyfile(test_profiles=PROFILED)
     # -k deselects after the plugin ordered the specs: the point of preparing ahead follows
     result = pytester.runpytest_subprocess(
-        *BASE_ARGS, "--report-dir", str(pytester.path / "r"), "-k", "not default_1"
+        *BASE_ARGS, "-n", "0", "--report-dir", str(pytester.path / "r"), "-k", "not default_1"
     )
     assert result.ret == 0, result.stdout.str()
     seen = (pytester.path / "seen.log").read_text().split("\n")
@@ -177,56 +179,136 @@ def test_a_serial_run_uses_targets_in_profile_order_preparing_the_next_one_ahead
     )
 
 
-def test_with_xdist_each_worker_has_its_own_targets_and_a_profile_stays_on_one_worker(
+def test_with_xdist_each_worker_prepares_the_target_of_its_lane_as_it_starts(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(FAKE_TARGETS)
+    threaded = FAKE_TARGETS.replace(
+        '_record("open", key, self.worker or "main")',
+        '_record("open", key, self.worker or "main", __import__("threading").current_thread().name)',
+    )
+    pytester.makeconftest(threaded)
     pytester.makepyfile(test_profiles=PROFILED)
     result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
     assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["nrop: 2 workers (-n), each with its own embedded clusters; planned *"])
     seen = [line.split() for line in (pytester.path / "seen.log").read_text().splitlines()]
-    assert len(seen) == 4
     for name, kube, config, _worker in seen:
         profile = "container-scope" if name.startswith("cnt") else "default"
         assert (kube, config) == (f"kube-of-{profile}", f"config-of-{profile}")
-    assert len({worker for name, *_, worker in seen if name.startswith("cnt")}) == 1
-    assert {worker for *_, worker in seen} <= {"gw0", "gw1"}
+    # two profiles of equal work on two workers: a lane (and one cluster) each, opened on the
+    # thread that prepares it as the worker starts
+    assert sorted((name, worker) for name, *_, worker in seen) == [
+        ("cnt_1", "gw0"), ("cnt_2", "gw0"), ("default_1", "gw1"), ("default_2", "gw1"),
+    ]  # fmt: skip
     opened = [
-        line.split() for line in (pytester.path / "targets.log").read_text().splitlines() if "open" in line
+        line.split()[1:]
+        for line in (pytester.path / "targets.log").read_text().splitlines()
+        if "open" in line
     ]
-    assert all(worker in ("gw0", "gw1") for _, _, worker in opened)
+    assert sorted(opened) == [
+        ["container-scope", "gw0", "nrop-container-scope"],
+        ["default", "gw1", "nrop-default"],
+    ]
 
 
-def test_with_xdist_a_large_profile_is_split_into_groups_that_run_first(pytester: pytest.Pytester) -> None:
-    # more cnt specs than a group holds: two groups, each on its own worker with its own cluster;
-    # xdist hands out the largest units first, so each worker starts with a group
-    specs = ["import os", "from nrop.suite.specs import spec", 'pytestmark = spec("profiles")']
-    for index in range(plugin.GROUP_SIZE + 2):
-        specs.append(
-            f'@spec("[test_id:{100 + index}] cnt spec {index}", "tier0", "tmscope:cnt")\n'
-            f"def test_cnt_{index}(kube):\n"
-            f'    open(os.path.join(os.path.dirname(__file__), "order.log"), "a").write('
-            f"f\"{{os.environ['PYTEST_XDIST_WORKER']}} cnt\\n\")"
+LANED = textwrap.dedent(
+    """
+    import os
+    from nrop.suite import distributing
+    from nrop.suite.specs import spec
+
+    pytestmark = spec("lanes")
+
+    def _ran(name):
+        with open(os.path.join(os.path.dirname(__file__), "order.log"), "a") as f:
+            f.write(f"{os.environ['PYTEST_XDIST_WORKER']} {name}\\n")
+    """
+)
+
+
+def _laned_suite(pytester: pytest.Pytester, specs: dict[str, tuple[float, str]]) -> None:
+    """Specs named by ``specs`` (name -> measured seconds, labels), with those durations on file."""
+    lines = [LANED]
+    for index, (name, (_, labels)) in enumerate(specs.items()):
+        lines.append(
+            f'@spec("[test_id:{100 + index}] {name}", "tier0"{labels})\n'
+            f"def test_{name}(kube):\n    _ran({name!r})\n"
         )
-    for index in range(2):
-        specs.append(
-            f'@spec("[test_id:{200 + index}] default spec {index}", "tier0")\n'
-            f"def test_default_{index}(kube):\n"
-            f'    open(os.path.join(os.path.dirname(__file__), "order.log"), "a").write('
-            f"f\"{{os.environ['PYTEST_XDIST_WORKER']}} default\\n\")"
-        )
-    pytester.makeconftest(FAKE_TARGETS)
-    pytester.makepyfile(test_groups="\n\n\n".join(specs) + "\n")
+    pytester.makepyfile(test_lanes="\n\n".join(lines))
+    durations = {f"test_lanes.py::test_{name}": seconds for name, (seconds, _) in specs.items()}
+    (pytester.path / "durations.json").write_text(json.dumps(durations))
+    pytester.makeconftest(
+        FAKE_TARGETS
+        + "\nfrom nrop.suite import distributing\n"
+        + f"distributing.DURATIONS_FILE = distributing.Path({str(pytester.path / 'durations.json')!r})\n"
+    )
+
+
+def _order(pytester: pytest.Pytester) -> dict[str, list[str]]:
+    ran: dict[str, list[str]] = {}
+    for line in (pytester.path / "order.log").read_text().splitlines():
+        worker, name = line.split()
+        ran.setdefault(worker, []).append(name)
+    return ran
+
+
+def test_with_xdist_workers_take_the_longest_specs_first(pytester: pytest.Pytester) -> None:
+    _laned_suite(pytester, {"short_a": (10, ""), "long": (100, ""), "short_b": (10, ""), "medium": (50, "")})
     result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
     assert result.ret == 0, result.stdout.str()
+    # the plan (nrop.suite.lanes): the longest alone on gw0, the others after the medium one on gw1
+    assert _order(pytester) == {"gw0": ["long"], "gw1": ["medium", "short_a", "short_b"]}
+
+
+def test_without_n_a_spread_run_chooses_its_workers_and_spreads_a_profile_over_several(
+    pytester: pytest.Pytester,
+) -> None:
+    cnt = ', "tmscope:cnt"'
+    _laned_suite(
+        pytester,
+        {
+            "cnt_a": (60, cnt),
+            "cnt_b": (60, cnt),
+            "cnt_c": (60, cnt),
+            "default_a": (30, ""),
+            "default_b": (30, ""),
+        },
+    )
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    # three container-scope specs of a minute: one worker (and cluster) each; the default ones share one
+    result.stdout.fnmatch_lines(["nrop: 4 workers (chosen for the selection and this machine)*"])
+    ran = _order(pytester)
+    assert sorted(ran.values()) == [["cnt_a"], ["cnt_b"], ["cnt_c"], ["default_a", "default_b"]]
     opened = [
         line.split() for line in (pytester.path / "targets.log").read_text().splitlines() if "open" in line
     ]
-    assert sorted(worker for _, key, worker in opened if key == "container-scope") == ["gw0", "gw1"]
-    runs = [line.split() for line in (pytester.path / "order.log").read_text().splitlines()]
-    assert sum(1 for _, what in runs if what == "cnt") == plugin.GROUP_SIZE + 2
-    for worker in ("gw0", "gw1"):
-        assert next(what for who, what in runs if who == worker) == "cnt"
+    assert sorted(key for _, key, _ in opened) == ["container-scope"] * 3 + ["default"]
+
+
+def test_a_run_that_debugs_stays_serial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makeconftest(FAKE_TARGETS)
+    pytester.makepyfile(test_profiles=PROFILED)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "--report-dir", str(pytester.path), "--pdb")
+    assert result.ret == 0, result.stdout.str()
+    assert "workers" not in result.stdout.str()
+    assert {line.split()[-1] for line in (pytester.path / "seen.log").read_text().splitlines()} == {"main"}
+
+
+def test_a_single_spec_runs_serially(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makeconftest(FAKE_TARGETS)
+    pytester.makepyfile(test_profiles=PROFILED)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "--report-dir", str(pytester.path), "-k", "default_1")
+    assert result.ret == 0, result.stdout.str()
+    assert "workers" not in result.stdout.str()
+    assert (pytester.path / "seen.log").read_text().split() == [
+        "default_1",
+        "kube-of-default",
+        "config-of-default",
+        "main",
+    ]
 
 
 def test_with_xdist_a_worker_s_after_suite_failure_fails_the_run(pytester: pytest.Pytester) -> None:

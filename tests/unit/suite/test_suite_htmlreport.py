@@ -1,5 +1,5 @@
-"""The HTML report: zone occupancy arithmetic, one entry from a test's phase reports, and what a reader
-sees of a failed test (in a real browser)."""
+"""The HTML report: zone occupancy arithmetic, one entry from a test's phase reports, what a reader
+sees of a failed test and of the run's timeline (in a real browser)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 from _pytest._code.code import ReprFileLocation
 
-from nrop.suite.htmlreport import ReportEntry, ZoneUsage, failure_page, render, zone_usage
+from nrop.suite.htmlreport import (
+    ClusterSpan,
+    ReportEntry,
+    ZoneUsage,
+    failure_page,
+    render,
+    timeline,
+    zone_usage,
+)
 from nrop.suite.reports import report_entry
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -78,12 +86,10 @@ def test_render_puts_failures_first_with_diff_and_zone_pictures() -> None:
     assert "<script" not in page and "http" not in page
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-def test_a_browser_shows_the_failed_test_open_with_its_zone_pictures(tmp_path: Path) -> None:
-    report = tmp_path / "report.html"
-    report.write_text(render([PASSED, FAILED]), encoding="utf-8")
+def browse(tmp_path: Path, page: Path, *how: str) -> str:
+    """What headless chromium makes of ``page`` (``--dump-dom``: the DOM it parsed, on stdout)."""
     assert CHROMIUM is not None
-    dom = subprocess.run(
+    return subprocess.run(
         [
             CHROMIUM,
             "--headless",
@@ -94,20 +100,84 @@ def test_a_browser_shows_the_failed_test_open_with_its_zone_pictures(tmp_path: P
             "--disable-sync",
             "--no-first-run",
             f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            report.as_uri(),
+            *how,
+            page.as_uri(),
         ],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     ).stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_a_browser_shows_the_failed_test_open_with_its_zone_pictures(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    report.write_text(render([PASSED, FAILED]), encoding="utf-8")
+    dom = browse(tmp_path, report, "--dump-dom")
     # The browser parsed it: the failed test is an open <details> holding the diff and one figure per zone.
     failed = dom[dom.index('<details class="test failed" open') :]
     failed = failed[: failed.index("</details>")]
     assert 'class="nrt-diff"' in failed
     assert failed.count('<figure class="zone"') == 2
     assert 'aria-label="cpu used 18 / 18"' in failed
+
+
+# ------------------------------------------------------------------------------------ the timeline
+
+T0 = 1_800_000_000.0
+TIMED = [
+    ReportEntry(
+        "serial/t.py::test_a[85007]",
+        "passed",
+        76,
+        test_id="85007",
+        lane="gw0",
+        start=T0 + 10,
+        stop=T0 + 86,
+        waited=20,
+    ),
+    ReportEntry(
+        "serial/t.py::test_b[47577]", "failed", 16, test_id="47577", lane="gw1", start=T0 + 25, stop=T0 + 41
+    ),
+    ReportEntry("serial/t.py::test_c", "skipped", 1, lane="gw1", start=T0 + 41, stop=T0 + 42),
+    ReportEntry("serial/t.py::test_untimed", "passed", 1),
+]
+SPANS = [ClusterSpan("gw0", "container-scope", T0, T0 + 30), ClusterSpan("gw1", "default", T0 + 1, T0 + 25)]
+
+
+def test_the_timeline_has_a_lane_per_worker_with_its_clusters_and_specs_on_one_axis() -> None:
+    svg = timeline(TIMED, SPANS)
+    assert svg.count('class="lane"') == 2 and svg.index('data-lane="gw0"') < svg.index('data-lane="gw1"')
+    assert (
+        svg.count('class="cluster"') == 2 and svg.count('class="spec ') == 3
+    )  # the untimed entry is left out
+    # one axis: 86 s over 1000 px; gw0's first spec waits 20 s for its cluster (paler), then runs
+    assert '<g class="cluster"><rect x="56.0" y="18.0" width="348.8"' in svg
+    assert '<g class="spec passed"><rect x="172.3" y="30.0" width="883.7"' in svg
+    assert '<rect class="waiting" x="172.3" y="30.0" width="232.6"' in svg
+    assert svg.count('class="waiting"') == 1 and "of which 20.0 s waiting for its cluster" in svg
+    assert ">85007</text>" in svg and ">47577</text>" in svg  # labels that fit are written on the bar
+    assert "the run ends with lane <b>gw0</b> at 1m26s" in svg
+    assert "<title>serial/t.py::test_b[47577]: failed, 16.0 s from 25s</title>" in svg
+
+
+def test_no_times_no_timeline() -> None:
+    assert timeline([PASSED, FAILED]) == ""
+    assert "Timeline" not in render([PASSED, FAILED])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_a_browser_draws_the_timeline(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    report.write_text(render(TIMED, spans=SPANS), encoding="utf-8")
+    dom = browse(tmp_path, report, "--dump-dom")
+    drawn = dom[dom.index('<svg class="timeline"') : dom.index("</svg>")]
+    assert drawn.count("<rect") == 6 and drawn.count('class="lane"') == 2  # 2 clusters, 3 specs, 1 wait
+    assert (
+        browse(tmp_path, report, f"--screenshot={tmp_path / 'timeline.png'}", "--window-size=1200,600") == ""
+    )
+    assert (tmp_path / "timeline.png").stat().st_size > 0
 
 
 # ----------------------------------------------------------------- one entry from the phase reports
@@ -117,6 +187,7 @@ PROPS = [
     ("tier", "tier0"),
     ("labels", "tier0,feature:tmpol"),
     ("spec", "[test_id:47575] x"),
+    ("target_seconds", "0.5"),
 ]
 SNAPSHOT = {"nrt_diff": "worker-0:\n  node-00: cpu -4", "nrts": [nrt("worker-0", [res("cpu", "18", "14")])]}
 
@@ -186,6 +257,7 @@ def test_report_entry(phases: list[pytest.TestReport], outcome: str, message: st
         "[test_id:47575] x",
     )
     assert len(entry.nrts) == (1 if diff else 0)
+    assert (entry.lane, entry.waited) == ("main", 0.5)
     failed = [p for p in phases if p.failed]
     assert entry.traceback == "\n\n".join(p.longreprtext for p in failed)
 
