@@ -11,6 +11,7 @@ __all__ = [
     "durations",
     "fielderrors",
     "fingerprint",
+    "gomaps",
     "grpc",
     "images",
     "kubeproto",

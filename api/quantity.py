@@ -424,6 +424,14 @@ class Quantity:
         """``MilliValue()``: thousandths, rounded away from zero."""
         return self.scaled_value(-3)
 
+    def as_int64(self) -> int | None:
+        """``AsInt64()``: the value when it is a whole number that fits an int64, else None
+        (Go's ``(0, false)``); unlike :meth:`value`, ``1500m`` is not an int64."""
+        whole, rest = divmod(self.nanos, _NANO)
+        if rest or not -(2**63) <= whole < 2**63:
+            return None
+        return whole
+
     def canonical_form(self) -> str:
         """The canonical string (``CanonicalizeBytes``), ignoring any verbatim text."""
         return _canonicalize(self.nanos, self.format)

@@ -146,7 +146,9 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
         {"daemonsets": {"name": n, "namespace": ctx.namespace}, "config": g.config, "selector": g.pool_name}
         for n, g in zip(names, groups, strict=True)
     ]
-    # Upstream fills machineconfigpools on every platform but HyperShift; on Kubernetes the name is the pool.
+    # Upstream fills machineconfigpools only on OpenShift (reconcileResourceMachineConfig); this operator
+    # fills it on every platform, the pool name standing for the MCP, so the specs that read it run on
+    # Kubernetes too (a known difference from upstream's operator, listed in README.md's known gaps).
     status["machineconfigpools"] = [{"name": g.pool_name, "config": g.config} for g in groups]
     status["relatedObjects"] = related_objects(ctx.namespace, names)
     return daemonset_step(live_daemonsets)

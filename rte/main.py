@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import signal
 import sys
 import threading
@@ -83,8 +84,11 @@ class Exporter:
         terminal_pods: TerminalPods | None = None,
         out: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
     ) -> None:
         self.cfg = cfg
+        #: Draws the order of each zone's resources, as Go's map iteration does upstream.
+        self.rng = rng if rng is not None else random.Random()
         self.tm = tm
         self.machine = machine
         self.podres = podres
@@ -146,7 +150,7 @@ class Exporter:
         if self.terminal_pods is not None:
             pods = exclude_terminal_pods(pods, self.terminal_pods.current())
         assert self.resources is not None
-        result = scan(self.machine, self.resources, pods, self.options)
+        result = scan(self.machine, self.resources, pods, self.options, self.rng)
         self._warn_once(result.warnings)
         self.metrics.operation_delay("podresources_scan", trigger.value, (self.clock() - started) * 1000)
         if self.cfg.pods_fingerprint_status_file and result.fingerprint_status is not None:

@@ -38,18 +38,26 @@ This module owns the decision the exporter exists for, as upstream's
 
 Zones are the machine's NUMA nodes in id order (upstream walks indexes ``0..n-1`` and
 looks each id up, which is the same on every machine without holes in its node ids, and
-panics on the others). Zone resources are sorted by name (upstream's order is Go map order, i.e. random), so
-consecutive objects differ only where the node changed.
+panics on the others). A zone's resources come in the order upstream's ``range`` over the
+zone's allocatable counters (a Go map) visits them (:class:`nrop.api.gomaps.GoMap`, random
+source injected): a rotation of the order the kubelet reported them in (devices, then
+``cpu``, then memory blocks), from a random start on every scan (beyond eight resources
+Go's hash layout cannot be known: a fresh random one per scan). So, as upstream, a scan
+of an unchanged node usually yields an object whose resource lists are in another order,
+and a periodic refresh then writes a new ``resourceVersion`` (what the tests' ``GetUpdated``
+waits for); with one resource per zone it never does.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
 from nrop.api import fingerprint, numaplacement
+from nrop.api.gomaps import GoMap
 from nrop.api.nrt import AttributeInfo, CostInfo, ResourceInfo, Zone, zone_name_from_numa_id
 from nrop.api.podresources import (
     AllocatableResources,
@@ -396,9 +404,14 @@ def scan(
     resources: NodeResources,
     pods: Sequence[PodResources],
     options: ScanOptions | None = None,
+    rng: random.Random | None = None,
 ) -> ScanResult:
-    """Zones, attributes and annotations of the NRT for ``pods`` (the List response, filtered)."""
+    """Zones, attributes and annotations of the NRT for ``pods`` (the List response, filtered).
+
+    ``rng`` draws each zone's Go map iteration start (see the module docstring).
+    """
     options = options or ScanOptions()
+    rng = rng if rng is not None else random.Random()
     result = ScanResult(zones=[], attributes=[], annotations={})
     if options.pods_fingerprint:
         sign, status = fingerprint_pods(pods, options.fingerprint_method, options.node_name)
@@ -442,7 +455,7 @@ def scan(
         capacity = resources.capacity.get(node.id, {})
         # Nothing allocatable on this node: all of its CPUs are reserved.
         allocatable = resources.allocatable.get(node.id) or {RESOURCE_CPU: 0}
-        for name in sorted(allocatable):
+        for name in GoMap(allocatable, rng).iterate(rng):
             if _excluded(options, name):
                 continue
             alloc = allocatable[name]

@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import random
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from nrop.api.durations import parse_duration
 from nrop.api.quantity import Quantity, coerce
-from nrop.suite import baseload, nrtconsumed, nrtupdates, objects, scheduling, waiters
+from nrop.suite import baseload, fixture, nrtcompare, nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import padding as e2epad
@@ -39,7 +35,6 @@ log = logging.getLogger(__name__)
 ResList = rl.ResourceList
 
 GIB = 1024**3
-FIRST_EVENT_GRACE = 30.0  # seconds a pod may wait for its first event
 
 # ----------------------------------------------------------------------------- NRT data
 
@@ -61,15 +56,10 @@ def find_from_list(nrts: Iterable[Manifest], name: str) -> Manifest:
 
 
 def pop_node_name(names: set[str]) -> str:
-    """``PopNodeName``: ``E2E_NROP_TARGET_NODE`` when it is a candidate, else any name."""
-    preferred = os.environ.get("E2E_NROP_TARGET_NODE")
-    if preferred and preferred in names:
-        names.discard(preferred)
-        return preferred
-    if not names:
+    """``PopNodeName`` (:func:`nrop.suite.fixture.pop_node_name`) with its ``ok`` asserted."""
+    name = fixture.pop_node_name(names)
+    if name is None:
         raise AssertionError("cannot select a target node among no candidates")
-    name = random.choice(sorted(names))
-    names.discard(name)
     return name
 
 
@@ -155,57 +145,29 @@ def pod_names(pods: Iterable[Mapping[str, Any]]) -> str:
 # ----------------------------------------------------------------------------- scheduling events
 
 
-def _check_pod_events(
-    kube: Kube, namespace: str, name: str, check: Callable[[Mapping[str, Any]], bool]
-) -> bool:
-    # an event is recorded asynchronously: give the first one a moment to be there
-    events = kube.events_for(namespace, name)
-    deadline = time.monotonic() + FIRST_EVENT_GRACE
-    while not events and time.monotonic() < deadline:
-        time.sleep(1)
-        events = kube.events_for(namespace, name)
-    if not events:
-        raise AssertionError(f"no event received for {namespace}/{name}")
-    for event in events:
-        if check(event):
-            log.info(
-                "found relevant event for pod %s/%s: %s %s",
-                namespace,
-                name,
-                event.get("reason"),
-                event.get("message"),
-            )
-            return True
-    log.warning("Failed to find relevant scheduling event for pod %s/%s", namespace, name)
-    return False
-
-
 def check_pod_was_scheduled_with(kube: Kube, namespace: str, name: str, scheduler: str) -> bool:
-    return _check_pod_events(kube, namespace, name, lambda ev: scheduling.is_scheduled_with(ev, scheduler))
+    """``nrosched.CheckPODWasScheduledWith`` (:mod:`nrop.suite.scheduling`): no events at all fails at once."""
+    return bool(scheduling.check_pod_was_scheduled_with(kube, namespace, name, scheduler))
 
 
 def check_pod_scheduling_failed(kube: Kube, namespace: str, name: str, scheduler: str) -> bool:
-    return _check_pod_events(kube, namespace, name, lambda ev: scheduling.is_failed_scheduling(ev, scheduler))
+    return bool(scheduling.check_pod_scheduling_failed(kube, namespace, name, scheduler))
 
 
 def check_pod_scheduling_failed_with_msg(
     kube: Kube, namespace: str, name: str, scheduler: str, msg: str
 ) -> bool:
-    return _check_pod_events(
-        kube, namespace, name, lambda ev: scheduling.is_failed_scheduling(ev, scheduler, msg)
-    )
+    return bool(scheduling.check_pod_scheduling_failed_with_msg(kube, namespace, name, scheduler, msg))
 
 
 def check_pod_scheduling_failed_for_alignment(
     kube: Kube, namespace: str, name: str, scheduler: str, scope: str
 ) -> bool:
-    return check_pod_scheduling_failed_with_msg(
-        kube, namespace, name, scheduler, scheduling.alignment_error(scope)
-    )
+    return bool(scheduling.check_pod_scheduling_failed_for_alignment(kube, namespace, name, scheduler, scope))
 
 
 def check_pod_kubelet_reject_topology_affinity(kube: Kube, namespace: str, name: str) -> bool:
-    return _check_pod_events(kube, namespace, name, scheduling.is_kubelet_topology_affinity_error)
+    return bool(scheduling.check_pod_kubelet_reject_with_topology_affinity_error(kube, namespace, name))
 
 
 def expect_scheduled_with(kube: Kube, pods: Iterable[Mapping[str, Any]], scheduler: str) -> None:
@@ -257,11 +219,12 @@ def expect_nrt_consumed(
     timeout: float = 60.0,
 ) -> Manifest:
     """``expectNRTConsumedResources``: the node's NRT changes and some zone shows the consumption."""
-    after = nrtupdates.get_updated_for_node(kube, before, timeout, interval=1.0)
+    after = nrtupdates.get_updated_for_node(kube, before, timeout)
     match = nrtconsumed.check_zone_consumed_resources_at_least(before, after, required, objects.pod_qos(pod))
     assert match, (
         "inconsistent accounting: no resources consumed by the running pod,\n"
-        f"NRT before test's pod: {nrt_to_string(before)} \nNRT after: {nrt_to_string(after)} \n"
+        f"NRT before test's pod: {nrtcompare.to_string_nrt(before)} \n"
+        f"NRT after: {nrtcompare.to_string_nrt(after)} \n"
         f"pod resources: {rl.to_string(required)}"
     )
     return after
@@ -279,17 +242,10 @@ class PoolConfig:
 
 
 def single_pool_config(nrop: Mapping[str, Any]) -> tuple[int, PoolConfig | None]:
-    """(pool count, the pool) from ``status.machineConfigPools`` (OpenShift), or on Kubernetes
-    from ``status.nodeGroups`` (which carries the same per-pool NodeGroupConfig)."""
-    status = nrop.get("status") or {}
-    mcps = status.get("machineConfigPools") or []
-    if mcps:
-        pools = [PoolConfig(str(m.get("name", "")), m.get("config") or {}) for m in mcps]
-    else:
-        pools = [
-            PoolConfig(str(g.get("selector") or g.get("poolName") or ""), g.get("config") or {})
-            for g in status.get("nodeGroups") or []
-        ]
+    """(pool count, the pool) from ``status.machineconfigpools``, as upstream reads
+    ``Status.MachineConfigPools``: the pool only when there is exactly one."""
+    mcps = (nrop.get("status") or {}).get("machineconfigpools") or []
+    pools = [PoolConfig(str(m.get("name", "")), m.get("config") or {}) for m in mcps]
     return len(pools), (pools[0] if len(pools) == 1 else None)
 
 
@@ -303,16 +259,18 @@ def refresh_mode_is(config: Mapping[str, Any], mode: str) -> tuple[bool, str]:
     return value == mode, value
 
 
-def check_periodic_node_group(fxt: Any, kube: Any, nrop_name: str) -> float:
+def check_periodic_node_group(fxt: Any, kube: Any, nrop_name: str, pfp_skip: str) -> float:
     """The BeforeEach of "using a NodeGroup with periodic unevented updates": skip unless the
-    single node group has pod fingerprinting and Periodic refresh; returns the refresh period."""
+    single MachineConfigPool has pod fingerprinting and Periodic refresh; returns the refresh
+    period. ``pfp_skip`` starts the family's skip reason for the fingerprint mode (upstream's
+    two files word it differently)."""
     nrop = kube.get(k8s.NROP, nrop_name)
     count, pool = single_pool_config(nrop)
     if pool is None:
         fxt.skip(f"more than one MCP not yet supported, found {count}")
     ok, value = pfp_enabled(pool.config)
     if not ok:
-        fxt.skip(f"unsupported fingerprint status {q(value)} in {q(pool.name)}")
+        fxt.skip(f"{pfp_skip} {q(value)} in {q(pool.name)}")
     ok, value = refresh_mode_is(pool.config, "Periodic")
     if not ok:
         fxt.skip(f"unsupported refresh mode {q(value)} in {q(pool.name)}")
@@ -322,12 +280,26 @@ def check_periodic_node_group(fxt: Any, kube: Any, nrop_name: str) -> float:
 
 
 def dump_failed_pod_info(kube: Any, failed: list[dict]) -> None:
+    """``dumpFailedPodInfo``: on failure, the NRT list and each failed pod's events."""
     if not failed:
         return
-    for nrt in kube.list(k8s.NRT):
-        log.info("NRT post failure: %s", nrt_to_string(nrt))
+    nrts = nrtupdates.get_updated(kube, [], 60)  # as upstream: one poll interval, then the list
+    log.info("NRT list: %s", nrtcompare.list_to_string(nrts, "post failure"))
     for pod in failed:
         waiters.log_events_for_pod(kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+
+def reference_zone_cpus(nrts: Sequence[Manifest]) -> int:
+    """The available CPUs of zone 0 of the first candidate, all zones being assumed equal
+    (``FindResourceAvailableByName`` then ``AsInt64``, both asserted as upstream)."""
+    node = nrts[0]
+    zone = zones(node)[0]
+    where = f"zone {q(zone['name'])} node {q(e2enrt.nrt_name(node))}"
+    cpus = zone_resources(zone).get("cpu")
+    assert cpus is not None, f"no CPU resource in {where}"
+    value = cpus.as_int64()
+    assert value is not None, f"invalid CPU resource in {where}: {cpus}"
+    return value
 
 
 def round_seconds(seconds: float) -> float:
@@ -366,54 +338,5 @@ def pause_pod_spec(
     return spec_
 
 
-def pods_of(kube: Kube, obj: Mapping[str, Any]) -> list[Manifest]:
-    """Pods selected by a Deployment/DaemonSet/ReplicaSet's label selector (not terminating)."""
-    selector = obj["spec"]["selector"]["matchLabels"]
-    pods = kube.list(k8s.POD, obj["metadata"]["namespace"], label_selector=dict(selector))
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
 def worker_nodes(kube: Kube) -> list[Manifest]:
     return kube.list(k8s.NODE, label_selector="node-role.kubernetes.io/worker=")
-
-
-def pick_node_index(nodes: Sequence[Mapping[str, Any]]) -> int:
-    """``PickNodeIndex``: the index of E2E_NROP_TARGET_NODE among ``nodes``, else 0."""
-    preferred = os.environ.get("E2E_NROP_TARGET_NODE")
-    for idx, node in enumerate(nodes):
-        if node["metadata"]["name"] == preferred:
-            return idx
-    return 0
-
-
-SCHEDULER_LEASE = "numa-scheduler-leader"
-
-
-def dump_scheduler_logs(kube: Kube, sched_namespace: str, *pods: Mapping[str, Any]) -> None:
-    """``dumpSchedulerLogs``: the leader's logs since the earliest test pod creation - 5s (else
-    the last 30s), to show why a pod was (not) scheduled."""
-    lease = kube.get_or_none(k8s.LEASE, SCHEDULER_LEASE, sched_namespace)
-    holder = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
-    leader = next(
-        (
-            p
-            for p in kube.list(k8s.POD, sched_namespace, label_selector="app=secondary-scheduler")
-            if p["metadata"]["name"] and holder.startswith(p["metadata"]["name"])
-        ),
-        None,
-    )
-    if leader is None:
-        log.error("cannot find scheduler leader pod (lease holder %r)", holder)
-        return
-    since = 30
-    if pods:
-        created = min(str(p["metadata"].get("creationTimestamp") or "") for p in pods)
-        if created:
-            started = datetime.fromisoformat(created.replace("Z", "+00:00"))
-            since = max(1, int((datetime.now(UTC) - started).total_seconds()) + 5)
-    try:
-        logs = kube.pod_logs(sched_namespace, leader["metadata"]["name"], since_seconds=since)
-    except Exception:
-        log.exception("cannot fetch scheduler logs")
-        return
-    log.info("begin scheduler logs for %s\n%send scheduler logs", pod_key(leader), logs)

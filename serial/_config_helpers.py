@@ -149,9 +149,11 @@ def update_object(
     timeout: float,
     interval: float,
     namespace: str | None = None,
+    description: str | None = None,
 ) -> Manifest:
     """``Eventually(Get; mutate; Update)``: a full-object update at the read resourceVersion,
-    retried (conflicts, transient errors) until it succeeds; returns the stored object."""
+    retried (conflicts, transient errors) until it succeeds; returns the stored object.
+    ``description`` is the Eventually's failure message (default: what was to be updated)."""
     result: list[Manifest] = []
 
     def attempt() -> str | None:
@@ -163,7 +165,7 @@ def update_object(
             return f"update failed: {exc}"
         return None
 
-    eventually(attempt, f"{kind.kind} {name} to be updated", timeout, interval)
+    eventually(attempt, description or f"{kind.kind} {name} to be updated", timeout, interval)
     return result[0]
 
 
@@ -458,15 +460,22 @@ def pool_node_selector(
     return dict(ds["spec"]["template"]["spec"].get("nodeSelector") or {})
 
 
+def _normalize_flag_name(name: str) -> str:
+    """flagcodec's normalization: a one-char flag spelled with two dashes (``--v``) is ``-v``."""
+    return name[1:] if len(name) == 3 and name.startswith("--") else name
+
+
 def container_flag(args: Iterable[str], flag: str) -> str | None:
-    """``flagcodec.ParseArgvKeyValue(..., WithFlagNormalization).GetFlag("-" + flag)``."""
+    """``flagcodec.ParseArgvKeyValue(args, WithFlagNormalization).GetFlag(flag)``: the value of
+    ``flag`` (spelled as upstream, e.g. ``-v`` or ``--metrics-tls-min-version``), ``""`` for a
+    toggle, None when absent; a flag given twice keeps its last value."""
+    wanted = _normalize_flag_name(flag)
+    found: str | None = None
     for arg in args:
-        if not arg.startswith("-"):
-            continue
-        name, sep, value = arg.lstrip("-").partition("=")
-        if name == flag and sep:
-            return value
-    return None
+        name, sep, value = arg.partition("=")
+        if _normalize_flag_name(name) == wanted:
+            found = value if sep else ""
+    return found
 
 
 # -- related objects ------------------------------------------------------------------------
@@ -509,23 +518,19 @@ def object_refs(refs: Iterable[Mapping[str, Any]] | None) -> list[str]:
 # -- MachineConfigPools (OpenShift roll-outs) -------------------------------------------------
 
 
-def mcp_condition_true(kube: Kube, name: str, ctype: str) -> str | None:
-    mcp = kube.get_or_none(MCP, name)
-    if mcp is None:
-        return f"MCP {name} not found"
-    cond = find_condition((mcp.get("status") or {}).get("conditions"), ctype)
-    if cond is None or cond.get("status") != "True":
-        return f"MCP {name} condition {ctype} is {cond}"
-    return None
+def for_mcp_condition(
+    kube: Kube, mcp: Mapping[str, Any] | str, ctype: str, timeout: float, interval: float
+) -> Manifest:
+    """``wait.ForMachineConfigPoolCondition`` (:func:`nrop.suite.waiters.for_mcp_condition`):
+    ``mcp`` is the pool as read before the change, or a name (read now)."""
+    return waiters.for_mcp_condition(kube, mcp, ctype, interval=interval, timeout=timeout)
 
 
-def wait_mcp_condition(kube: Kube, suite_config: Any, name: str, ctype: str) -> None:
+def wait_mcp_condition(kube: Kube, suite_config: Any, mcp: Mapping[str, Any] | str, ctype: str) -> Manifest:
+    """:func:`for_mcp_condition` with ``MachineConfigPoolUpdateTimeout`` / ``...Interval``."""
     t = suite_config.timeouts
-    eventually(
-        lambda: mcp_condition_true(kube, name, ctype),
-        f"MCP {name} condition {ctype}",
-        t.mcp_update_timeout,
-        poll(suite_config.target, t.mcp_update_interval),
+    return for_mcp_condition(
+        kube, mcp, ctype, t.mcp_update_timeout, poll(suite_config.target, t.mcp_update_interval)
     )
 
 
@@ -547,8 +552,22 @@ def nrop_mcps(kube: Kube, nrop: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(selected.values())
 
 
-def mcps_info(kube: Kube, nrop: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """``buildMCPsInfo``: (mcp name, initial rendered config, a sample node) per NROP MCP."""
+@dataclass(frozen=True)
+class McpInfo:
+    """``mcpInfo``: the pool as read before the change, its rendered config then, a node of it."""
+
+    mcp: Mapping[str, Any]
+    initial_config: str
+    sample_node: str
+
+    @property
+    def name(self) -> str:
+        return str(self.mcp["metadata"]["name"])
+
+
+def mcps_info(kube: Kube, nrop: Mapping[str, Any]) -> list[McpInfo]:
+    """``buildMCPsInfo``: per NROP MCP, the pool itself (its resourceVersion is the reference
+    of :func:`wait_for_mcp_update`), its initial rendered config and a sample node."""
     info = []
     for mcp in nrop_mcps(kube, kube.get(NROP, nrop["metadata"]["name"])):
         labels = ((mcp.get("spec") or {}).get("nodeSelector") or {}).get("matchLabels") or {}
@@ -556,18 +575,18 @@ def mcps_info(kube: Kube, nrop: Mapping[str, Any]) -> list[tuple[str, str, str]]
         if not nodes:
             raise AssertionError(f"empty node list for mcp {mcp['metadata']['name']}")
         config = ((mcp.get("status") or {}).get("configuration") or {}).get("name", "")
-        info.append((mcp["metadata"]["name"], config, nodes[0]["metadata"]["name"]))
+        info.append(McpInfo(mcp, config, nodes[0]["metadata"]["name"]))
     return info
 
 
-def wait_for_mcp_update(
-    kube: Kube, suite_config: Any, infos: list[tuple[str, str, str]], config_update: bool
-) -> None:
-    """``waitForMcpUpdate``: every MCP Updated, its rendered config changed (MachineConfig update)
-    and the sample node's desired and current config equal to it."""
-    for name, _, _ in infos:
-        wait_mcp_condition(kube, suite_config, name, "Updated")
-    for name, initial, sample in infos:
+def wait_for_mcp_update(kube: Kube, suite_config: Any, infos: list[McpInfo], config_update: bool) -> None:
+    """``waitForMcpUpdate``: every MCP Updated since its snapshot in ``infos``
+    (:func:`wait_mcp_condition`), its rendered config changed (MachineConfig update) and the
+    sample node's desired and current config equal to it."""
+    for info in infos:
+        wait_mcp_condition(kube, suite_config, info.mcp, "Updated")
+    for info in infos:
+        name, initial, sample = info.name, info.initial_config, info.sample_node
         mcp = kube.get(MCP, name)
         updated = ((mcp.get("status") or {}).get("configuration") or {}).get("name", "")
         if config_update:

@@ -3,23 +3,24 @@
 Owned by ``test_workload_placement*.py`` and ``test_workload_overhead.py``. Upstream's files of
 these families share helpers that the suite library does not offer as such: the per-scope
 ``tmScopeFuncs``, the tmpol tables' ``podResourcesRequest`` and multi-container test pod,
-``makePaddingPod`` + ``pinPodTo`` + create, ``labelNodeWithValue``, the regex match on
-``FailedScheduling`` messages. Each names the upstream helper it mirrors, so that it can move
-into the library without a change of behaviour.
+``makePaddingPod`` + ``pinPodTo`` + create, ``labelNodeWithValue``, Gomega's ``Eventually``
+failing with the spec's own message. Each names the upstream helper it mirrors, so that it can
+move into the library without a change of behaviour.
 
 Table resource lists are plain ``{name: quantity text}`` mappings as upstream's tables write
 them; the placeholders ``DEV1``..``DEV3`` stand for ``E2E_NROP_DEVICE_TYPE_1..3`` and are
 resolved when a test runs (upstream resolves them when it builds the spec tree, which here
-would be import time).
+would be import time). An unset variable resolves to the empty name, as upstream's
+``GetDeviceTypeNName()`` does: no NRT offers it, so the entry skips at upstream's
+"can match requests" filter.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from nrop.suite import baseload, nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import kube as k
@@ -30,6 +31,8 @@ from nrop.suite.nrt import SCOPE_CONTAINER, SCOPE_POD, SINGLE_NUMA_NODE
 from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 Resources = Mapping[str, Any]
 """A resource list: resource name -> quantity (text as in the tables, or :class:`Quantity`)."""
@@ -59,29 +62,18 @@ def to_string(values: Resources) -> str:
 
 
 def resolve_devices(values: Resources, device_types: Sequence[str | None]) -> dict[str, Any]:
-    """Replace ``DEV1``..``DEV3`` with the configured device resource names."""
+    """Replace ``DEV1``..``DEV3`` with the configured device resource names ("" when unset).
+
+    Two placeholders resolving to the same name keep the later amount, as a Go map literal
+    whose keys collide at run time does.
+    """
     out: dict[str, Any] = {}
     for name, value in values.items():
         resolved = name
         if name in DEVICE_PLACEHOLDERS:
             resolved = device_types[DEVICE_PLACEHOLDERS.index(name)] or ""
-            if not resolved:
-                raise LookupError(f"{name} is not configured")
         out[resolved] = value
     return out
-
-
-def missing_devices_reason(lists: Iterable[Resources], device_types: Sequence[str | None]) -> str | None:
-    """Why an entry that needs devices cannot run here, or None when its device types are all set."""
-    used = {name for values in lists for name in values if name in DEVICE_PLACEHOLDERS}
-    missing = [
-        f"E2E_NROP_DEVICE_TYPE_{idx + 1}"
-        for idx, name in enumerate(DEVICE_PLACEHOLDERS)
-        if name in used and not device_types[idx]
-    ]
-    if missing:
-        return f"device types needed by this test are not configured: {', '.join(missing)} not set"
-    return None
 
 
 def is_hugepage_in(values: Resources) -> bool:
@@ -168,19 +160,13 @@ def multi_container_pod(
     return pod
 
 
-def pause_container(name: str, pause_image: str, limits: Resources) -> dict[str, Any]:
-    return {
-        "name": name,
-        "image": pause_image,
-        "command": ["/pause"],
-        "resources": {"limits": rl.to_manifest(rl.of(limits))},
-    }
-
-
 def pods_by_labels(kube: k.Kube, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The live pods of a workload (``podlist.ByDeployment`` / ``ByReplicaSet``)."""
-    pods = kube.list(k.POD, namespace, label_selector=dict(labels))
-    return [pod for pod in pods if not pod["metadata"].get("deletionTimestamp")]
+    """The pods of a workload selecting ``labels`` in ``namespace`` (``podlist.ByDeployment`` /
+    ``ByReplicaSet``, :func:`nrop.suite.waiters.pods_of_workload`): terminating ones included."""
+    selector = {"matchLabels": dict(labels)}
+    return waiters.pods_of_workload(
+        kube, {"metadata": {"namespace": namespace}, "spec": {"selector": selector}}
+    )
 
 
 # ---------------------------------------------------------------------- padding
@@ -261,12 +247,12 @@ def expect_resources_restored(
 
     The NRT updaters may be slow to report a pod removal: some delay is tolerated.
     """
-    wait_for(
+    eventually(
         lambda: nrtupdates.get_updated_for_node(fxt.kube, last_seen, MINUTE),
         lambda nrt_post_delete: nrtconsumed.check_equal_available_resources(reference, nrt_post_delete),
-        f"resources restored on {q(node)}",
+        f"resources not restored on {q(node)}",
         MINUTE,
-        interval=fxt.config.timeouts.poll(5),
+        fxt.config.timeouts.poll(5),
     )
 
 
@@ -280,20 +266,26 @@ def expect_scheduled_by(kube: k.Kube, pod: Mapping[str, Any], scheduler: str) ->
     )
 
 
-def failed_scheduling_matches(events: Iterable[Mapping[str, Any]], pattern: str) -> bool:
-    """Whether a ``FailedScheduling`` event's message matches ``pattern`` (a regex, unanchored)."""
-    regex = re.compile(pattern)
-    return any(
-        e.get("reason") == "FailedScheduling" and regex.search(str(e.get("message") or "")) for e in events
-    )
-
-
 def wait_pod_running(kube: k.Kube, namespace: str, name: str, timeout: float, what: str) -> dict[str, Any]:
     """``ForPodPhase(Running)``; on failure ``what`` explains the assertion (the pod's events follow)."""
     try:
         return waiters.for_pod_phase(kube, namespace, name, "Running", timeout=timeout)
     except WaitTimeout as err:
         raise AssertionError(f"{what}: {err}") from None
+
+
+def eventually(
+    getter: Callable[[], T], predicate: Callable[[T], bool], message: str, timeout: float, interval: float
+) -> T:
+    """Gomega ``Eventually(getter).WithTimeout(timeout).WithPolling(interval).Should(...)``.
+
+    Returns the value that satisfied ``predicate``; on timeout fails with upstream's
+    ``message`` followed by the last value seen.
+    """
+    try:
+        return wait_for(getter, predicate, message, timeout, interval=interval)
+    except WaitTimeout as err:
+        raise AssertionError(f"{message}\n{err}") from None
 
 
 def label_node(kube: k.Kube, key: str, value: str, node_name: str) -> Callable[[], None]:

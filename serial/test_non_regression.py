@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
+from nrop.suite import fixture, nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
@@ -86,7 +86,9 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         kube.delete(k8s.POD, "testpod", fxt.namespace)
         # the updaters MAY be slow to report a removal: tolerate some delay
-        nrt_post_delete = nrtupdates.get_updated_for_node(kube, nrt_post_create, 60, interval=1.0)
+        nrt_post_delete = nrtupdates.get_updated_for_node(
+            kube, nrt_post_create, 60, interval=fxt.config.timeouts.poll(5)
+        )
         assert nrtconsumed.check_equal_available_resources(nrt_initial, nrt_post_delete), (
             f"NRT resources not restored correctly on {acct.q(target)}"
         )
@@ -100,7 +102,9 @@ class TestClusterHasAtLeastOneSuitableNode:
         kube = fxt.kube
         nrt_initial_list = kube.list(k8s.NRT)
         workers = acct.worker_nodes(kube)
-        target = workers[acct.pick_node_index(workers)]["metadata"]["name"]
+        target_idx, ok = fixture.pick_node_index(workers)
+        assert ok
+        target = workers[target_idx]["metadata"]["name"]
 
         # the scheduler name does not matter: the pod is pinned to the node
         non_existing_scheduler = "foo"
@@ -120,8 +124,10 @@ class TestClusterHasAtLeastOneSuitableNode:
         dp = kube.create(dp)
         updated_dp = waiters.for_deployment_complete(kube, dp, timeout=60, interval=10)
 
-        nrt_post_create_list = nrtupdates.get_updated(kube, nrt_initial_list, 60, interval=1.0)
-        pods = acct.pods_of(kube, updated_dp)
+        nrt_post_create_list = nrtupdates.get_updated(
+            kube, nrt_initial_list, 60, interval=fxt.config.timeouts.poll(5)
+        )
+        pods = waiters.pods_of_workload(kube, updated_dp)
         assert len(pods) == 1, acct.describe_pods(pods)
         updated = pods[0]
         node = updated["spec"]["nodeName"]
@@ -153,7 +159,9 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
-            post_delete_list = nrtupdates.get_updated(kube, nrt_post_create_list, 60, interval=1.0)
+            post_delete_list = nrtupdates.get_updated(
+                kube, nrt_post_create_list, 60, interval=fxt.config.timeouts.poll(5)
+            )
             return nrtconsumed.check_equal_available_resources(
                 nrt_initial, acct.find_from_list(post_delete_list, node)
             )
@@ -205,7 +213,9 @@ class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:
         waiters.while_in_pod_phase(kube, fxt.namespace, "testpod", "Pending", interval=10, steps=3)
         fxt.settle_nrts()
 
-        post_list = nrtupdates.get_updated(kube, target_initial_list, 60, interval=1.0)
+        post_list = nrtupdates.get_updated(
+            kube, target_initial_list, 60, interval=fxt.config.timeouts.poll(5)
+        )
         post = acct.find_from_list(post_list, target)
         assert nrtconsumed.check_equal_available_resources(target_initial, post), (
             "new changes were detected in the nrt of the target node, but expected no change"
@@ -255,7 +265,7 @@ class TestWithSuitableNodes:
         dp = kube.create(dp)
         dp = waiters.for_deployment_replicas_readiness(kube, dp, replicas, timeout=60)
 
-        pods = acct.pods_of(kube, dp)
+        pods = waiters.pods_of_workload(kube, dp)
         assert pods, f"cannot find any pods for DP {fxt.namespace}/{dp_name}"
         error_pods = 0
         for pod in pods:

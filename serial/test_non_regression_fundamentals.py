@@ -105,7 +105,8 @@ class TestUsingTheNUMAAwareSchedulerWithNRTData:
         log.info("selected target node name %s", target)
         nrt_info = acct.find_from_list(nrts, target)
         # assumed: even CPUs per zone, unloaded node, identical zones, baseload <= 1/4 of the node
-        max_alloc = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").value()
+        max_alloc = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").as_int64()
+        assert max_alloc is not None, "cannot convert allocatable CPU resource as int"
         cpus_val = (3 * max_alloc) // 2  # 150% of a zone: anything above a zone is fine
         num_pods = cpus_val // CPUS_PER_POD
         log.info("creating %d pods, max allocatable CPUs per NUMA zone %d", num_pods, max_alloc)
@@ -134,7 +135,8 @@ class TestUsingTheNUMAAwareSchedulerWithNRTData:
         # all workers are assumed identical: any one is the reference
         reference = acct.pop_node_name(e2enrt.accumulate_names(nrts))
         nrt_info = acct.find_from_list(nrts, reference)
-        res_val = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").value()
+        res_val = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").as_int64()
+        assert res_val is not None, "cannot convert allocatable CPU resource as int"
         cpus_val = (10 * res_val) // 8
         num_pods = len(nrts) * cpus_val // CPUS_PER_POD
         log.info("creating %d pods over %d nodes, CPUs per NUMA zone %d", num_pods, len(nrts), res_val)

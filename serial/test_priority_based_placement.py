@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import copy
 import logging
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import _accounting_helpers as acct
+import _config_helpers as cfg
 import pytest
 
 from nrop.api.quantity import Quantity, coerce
@@ -23,7 +23,7 @@ from nrop.suite import nrtupdates, objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.specs import entry, spec
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
 
@@ -41,70 +41,91 @@ CUSTOM_LOW = "e2e-preemption-low"
 CUSTOM_MEDIUM = "e2e-preemption-medium"
 CUSTOM_HIGH = "e2e-preemption-high"
 PENDING_TIMEOUT = 300.0
+#: ``Consistently`` windows and intervals of upstream's checks (kept on every target).
+CONSISTENTLY_WINDOW = 120.0
+CONSISTENTLY_INTERVAL = 10.0
+#: ``ensurePodsNotEvicted``'s window and interval (1m / 10s).
+NOT_EVICTED_WINDOW = 60.0
+NOT_EVICTED_INTERVAL = 10.0
 
 
 @pytest.fixture
 def priority_classes(fxt: Any) -> Iterator[list[dict]]:
-    """The Describe's BeforeEach/AfterEach: the NRT list, and the custom priority classes."""
+    """The Describe's BeforeEach/AfterEach: the NRT list, and the custom priority classes
+    (the AfterEach deletes each of them that exists, even when a creation failed)."""
     kube = fxt.kube
     nrt_list = kube.list(k8s.NRT)
-    created = []
     try:
-        for name, value in ((CUSTOM_LOW, 100), (CUSTOM_MEDIUM, 200), (CUSTOM_HIGH, 300)):
-            kube.create(
-                {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                }
-            )
-            created.append(name)
+        for name, value, level in (
+            (CUSTOM_LOW, 100, "low"),
+            (CUSTOM_MEDIUM, 200, "medium"),
+            (CUSTOM_HIGH, 300, "high"),
+        ):
+            try:
+                kube.create(
+                    {
+                        "apiVersion": "scheduling.k8s.io/v1",
+                        "kind": "PriorityClass",
+                        "metadata": {"name": name},
+                        "value": value,
+                    }
+                )
+            except k8s.ApiError as err:
+                raise AssertionError(f"cannot create {level} priority class {acct.q(name)}: {err}") from None
         yield nrt_list
     finally:
-        for name in created:
+        for name in (CUSTOM_LOW, CUSTOM_MEDIUM, CUSTOM_HIGH):
+            if kube.get_or_none(k8s.PRIORITYCLASS, name) is None:
+                continue
             kube.delete(k8s.PRIORITYCLASS, name)
 
 
-def _set_preemption_mode(kube: Any, name: str, mode: str | None) -> None:
+def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
+    """``setPreemptionMode``: Get+Update until it goes through (5m / 10s), then the scheduler
+    object Available at its generation (1m / 15s) and carrying the new mode."""
+    kube, timeouts = fxt.kube, fxt.config.timeouts
     log.info("setting preemption mode to %s", mode)
-    kube.patch(k8s.NROSCHED, name, {"spec": {"preemptionMode": mode}})
 
-    def synced(obj: dict) -> bool:
-        for cond in (obj.get("status") or {}).get("conditions") or ():
-            if cond.get("type") == "Available":
-                return cond.get("status") == "True" and cond.get("observedGeneration") == obj["metadata"].get(
-                    "generation"
-                )
-        return False
+    def mutate(obj: dict) -> None:
+        obj.setdefault("spec", {})["preemptionMode"] = mode
+        if mode is None:
+            del obj["spec"]["preemptionMode"]
 
-    updated = wait_for(
-        lambda: kube.get(k8s.NROSCHED, name),
-        synced,
-        f"NUMAResourcesScheduler {name} Available at its generation",
-        60,
-        interval=15,
-    )
-    assert (updated.get("spec") or {}).get("preemptionMode") == mode, (
-        f"failed to update the schedulerName field,expected {mode} but found "
-        f"{(updated.get('spec') or {}).get('preemptionMode')}"
-    )
+    cfg.update_object(kube, k8s.NROSCHED, name, mutate, timeout=300, interval=timeouts.poll(10))
+
+    log.info("verifying the scheduler object was updated properly with the new value %s", mode)
+    updated: list[dict] = []
+
+    def synced() -> str | None:
+        obj = kube.get(k8s.NROSCHED, name)
+        updated[:] = [obj]
+        return cfg.synced_at_problem(
+            obj.get("status"), cfg.CONDITION_AVAILABLE, obj["metadata"]["generation"]
+        )
+
+    cfg.eventually(synced, "failed to update the schedulerName field", 60, timeouts.poll(15))
+    found = (updated[0].get("spec") or {}).get("preemptionMode")
+    assert found == mode, f"failed to update the schedulerName field,expected {mode} but found {found}"
 
 
 @pytest.fixture
 def preemption_enabled(fxt: Any, suite_config: Any, priority_classes: list[dict]) -> Iterator[None]:
     """ "when preemptionMode is set to Enabled": set it, and put the initial value back after."""
-    kube = fxt.kube
     name = suite_config.nrosched["metadata"]["name"]
-    initial = (kube.get(k8s.NROSCHED, name).get("spec") or {}).get("preemptionMode")
+    try:
+        initial_obj = fxt.kube.get(k8s.NROSCHED, name)
+    except k8s.ApiError as err:
+        raise AssertionError(f"cannot get {acct.q(name)} in the cluster: {err}") from None
+    initial = (initial_obj.get("spec") or {}).get("preemptionMode")
     if initial == "Enabled":
         yield
         return
-    _set_preemption_mode(kube, name, "Enabled")
+    _set_preemption_mode(fxt, name, "Enabled")
     try:
         yield
     finally:
-        _set_preemption_mode(kube, name, initial)
+        log.info("reverting preemption mode")
+        _set_preemption_mode(fxt, name, initial)
 
 
 @dataclass
@@ -148,55 +169,88 @@ def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> 
             log.info("uncordoned node %s", name)
 
 
+def _find_nrt(nrt_list: list[dict], node: str) -> dict:
+    """``FindFromList`` asserted with the specs' message."""
+    nrt = e2enrt.find(nrt_list, node)
+    assert nrt is not None, f"no NRT data for target node {acct.q(node)}"
+    return nrt
+
+
 def _uids(kube: Any, pods: list[dict]) -> dict[str, str]:
-    return {
-        p["metadata"]["name"]: kube.get(k8s.POD, p["metadata"]["name"], p["metadata"]["namespace"])[
-            "metadata"
-        ]["uid"]
-        for p in pods
-    }
+    """``getNamesToUIDs``."""
+    uids = {}
+    for p in pods:
+        meta = p["metadata"]
+        pod = kube.get_or_none(k8s.POD, meta["name"], meta["namespace"])
+        assert pod is not None, f"cannot get filler pod {meta['namespace']}/{meta['name']}"
+        uids[meta["name"]] = pod["metadata"]["uid"]
+    return uids
 
 
-def _ensure_not_evicted(
-    kube: Any, pods: list[dict], uids: dict[str, str], timeout: float, interval: float
-) -> None:
-    """``ensurePodsNotEvicted``: for ``timeout`` each pod exists, is not deleting, keeps its UID."""
-    deadline = time.monotonic() + timeout
-    while True:
+def _ensure_not_evicted(kube: Any, pods: list[dict], uids: dict[str, str]) -> None:
+    """``ensurePodsNotEvicted`` (1m / 10s), asserted "failed to have the filler pods running":
+    on every poll each pod exists, is not being deleted and keeps its UID."""
+
+    def problem() -> str | None:
         for fp in pods:
             name = fp["metadata"]["name"]
-            pod = kube.get_or_none(k8s.POD, name, fp["metadata"]["namespace"])
-            assert pod is not None, f"cannot get filler pod {acct.q(name)}"
-            assert not pod["metadata"].get("deletionTimestamp"), (
-                f"filler pod {acct.q(name)} should not have been evicted"
+            try:
+                pod = kube.get(k8s.POD, name, fp["metadata"]["namespace"])
+            except k8s.ApiError as err:
+                return f"cannot get filler pod {acct.q(name)}: {err}"
+            log.info(
+                "pod status %s/%s originalUID %s currentUID %s phase %s",
+                pod["metadata"]["namespace"],
+                name,
+                uids[name],
+                pod["metadata"]["uid"],
+                acct.phase(pod),
             )
-            assert pod["metadata"]["uid"] == uids[name], (
-                f"filler pod {acct.q(name)} UID should not have changed (was {acct.q(uids[name])}, now "
-                f"{acct.q(pod['metadata']['uid'])})"
-            )
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(interval)
+            if pod["metadata"].get("deletionTimestamp"):
+                return f"filler pod {acct.q(name)} should not have been evicted"
+            if pod["metadata"]["uid"] != uids[name]:
+                return (
+                    f"filler pod {acct.q(name)} UID should not have changed (was {acct.q(uids[name])}, now "
+                    f"{acct.q(pod['metadata']['uid'])})"
+                )
+        return None
+
+    cfg.consistently(
+        problem, "failed to have the filler pods running", NOT_EVICTED_WINDOW, NOT_EVICTED_INTERVAL
+    )
 
 
 def _eviction_not_expected(kube: Any, test_pod: dict, fillers: list[dict], uids: dict[str, str]) -> None:
+    """``evictionNotExpected``: the test pod stays Pending (2m / 10s), unschedulable with
+    "Preemption is not helpful for scheduling", and no filler is evicted."""
     namespace, name = test_pod["metadata"]["namespace"], test_pod["metadata"]["name"]
     log.info("verifying test pod %s/%s remains pending", namespace, name)
-    pod: dict = {}
-    deadline = time.monotonic() + 120
-    while True:
-        pod = kube.get(k8s.POD, name, namespace)
-        assert acct.phase(pod) == "Pending", f"pod {namespace}/{name} is not pending"
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(10)
+    seen: list[dict] = []
+
+    def pending() -> str | None:
+        try:
+            pod = kube.get(k8s.POD, name, namespace)
+        except k8s.ApiError as err:
+            return f"cannot get pod {namespace}/{name}: {err}"
+        seen[:] = [pod]
+        if acct.phase(pod) != "Pending":
+            return f"pod {namespace}/{name} is not pending"
+        return None
+
+    cfg.consistently(pending, "failed to have the pod pending", CONSISTENTLY_WINDOW, CONSISTENTLY_INTERVAL)
+    pod = seen[0]
+    assert acct.phase(pod) == "Pending", f"pod {namespace}/{name} is not pending"
     conditions = (pod.get("status") or {}).get("conditions") or []
-    assert len(conditions) == 1, f"pod {namespace}/{name} should have only one condition"
-    assert conditions[0].get("type") == "PodScheduled"
-    assert conditions[0].get("status") == "False"
-    assert conditions[0].get("reason") == "Unschedulable"
-    assert "Preemption is not helpful for scheduling" in str(conditions[0].get("message") or "")
-    _ensure_not_evicted(kube, fillers, uids, 60, 10)
+    assert len(conditions) == 1, f"pod {namespace}/{name} should have only one condition: {conditions}"
+    cond = conditions[0]
+    assert cond.get("type") == "PodScheduled", f"expected condition type PodScheduled, got {cond}"
+    assert cond.get("status") == "False", f"expected condition status False, got {cond}"
+    assert cond.get("reason") == "Unschedulable", f"expected condition reason Unschedulable, got {cond}"
+    assert "Preemption is not helpful for scheduling" in str(cond.get("message") or ""), (
+        f"expected the condition message to contain 'Preemption is not helpful for scheduling', got {cond}"
+    )
+    log.info("verifying all other filler pods continue to run")
+    _ensure_not_evicted(kube, fillers, uids)
 
 
 def _scaled(res: acct.ResList, factor: int) -> acct.ResList:
@@ -263,7 +317,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 new_class,
                 eviction_expected,
             )
-            nrt_info = acct.find_from_list(target.nrt_list, target.node)
+            nrt_info = _find_nrt(target.nrt_list, target.node)
             load = acct.baseload_for_node(kube, target.node)
 
             # fillers saturate the target node, zone by zone
@@ -299,15 +353,21 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 _eviction_not_expected(kube, test_pod, fillers, uids)
                 return
 
+            log.info("verifying one filler pod is preempted and evicted")
             evicted: set[str] = set()
 
-            def one_evicted() -> bool:
+            def one_evicted() -> str | None:
                 for fp in fillers:
                     if kube.get_or_none(k8s.POD, fp["metadata"]["name"], fxt.namespace) is None:
                         evicted.add(fp["metadata"]["name"])
-                return len(evicted) == 1
+                if len(evicted) != 1:
+                    return f"expected one filler pod to be evicted, got {len(evicted)}"
+                return None
 
-            wait_for(one_evicted, bool, "one filler pod to be evicted", PENDING_TIMEOUT, interval=10)
+            cfg.eventually(
+                one_evicted, "failed to have the pod running", PENDING_TIMEOUT, fxt.config.timeouts.poll(10)
+            )
+            log.info("verifying test pod becomes running after preemption")
             try:
                 waiters.for_pod_phase(
                     kube, fxt.namespace, "test-workload", "Running", timeout=PENDING_TIMEOUT
@@ -315,21 +375,29 @@ class TestWhenPreemptionModeIsSetToEnabled:
             except WaitTimeout as err:
                 raise AssertionError(f"test pod did not become Running after preemption: {err}") from None
 
-            # the other fillers keep running, consistently for 2 minutes
-            deadline = time.monotonic() + 120
-            while True:
+            log.info("verifying the rest of the filler pods continue to run")
+
+            def others_running() -> str | None:
                 for fp in fillers:
                     name = fp["metadata"]["name"]
                     if name in evicted:
                         continue
-                    pod = kube.get(k8s.POD, name, fxt.namespace)
-                    assert acct.phase(pod) == "Running", f"pod {fxt.namespace}/{name} is not running"
-                    assert not pod["metadata"].get("deletionTimestamp"), (
-                        f"filler pod {acct.q(name)} should not have been evicted"
-                    )
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(10)
+                    try:
+                        pod = kube.get(k8s.POD, name, fxt.namespace)
+                    except k8s.ApiError as err:
+                        return f"cannot get pod {fxt.namespace}/{name}: {err}"
+                    if acct.phase(pod) != "Running":
+                        return f"pod {fxt.namespace}/{name} is not running"
+                    if pod["metadata"].get("deletionTimestamp"):
+                        return f"filler pod {acct.q(name)} should not have been evicted"
+                return None
+
+            cfg.consistently(
+                others_running,
+                "more than one filler pod was evicted",
+                CONSISTENTLY_WINDOW,
+                CONSISTENTLY_INTERVAL,
+            )
 
         class TestWhenFillerPodsHaveMixedPriorities:
             pytestmark = spec("when filler pods have mixed priorities")
@@ -346,7 +414,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 # priority it must evict exactly one medium filler, nothing else.
                 kube = fxt.kube
                 scheduler = suite_config.scheduler_name
-                target_nrt = acct.find_from_list(target.nrt_list, target.node)
+                target_nrt = _find_nrt(target.nrt_list, target.node)
                 load = acct.baseload_for_node(kube, target.node)
                 least = _scaled(load, 7)
                 for idx, zone in enumerate(acct.zones(target_nrt)):
@@ -380,14 +448,15 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     "some padding pods have failed to run"
                 )
                 fxt.settle_nrts()
-                updated_nrt = nrtupdates.get_updated_for_node(kube, target_nrt, 60, interval=1.0)
+                updated_nrt = nrtupdates.get_updated_for_node(
+                    kube, target_nrt, 60, interval=fxt.config.timeouts.nrt_update_interval
+                )
 
                 medium = []
                 for idx, zone in enumerate(acct.zones(updated_nrt)):
                     pod = e2epad.make_padding_pod(
                         fxt.namespace, target.node, zone, load, image=suite_config.pause_image
                     )
-                    pod["metadata"].pop("generateName", None)
                     pod["metadata"]["name"] = f"medium-priority-filler-{idx + 1}"
                     pod["spec"]["priorityClassName"] = CUSTOM_MEDIUM
                     pod["spec"]["schedulerName"] = scheduler
@@ -415,7 +484,10 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 phase1 = kube.create(phase1)
                 _eviction_not_expected(kube, phase1, fillers, uids)
                 kube.delete(k8s.POD, "preemptor-phase-1", fxt.namespace)
-                waiters.for_pod_deleted(kube, fxt.namespace, "preemptor-phase-1", timeout=PENDING_TIMEOUT)
+                try:
+                    waiters.for_pod_deleted(kube, fxt.namespace, "preemptor-phase-1", timeout=PENDING_TIMEOUT)
+                except WaitTimeout as err:
+                    raise AssertionError(f"failed to delete test pod: {err}") from None
 
                 # phase 2: a high-priority preemptor runs, evicting the fewest fillers: one medium one
                 phase2 = copy.deepcopy(template)
@@ -441,7 +513,8 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 )
                 assert evicted, "no medium-priority filler pod was evicted"
                 kept = [p for p in fillers if p["metadata"]["name"] != evicted]
-                _ensure_not_evicted(kube, kept, uids, 60, 10)
+                log.info("verifying the rest of the filler pods continue to run")
+                _ensure_not_evicted(kube, kept, uids)
 
         class TestWhenPodsAreCreatedInBursts:
             pytestmark = spec("when pods are created in bursts")
@@ -453,7 +526,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 kube = fxt.kube
                 load = acct.baseload_for_node(kube, target.node)
                 per_pod_cpu = load["cpu"]  # the smaller, the harder for preemption on a dirty state
-                target_nrt = acct.find_from_list(target.nrt_list, target.node)
+                target_nrt = _find_nrt(target.nrt_list, target.node)
                 total_count = 0
                 for zone in acct.zones(target_nrt):
                     min_count = 0
@@ -494,6 +567,9 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     "some padding pods have failed to run"
                 )
                 fxt.settle_nrts()
+                log.info("ensure all pods are kept running")
                 for pod in pods:
-                    current = kube.get(k8s.POD, pod["metadata"]["name"], fxt.namespace)
+                    name = pod["metadata"]["name"]
+                    current = kube.get_or_none(k8s.POD, name, fxt.namespace)
+                    assert current is not None, f"cannot get pod {acct.q(name)}"
                     assert acct.phase(current) == "Running", f"pod {acct.pod_key(current)} is not running"

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_POLICY, ATTR_TOPOLOGY_MANAGER_SCOPE
+from nrop.api.quantity import Quantity
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, objects, waiters
@@ -56,16 +57,24 @@ def _test_pod(fxt: Any, suite_config: Any, name: str) -> dict:
     return pod
 
 
-def _expect_running_with_tas(fxt: Any, suite_config: Any, name: str) -> dict:
-    kube = fxt.kube
+def _expect_running(fxt: Any, name: str) -> dict:
+    """``ForPodPhase(Running)`` with upstream's 3 minutes ("plenty, should never timeout")."""
     try:
-        updated = waiters.for_pod_phase(kube, fxt.namespace, name, "Running", timeout=180)
+        return waiters.for_pod_phase(fxt.kube, fxt.namespace, name, "Running", timeout=180)
     except WaitTimeout as err:
         raise AssertionError(f"pod {fxt.namespace}/{name} not Running: {err}") from None
+
+
+def _expect_scheduled_with_tas(fxt: Any, suite_config: Any, name: str) -> None:
     scheduler = suite_config.scheduler_name
-    assert acct.check_pod_was_scheduled_with(kube, fxt.namespace, name, scheduler), (
+    assert acct.check_pod_was_scheduled_with(fxt.kube, fxt.namespace, name, scheduler), (
         f"pod {fxt.namespace}/{name} not scheduled with expected scheduler {scheduler}"
     )
+
+
+def _expect_running_with_tas(fxt: Any, suite_config: Any, name: str) -> dict:
+    updated = _expect_running(fxt, name)
+    _expect_scheduled_with_tas(fxt, suite_config, name)
     return updated
 
 
@@ -123,7 +132,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
             if idx == len(acct.zones(nrt_info)) - 1:
                 # the target NRT before the last placeholder: compared once it is deleted
                 target_before = acct.find_from_list(
-                    nrtupdates.get_updated(kube, nrt_list, 60, interval=1.0), target
+                    nrtupdates.get_updated(kube, nrt_list, 60, interval=fxt.config.timeouts.poll(5)), target
                 )
             # a minimal pod per zone: the node as a whole still fits, no zone does
             placeholder = acct.new_test_pod(fxt.namespace, f"tgtpadpod-{zone['name']}", image)
@@ -164,10 +173,11 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
         kube.delete(k8s.POD, last, fxt.namespace)
         waiters.for_pod_deleted(kube, fxt.namespace, last, timeout=180)
 
-        updated = _expect_running_with_tas(fxt, suite_config, "testpod")
+        updated = _expect_running(fxt, "testpod")
         assert updated["spec"]["nodeName"] == target, (
             f"node landed on {acct.q(updated['spec']['nodeName'])} instead of on {target}"
         )
+        _expect_scheduled_with_tas(fxt, suite_config, "testpod")
         fxt.settle_nrts()
         acct.expect_nrt_consumed(kube, target_before, required, updated)
 
@@ -183,11 +193,20 @@ class BurstableSetup:
     requests: acct.ResList
 
 
+def _subtract_baseload(res: acct.ResList, load: acct.ResList) -> acct.ResList:
+    """``baseload.SubtractFrom``: every resource of the load, asserted to fit."""
+    try:
+        return rl.sub(res, load)
+    except ValueError as err:
+        raise AssertionError(f"failed deducting resources from baseload: {err}") from None
+
+
 def _expect_burstable_unaccounted(
-    kube: Any, setup: BurstableSetup, pods: list[dict], scheduler: str, owner: str
+    fxt: Any, setup: BurstableSetup, pods: list[dict], scheduler: str, owner: str
 ) -> None:
     """The burstable pods of ``owner`` run on the target, scheduled by ``scheduler``, and the
     target's NRT shows the reference's available resources: burstable pods are not accounted."""
+    kube = fxt.kube
     assert pods, f"cannot find any pods for {owner}"
     for pod in pods:
         assert pod["spec"]["nodeName"] == setup.target, (
@@ -197,7 +216,8 @@ def _expect_burstable_unaccounted(
         acct.expect_scheduled_with(kube, [pod], scheduler)
 
     current = acct.find_from_list(
-        nrtupdates.get_updated(kube, setup.reference_list, 60, interval=1.0), setup.target
+        nrtupdates.get_updated(kube, setup.reference_list, 60, interval=fxt.config.timeouts.poll(5)),
+        setup.target,
     )
     assert nrtconsumed.check_equal_available_resources(setup.reference, current), (
         "new resources are accounted in NRT although scheduling burstable pod"
@@ -225,11 +245,14 @@ class TestBurstableNotAccounted:
         initial_list = kube.list(k8s.NRT)
         initial = acct.find_from_list(initial_list, target)
         load = acct.baseload_for_node(kube, target)
-        available = e2enrt.accumulate_node_available(initial)
-        requests = rl.sub(
-            {"cpu": available["cpu"], "memory": available["memory"]},
-            {"cpu": load["cpu"], "memory": load["memory"]},
-        )
+        # availableResourceType: the zones' available amounts summed
+        available = {name: Quantity(0) for name in ("cpu", "memory")}
+        for zone in acct.zones(initial):
+            for name, qty in acct.zone_resources(zone).items():
+                if name in available:
+                    available[name] = available[name] + qty
+        log.info("considering maximum available resources: %s", rl.to_string(available))
+        requests = _subtract_baseload(available, load)
         log.info("requests: maximum available on the target minus its baseload: %s", rl.to_string(requests))
 
         padding_pods = acct.pad_nodes_to_baseload(
@@ -240,7 +263,7 @@ class TestBurstableNotAccounted:
         )
         fxt.settle_nrts()
 
-        reference_list = nrtupdates.get_updated(kube, initial_list, 60, interval=1.0)
+        reference_list = nrtupdates.get_updated(kube, initial_list, 60, interval=fxt.config.timeouts.poll(5))
         return BurstableSetup(
             target=target,
             initial=initial,
@@ -285,9 +308,9 @@ class TestBurstableNotAccounted:
         log.info("create the burstable test deployment with requests %s", rl.to_string(setup.requests))
         dp = waiters.for_deployment_complete(kube, kube.create(dp), timeout=60, interval=10)
 
-        _expect_burstable_unaccounted(
-            kube, setup, acct.pods_of(kube, dp), scheduler, f"DP {fxt.namespace}/test-dp"
-        )
+        # podlist ByDeployment: the selector's pods in the namespace, terminating ones too
+        pods = kube.list(k8s.POD, fxt.namespace, label_selector=dict(dp["spec"]["selector"]["matchLabels"]))
+        _expect_burstable_unaccounted(fxt, setup, pods, scheduler, f"DP {fxt.namespace}/test-dp")
 
     @spec(
         "[test_id:85768] should properly schedule a burstable pod when one of the containers is asking for "
@@ -304,7 +327,7 @@ class TestBurstableNotAccounted:
         for zone in acct.zones(setup.initial):
             available = acct.zone_resources(zone)
             numa_res = {name: available[name] for name in ("cpu", "memory") if name in available}
-            per_numa.append(rl.sub(numa_res, {"cpu": load["cpu"], "memory": load["memory"]}))
+            per_numa.append(_subtract_baseload(numa_res, load))
 
         containers = pod["spec"]["containers"]
         containers.append(acct.pause_container("testpod-bu-cnt2", suite_config.pause_image))
@@ -349,9 +372,11 @@ class TestBurstableNotAccounted:
         second = _expect_running_with_tas(fxt, suite_config, "testpod-second-gu")
         fxt.settle_nrts()
 
-        post_create_list = nrtupdates.get_updated(kube, setup.reference_list, 60, interval=1.0)
+        post_create_list = nrtupdates.get_updated(
+            kube, setup.reference_list, 60, interval=fxt.config.timeouts.poll(5)
+        )
         post_create = acct.find_from_list(post_create_list, first["spec"]["nodeName"])
-        limits = rl.from_container_limits(second["spec"]["containers"])
+        limits = rl.from_guaranteed_pod(second)
         scope = e2enrt.attribute(setup.initial, ATTR_TOPOLOGY_MANAGER_SCOPE)
         assert scope is not None, (
             f"Unable to find required attribute {acct.q(ATTR_TOPOLOGY_MANAGER_SCOPE)} on NRT {acct.q(setup.target)}"
@@ -372,7 +397,7 @@ class TestBurstableNotAccounted:
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
             post_delete = acct.find_from_list(
-                nrtupdates.get_updated(kube, post_create_list, 60, interval=1.0), node
+                nrtupdates.get_updated(kube, post_create_list, 60, interval=fxt.config.timeouts.poll(5)), node
             )
             return nrtconsumed.check_equal_available_resources(setup.initial, post_delete)
 
@@ -403,7 +428,7 @@ class TestBurstableNotAccounted:
             kube, fxt.namespace, "test-ds", timeout=60, interval=fxt.config.timeouts.poll(10)
         )
 
-        _expect_burstable_unaccounted(
-            kube, setup, acct.pods_of(kube, ds), scheduler, f"DS {fxt.namespace}/test-ds"
-        )
+        # podlist ByDaemonset: the selector's pods in every namespace, terminating ones too
+        pods = kube.list(k8s.POD, label_selector=dict(ds["spec"]["selector"]["matchLabels"]))
+        _expect_burstable_unaccounted(fxt, setup, pods, scheduler, f"DS {fxt.namespace}/test-ds")
         kube.delete(k8s.DAEMONSET, "test-ds", fxt.namespace)

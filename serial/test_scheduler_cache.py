@@ -48,7 +48,9 @@ class InterferenceDesc:
 
 @pytest.fixture
 def refresh_period(fxt: Any, suite_config: Any) -> float:
-    return acct.check_periodic_node_group(fxt, fxt.kube, suite_config.nrop["metadata"]["name"])
+    return acct.check_periodic_node_group(
+        fxt, fxt.kube, suite_config.nrop["metadata"]["name"], "unsupported fingerprint status"
+    )
 
 
 def _two_zone_candidates(fxt: Any) -> list[dict]:
@@ -57,18 +59,6 @@ def _two_zone_candidates(fxt: Any) -> list[dict]:
         fxt.skip(f"not enough nodes with {NUMA_ZONES_REQUIRED} NUMA Zones: found {len(nrts)}")
     log.info("Found %d nodes with %d NUMA zones", len(nrts), NUMA_ZONES_REQUIRED)
     return nrts
-
-
-def _reference_zone_cpus(nrts: list[dict]) -> int:
-    """Available CPUs of zone 0 of the first candidate: all zones are assumed equal."""
-    reference = nrts[0]
-    zone = acct.zones(reference)[0]
-    cpus = acct.zone_resources(zone).get("cpu")
-    assert cpus is not None, (
-        f"no CPU resource in zone {acct.q(zone['name'])} node {acct.q(e2enrt.nrt_name(reference))}"
-    )
-    assert cpus.milli_value() % 1000 == 0, f"invalid CPU resource in zone {zone['name']!r}: {cpus}"
-    return cpus.value()
 
 
 def _pod(fxt: Any, name: str, container: str, scheduler: str | None, limits: acct.ResList | None) -> dict:
@@ -100,10 +90,14 @@ def _filter_any_zone_providing_at_most(
     return out
 
 
-def _device_candidates(fxt: Any, suite_config: Any, desired_pods: int) -> tuple[str, list[dict]]:
+def _device_name(fxt: Any, suite_config: Any) -> str:
     device = suite_config.device_types[2] or ""
     if not device:
         fxt.skip("missing required device name (device3)")
+    return device
+
+
+def _device_candidates(fxt: Any, device: str, desired_pods: int) -> list[dict]:
     nrts = _two_zone_candidates(fxt)
     zones_with_device = 1
     nrts = _filter_any_zone_providing_at_most(nrts, device, desired_pods, zones_with_device)
@@ -112,7 +106,7 @@ def _device_candidates(fxt: Any, suite_config: Any, desired_pods: int) -> tuple[
             f"not enough nodes with at most {zones_with_device} NUMA Zones offering {acct.q(device)}: "
             f"found {len(nrts)}"
         )
-    return device, nrts
+    return nrts
 
 
 def _expect_phased(kube: Any, scheduler: str, pods: list[dict], expected_pending: int) -> tuple[list, list]:
@@ -151,10 +145,11 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             kube = fxt.kube
             scheduler = suite_config.scheduler_name
             desired_pods = HOSTS_REQUIRED * 2
+            assert desired_pods > HOSTS_REQUIRED
             nrts = _two_zone_candidates(fxt)
             # > 50% of a zone: a zone runs at most one pod; over-reserve charges both zones of the
             # node, so one pod per node runs until the NRT refresh corrects the cache
-            cpu_per_pod = int(_reference_zone_cpus(nrts) * 0.6)
+            cpu_per_pod = int(acct.reference_zone_cpus(nrts) * 0.6)
             required = {"memory": Quantity.from_int(MEMORY_PER_POD), "cpu": Quantity.from_int(cpu_per_pod)}
             pods = [
                 _pod(fxt, f"ovrfix-pod-{seq}", f"ovrfix-cnt-{seq}", scheduler, required)
@@ -200,11 +195,12 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             kube = fxt.kube
             scheduler = suite_config.scheduler_name
             desired_pods = HOSTS_REQUIRED * NUMA_ZONES_REQUIRED * mdesc.desired_pods_per_numa_zone
+            assert desired_pods > HOSTS_REQUIRED
             assert interference.ratio <= desired_pods
             nrts = _two_zone_candidates(fxt)
 
             # whole physical cores (full-pcpus-only), expressed back in CPUs
-            zone_cpus = _reference_zone_cpus(nrts)
+            zone_cpus = acct.reference_zone_cpus(nrts)
             phys = zone_cpus // mdesc.cores_per_cpu
             per_pod = phys // mdesc.desired_pods_per_numa_zone
             cpu_per_pod = int(per_pod * mdesc.load_factor) * mdesc.cores_per_cpu
@@ -244,11 +240,13 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             kube = fxt.kube
             scheduler = suite_config.scheduler_name
             desired_pods = 3
-            expected_pending = desired_pods - HOSTS_REQUIRED
             # the device is on one zone per node: M > 2 pods each needing > 50% of a zone's CPUs
             # and one device give 2 running and M-2 pending "forever" (checked: long enough)
-            device, nrts = _device_candidates(fxt, suite_config, desired_pods)
-            cpu_per_pod = int(_reference_zone_cpus(nrts) * 0.7)
+            device = _device_name(fxt, suite_config)
+            assert desired_pods > HOSTS_REQUIRED
+            expected_pending = desired_pods - HOSTS_REQUIRED
+            nrts = _device_candidates(fxt, device, desired_pods)
+            cpu_per_pod = int(acct.reference_zone_cpus(nrts) * 0.7)
             required = {
                 "memory": Quantity.from_int(MEMORY_PER_POD),
                 "cpu": Quantity.from_int(cpu_per_pod),
@@ -270,10 +268,11 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             kube = fxt.kube
             scheduler = suite_config.scheduler_name
             desired_pods = 3
+            device = _device_name(fxt, suite_config)
             expected_pending = desired_pods - HOSTS_REQUIRED
             assert expected_pending == 1
-            device, nrts = _device_candidates(fxt, suite_config, desired_pods)
-            cpu_per_pod = int(_reference_zone_cpus(nrts) * 0.6)
+            nrts = _device_candidates(fxt, device, desired_pods)
+            cpu_per_pod = int(acct.reference_zone_cpus(nrts) * 0.6)
             required = {
                 "memory": Quantity.from_int(MEMORY_PER_POD),
                 "cpu": Quantity.from_int(cpu_per_pod),

@@ -49,32 +49,41 @@ def resync_timeout(fxt: Any, suite_config: Any) -> float:
     period = (nrs.get("status") or {}).get("cacheResyncPeriod")
     if not period:  # should never trigger
         fxt.skip("Scheduler cache not enabled")
-    acct.check_periodic_node_group(fxt, kube, suite_config.nrop["metadata"]["name"])
+    acct.check_periodic_node_group(fxt, kube, suite_config.nrop["metadata"]["name"], "unsupported pfp mode")
     timeout = acct.round_seconds(parse_duration(str(period))) * 10
     log.info("pod running timeout %ss", timeout)
     return timeout
 
 
 @pytest.fixture
-def nrt_candidates(fxt: Any, resync_timeout: float) -> list[dict]:
-    nrts = e2enrt.filter_zone_count_equal(fxt.kube.list(k8s.NRT), NUMA_ZONES_REQUIRED)
+def nrt_list(fxt: Any) -> list[dict]:
+    """The NRT list the outer BeforeEach reads once the fixture is set up."""
+    return fxt.kube.list(k8s.NRT)
+
+
+@pytest.fixture
+def nrt_candidates(fxt: Any, nrt_list: list[dict], resync_timeout: float) -> list[dict]:
+    nrts = e2enrt.filter_zone_count_equal(nrt_list, NUMA_ZONES_REQUIRED)
     if len(nrts) < HOSTS_REQUIRED:
         fxt.skip(f"not enough nodes with {NUMA_ZONES_REQUIRED} NUMA Zones: found {len(nrts)}")
     return nrts
 
 
-def _node_all_burst(fxt: Any, suite_config: Any, timeout: float, setup_pod: Callable[[dict], None]) -> None:
+def _node_all_burst(
+    fxt: Any, suite_config: Any, timeout: float, nrt_list: list[dict], setup_pod: Callable[[dict], None]
+) -> None:
     """Burst of ``nodes x 1.25 x max allocatable CPUs per zone / 2`` pods on all 2-zone nodes:
     more than a zone holds, so over-reserve makes the scheduler wait for resyncs."""
     kube = fxt.kube
     scheduler = suite_config.scheduler_name
-    nrts = e2enrt.filter_zone_count_equal(kube.list(k8s.NRT), 2)
+    nrts = e2enrt.filter_zone_count_equal(nrt_list, 2)
     if len(nrts) < 1:
         fxt.skip("Not enough nodes found with at least 2 NUMA zones")
     # all workers are assumed identical: any one is the reference
     reference = acct.pop_node_name(e2enrt.accumulate_names(nrts))
     nrt_info = acct.find_from_list(nrts, reference)
-    res_val = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").value()
+    res_val = e2enrt.max_allocatable_numa_level(nrt_info, "cpu").as_int64()
+    assert res_val is not None, "cannot convert allocatable CPU resource as int"
     log.info(
         "total available CPU: nodes %d, zones per node %d, CPUs per zone %d",
         len(nrts),
@@ -276,6 +285,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             fxt: Any,
             suite_config: Any,
             resync_timeout: float,
+            nrt_list: list[dict],
             nrt_candidates: list[dict],
             make_noise_pod: Callable[[str, int, str], dict],
         ) -> None:
@@ -289,7 +299,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             failed, _ = waiters.for_pods_all_running(kube, noise, timeout=180)
             assert not failed, f"pods failed to go running: {acct.pod_names(failed)}"
             fxt.settle_nrts()  # ensure foreign pods are reported
-            _node_all_burst(fxt, suite_config, resync_timeout, _gu_burst)
+            _node_all_burst(fxt, suite_config, resync_timeout, nrt_list, _gu_burst)
 
     class TestWhenThereAreJobsInTheCluster:
         pytestmark = spec("when there are jobs in the cluster", "job", "generic")
@@ -326,12 +336,10 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             _run_idle_job(fxt, suite_config, len(nrt_candidates), setup_job)
 
             # > 50% of a zone per pod: over-reserve lets one pod per node run until reconciliation
-            zone = acct.zones(nrt_candidates[0])[0]
-            cpus = acct.zone_resources(zone).get("cpu")
-            assert cpus is not None, f"no CPU resource in zone {acct.q(zone['name'])}"
+            cpu_num = acct.reference_zone_cpus(nrt_candidates)
             required = {
                 "memory": Quantity.from_int(MEMORY_PER_POD),
-                "cpu": Quantity.from_int(int(cpus.value() * 0.6)),
+                "cpu": Quantity.from_int(int(cpu_num * 0.6)),
             }
             pods = []
             for seq in range(HOSTS_REQUIRED * 2):
@@ -361,8 +369,9 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             fxt: Any,
             suite_config: Any,
             resync_timeout: float,
+            nrt_list: list[dict],
             nrt_candidates: list[dict],
             setup_pod: Callable[[dict], None],
         ) -> None:
             _run_idle_job(fxt, suite_config, len(nrt_candidates))
-            _node_all_burst(fxt, suite_config, resync_timeout, setup_pod)
+            _node_all_burst(fxt, suite_config, resync_timeout, nrt_list, setup_pod)

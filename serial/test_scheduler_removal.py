@@ -52,12 +52,22 @@ def restore_scheduler(kube: Any, nrs: dict) -> None:
 
 
 @pytest.fixture
+def scheduler_restored(fxt: Any, suite_config: Any, nrs: dict) -> Iterator[None]:
+    """The AfterEach of "when removing ...": re-create the suite's scheduler object (the spec
+    deleted it; a create that fails fails the spec, as upstream's) and wait until Available."""
+    yield
+    restore_scheduler(fxt.kube, suite_config.nrosched)
+    scheduling.check_nro_scheduler_available(fxt.kube, suite_config.nrosched["metadata"]["name"])
+
+
+@pytest.fixture
 def scheduler_back(fxt: Any, nrs: dict) -> Iterator[None]:
-    """Whatever happens, the scheduler exists (and is Available) after the test."""
+    """Cleanup only, for a spec that failed before re-creating the scheduler: the later specs
+    need it (upstream leaves the cluster without it). A no-op when the spec passed."""
     yield
     if fxt.kube.get_or_none(k8s.NROSCHED, nrs["metadata"]["name"]) is None:
         restore_scheduler(fxt.kube, nrs)
-    scheduling.check_nro_scheduler_available(fxt.kube, nrs["metadata"]["name"])
+        scheduling.check_nro_scheduler_available(fxt.kube, nrs["metadata"]["name"])
 
 
 def _delete_scheduler(kube: Any, nrs: dict) -> None:
@@ -106,7 +116,7 @@ class TestWhenRemovingTheTopologyAwareSchedulerFromALiveCluster:
 
     @spec("[test_id:47593][case:1] should keep existing workloads running", "tier1")
     def test_keep_existing_workloads(
-        self, fxt: Any, suite_config: Any, nrs: dict, scheduler_back: None
+        self, fxt: Any, suite_config: Any, nrs: dict, scheduler_restored: None
     ) -> None:
         kube = fxt.kube
         dp = create_deployment(fxt, suite_config, "testdp", suite_config.scheduler_name)
@@ -121,7 +131,7 @@ class TestWhenRemovingTheTopologyAwareSchedulerFromALiveCluster:
         "feature:unsched",
     )
     def test_keep_new_workloads_pending(
-        self, fxt: Any, suite_config: Any, nrs: dict, scheduler_back: None
+        self, fxt: Any, suite_config: Any, nrs: dict, scheduler_restored: None
     ) -> None:
         kube = fxt.kube
         _delete_scheduler(kube, nrs)

@@ -8,6 +8,7 @@ the NROP it changed.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -20,7 +21,7 @@ from nrop.suite import waiters
 from nrop.suite.fixture import pick_node_index
 from nrop.suite.kube import DAEMONSET, NROP, POD, Kube
 from nrop.suite.specs import spec
-from nrop.suite.waiting import wait_for
+from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,12 @@ pytestmark = spec(
     "feature:rtetols",
 )
 FIXTURE_BASENAME = "e2e-test-configuration"
+
+# upstream's failure messages of the DaemonSet waits ({found}: currentNumberScheduled then)
+PODS_NUMBER = "pods number is not as expected for daemonset: expected {expected} found {{found}}"
+PODS_NUMBER_RTE = "pods number is not as expected for RTE daemonset: expected {expected} found {{found}}"
+NOT_STARTED_UPDATED = "daemonset {key} did not start updated"
+NOT_READY = "failed to get the daemonset ready"
 
 # The RTE DaemonSet manifest the operator starts from (deployer's rte/daemonset.yaml) has no
 # tolerations, so with no node-group tolerations the DaemonSet must carry none.
@@ -63,24 +70,38 @@ class RteTarget:
     def set_tolerations(self, tolerations: list[dict[str, Any]]) -> dict[str, Any]:
         return h.set_rte_tolerations(self.kube, self.nrop_name, tolerations, target=self.target)
 
-    def pods_creation(self, expected: int, timeout: float, interval: float) -> dict[str, Any]:
-        return waiters.for_daemonset_pods(
-            self.kube,
-            self.ds_namespace,
-            self.ds_name,
-            expected,
-            timeout=timeout,
-            interval=h.poll(self.target, interval),
-        )
+    def pods_creation(self, expected: int, timeout: float, interval: float, message: str) -> dict[str, Any]:
+        """``ForDaemonsetPodsCreation``; on failure ``message`` (``{found}``: the DaemonSet's
+        currentNumberScheduled then) and the wait's report."""
+        try:
+            return waiters.for_daemonset_pods(
+                self.kube,
+                self.ds_namespace,
+                self.ds_name,
+                expected,
+                timeout=timeout,
+                interval=h.poll(self.target, interval),
+            )
+        except WaitTimeout as err:
+            ds = self.kube.get_or_none(DAEMONSET, self.ds_name, self.ds_namespace) or {}
+            found = (ds.get("status") or {}).get("currentNumberScheduled", 0)
+            raise AssertionError(f"{message.format(found=found)}: {err}") from None
 
-    def ready(self, timeout: float = 180, interval: float = 10) -> dict[str, Any]:
-        return waiters.for_daemonset_ready(
-            self.kube,
-            self.ds_namespace,
-            self.ds_name,
-            timeout=timeout,
-            interval=h.poll(self.target, interval),
-        )
+    def ready(
+        self, timeout: float = 180, interval: float = 10, message: str = "failed to get the daemonset {key}"
+    ) -> dict[str, Any]:
+        """``ForDaemonSetReadyByKey`` (3m / 10s by default); on failure ``message`` (``{key}``:
+        the DaemonSet) and the wait's report."""
+        try:
+            return waiters.for_daemonset_ready(
+                self.kube,
+                self.ds_namespace,
+                self.ds_name,
+                timeout=timeout,
+                interval=h.poll(self.target, interval),
+            )
+        except WaitTimeout as err:
+            raise AssertionError(f"{message.format(key=self.key)}: {err}") from None
 
     def pick_worker(self) -> dict[str, Any]:
         self.workers = h.worker_nodes(self.kube)
@@ -100,10 +121,14 @@ class RteTarget:
             h.untaint_nodes(self.kube, self.tainted, taint, target=self.target)
 
     def wait_pod_deleted(self, pod: dict[str, Any], timeout: float = 120) -> None:
+        """``ForPodDeleted`` (default interval), asserted "pod ns/name still exists"."""
         meta = pod["metadata"]
-        waiters.for_pod_deleted(
-            self.kube, meta["namespace"], meta["name"], timeout=timeout, interval=h.poll(self.target, 1)
-        )
+        try:
+            waiters.for_pod_deleted(
+                self.kube, meta["namespace"], meta["name"], timeout=timeout, interval=h.poll(self.target, 1)
+            )
+        except WaitTimeout as err:
+            raise AssertionError(f"pod {meta['namespace']}/{meta['name']} still exists: {err}") from None
         log.info("pod %s/%s deleted", meta["namespace"], meta["name"])
 
 
@@ -120,10 +145,19 @@ def _reset_and_wait_ready(rte: RteTarget) -> None:
     """The invalid-toleration specs' deferred reset: no tolerations, then the DS ready (3m / 10s)."""
     rte.set_tolerations([])
     # no need to wait for an update - the original change must not have gone through
+    log.info("waiting for DaemonSet to be ready")
     rte.ready(timeout=180, interval=10)
 
 
 def _expect_degraded_unsupported(rte: RteTarget, platform: ocp.ClusterPlatform) -> None:
+    """Degraded with "Unsupported value" (5m / 30s), with the reason of the platform's operator:
+    InternalError from OpenShift 4.18 on, Degraded before.
+
+    Kubernetes adaptation (listed in docs/faithfulness.md): upstream compares any platform
+    version with 4.18, so on Kubernetes (1.x) it expects the pre-4.18 reason, which the operator
+    of the pinned commit never sets; on every platform but OpenShift the port expects the current
+    operator's InternalError.
+    """
     expected_reason = h.CONDITION_DEGRADED
     if not platform.is_openshift_like or platform.at_least("4.18"):
         expected_reason = h.REASON_INTERNAL_ERROR
@@ -134,7 +168,9 @@ def _expect_degraded_unsupported(rte: RteTarget, platform: ocp.ClusterPlatform) 
             return None
         return f"Condition not degraded as expected: {conds}"
 
-    h.eventually(degraded, "Degraded with an Unsupported value", 300, h.poll(rte.target, 30))
+    h.eventually(
+        degraded, f"Degraded with {expected_reason} and an Unsupported value", 300, h.poll(rte.target, 30)
+    )
 
 
 def _expect_equal_tolerations(got: list[Any] | None, expected: list[Any] | None) -> None:
@@ -204,10 +240,11 @@ class TestClusterHasAtLeastOneSuitableNode:
             if rte.extra_tolerations:
                 rte.set_tolerations([])
             workers = len(rte.workers)
-            ds = rte.pods_creation(workers, timeout=60, interval=1)
+            log.info("ensuring the RTE DS was restored - expected pods=%d", workers)
+            rte.pods_creation(workers, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers))
             ready = rte.ready(timeout=180, interval=10)
             assert ready["status"].get("numberReady") == workers, (
-                f"RTE DS ready={ready['status'].get('numberReady')} original worker nodes={workers} ({ds['status']})"
+                f"RTE DS ready={ready['status'].get('numberReady')} original worker nodes={workers}"
             )
 
         @spec(
@@ -225,18 +262,15 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.taint(target["metadata"]["name"], taint)
             workers = len(rte.workers)
 
-            rte.pods_creation(workers, timeout=60, interval=10)
-            ds = rte.ready()
+            log.info("waiting for DaemonSet to be ready - should match worker nodes count %d", workers)
+            rte.pods_creation(
+                workers, timeout=60, interval=10, message=NOT_STARTED_UPDATED.format(key=rte.key)
+            )
+            rte.ready()
             # extra check, not required by the test case: the operator recreates a deleted DS
             kube.delete(DAEMONSET, rte.ds_name, rte.ds_namespace)
-            wait_for(
-                lambda: kube.get_or_none(DAEMONSET, rte.ds_name, rte.ds_namespace),
-                lambda obj: obj is not None and obj["metadata"].get("uid") != ds["metadata"].get("uid"),
-                f"daemonset {rte.key} recreated",
-                120,
-                interval=h.poll(rte.target, 1),
-            )
-            rte.pods_creation(workers, timeout=120, interval=1)
+            log.info("checking that the DaemonSet is recreated with matching worker nodes count %d", workers)
+            rte.pods_creation(workers, timeout=120, interval=1, message=PODS_NUMBER.format(expected=workers))
             ready = rte.ready()
             assert ready["status"].get("numberReady") == workers, (
                 f"updated DS ready={ready['status'].get('numberReady')} original worker nodes={workers}"
@@ -246,7 +280,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.extra_tolerations = False
             # the taint is still there
             log.info("ensuring the RTE DS is running with less pods because taints: expected %d", workers - 1)
-            rte.pods_creation(workers - 1, timeout=60, interval=10)
+            rte.pods_creation(
+                workers - 1, timeout=60, interval=10, message=NOT_STARTED_UPDATED.format(key=rte.key)
+            )
             rte.ready()
 
         @spec(
@@ -265,13 +301,17 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.taint(node_name, taint)
             workers = len(rte.workers)
 
-            rte.pods_creation(workers, timeout=180, interval=1)
+            log.info("ensuring the RTE DS was created with expected pods count=%d", workers)
+            rte.pods_creation(workers, timeout=180, interval=1, message=PODS_NUMBER.format(expected=workers))
             rte.ready()
             pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
-            assert pod_on_node is not None
+            assert pod_on_node is not None, f"no RTE pod found on node {_q(node_name)}"
 
             rte.set_tolerations([h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val2")])
-            rte.pods_creation(workers - 1, timeout=60, interval=1)
+            log.info("ensuring the RTE DS was created with expected pods count=%d", workers - 1)
+            rte.pods_creation(
+                workers - 1, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers - 1)
+            )
             rte.ready()
             log.info("verify the rte pod on node %s is evicted", node_name)
             rte.wait_pod_deleted(pod_on_node, timeout=120)
@@ -291,16 +331,20 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.extra_tolerations = True
             workers = len(rte.workers)
 
-            rte.pods_creation(workers, timeout=180, interval=1)
+            log.info("ensuring the RTE DS was created with expected pods count=%d", workers)
+            rte.pods_creation(workers, timeout=180, interval=1, message=PODS_NUMBER.format(expected=workers))
             rte.ready()
             pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
-            assert pod_on_node is not None
+            assert pod_on_node is not None, f"no RTE pod found on node {_q(node_name)}"
 
             taint2 = parse_taint(f"{h.TEST_KEY}=val2:NoExecute")
             rte.taints = [taint2]  # AddOrUpdateTaint replaced val1 by val2 (same key and effect)
             rte.taint(node_name, taint2)
-            rte.pods_creation(workers - 1, timeout=60, interval=1)
-            rte.ready()
+            log.info("waiting for daemonset %s to report correct pods' number", rte.key)
+            rte.pods_creation(
+                workers - 1, timeout=60, interval=1, message=PODS_NUMBER_RTE.format(expected=workers - 1)
+            )
+            rte.ready(message=NOT_READY)
             log.info("verify the rte pod on node %s is evicted", node_name)
             rte.wait_pod_deleted(pod_on_node, timeout=120)
 
@@ -312,7 +356,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             yield
             if rte.taints and rte.tainted:
                 rte.untaint_all()
-            rte.pods_creation(len(rte.workers), timeout=60, interval=1)
+            workers = len(rte.workers)
+            log.info("ensuring the RTE DS was restored - expected pods=%d", workers)
+            rte.pods_creation(workers, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers))
             rte.ready()
 
         @spec(
@@ -333,6 +379,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             # no DS/pod recreation is expected
             ds = rte.ready()
             pods = h.pods_of_daemonset(kube, ds)
+            log.info("ensuring the RTE DS is running with the same pods count (expected pods=%d)", workers)
             assert len(pods) == workers, f"updated DS ready={len(pods)} original worker nodes={workers}"
 
             rte.taint(node_name, no_exec)
@@ -350,6 +397,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                     return f"running DS pods={len(running)} expected={workers - 1} (total including terminating={len(all_pods)})"
                 return None
 
+            log.info(
+                "ensuring the RTE DS is running with less pods because taints (expected pods=%d)", workers - 1
+            )
             h.eventually(fewer_pods, "the RTE DS running with one pod less", 300, h.poll(rte.target, 10))
 
         @spec(
@@ -371,14 +421,17 @@ class TestClusterHasAtLeastOneSuitableNode:
                 f"pods number is not as expected for RTE daemonset: expected {workers} found {len(pods)}"
             )
             to_delete = next((pod for pod in pods if pod["spec"].get("nodeName") == node_name), None)
-            assert to_delete is not None, f"RTE pod was not found on node {node_name!r}"
+            assert to_delete is not None, f"RTE pod was not found on node {_q(node_name)}"
             kube.delete(POD, to_delete["metadata"]["name"], to_delete["metadata"]["namespace"])
             rte.wait_pod_deleted(to_delete, timeout=120)
 
-            rte.pods_creation(workers - 1, timeout=60, interval=1)
-            rte.ready()
+            log.info("waiting for daemonset %s to report correct pods' number", rte.key)
+            rte.pods_creation(
+                workers - 1, timeout=60, interval=1, message=PODS_NUMBER_RTE.format(expected=workers - 1)
+            )
+            rte.ready(message=NOT_READY)
             assert h.rte_pod_on_node(kube, node_name) is None, (
-                f"RTE pod was found on node {node_name!r} while expected not to be found"
+                f"RTE pod was found on node {_q(node_name)} while expected not to be found"
             )
 
         class TestWhenRTEPodsAreNotRunningYet:
@@ -397,14 +450,24 @@ class TestClusterHasAtLeastOneSuitableNode:
                 rte_pods = h.pods_of_daemonset(kube, dss[0])
                 assert rte_pods, f"cannot find any pods for daemonset {rte.key}"
                 infos = h.mcps_info(kube, rte.nrop) if custom else []
-                kube.delete(NROP, rte.nrop_name)
                 if custom:
-                    h.wait_for_mcp_update(kube, rte.suite_config, infos, config_update=True)
+                    assert infos, "no MachineConfigPool found for the NROP node groups"
+                kube.delete(NROP, rte.nrop_name)
                 try:
+                    if custom:
+                        h.wait_for_mcp_update(kube, rte.suite_config, infos, config_update=True)
                     waiters.for_daemonset_deleted(
                         kube, rte.ds_namespace, rte.ds_name, timeout=120, interval=h.poll(rte.target, 30)
                     )
-                    waiters.for_pods_all_deleted(kube, rte_pods, timeout=120, interval=h.poll(rte.target, 30))
+                    try:
+                        waiters.for_pods_all_deleted(
+                            kube, rte_pods, timeout=120, interval=h.poll(rte.target, 30)
+                        )
+                    except WaitTimeout as err:
+                        raise AssertionError(
+                            "Expected all RTE pods owned by the DaemonSet to be deleted within the timeout: "
+                            f"{err}"
+                        ) from None
                     taint = parse_taint(f"{h.TEST_KEY}:NoSchedule")
                     rte.taints = [taint]
                     index, ok = pick_node_index(rte.workers)
@@ -419,9 +482,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                         log.warning("NROP CR is not found on the cluster")
                         kube.create(_fresh_nrop(rte.nrop))
                         if custom:
-                            h.wait_for_mcp_update(
-                                kube, rte.suite_config, h.mcps_info(kube, rte.nrop), config_update=False
-                            )
+                            _wait_machine_count_update(rte)
                     else:
 
                         def mutate(obj: dict[str, Any]) -> None:
@@ -441,17 +502,24 @@ class TestClusterHasAtLeastOneSuitableNode:
                 kube = rte.kube
                 workers = len(rte.workers)
                 kube.create(_fresh_nrop(rte.nrop))
-                _wait_machine_count_update(rte)
-                rte.pods_creation(workers - 1, timeout=60, interval=1)
+                if _custom_policy(rte):
+                    _wait_machine_count_update(rte)
+                log.info("waiting for DaemonSet to be ready")
+                rte.pods_creation(
+                    workers - 1, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers - 1)
+                )
                 rte.ready()
                 assert h.rte_pod_on_node(kube, tainted_without_nrop) is None, (
                     "found RTE pod running on tainted node without toleration on NROP obj"
                 )
                 rte.set_tolerations(h.test_toleration())
-                rte.pods_creation(workers, timeout=60, interval=1)
+                log.info("waiting for DaemonSet pods to scale up and be ready")
+                rte.pods_creation(
+                    workers, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers)
+                )
                 rte.ready()
                 assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
-                    f"no RTE pod was found on node {tainted_without_nrop!r}"
+                    f"no RTE pod was found on node {_q(tainted_without_nrop)}"
                 )
 
             @spec(
@@ -471,11 +539,15 @@ class TestClusterHasAtLeastOneSuitableNode:
                     group["config"] = {}
                 group["config"]["tolerations"] = h.test_toleration()
                 kube.create(fresh)
-                _wait_machine_count_update(rte)
-                rte.pods_creation(workers, timeout=60, interval=1)
+                if _custom_policy(rte):
+                    _wait_machine_count_update(rte)
+                log.info("waiting for DaemonSet to be ready")
+                rte.pods_creation(
+                    workers, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers)
+                )
                 rte.ready()
                 assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
-                    f"RTE pod is not found on node {tainted_without_nrop!r}"
+                    f"RTE pod is not found on node {_q(tainted_without_nrop)}"
                 )
 
         @spec(
@@ -491,8 +563,11 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.taint(node_name, taint)
             workers = len(rte.workers)
 
-            ds = rte.pods_creation(workers - 1, timeout=60, interval=1)
-            rte.ready()
+            log.info("waiting for daemonset %s to report correct pods' number", rte.key)
+            ds = rte.pods_creation(
+                workers - 1, timeout=60, interval=1, message=PODS_NUMBER_RTE.format(expected=workers - 1)
+            )
+            rte.ready(message=NOT_READY)
             # even after eviction the pod takes time to terminate and is still owned by the DS
             for pod in h.pods_of_daemonset(kube, ds):
                 if pod["spec"].get("nodeName") == node_name:
@@ -501,19 +576,32 @@ class TestClusterHasAtLeastOneSuitableNode:
 
             h.untaint_nodes(kube, [node_name], taint, target=rte.target)
             rte.tainted = []
-            rte.pods_creation(workers, timeout=60, interval=1)
-            rte.ready()
+            log.info("watch for daemonset %s pods scale up", rte.key)
+            rte.pods_creation(
+                workers, timeout=60, interval=1, message=PODS_NUMBER_RTE.format(expected=workers)
+            )
+            rte.ready(message=NOT_READY)
             assert h.rte_pod_on_node(kube, node_name) is not None, (
-                f"RTE pod is not found on node {node_name!r}"
+                f"RTE pod is not found on node {_q(node_name)}"
             )
 
 
+def _custom_policy(rte: RteTarget) -> bool:
+    """``isCustomPolicySupportEnabled`` of the NROP as it was before the spec."""
+    return ocp.custom_policy_support_enabled(ocp.detect_platform(rte.kube), rte.nrop)
+
+
 def _wait_machine_count_update(rte: RteTarget) -> None:
-    """With the custom SELinux policy the re-created NROP rolls its MachineConfig out again."""
-    if ocp.custom_policy_support_enabled(ocp.detect_platform(rte.kube), rte.nrop):
-        h.wait_for_mcp_update(
-            rte.kube, rte.suite_config, h.mcps_info(rte.kube, rte.nrop), config_update=False
-        )
+    """``buildMCPsInfo`` of the re-created NROP (not empty), then ``waitForMcpUpdate(MachineCount)``:
+    with the custom SELinux policy the re-created NROP rolls its MachineConfig out again."""
+    infos = h.mcps_info(rte.kube, rte.nrop)
+    assert infos, "no MachineConfigPool found for the NROP node groups"
+    h.wait_for_mcp_update(rte.kube, rte.suite_config, infos, config_update=False)
+
+
+def _q(text: str) -> str:
+    """Go's ``%q``."""
+    return json.dumps(text)
 
 
 def _fresh_nrop(nrop: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.specs import spec
-from nrop.suite.waiting import wait_for
+from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +61,13 @@ def nrts(fxt: Any, padder: padding.Padder) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def clean_funcs() -> Iterator[list[Callable[[], None]]]:
-    """Cleanups to run at the end of the test so that the cluster is not polluted (node labels)."""
+def clean_funcs(padder: padding.Padder) -> Iterator[list[Callable[[], None]]]:
+    """Cleanups to run at the end of the test so that the cluster is not polluted (node labels);
+    the context's ``AfterEach`` unpads the nodes first, then runs them."""
     funcs: list[Callable[[], None]] = []
     yield funcs
+    log.info("unpadding the nodes after test finish")
+    padder.clean()
     for func in funcs:
         func()
 
@@ -80,52 +83,60 @@ def _target_node(padder: padding.Padder, nrts: Sequence[Mapping[str, Any]]) -> s
 
 
 def _replicasets_of(kube: k.Kube, dp: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``podlist.ReplicaSetByDeployment``: the ReplicaSets owned by ``dp``."""
-    uid = kube.get(k.DEPLOYMENT, dp["metadata"]["name"], dp["metadata"]["namespace"])["metadata"]["uid"]
-    return [
-        rs
-        for rs in kube.list(k.REPLICASET, dp["metadata"]["namespace"])
-        if any(ref.get("uid") == uid for ref in rs["metadata"].get("ownerReferences") or ())
-    ]
+    """``podlist.ReplicaSetByDeployment``: the ReplicaSets of the namespace matching ``dp``'s selector."""
+    selector = dp["spec"]["selector"]["matchLabels"]
+    return kube.list(k.REPLICASET, dp["metadata"]["namespace"], label_selector=dict(selector))
 
 
-def _update_deployment(kube: k.Kube, dp: Mapping[str, Any], mutate: Callable[[dict[str, Any]], None]) -> None:
-    """``Eventually(Update)`` for 2m every 10s: GET, change, PUT until the API server takes it."""
+def _update_deployment(kube: k.Kube, dp: dict[str, Any], timeout: float, interval: float) -> dict[str, Any]:
+    """``Eventually(Client.Update(dp))``: PUT ``dp`` as held (upstream retries the same object,
+    a conflict stays a conflict) until the API server takes it; returns what it stored.
 
-    def attempt() -> bool:
-        current = kube.get(k.DEPLOYMENT, dp["metadata"]["name"], dp["metadata"]["namespace"])
-        mutate(current)
+    Gomega polls again only if the next poll comes before the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
         try:
-            kube.replace(current)
+            return kube.replace(dp)
         except k.ApiError as err:
+            if time.monotonic() + interval >= deadline:
+                raise AssertionError(
+                    f"deployment {dp['metadata']['namespace']}/{dp['metadata']['name']} not updated "
+                    f"within {timeout:g}s: {err}"
+                ) from None
             log.info("deployment update failed, retrying: %s", err)
-            return False
-        return True
-
-    wait_for(attempt, bool, f"deployment {dp['metadata']['name']} to be updated", 2 * MINUTE, interval=10.0)
+            time.sleep(interval)
 
 
-def _set_container_resources(idx: int, required: h.Resources) -> Callable[[dict[str, Any]], None]:
-    def mutate(dp: dict[str, Any]) -> None:
-        resources = rl.to_manifest(rl.of(required))
-        dp["spec"]["template"]["spec"]["containers"][idx]["resources"] = {
-            "requests": resources,
-            "limits": resources,
-        }
-
-    return mutate
+def _set_container_resources(dp: dict[str, Any], idx: int, required: h.Resources) -> None:
+    """Container ``idx`` of ``dp``'s pod template requests and limits ``required``."""
+    resources = rl.to_manifest(rl.of(required))
+    container = dp["spec"]["template"]["spec"]["containers"][idx]
+    container.setdefault("resources", {}).update({"requests": resources, "limits": dict(resources)})
 
 
 def _only_pods(
-    kube: k.Kube, namespace: str, labels: Mapping[str, str], count: int, dp_name: str, interval: float
+    kube: k.Kube, dp: Mapping[str, Any], count: int, message: str, interval: float
 ) -> list[dict[str, Any]]:
-    """Wait (1m, poll 5s) until the deployment has exactly ``count`` pods."""
-    return wait_for(
+    """Eventually (1m) the deployment has exactly ``count`` pods (``podlist.ByDeployment``)."""
+    namespace, labels = dp["metadata"]["namespace"], dp["spec"]["selector"]["matchLabels"]
+    return h.eventually(
         lambda: h.pods_by_labels(kube, namespace, labels),
         lambda pods: len(pods) == count,
-        f"there should be {count} pods under deployment: {q(f'{namespace}/{dp_name}')}",
+        message,
         MINUTE,
-        interval=interval,
+        interval,
+    )
+
+
+def _replicasets_increased(kube: k.Kube, dp: Mapping[str, Any], before: int) -> None:
+    """Eventually (10s, every 1s) the deployment has one ReplicaSet more than ``before``."""
+    name = f"{dp['metadata']['namespace']}/{dp['metadata']['name']}"
+    h.eventually(
+        lambda: _replicasets_of(kube, dp),
+        lambda rss: len(rss) == before + 1,
+        f"deployment {q(name)} replicasets were not increased by 1",
+        10.0,
+        1.0,
     )
 
 
@@ -150,15 +161,19 @@ def _expect_restored_in_list(
 ) -> None:
     """The node's NRT in the list re-published since ``last_seen_list`` shows ``reference``'s
     available again (the NRT updaters may be slow to report a pod removal: tolerate some delay)."""
-    wait_for(
-        lambda: e2enrt.find(nrtupdates.get_updated(fxt.kube, last_seen_list, MINUTE), node),
-        lambda nrt_post_delete: (
-            nrt_post_delete is not None
-            and nrtconsumed.check_equal_available_resources(reference, nrt_post_delete)
-        ),
-        f"resources restored on {q(node)}",
+
+    def post_delete() -> dict[str, Any]:
+        log.info("checking the resources are restored as expected on %s", q(node))
+        nrt = e2enrt.find(nrtupdates.get_updated(fxt.kube, last_seen_list, MINUTE), node)
+        assert nrt is not None, f"failed to find NRT for {q(node)}"
+        return nrt
+
+    h.eventually(
+        post_delete,
+        lambda nrt_post_delete: nrtconsumed.check_equal_available_resources(reference, nrt_post_delete),
+        f"resources not restored on {q(node)}",
         MINUTE,
-        interval=fxt.config.timeouts.poll(5),
+        fxt.config.timeouts.poll(5),
     )
 
 
@@ -177,6 +192,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         clean_funcs: list[Callable[[], None]],
     ) -> None:
         kube, scheduler, ns = fxt.kube, fxt.config.scheduler_name, fxt.namespace
+        poll5 = fxt.config.timeouts.poll(5)
         target = _target_node(padder, nrts)
         nrt_initial_list = nrtupdates.get_updated(kube, [], 10.0)
 
@@ -197,95 +213,101 @@ class TestClusterHasAtLeastOneSuitableNode:
             "restartPolicy": "Always",
         }
         log.info(
-            "creating a deployment with a guaranteed pod with two containers requiring total cpu=4, memory=200Mi"
+            "creating a deployment with a guaranteed pod with two containers requiring total %s",
+            rl.to_string(rl.from_container_limits(pod_spec["containers"])),
         )
-        dp = objects.new_test_deployment_with_pod_spec(
-            1, pod_labels, {MULTI_NUMA_LABEL: "2"}, ns, "testdp47591", pod_spec
+        dp = kube.create(
+            objects.new_test_deployment_with_pod_spec(
+                1, pod_labels, {MULTI_NUMA_LABEL: "2"}, ns, "testdp47591", pod_spec
+            )
         )
-        dp = kube.create(dp)
-        dp = waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=MINUTE)
+        # upstream waits on the created object each time: its generation (1) is the one compared
+        updated_dp = waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=MINUTE)
 
         pods = h.pods_by_labels(kube, ns, pod_labels)
         assert len(pods) == 1
         pod = pods[0]
+        log.info("checking the pod landed on the target node %s vs %s", q(pod["spec"]["nodeName"]), q(target))
         assert pod["spec"]["nodeName"] == target, (
             f"node landed on {q(pod['spec']['nodeName'])} instead of on {target}"
         )
         h.expect_scheduled_by(kube, pod, scheduler)
-        replicasets = _replicasets_of(kube, dp)
+        replicasets = _replicasets_of(kube, updated_dp)
 
         used = rl.from_guaranteed_pod(pod)
-        nrt_initial = e2enrt.find(nrt_initial_list, target)
+        nrt_initial = e2enrt.find(nrt_initial_list, pod["spec"]["nodeName"])
         assert nrt_initial is not None
         fxt.settle_nrts()
         nrt_post_create_list = nrtupdates.get_updated(kube, nrt_initial_list, MINUTE)
-        nrt_post_create = e2enrt.find(nrt_post_create_list, target)
+        nrt_post_create = e2enrt.find(nrt_post_create_list, pod["spec"]["nodeName"])
         assert nrt_post_create is not None
 
         scope = e2enrt.parse(nrt_initial).topology_manager_scope
         assert scope is not None, (
-            f'Unable to find required attribute "topologyManagerScope" on NRT {q(target)}'
+            f'Unable to find required attribute "topologyManagerScope" on NRT {q(e2enrt.parse(nrt_initial).name)}'
         )
         funcs = SCOPE_FUNCS[scope]
         log.info("checking post-create NRT for target node %s updated correctly", q(target))
         _expect_consumed(funcs.check_consumed, nrt_initial, nrt_post_create, used, pod, "running")
 
         log.info("updating the pod's resources such that it will still be available on the same node")
-        _update_deployment(kube, dp, _set_container_resources(0, {"cpu": "3", "memory": "100Mi"}))
+        _set_container_resources(updated_dp, 0, {"cpu": "3", "memory": "100Mi"})
+        updated_dp = _update_deployment(kube, updated_dp, 2 * MINUTE, 10.0)
+        # the update creates a new ReplicaSet: wait for it, then for the deployment
+        _replicasets_increased(kube, updated_dp, len(replicasets))
+        replicasets = _replicasets_of(kube, updated_dp)
+        updated_dp = waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=MINUTE)
         dp_name = f"{ns}/testdp47591"
-        wait_for(
-            lambda: _replicasets_of(kube, dp),
-            lambda rss: len(rss) == len(replicasets) + 1,
-            f"deployment {q(dp_name)} replicasets were not increased by 1",
-            10.0,
-            interval=1.0,
+        pods = _only_pods(
+            kube, updated_dp, 1, f"there should be only one pod under deployment: {q(dp_name)}", poll5
         )
-        replicasets = _replicasets_of(kube, dp)
-        dp = waiters.for_deployment_complete(
-            kube, kube.get(k.DEPLOYMENT, "testdp47591", ns), interval=10.0, timeout=MINUTE
-        )
-        pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591", fxt.config.timeouts.poll(5))
         nrt_post_update_list = nrtupdates.get_updated(kube, nrt_post_create_list, MINUTE)
 
         pod = pods[0]
+        log.info("checking the pod landed on the target node %s vs %s", q(pod["spec"]["nodeName"]), q(target))
         assert pod["spec"]["nodeName"] == target, (
             f"node landed on {q(pod['spec']['nodeName'])} instead of on {target}"
         )
         h.expect_scheduled_by(kube, pod, scheduler)
         used = rl.from_guaranteed_pod(pod)
         fxt.settle_nrts()
-        nrt_post_update = e2enrt.find(nrt_post_update_list, target)
+        nrt_post_update = e2enrt.find(nrt_post_update_list, pod["spec"]["nodeName"])
         assert nrt_post_update is not None
         log.info("checking post-update NRT for target node %s updated correctly", q(target))
+        # checked against the initial NRT: no subtraction needed, and the same result
         _expect_consumed(funcs.check_consumed, nrt_initial, nrt_post_update, used, pod, "running")
 
         log.info(
             "updating the pod's resources such that it won't be available on the same node, but on a different one"
         )
         padder.clean()
+        # saturate the target so that the pod cannot stay there: pad it alone, by a label
         clean_funcs.append(h.label_node(kube, "padded.node", "", target))
         padder.nodes(1).until_available_is_resource_list_per_zone(PAD_LEAVE).pad(
             PAD_TIMEOUT, label_selector="padded.node="
         )
+        # the cluster changed: this list is the new reference
         nrt_reorganized_list = nrtupdates.get_updated(kube, nrt_post_update_list, 10.0)
 
         # no more than 2 CPUs left on the target and the pod asks for 5: 6 + 2 lands elsewhere
-        _update_deployment(kube, dp, _set_container_resources(0, {"cpu": "6", "memory": "100Mi"}))
-        wait_for(
-            lambda: _replicasets_of(kube, dp),
-            lambda rss: len(rss) == len(replicasets) + 1,
-            f"deployment {q(dp_name)} replicasets were not increased by 1",
-            10.0,
-            interval=1.0,
+        updated_dp = kube.get(k.DEPLOYMENT, "testdp47591", ns)
+        _set_container_resources(updated_dp, 0, {"cpu": "6", "memory": "100Mi"})
+        updated_dp = _update_deployment(kube, updated_dp, 2 * MINUTE, 10.0)
+        # the deployment stays complete while the new pod is pending: wait for the new ReplicaSet first
+        _replicasets_increased(kube, updated_dp, len(replicasets))
+        updated_dp = waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=MINUTE)
+        pods = _only_pods(
+            kube, updated_dp, 1, f"there should be only one pod under deployment: {q(dp_name)}", poll5
         )
-        dp = waiters.for_deployment_complete(
-            kube, kube.get(k.DEPLOYMENT, "testdp47591", ns), interval=10.0, timeout=MINUTE
-        )
-        pods = _only_pods(kube, ns, pod_labels, 1, "testdp47591", fxt.config.timeouts.poll(5))
         nrt_last_update_list = nrtupdates.get_updated(kube, nrt_post_update_list, MINUTE)
 
         pod = pods[0]
         node = pod["spec"]["nodeName"]
+        log.info(
+            "checking the pod landed on a node which is different than target node %s vs %s",
+            q(target),
+            q(node),
+        )
         if node == target:
             log.info("%s", scheduling.pod_events_text(kube, ns, pod["metadata"]["name"]))
         assert node != target, f"pod should not land on node {q(target)}"
@@ -300,6 +322,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         log.info("checking rerouted NRT for target node %s updated correctly", q(target))
         _expect_consumed(funcs.check_consumed, nrt_reorganized, nrt_last_update, used, pod, "updated")
 
+        log.info("deleting the deployment")
         kube.delete(k.DEPLOYMENT, "testdp47591", ns)
         _expect_restored_in_list(fxt, node, nrt_reorganized, nrt_last_update_list)
 
@@ -364,7 +387,8 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
         # Recreate: the resized replicas must start after the old ones are gone to find room
         dp["spec"]["strategy"] = {"type": "Recreate"}
         dp = kube.create(dp)
-        dp = waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=2 * MINUTE)
+        # upstream waits on the created object each time: its generation (1) is the one compared
+        updated_dp = waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=2 * MINUTE)
 
         pods = h.pods_by_labels(kube, ns, pod_labels)
         assert len(pods) == 2
@@ -382,12 +406,21 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
         _expect_consumed(check, nrt_initial, nrt_post_create, used, pods[0], "running")
 
         log.info("updating the pod's resources such that it will still be available on the same node")
+        # now each pod of the deployment asks for less
         requested = rl.sub(rl.of(requested), rl.of({"cpu": "4", "memory": "100Mi"}))
-        _update_deployment(kube, dp, _set_container_resources(0, requested))
-        dp = waiters.for_deployment_complete(
-            kube, kube.get(k.DEPLOYMENT, "testdp48746", ns), interval=10.0, timeout=2 * MINUTE
+        _set_container_resources(updated_dp, 0, requested)
+        log.info("updating the deployment to require total %s", h.to_string(requested))
+        # Eventually(..., 10*time.Second, 2*time.Minute): a 10s timeout polled every 2m, one attempt
+        _update_deployment(kube, updated_dp, 10.0, 2 * MINUTE)
+        updated_dp = waiters.for_deployment_complete(kube, dp, interval=10.0, timeout=2 * MINUTE)
+        dp_name = f"{ns}/testdp48746"
+        pods = _only_pods(
+            kube,
+            updated_dp,
+            2,
+            f"there should be two pod under deployment: {q(dp_name)}",
+            fxt.config.timeouts.poll(5),
         )
-        pods = _only_pods(kube, ns, pod_labels, 2, "testdp48746", fxt.config.timeouts.poll(5))
         nrt_post_update_list = nrtupdates.get_updated(kube, nrt_post_create_list, MINUTE)
         for pod in pods:
             _check_replica(kube, pod, target, scheduler)
@@ -398,15 +431,23 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
         assert nrt_post_update is not None
         _expect_consumed(check, nrt_initial, nrt_post_update, used, pods[0], "running")
 
+        log.info("deleting the padder pods")
         padder.clean()
+        log.info("deleting the deployment")
         kube.delete(k.DEPLOYMENT, "testdp48746", ns)
         _expect_restored_in_list(fxt, target, nrt_initial, nrt_post_update_list)
 
 
 def _rs_containers(pause_image: str) -> list[dict[str, Any]]:
+    """The two pause containers of 47627's ReplicaSets (limits only)."""
     return [
-        h.pause_container("c0", pause_image, {"cpu": "2", "memory": "200Mi"}),
-        h.pause_container("c1", pause_image, {"cpu": "2", "memory": "100Mi"}),
+        {
+            "name": name,
+            "image": pause_image,
+            "command": ["/pause"],
+            "resources": {"limits": rl.to_manifest(rl.of({"cpu": "2", "memory": memory}))},
+        }
+        for name, memory in (("c0", "200Mi"), ("c1", "100Mi"))
     ]
 
 
@@ -419,12 +460,12 @@ def _run_replicaset(
     rs = kube.create(rs)
     rs = waiters.for_replicaset_complete(kube, rs, interval=1.0, timeout=2 * MINUTE)
     labels = rs["spec"]["selector"]["matchLabels"]
-    pods = wait_for(
+    pods = h.eventually(
         lambda: h.pods_by_labels(kube, ns, labels),
         lambda found: len(found) == replicas,
         f"there should be {replicas} pods under replicaset: {q(ns + '/' + rs['metadata']['name'])}",
         MINUTE,
-        interval=1.0,
+        1.0,
     )
     return pods, time.monotonic() - started, rs
 
@@ -453,7 +494,8 @@ class TestClusterWithAtLeastTwoAvailableNodes:
             "containers": _rs_containers(fxt.config.pause_image),
             "nodeSelector": {MULTI_NUMA_LABEL: "2"},
         }
-        rs = objects.new_test_replicaset_with_pod_spec(replicas, pod_labels, None, ns, "testrs", pod_spec)
+        # upstream passes an empty, non-nil node selector, which replaces the pod spec's: no selector
+        rs = objects.new_test_replicaset_with_pod_spec(replicas, pod_labels, {}, ns, "testrs", pod_spec)
         log.info(
             "creating a replicaset %s/testrs with %d replicas scheduling with scheduler: %s",
             ns,
@@ -477,8 +519,14 @@ class TestClusterWithAtLeastTwoAvailableNodes:
         )
         assert match, "inconsistent accounting when checking NRTs consumed resources"
 
+        log.info("deleting replicaset %s/testrs", ns)
         kube.delete(k.REPLICASET, "testrs", ns)
-        waiters.for_pods_all_deleted(kube, pods, timeout=2 * MINUTE)
+        for pod in pods:
+            meta = pod["metadata"]
+            try:
+                waiters.for_pod_deleted(kube, meta["namespace"], meta["name"], timeout=2 * MINUTE)
+            except WaitTimeout as err:
+                raise AssertionError(f"pod {meta['namespace']}/{meta['name']} still exists: {err}") from None
         fxt.settle_nrts()
         nrt_post_delete = e2enrt.find(nrtupdates.get_updated(kube, nrt_after_rs, MINUTE), target)
         assert nrt_post_delete is not None
@@ -486,9 +534,8 @@ class TestClusterWithAtLeastTwoAvailableNodes:
             f"resources not restored on {q(target)}"
         )
 
-        # upstream's second ReplicaSet has no node selector
         pod_spec = {"schedulerName": scheduler, "containers": _rs_containers(fxt.config.pause_image)}
-        rs = objects.new_test_replicaset_with_pod_spec(replicas, pod_labels, None, ns, "testrs", pod_spec)
+        rs = objects.new_test_replicaset_with_pod_spec(replicas, pod_labels, {}, ns, "testrs", pod_spec)
         nrt_initial = nrtupdates.get_updated(kube, [], PAD_TIMEOUT)
         log.info(
             "creating a replicaset %s/testrs with %d replicas scheduling with: %s", ns, replicas, scheduler

@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import _accounting_helpers as acct
 import _config_helpers as h
 import _openshift_helpers as ocp
 import pytest
 
-from nrop.api import qos
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, waiters
+from nrop.suite import nrtwaiters, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import DAEMONSET, NROP, NRT, Kube
 from nrop.suite.objects import new_test_pod_pause
@@ -128,10 +128,5 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
         fxt.settle_nrts()
         node_name = pod["spec"]["nodeName"]
         before = e2enrt.find(nrts, node_name)
-        assert before is not None, f"no NRT for node {node_name!r}"
-        wanted = rl.of(required)
-        after = nrtupdates.get_updated_for_node(kube, before, timeout=60)
-        zone = nrtconsumed.check_zone_consumed_resources_at_least(
-            before, after, wanted, qos.pod_qos_class(pod["spec"])
-        )
-        assert zone, f"no NUMA zone of node {node_name!r} shows the consumption of {rl.to_string(wanted)}"
+        assert before is not None, f"missing NRT for node {node_name!r}"
+        acct.expect_nrt_consumed(kube, before, rl.of(required), pod)

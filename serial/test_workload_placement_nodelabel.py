@@ -16,13 +16,14 @@ from typing import Any
 
 import _placement_helpers as h
 import pytest
+import yaml
 from _placement_helpers import MINUTE, q
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
 from nrop.suite import nrtconsumed, nrtupdates, objects, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_node_name
+from nrop.suite.fixture import pop_any, pop_node_name
 from nrop.suite.specs import entry, spec
 from nrop.suite.waiting import wait_for
 
@@ -87,8 +88,8 @@ def scenario(fxt: Any, padder: Any) -> Scenario:
     target = pop_node_name(names)
     assert target is not None, f"cannot select a target node among {sorted(names)}"
     log.info("selecting target node we expect the pod will be scheduled into: %s", q(target))
-    alternative = sorted(names)[0]
-    names.discard(alternative)
+    alternative = pop_any(names)
+    assert alternative is not None, f"cannot select an alternative target node among {sorted(names)}"
     log.info("selecting alternative node candidate for the scheduling: %s", q(alternative))
 
     # one of the labeled nodes gets padded too
@@ -111,7 +112,12 @@ def _expect_target_consumed(fxt: Any, scn: Scenario, pod: Any) -> None:
     match = nrtconsumed.check_zone_consumed_resources_at_least(
         scn.target_nrt_initial, current, rl.of(REQUIRED_RES), objects.pod_qos(pod)
     )
-    assert match != "", h.not_consumed_message(scn.target_nrt_initial, current, REQUIRED_RES)
+    # upstream prints both NRTs as YAML (sigs.k8s.io/yaml) in this spec's message
+    before, after = yaml.safe_dump(scn.target_nrt_initial), yaml.safe_dump(current)
+    assert match != "", (
+        "inconsistent accounting: no resources consumed by the running pod,\n"
+        f"NRT before test's pod: {before} \nNRT after: {after} \npod resources: {h.to_string(REQUIRED_RES)}"
+    )
 
 
 def _safely(func: Callable[[], None], node: str) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import _accounting_helpers as acct
 import _config_helpers as cfg
 import _placement_helpers as h
 import pytest
@@ -19,7 +20,7 @@ from _placement_helpers import MINUTE, MULTI_NUMA_LABEL, q
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtconsumed, nrtupdates, objects, padding, waiters
+from nrop.suite import padding, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.specs import spec
@@ -136,11 +137,7 @@ class TestWhenClusterHasTwoFeasibleNodesWithTaint:
 
         fxt.settle_nrts()
         used = rl.from_guaranteed_pod(updated)
-        nrt_post_create = nrtupdates.get_updated_for_node(kube, nrt_initial, MINUTE)
-        match = nrtconsumed.check_zone_consumed_resources_at_least(
-            nrt_initial, nrt_post_create, used, objects.pod_qos(updated)
-        )
-        assert match, h.not_consumed_message(nrt_initial, nrt_post_create, used)
+        nrt_post_create = acct.expect_nrt_consumed(kube, nrt_initial, used, updated)
 
         kube.delete(k.POD, "testpod", ns)
         waiters.for_pod_deleted(kube, ns, "testpod", timeout=3 * MINUTE)

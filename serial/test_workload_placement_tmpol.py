@@ -9,7 +9,8 @@ and the negative table, where the pod stays Pending with the scheduler's alignme
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import _placement_helpers as h
@@ -30,7 +31,6 @@ from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
 from nrop.suite.scheduling import ERROR_CANNOT_ALIGN_CONTAINER, ERROR_CANNOT_ALIGN_POD
 from nrop.suite.specs import entry, spec
-from nrop.suite.waiting import wait_for
 
 log = logging.getLogger(__name__)
 
@@ -261,9 +261,6 @@ def _table_scenario(
 ) -> tuple[dict[str, Any], str]:
     """The common part of both tables: the test pod, the target, the padded cluster."""
     devices = fxt.config.device_types
-    reason = h.missing_devices_reason([*res.app, *res.init, *unsuitable_free, *target_free_per_numa], devices)
-    if reason:
-        fxt.skip(reason)
     res = PodResources(
         app=tuple(h.resolve_devices(r, devices) for r in res.app),
         init=tuple(h.resolve_devices(r, devices) for r in res.init),
@@ -354,6 +351,14 @@ def _expect_placed(
     return node, nrt_initial, nrt_post_create
 
 
+def _failed_scheduling_matches(events: Iterable[Mapping[str, Any]], pattern: str) -> bool:
+    """A ``FailedScheduling`` event whose message matches ``pattern`` (``regexp.MatchString``: unanchored)."""
+    regex = re.compile(pattern)
+    return any(
+        e.get("reason") == "FailedScheduling" and regex.search(str(e.get("message") or "")) for e in events
+    )
+
+
 def _expect_pending(fxt: Any, pod: dict[str, Any], target: str, err_msg: str) -> None:
     """The test pod stays Pending, with a ``FailedScheduling`` event matching ``err_msg``."""
     kube = fxt.kube
@@ -367,12 +372,27 @@ def _expect_pending(fxt: Any, pod: dict[str, Any], target: str, err_msg: str) ->
         log.info("NRT target: %s", nrtcompare.to_string_nrt(e2enrt.get_nrt(kube, target)))
         raise
 
-    wait_for(
+    logged_events = False
+
+    def found(events: Sequence[Mapping[str, Any]]) -> bool:
+        nonlocal logged_events
+        if _failed_scheduling_matches(events, err_msg):
+            return True
+        log.info(
+            'failed to find the expected event with Reason="FailedScheduling" and Message contains %s',
+            err_msg,
+        )
+        if not logged_events:
+            log.info("%s", scheduling.pod_events_text(kube, fxt.namespace, "testpod"))
+            logged_events = True
+        return False
+
+    h.eventually(
         lambda: kube.events_for(fxt.namespace, "testpod"),
-        lambda events: h.failed_scheduling_matches(events, err_msg),
-        f'pod {fxt.namespace}/testpod to have a FailedScheduling event matching "{err_msg}"',
+        found,
+        f"pod {fxt.namespace}/testpod doesn't contains the expected event error",
         2 * MINUTE,
-        interval=10.0,
+        10.0,
     )
 
 

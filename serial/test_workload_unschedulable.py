@@ -7,10 +7,12 @@ them with TopologyAffinityError), and nothing is accounted in the NRT.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import _accounting_helpers as acct
+import _config_helpers as cfg
 import pytest
 import yaml
 
@@ -21,9 +23,10 @@ from nrop.suite import nrt as e2enrt
 from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
+from nrop.suite.fixture import pop_node_name
 from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.specs import spec
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ def _expect_failed_alignment(fxt: Any, suite_config: Any, pod: dict, scope: str,
         waiters.log_events_for_pod(kube, namespace, name)
         raise
     if not failed:
-        acct.dump_scheduler_logs(kube, _sched_namespace(suite_config), *dump_pods)
+        scheduling.dump_scheduler_logs(kube, _sched_namespace(suite_config), dump_pods)
     assert failed, f"pod {namespace}/{name} with scheduler {scheduler} did NOT fail"
 
 
@@ -129,16 +132,30 @@ def _for_daemonset_pods(fxt: Any, ds: dict, count: int) -> list[dict]:
     """``ForDaemonsetPodsCreation`` (1 s / 1 min): the DaemonSet wants ``count`` pods; its pods."""
     name = ds["metadata"]["name"]
     ds = waiters.for_daemonset_pods(fxt.kube, fxt.namespace, name, count, interval=1, timeout=60)
-    pods = acct.pods_of(fxt.kube, ds)
+    pods = waiters.pods_of_workload(fxt.kube, ds)
     assert pods, f"cannot find any pods for DS {fxt.namespace}/{name}"
     return pods
 
 
 def _deployment_pods(fxt: Any, dp: dict, replicas: int) -> list[dict]:
-    dp = waiters.for_deployment_replicas_creation(fxt.kube, dp, replicas, timeout=60)
-    pods = acct.pods_of(fxt.kube, dp)
+    """``ForDeploymentReplicasCreation`` (1 s / 1 min), then the Deployment's pods."""
+    dp = waiters.for_deployment_replicas_creation(fxt.kube, dp, replicas, interval=1, timeout=60)
+    pods = waiters.pods_of_workload(fxt.kube, dp)
     assert pods, f"cannot find any pods for DP {fxt.namespace}/{dp['metadata']['name']}"
     return pods
+
+
+def _get_updated(fxt: Any, reference: list[dict]) -> list[dict]:
+    """``GetUpdated(..., 1 min)`` at the suite's NRT update poll interval."""
+    return nrtupdates.get_updated(fxt.kube, reference, 60, interval=fxt.config.timeouts.nrt_update_interval)
+
+
+def _pop_target(names: set[str], message: str) -> str:
+    """``PopNodeName`` with its ``ok`` asserted (``message``)."""
+    listed = sorted(names)
+    target = pop_node_name(names)
+    assert target is not None, f"{message} among {listed}"
+    return target
 
 
 class TestWithNoSuitableNode:
@@ -159,7 +176,7 @@ class TestWithNoSuitableNode:
             "some padding pods have failed to run"
         )
         fxt.settle_nrts()
-        nrtupdates.get_updated(fxt.kube, cluster.nrt_list, 60, interval=1.0)
+        _get_updated(fxt, cluster.nrt_list)
         return candidates
 
     @spec(
@@ -237,19 +254,19 @@ class TestWithNoSuitableNode:
         for pod in pods:
             namespace, pod_name = pod["metadata"]["namespace"], pod["metadata"]["name"]
 
-            def rejected(ns: str = namespace, nm: str = pod_name) -> bool:
+            def rejected(ns: str = namespace, nm: str = pod_name) -> str | None:
                 try:
-                    return acct.check_pod_kubelet_reject_topology_affinity(kube, ns, nm)
-                except AssertionError:  # no events yet
+                    check = scheduling.check_pod_kubelet_reject_with_topology_affinity_error(kube, ns, nm)
+                except scheduling.NoEventsError as err:
                     waiters.log_events_for_pod(kube, ns, nm)
-                    return False
+                    return str(err)
+                return None if check else str(check)
 
-            wait_for(
+            cfg.eventually(
                 rejected,
-                bool,
-                f"pod {namespace}/{pod_name} with scheduler default-scheduler to fail with "
-                "TopologyAffinityError",
+                f"pod {namespace}/{pod_name} with scheduler default-scheduler did NOT fail",
                 60,
+                fxt.config.timeouts.poll(1),
             )
 
 
@@ -269,7 +286,7 @@ class TestWithAtLeastTwoNodesWithTwoNumaZonesAndEnoughResourcesInOneNumaZone:
         if len(candidates) < 2:
             fxt.skip(f"not enough nodes with 2 NUMA Zones: found {len(candidates)}, needed 2")
         names = e2enrt.accumulate_names(candidates)
-        target = acct.pop_node_name(names)
+        target = _pop_target(names, "unable to get targetNodeName")
         required = rl.of({"cpu": "16", "memory": "16Gi"})
         leave = rl.of({"cpu": "12", "memory": "12Gi"})
         pods = _pad_leaving(
@@ -277,15 +294,13 @@ class TestWithAtLeastTwoNodesWithTwoNumaZonesAndEnoughResourcesInOneNumaZone:
         )
         assert not e2epad.wait_for_padding_pods_running(kube, pods), "some padding pods have failed to run"
         fxt.settle_nrts()
-        target_before = acct.find_from_list(
-            nrtupdates.get_updated(kube, cluster.nrt_list, 60, interval=1.0), target
-        )
+        target_before = acct.find_from_list(_get_updated(fxt, cluster.nrt_list), target)
 
         ds = _test_daemonset(fxt, suite_config, required)
         kube.create(ds)
         _for_daemonset_pods(fxt, ds, len(candidates))
         fxt.settle_nrts()
-        ds_pods = acct.pods_of(kube, ds)  # listed once bound: a pod's node is known only then
+        ds_pods = waiters.pods_of_workload(kube, ds)  # listed once bound: a pod's node is known only then
 
         scheduler = suite_config.scheduler_name
         for pod in ds_pods:
@@ -351,7 +366,8 @@ class TestWithAtLeastOneNode:
                 f"needed: {needed}"
             )
         names = e2enrt.accumulate_names(candidates)
-        target = acct.pop_node_name(names)
+        target = _pop_target(names, "cannot select a target node")
+        log.info("selecting node to schedule the pod: %s", target)
 
         padding_pods = _fully_pad(fxt, suite_config, sorted(names), candidates)
         # each target zone keeps room for the bigger container, not for both
@@ -370,7 +386,7 @@ class TestWithAtLeastOneNode:
             "some padding pods have failed to run"
         )
         fxt.settle_nrts()
-        before_list = nrtupdates.get_updated(kube, cluster.nrt_list, 60, interval=1.0)
+        before_list = _get_updated(fxt, cluster.nrt_list)
         target_before = acct.find_from_list(before_list, target)
 
         pod = acct.new_test_pod(fxt.namespace, "testpod", suite_config.pause_image, containers=2)
@@ -383,9 +399,7 @@ class TestWithAtLeastOneNode:
         _expect_failed_alignment(fxt, suite_config, pod, scope, pod)
 
         fxt.settle_nrts()
-        target_after = acct.find_from_list(
-            nrtupdates.get_updated(kube, before_list, 60, interval=1.0), target
-        )
+        target_after = acct.find_from_list(_get_updated(fxt, before_list), target)
         assert nrtconsumed.check_equal_available_resources(target_before, target_after), (
             "NRT of target node was updated although the pods failed to be scheduled, expected: "
             f"{yaml.safe_dump(target_before)}\n  found: {yaml.safe_dump(target_after)}"
@@ -463,33 +477,73 @@ class TestWithZeroSuitableNodes:
             ignore=lambda nrt: e2enrt.nrt_name(nrt) not in names,
         )
 
-        kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": 0}}, fxt.namespace)
-        wait_for(
-            lambda: acct.pods_of(kube, dp),
-            lambda left: not left,
-            f"test deployment {fxt.namespace}/{dp_name} to leave no hanging pods",
+        poll_1s = fxt.config.timeouts.poll(1)
+
+        def update_dp(mutate: Callable[[dict], None]) -> None:
+            """``Eventually(Get; mutate; Update)`` (1 min / 1 s)."""
+            cfg.update_object(
+                kube,
+                k8s.DEPLOYMENT,
+                dp_name,
+                mutate,
+                timeout=60,
+                interval=poll_1s,
+                namespace=fxt.namespace,
+                description=f"cannot scale down the test deployment {fxt.namespace}/{dp_name}",
+            )
+
+        def set_replicas(count: int) -> Callable[[dict], None]:
+            def mutate(obj: dict) -> None:
+                log.info("setting replicas %d", count)
+                obj["spec"]["replicas"] = count
+
+            return mutate
+
+        update_dp(set_replicas(0))
+
+        def no_pods_left() -> str | None:
+            # podlist.ByDeployment: every pod the selector matches, terminating ones included
+            pods_left = kube.list(k8s.POD, fxt.namespace, label_selector={"test": dp_name})
+            return f"found {len(pods_left)} pods, expected 0" if pods_left else None
+
+        cfg.eventually(
+            no_pods_left,
+            f"test deployment {fxt.namespace}/{dp_name} left hanging pods in the cluster",
             60,
-            interval=3,
+            fxt.config.timeouts.poll(3),
         )
 
         # one pod per NUMA zone of the padded nodes
         expected_ready = len(nrts) * REQUIRED_NUMA_ZONES
-        resources = {"limits": rl.to_manifest(numa_level_fit), "requests": rl.to_manifest(numa_level_fit)}
-        kube.patch(
+
+        def resize(obj: dict) -> None:
+            log.info("expecting replicas to be running: expected %d total %d", expected_ready, replicas)
+            obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+                "limits": rl.to_manifest(numa_level_fit),
+                "requests": rl.to_manifest(numa_level_fit),
+            }
+
+        cfg.update_object(
+            kube,
             k8s.DEPLOYMENT,
             dp_name,
-            {
-                "spec": {
-                    "template": {
-                        "spec": {"containers": [{"name": f"{dp_name}-cnt1", "resources": resources}]}
-                    }
-                }
-            },
-            fxt.namespace,
-            patch_type="strategic",
+            resize,
+            timeout=60,
+            interval=poll_1s,
+            namespace=fxt.namespace,
+            description=f"cannot downsize the test deployment {fxt.namespace}/{dp_name}",
         )
-        kube.patch(k8s.DEPLOYMENT, dp_name, {"spec": {"replicas": replicas}}, fxt.namespace)
-        waiters.for_deployment_replicas_readiness(kube, dp, expected_ready, timeout=300, interval=30)
+        # upstream's message for scaling up again is the scale-down one
+        update_dp(set_replicas(replicas))
+        try:
+            waiters.for_deployment_replicas_readiness(
+                kube, dp, expected_ready, timeout=300, interval=fxt.config.timeouts.poll(30)
+            )
+        except WaitTimeout as err:
+            raise AssertionError(
+                f"deployment {fxt.namespace}/{dp_name} failed to have {expected_ready} running replicas "
+                f"within the defined period: {err}"
+            ) from None
 
         post_list = fxt.settle_nrts()
         qos_class = objects.pod_qos(pods[0])
@@ -521,7 +575,7 @@ class TestRequestingAllocatableResourcesOnTheNode:
                 "needed 1"
             )
         names = e2enrt.accumulate_names(candidates)
-        target = acct.pop_node_name(names)
+        target = _pop_target(names, "cannot select a node")
         log.info("selecting node to schedule the test pod: %s", target)
         target_initial = kube.get(k8s.NRT, target)
         required = {

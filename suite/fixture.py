@@ -22,6 +22,8 @@ from typing import Any, NoReturn
 
 import pytest
 
+from nrop.api.gomaps import GoMap
+
 from . import kube as k
 from . import nrtwaiters, objects, waiters
 from .config import SuiteConfig
@@ -34,6 +36,7 @@ __all__ = [
     "COOLDOWN_FAILED",
     "Fixture",
     "pick_node_index",
+    "pop_any",
     "pop_node_name",
 ]
 
@@ -208,15 +211,33 @@ def _log_mcps_not_updated(kube: k.Kube) -> None:
 # ------------------------------------------------------------------------------- node choice
 
 
-def pop_node_name(names: set[str], environ: dict[str, str] | None = None) -> str | None:
-    """Remove and return ``E2E_NROP_TARGET_NODE`` if it is in ``names``, else any (None if empty)."""
+def pop_node_name(
+    names: set[str], environ: dict[str, str] | None = None, rng: random.Random | None = None
+) -> str | None:
+    """``PopNodeName``: remove and return ``E2E_NROP_TARGET_NODE`` if it is in ``names``, else
+    what upstream's ``sets.Set.PopAny`` would take (None if empty).
+
+    The pick is :func:`pop_any`.
+    """
     target = (environ if environ is not None else os.environ).get(TARGET_NODE_VAR)
     if target is not None and target in names:
         names.discard(target)
         return target
     if target is not None:
         log.info("node %r not found among candidates, fall back to random one", target)
-    return names.pop() if names else None
+    return pop_any(names, rng)
+
+
+def pop_any(names: set[str], rng: random.Random | None = None) -> str | None:
+    """``sets.Set.PopAny`` of a set upstream fills in NRT-list (name) order: one Go map
+    iteration (:class:`~nrop.api.gomaps.GoMap`) over the sorted names, from ``rng``; the
+    name is removed from ``names`` (None when empty)."""
+    if not names:
+        return None
+    source = rng if rng is not None else random.Random()
+    name = GoMap(sorted(names), source).pop_any(source)
+    names.discard(name)
+    return name
 
 
 def pick_node_index(nodes: list[dict[str, Any]], environ: dict[str, str] | None = None) -> tuple[int, bool]:

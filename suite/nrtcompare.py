@@ -8,8 +8,8 @@ The comparisons are pure and match upstream's semantics:
   and device counts may drift as long as consumption matches;
 * :func:`is_nrt_equal` (the cooldown check): the same ``resourceVersion`` is equal,
   else :func:`equal_zones`;
-* :func:`is_nrt_unchanged` (``GetUpdated``): the same ``resourceVersion``, or identical
-  zones *and* attributes;
+* :func:`is_nrt_unchanged` (``GetUpdated``'s ``isEqualNRT``): the same ``resourceVersion``,
+  or zones *and* attributes semantically equal, list order included;
 * :func:`equal_nrt_lists_items` (``EqualNRTListsItems``).
 
 :func:`to_string_nrt` and :func:`list_to_string` dump NRTs as upstream does;
@@ -142,14 +142,17 @@ def is_nrt_equal(
 
 
 def is_nrt_unchanged(initial: NRTLike, updated: NRTLike) -> bool:
-    """``GetUpdated``'s test: same ``resourceVersion``, or the same zones and attributes."""
-    rv = _resource_version(initial)
-    if rv is not None and rv == _resource_version(updated):
+    """``GetUpdated``'s test (``isEqualNRT``): the same ``resourceVersion``, or zones and
+    attributes equal as ``apiequality.Semantic.DeepEqual`` sees them: lists in order, each
+    quantity by value, a missing list equal to an empty one."""
+    if _resource_version(updated) == _resource_version(initial):
+        log.warning("NRT %r resource version didn't change", nrt_name(initial))
         return True
     a, b = parse(initial), parse(updated)
-    return [z.to_dict() for z in a.zones] == [z.to_dict() for z in b.zones] and [
-        x.to_dict() for x in a.attributes
-    ] == [x.to_dict() for x in b.attributes]
+    equal = a.zones == b.zones and a.attributes == b.attributes
+    if not equal:
+        log.info("NRT %r change: updated to %s", nrt_name(initial), to_string_nrt(updated))
+    return equal
 
 
 def equal_nrt_lists_items(list_a: Iterable[NRTLike], list_b: Iterable[NRTLike]) -> tuple[bool, str]:

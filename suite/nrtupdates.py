@@ -1,18 +1,19 @@
-"""Waiting for the NodeResourceTopology objects to be updated (upstream ``GetUpdated``), and
-how often the exporter refreshes them.
+"""Waiting for the NodeResourceTopology objects to be updated (upstream ``GetUpdated`` and
+``GetUpdatedForNode``), and how often the exporter refreshes them.
 
 :func:`refresh_period_of` and :func:`exporter_refresh_period` read the ``infoRefreshPeriod``
-of the NUMAResourcesOperators; :func:`republish_grace` is one refresh period plus a margin.
-The two pollers :func:`get_updated` and :func:`get_updated_for_node` are thin loops over
-:func:`nrop.suite.waiting.wait_for`: they return once the NRTs changed
-(:func:`~nrop.suite.nrtcompare.is_nrt_unchanged` no longer holds) or were re-published
-unchanged (after the grace).
+of the NUMAResourcesOperators. The two pollers :func:`get_updated` and
+:func:`get_updated_for_node` are thin loops over :func:`nrop.suite.waiting.wait_for` with
+upstream's rule (:func:`~nrop.suite.nrtcompare.is_nrt_unchanged`, ``isEqualNRT``): an NRT
+counts as updated only once it was re-published (another ``resourceVersion``) with other
+zones or attributes, list order included. An unchanged node passes only because the
+exporter, as upstream's, writes each zone's resources in Go map order, which usually
+differs from one refresh to the next (see :mod:`nrop.rte.scan`).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,24 +22,24 @@ from nrop.api.durations import parse_duration
 
 from . import kube as k
 from .nrt import NRTLike, find, list_nrts, nrt_name
-from .nrtcompare import is_nrt_unchanged
+from .nrtcompare import is_nrt_unchanged, to_string_nrt
 from .waiting import wait_for
 
 __all__ = [
     "DEFAULT_REFRESH_PERIOD",
-    "REPUBLISH_MARGIN",
+    "UPDATE_INTERVAL",
     "exporter_refresh_period",
     "get_updated",
     "get_updated_for_node",
     "refresh_period_of",
-    "republish_grace",
 ]
 
 log = logging.getLogger(__name__)
 
-#: The operator's default ``infoRefreshPeriod``, and the margin added to it for a re-publish.
+#: The operator's default ``infoRefreshPeriod``.
 DEFAULT_REFRESH_PERIOD = 10.0
-REPUBLISH_MARGIN = 5.0
+#: Upstream's poll interval of ``GetUpdated`` and ``GetUpdatedForNode``.
+UPDATE_INTERVAL = 5.0
 
 
 def refresh_period_of(nrops: Iterable[Mapping[str, Any]]) -> float:
@@ -66,18 +67,6 @@ def exporter_refresh_period(kube: k.Kube) -> float:
         return DEFAULT_REFRESH_PERIOD
 
 
-def republish_grace(kube: k.Kube) -> float:
-    """After this long an NRT that did not change counts as re-published unchanged.
-
-    Upstream's ``GetUpdated`` waits for different zones or attributes, and its exporter
-    emits resources in Go map order, so each periodic refresh looks like a change: the wait
-    means "re-published since the reference". An exporter with a stable order changes an
-    NRT only when the data change, and the API server keeps the resourceVersion of a no-op
-    update: the same meaning is then one refresh period (plus a margin).
-    """
-    return exporter_refresh_period(kube) + REPUBLISH_MARGIN
-
-
 @dataclass
 class _Updates:
     """NRTs seen by an update wait; ``to_dict`` keeps failure messages short."""
@@ -85,22 +74,21 @@ class _Updates:
     nrts: list[dict[str, Any]]
     unchanged: list[str]
     missing: list[str]
-    elapsed: float
 
     def to_dict(self) -> str:
-        return f"unchanged={self.unchanged} missing={self.missing} after {self.elapsed:.1f}s"
+        return f"not updated={self.unchanged} missing={self.missing}"
 
 
-def _changed_or_republished(
+def _updated(
     get: Callable[[], list[dict[str, Any]]],
     reference: Sequence[NRTLike],
     timeout: float,
     interval: float,
-    grace: float,
     immediate: bool,
-) -> list[dict[str, Any]]:
+    description: str,
+    not_updated: str,
+) -> _Updates:
     names = [nrt_name(nrt) for nrt in reference]
-    started = time.monotonic()
 
     def look() -> _Updates:
         current = get()
@@ -110,60 +98,67 @@ def _changed_or_republished(
             for ref in reference
             if (now := find(current, nrt_name(ref))) is not None and is_nrt_unchanged(ref, now)
         ]
-        return _Updates(current, unchanged, missing, time.monotonic() - started)
+        for name in missing:
+            log.error("missing NRT for %s", name)
+        for name in unchanged:
+            log.warning(not_updated, name)
+        return _Updates(current, unchanged, missing)
 
-    seen = wait_for(
+    return wait_for(
         look,
-        lambda u: not u.missing and (not u.unchanged or u.elapsed >= grace),
-        f"NRTs {names} to be updated",
+        lambda u: not u.missing and not u.unchanged,
+        description,
         timeout,
         interval=interval,
         terminal=lambda u: bool(u.missing),
         immediate=immediate,
     )
-    if seen.unchanged:
-        log.info("NRTs %s re-published unchanged within %.0fs", seen.unchanged, grace)
-    return seen.nrts
 
 
 def get_updated(
-    kube: k.Kube,
-    reference: Sequence[NRTLike],
-    timeout: float,
-    *,
-    interval: float = 5.0,
-    grace: float | None = None,
+    kube: k.Kube, reference: Sequence[NRTLike], timeout: float, *, interval: float = UPDATE_INTERVAL
 ) -> list[dict[str, Any]]:
-    """The NRT list once every NRT of ``reference`` changed (``GetUpdated``), or was re-published
-    unchanged: after ``grace`` (default :func:`republish_grace`; ``math.inf`` = only a change).
+    """The NRT list once every NRT of ``reference`` was updated (``GetUpdated``).
 
-    The first look comes after one ``interval``, as upstream; an empty ``reference``
-    returns the current list at once. A reference NRT that is gone ends the wait at once;
-    ``WaitTimeout`` when the NRTs did not update within ``timeout``.
+    The first look comes after one ``interval`` (5s, as upstream), also for an empty
+    ``reference``, which then returns that list. A reference NRT that is gone ends the wait
+    at once; ``WaitTimeout`` when the NRTs did not update within ``timeout``.
     """
-    if not reference:
-        return list_nrts(kube)
-    limit = republish_grace(kube) if grace is None else grace
-    return _changed_or_republished(lambda: list_nrts(kube), reference, timeout, interval, limit, False)
+    log.info("Waiting up to %gs to get %d NRT objects updated", timeout, len(reference))
+    seen = _updated(
+        lambda: list_nrts(kube),
+        reference,
+        timeout,
+        interval,
+        False,
+        f"NRTs {[nrt_name(nrt) for nrt in reference]} to be updated",
+        "NRT for %s not yet updated",
+    )
+    log.info("Detected changes on all %d NRT objects", len(reference))
+    return seen.nrts
 
 
 def get_updated_for_node(
-    kube: k.Kube,
-    reference: NRTLike,
-    timeout: float,
-    *,
-    interval: float = 5.0,
-    grace: float | None = None,
+    kube: k.Kube, reference: NRTLike, timeout: float, *, interval: float = UPDATE_INTERVAL
 ) -> dict[str, Any]:
-    """The node's NRT once it differs from ``reference`` (``GetUpdatedForNode``), or was
-    re-published unchanged (see :func:`get_updated`)."""
-    limit = republish_grace(kube) if grace is None else grace
+    """The node's NRT once it was updated since ``reference`` (``GetUpdatedForNode``).
+
+    The first look is immediate, then every ``interval`` (5s); a gone NRT ends the wait at once.
+    """
     name = nrt_name(reference)
-    return _changed_or_republished(
-        lambda: [nrt] if (nrt := kube.get_or_none(k.NRT, name)) else [],
-        [reference],
-        timeout,
-        interval,
-        limit,
-        True,
-    )[0]
+    log.info("NRT change: reference is %s", to_string_nrt(reference))
+    try:
+        seen = _updated(
+            lambda: [nrt] if (nrt := kube.get_or_none(k.NRT, name)) else [],
+            [reference],
+            timeout,
+            interval,
+            True,
+            f"NRT {name} to be updated",
+            "NRT %s not updated yet",
+        )
+    except AssertionError:
+        log.info("NRT change: finished, equalZones=true")
+        raise
+    log.info("NRT change: finished, equalZones=false")
+    return seen.nrts[0]

@@ -3,7 +3,10 @@
 Two mechanisms, as upstream:
 
 (a) :class:`Padder` (``test/internal/padder``): for ``n`` nodes among those with a
-    ``single-numa-node`` NRT (optionally restricted by a node label selector), every zone
+    ``single-numa-node`` NRT (optionally restricted by a node label selector), picked as
+    upstream picks them (``sets.Set.PopAny``: Go map order, :func:`candidate_order`, from
+    the padder's injectable random source; a picked node none of whose zones can be
+    padded is not counted and not tried again), every zone
     that still has at least the target gets a guaranteed pause pod ``padder-<0..9999>``
     labelled ``nrop-test-pad-pod=""`` whose requests = limits = ``available - target`` for
     *every* resource the zone reports (0 for those not in the target), pinned to the node
@@ -14,26 +17,27 @@ Two mechanisms, as upstream:
     the "leave" list; pods ``padpod-*`` with limits only and the labels
     ``e2e-serial-pad-node`` / ``e2e-serial-pad-numazone``.
 
-The arithmetic and the choice of zones (:func:`plan_padding`) are pure; the I/O is thin
+The arithmetic and the choice of nodes and zones (:func:`candidate_order`,
+:func:`plan_padding`) are pure; the I/O is thin
 over :class:`~nrop.suite.kube.Kube` and :mod:`nrop.suite.waiters`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nrop.api.gomaps import GoMap
 from nrop.api.nrt import NodeResourceTopology, Zone
 from nrop.api.quantity import Quantity
 
 from . import kube as k
 from . import nrt as nrtutil
 from . import objects, waiters
-from .fixture import TARGET_NODE_VAR
+from .nrtupdates import get_updated
 from .resourcelist import ResourceList, drop_host_level, of, to_manifest, to_string
 from .waiting import WaitTimeout, wait_for
 
@@ -43,6 +47,7 @@ __all__ = [
     "PAD_ZONE_LABEL",
     "PadPlan",
     "Padder",
+    "candidate_order",
     "diff_available_to_expected",
     "is_zone_meeting_target",
     "make_padding_pod",
@@ -58,6 +63,8 @@ log = logging.getLogger(__name__)
 PADDER_LABEL = "nrop-test-pad-pod"
 PAD_NODE_LABEL = "e2e-serial-pad-node"
 PAD_ZONE_LABEL = "e2e-serial-pad-numazone"
+#: Upstream lists the NRTs with ``GetUpdated(empty list, 10s)``: one 5s interval, then the list.
+NRT_LIST_TIMEOUT = 10.0
 
 
 # ------------------------------------------------------------------------------- pure part
@@ -101,13 +108,23 @@ class PadPlan:
     pin_zone: bool
 
 
+def candidate_order(names: Sequence[str], rng: random.Random) -> list[str]:
+    """The order in which upstream's padder pops candidate nodes: ``names`` (the single-NUMA
+    NRTs in node-list order) go into a ``sets.Set``, then ``PopAny`` takes one at a time,
+    each pop a fresh Go map iteration (:class:`~nrop.api.gomaps.GoMap`)."""
+    candidates = GoMap(names, rng)
+    return [candidates.pop_any(rng) for _ in range(len(candidates))]
+
+
 def plan_padding(
     nrts: Sequence[NodeResourceTopology], target: Mapping[str, Quantity], n_nodes: int, order: Sequence[str]
 ) -> tuple[list[PadPlan], list[str]]:
-    """The pad pods for ``n_nodes`` nodes, trying nodes in ``order``; returns ``(plans, padded nodes)``.
+    """The pad pods for ``n_nodes`` nodes, trying nodes in ``order`` (:func:`candidate_order`);
+    returns ``(plans, padded nodes)``.
 
     A node counts as padded when at least one of its zones could be padded (a zone with
-    less than the target is left alone). ``ValueError`` when ``order`` runs out first.
+    less than the target is left alone, and the node is not tried again). ``ValueError``
+    when ``order`` runs out first.
     """
     by_name = {nrt.name: nrt for nrt in nrts}
     plans: list[PadPlan] = []
@@ -115,7 +132,7 @@ def plan_padding(
     candidates = list(order)
     while len(padded) < n_nodes:
         if not candidates:
-            raise ValueError(f"cannot select a node to be padded among {sorted(by_name)} (padded: {padded})")
+            raise ValueError(f"cannot select a node to be padded among [] (padded: {padded})")
         node = candidates.pop(0)
         nrt = by_name[node]
         node_plans = []
@@ -281,7 +298,7 @@ class Padder:
             log.warning("no nodes for padding were found. please specify at least one node")
             return
         node_names = [n["metadata"]["name"] for n in self.kube.list(k.NODE, label_selector=label_selector)]
-        nrts = [nrtutil.parse(obj) for obj in nrtutil.list_nrts(self.kube)]
+        nrts = [nrtutil.parse(obj) for obj in get_updated(self.kube, [], NRT_LIST_TIMEOUT)]
         candidates = nrtutil.filter_by_policy(
             nrtutil.filter_by_node_names(nrts, node_names), nrtutil.SINGLE_NUMA_NODE
         )
@@ -289,12 +306,7 @@ class Padder:
             raise AssertionError(
                 f"not enough nodes were found for padding. requested: {self.n_nodes}, got: {len(candidates)}"
             )
-        order = sorted(nrt.name for nrt in candidates)  # type: ignore[union-attr]
-        self.rng.shuffle(order)
-        target_node = os.environ.get(TARGET_NODE_VAR)
-        if target_node in order:
-            order.remove(target_node)
-            order.insert(0, target_node)
+        order = candidate_order([nrtutil.nrt_name(nrt) for nrt in candidates], self.rng)
         plans, padded = plan_padding(candidates, self.target, self.n_nodes, order)  # type: ignore[arg-type]
         for plan in plans:
             self.pods.append(self.kube.create(self._pod_for(plan)))
@@ -339,7 +351,7 @@ class Padder:
 
         try:
             wait_for(
-                lambda: nrtutil.list_nrts(self.kube),
+                lambda: get_updated(self.kube, [], NRT_LIST_TIMEOUT),
                 lambda nrts: not unmet(nrts),
                 f"NRTs of {self.padded_nodes} to show at most {to_string(self.target)} per zone",
                 timeout,

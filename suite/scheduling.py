@@ -19,6 +19,7 @@ the pod's events so that ``assert check_...(...)`` shows them on failure.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -115,13 +116,19 @@ def alignment_error(scope: str) -> str:
     return ERROR_CANNOT_ALIGN_CONTAINER if scope == "container" else ERROR_CANNOT_ALIGN_POD
 
 
+def _q(value: object) -> str:
+    """Go's ``%q`` of a string field (absent: ``""``)."""
+    return json.dumps("" if value is None else str(value))
+
+
 def event_to_string(event: Event) -> str:
-    """``type=... message=... reason=... reportedBy={controller/instance} from={host/component}``."""
+    """``type="..." action="..." message="..." reason="..." reportedBy={controller/instance}
+    from={host/component}`` (upstream ``eventToString``)."""
     source = event.get("source") or {}
     src = "/".join(part for part in (source.get("host"), source.get("component")) if part)
     text = (
-        f"type={event.get('type')!r} action={event.get('action')!r} message={event.get('message')!r} "
-        f"reason={event.get('reason')!r} "
+        f"type={_q(event.get('type'))} action={_q(event.get('action'))} message={_q(event.get('message'))} "
+        f"reason={_q(event.get('reason'))} "
         f"reportedBy={{{_reporting_controller(event)}/{event.get('reportingInstance') or ''}}}"
     )
     return f"{text} from={{{src}}}" if src else text
@@ -186,9 +193,14 @@ def log_window_seconds(creation_timestamps: Iterable[str], now: dt.datetime) -> 
 def _check(
     kube: k.Kube, namespace: str, name: str, expected: str, matches: Callable[[Event], bool]
 ) -> EventCheck:
+    """Upstream ``checkPODEvents``: the pod's events as listed now (none at all: an error at once)."""
+    log.info("checking events for pod %s/%s", namespace, name)
     events = kube.events_for(namespace, name)
     result = match_events(events, f"{namespace}/{name}", expected, matches)
-    log.info("%s", result)
+    if result:
+        log.info("-> found relevant scheduling event for pod %s/%s (%s)", namespace, name, expected)
+    else:
+        log.warning("Failed to find relevant scheduling event for pod %s/%s\n%s", namespace, name, result)
     return result
 
 

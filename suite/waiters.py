@@ -8,7 +8,8 @@ and what was seen — for pods including their events (``log_events_for_pod`` lo
 same way). The completion rules (``is_deployment_complete``, ``are_daemonset_pods_ready``…)
 are pure functions. The serial specs call these waiters (with the timeout and interval of
 each upstream call) rather than keep copies of them. The waits on NodeResourceTopology
-objects live in :mod:`nrop.suite.nrtwaiters`.
+objects live in :mod:`nrop.suite.nrtwaiters`. :func:`pods_of_workload` is upstream's
+``podlist`` (what the pod-count waits count).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
+
+from nrop.api.selectors import label_selector_from_dict
 
 from . import kube as k
 from .scheduling import pod_events_text
@@ -35,6 +38,7 @@ __all__ = [
     "for_deployment_replicas_creation",
     "for_deployment_replicas_readiness",
     "for_job_completed",
+    "for_mcp_condition",
     "for_namespace_deleted",
     "for_nrop_deleted",
     "for_nrosched_deleted",
@@ -49,7 +53,9 @@ __all__ = [
     "is_job_failed",
     "is_replicaset_complete",
     "log_events_for_pod",
+    "mcp_condition_reached",
     "pod_summary",
+    "pods_of_workload",
     "while_in_pod_phase",
 ]
 
@@ -515,3 +521,84 @@ def for_nrosched_deleted(
 ) -> None:
     """Until the NUMAResourcesScheduler is gone (first look after one ``interval``)."""
     _deleted(kube, k.NROSCHED, name, None, interval, timeout, immediate=False)
+
+
+def pods_of_workload(kube: k.Kube, workload: Mapping[str, Any]) -> list[Manifest]:
+    """``podlist.ByDeployment`` / ``ByReplicaSet`` / ``ByDaemonset``: every pod the workload's
+    selector matches, terminating ones included (upstream counts them); in the workload's
+    namespace, except for a DaemonSet (``ByDaemonset`` lists in all namespaces)."""
+    selector = str(label_selector_from_dict((workload.get("spec") or {}).get("selector")))
+    namespace = None if workload.get("kind") == k.DAEMONSET.kind else workload["metadata"]["namespace"]
+    return kube.list(k.POD, namespace, label_selector=selector)
+
+
+# ------------------------------------------------------------------------------- MachineConfigPools
+
+
+def mcp_condition_reached(reference_version: str, mcp: Mapping[str, Any], ctype: str) -> tuple[bool, str]:
+    """One look of ``ForMachineConfigPoolCondition``: ``(done, why not)``.
+
+    A pool whose ``resourceVersion`` is still the reference's was not touched since the
+    snapshot (its ``Updated=True`` may be from before the change): not done. Else done when
+    condition ``ctype`` is True.
+    """
+    name, version = mcp["metadata"]["name"], str(mcp["metadata"].get("resourceVersion") or "")
+    if version == reference_version:
+        return False, f"mcp: {name!r} resourceversion {version!r} not changed yet"
+    for cond in _status(mcp).get("conditions") or ():
+        if cond.get("type") == ctype:
+            if cond.get("status") == "True":
+                return True, ""
+            return False, (
+                f"mcp: {name!r} conditionType: {ctype!r} status is: {cond.get('status')!r} "
+                f"resourceversion: updated {version!r} reference {reference_version!r}"
+            )
+    return False, f"mcp: {name!r} condition type: {ctype!r} was not found"
+
+
+def for_mcp_condition(
+    kube: k.Kube,
+    mcp: Mapping[str, Any] | str,
+    ctype: str,
+    *,
+    interval: float,
+    timeout: float,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Manifest:
+    """Until the pool changed since ``mcp`` and its condition ``ctype`` is True
+    (``ForMachineConfigPoolCondition``); returns the pool then.
+
+    ``mcp`` is the pool as read *before* the change (a name: read now, as upstream does where
+    it gets the pool right before waiting). The first look comes after one ``interval``;
+    the pool counts only once its ``resourceVersion`` differs from the snapshot's
+    (:func:`mcp_condition_reached`). A pool that cannot be read ends the wait at once.
+    """
+    snapshot = kube.get(k.MCP, mcp) if isinstance(mcp, str) else mcp
+    name = snapshot["metadata"]["name"]
+    reference = str(snapshot["metadata"].get("resourceVersion") or "")
+    seen: dict[str, Any] = {}
+
+    def look() -> tuple[bool, str]:
+        current = kube.get(k.MCP, name)
+        seen["mcp"] = current
+        done, why = mcp_condition_reached(reference, current, ctype)
+        if why:
+            log.info("%s", why)
+        return done, why
+
+    try:
+        wait_for(
+            look,
+            lambda result: result[0],
+            f"MCP {name} condition {ctype}",
+            timeout,
+            interval=interval,
+            immediate=False,
+            sleep=sleep,
+            clock=clock,
+        )
+    except (WaitTimeout, k.ApiError):
+        log.info("mcp: %r final status: %s", name, _status(seen.get("mcp") or {}))
+        raise
+    return seen["mcp"]

@@ -266,11 +266,45 @@ def test_initial_nrt_describes_each_worker(stack: Stack) -> None:
     assert 'rte_operation_delay_milliseconds{node="worker-0",operation_name="podresources_scan"' in metrics
 
 
+def by_name(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The zones with each zone's resources sorted by name (the exporter writes them in Go map order)."""
+    return [
+        {**z, "resources": sorted(z.get("resources") or (), key=lambda r: r["name"])} for z in obj["zones"]
+    ]
+
+
+def resource_orders(obj: dict[str, Any]) -> list[list[str]]:
+    return [[r["name"] for r in z.get("resources") or ()] for z in obj["zones"]]
+
+
 def assert_initial(stack: Stack, node: str, obj: dict[str, Any]) -> None:
     """The object is back to what the exporter published before any pod ran."""
     assert table(obj) == IDLE_ZONES
-    assert obj["zones"] == stack.initial[node]["zones"]
+    assert by_name(obj) == by_name(stack.initial[node])
     assert obj["attributes"] == stack.initial[node]["attributes"]
+
+
+def test_periodic_refreshes_of_an_idle_node_write_new_resource_versions(stack: Stack) -> None:
+    """As upstream's exporter (a ``range`` over a Go map), each refresh writes a zone's resources
+    from a random start: an idle node's NRT gets new resourceVersions differing in order only,
+    which is what the tests' ``GetUpdated`` takes for an update."""
+    first = stack.nrt(PERIODIC)
+    assert first is not None
+    versions = {first["metadata"]["resourceVersion"]}
+    orders = {json.dumps(resource_orders(first))}
+
+    def look() -> dict[str, Any]:
+        obj = stack.nrt(PERIODIC)
+        assert obj is not None
+        assert by_name(obj) == by_name(first) and obj["attributes"] == first["attributes"]
+        versions.add(obj["metadata"]["resourceVersion"])
+        orders.add(json.dumps(resource_orders(obj)))
+        return obj
+
+    wait_for(
+        look, lambda _: len(versions) >= 4, "4 resourceVersions of the idle node's NRT", TIMEOUT, interval=0.2
+    )
+    assert len(orders) >= 2, orders
 
 
 def own_conditions(stack: Stack, node: str) -> dict[str, tuple[str, str | None, str | None]]:

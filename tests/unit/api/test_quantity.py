@@ -292,6 +292,24 @@ def test_value_and_milli_value_round_up(text: str, value: int, milli: int) -> No
     assert q.milli_value() == milli
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("16", 16, id="whole"),
+        pytest.param("2k", 2000, id="suffixed-whole"),
+        pytest.param("2Ki", 2048, id="binary-whole"),
+        pytest.param("-3", -3, id="negative-whole"),
+        pytest.param("1500m", None, id="fraction-is-not-an-int64"),
+        pytest.param("1n", None, id="nano"),
+        pytest.param("9223372036854775807", 2**63 - 1, id="int64-max"),
+        pytest.param("9223372036854775808", None, id="past-int64"),
+    ],
+)
+def test_as_int64_only_for_whole_values_that_fit(text: str, expected: int | None) -> None:
+    """Go's ``AsInt64``: ``(v, true)`` for a whole number in int64, ``(0, false)`` otherwise."""
+    assert parse(text).as_int64() == expected
+
+
 def test_comparison_is_exact_and_format_blind() -> None:
     assert parse("1Gi") == parse("1024Mi")
     assert parse("10000T") > parse("100Gi")

@@ -7,6 +7,7 @@ rules in the module docstring one at a time.
 
 from __future__ import annotations
 
+import random
 from types import MappingProxyType
 
 import pytest
@@ -319,7 +320,7 @@ def test_quantities_are_canonical_decimal_si() -> None:
     obj = scan(machine, node_resources(machine, allocatable), []).zones[0].to_dict()
     memory = next(r for r in obj["resources"] if r["name"] == "memory")
     assert memory == {"name": "memory", "capacity": "64G", "allocatable": "2k", "available": "2k"}
-    assert [r["name"] for r in obj["resources"]] == ["cpu", "memory"]
+    assert sorted(r["name"] for r in obj["resources"]) == ["cpu", "memory"]
 
 
 # ----------------------------------------------------------------------------- fingerprint
@@ -499,3 +500,57 @@ def test_pod_exclude_needs_both_globs_to_match() -> None:
     kept = exclude_pods(pods, [PodExclude("kube-*", "d*")])
     assert [p.name for p in kept] == ["x", "kube-x"]
     assert exclude_pods(pods, []) == pods
+
+
+# ----------------------------------------------------------------------------- resource order
+
+
+class _Offsets(random.Random):
+    """Scripted Go map iteration starts, one per zone per scan."""
+
+    def __init__(self, *offsets: int) -> None:
+        super().__init__(0)
+        self.offsets = list(offsets)
+
+    def getrandbits(self, k: int) -> int:
+        return self.offsets.pop(0)
+
+
+_ORDER_ALLOCATABLE = AllocatableResources(
+    devices=(dev("x.io/d", "d0", numa=0), dev("x.io/d", "d1", numa=1)),
+    cpu_ids=tuple(range(24)),
+    memory=(ContainerMemory("memory", GiB, (0,)), ContainerMemory("hugepages-2Mi", GiB, (0,))),
+)
+
+
+@pytest.mark.parametrize(
+    ("offsets", "node0", "node1"),
+    [
+        pytest.param(
+            (0, 0), ["x.io/d", "cpu", "memory", "hugepages-2Mi"], ["x.io/d", "cpu"], id="reported-order"
+        ),
+        pytest.param(
+            (1, 1), ["cpu", "memory", "hugepages-2Mi", "x.io/d"], ["cpu", "x.io/d"], id="start-at-1"
+        ),
+        pytest.param(
+            (3, 5), ["hugepages-2Mi", "x.io/d", "cpu", "memory"], ["x.io/d", "cpu"], id="free-slot-wraps"
+        ),
+        pytest.param((7, 9), ["x.io/d", "cpu", "memory", "hugepages-2Mi"], ["cpu", "x.io/d"], id="modulo-8"),
+    ],
+)
+def test_zone_resources_come_in_go_map_order(offsets, node0, node1) -> None:
+    """Upstream ranges over each zone's allocatable counters (a Go map built in the order the
+    kubelet reported devices, CPUs, memory blocks): a rotation from a random start."""
+    machine = memory_machine()
+    result = scan(machine, node_resources(machine, _ORDER_ALLOCATABLE), [], rng=_Offsets(*offsets))
+    assert [[r.name for r in z.resources] for z in result.zones] == [node0, node1]
+
+
+def test_consecutive_scans_of_an_unchanged_node_differ_in_order_only() -> None:
+    machine = memory_machine()
+    resources = node_resources(machine, _ORDER_ALLOCATABLE)
+    rng = random.Random(3)
+    scans = [scan(machine, resources, [], rng=rng) for _ in range(20)]
+    orders = {tuple(r.name for r in one.zones[0].resources) for one in scans}
+    assert len(orders) == 4  # the four rotations of node-0's resources
+    assert all(zones_table(s) == zones_table(scans[0]) for s in scans)

@@ -3,6 +3,8 @@ real cluster in tests/e2e/test_suite_library_e2e.py."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from nrop.suite import fixture as f
@@ -37,3 +39,23 @@ def test_pick_node_index(env, want) -> None:
 
 def test_cooldown_message_is_upstreams() -> None:
     assert f.COOLDOWN_FAILED == "cooldown failed, the NRT data did not settle back to the initial state"
+
+
+class _Offsets(random.Random):
+    def __init__(self, *offsets: int) -> None:
+        super().__init__(0)
+        self.offsets = list(offsets)
+
+    def getrandbits(self, k: int) -> int:
+        return self.offsets.pop(0)
+
+
+@pytest.mark.parametrize(
+    ("offset", "picked"),
+    [(0, "a"), (1, "b"), (2, "c"), (3, "a"), (7, "a")],
+)
+def test_pop_node_name_without_target_is_go_pop_any(offset, picked) -> None:
+    """``sets.Set.PopAny`` over names inserted in NRT-list (name) order: one Go map iteration."""
+    names = {"c", "a", "b"}
+    assert f.pop_node_name(names, {}, _Offsets(offset)) == picked
+    assert picked not in names and len(names) == 2

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import pytest
 from suite_nrt_samples import nrt, res, two_zone_nrt, zone
 
@@ -61,6 +64,51 @@ def test_plan_padding_pads_every_zone_with_enough_and_counts_nodes() -> None:
     assert plans[0].resources == of(cpu=16, memory="20Gi")
     assert plans[1].resources == of(cpu=14, memory="19Gi")
     assert not any(x.pin_zone for x in plans)
+
+
+class _Offsets(random.Random):
+    """Scripted Go map iteration starts, one per ``PopAny``."""
+
+    def __init__(self, *offsets: int) -> None:
+        super().__init__(0)
+        self.offsets = list(offsets)
+
+    def getrandbits(self, k: int) -> int:
+        return self.offsets.pop(0)
+
+
+@pytest.mark.parametrize(
+    ("names", "offsets", "order"),
+    [
+        pytest.param(["w0", "w1", "w2"], (0, 0, 0), ["w0", "w1", "w2"], id="first-slots"),
+        pytest.param(["w0", "w1", "w2"], (2, 2, 2), ["w2", "w0", "w1"], id="start-at-last-then-wrap"),
+        pytest.param(["w0", "w1", "w2"], (5, 7, 1), ["w0", "w1", "w2"], id="free-slots-wrap-to-first"),
+        pytest.param(["w0", "w1", "w2"], (1, 1, 0), ["w1", "w2", "w0"], id="freed-slot-skipped"),
+        pytest.param(["w1", "w0"], (0, 0), ["w1", "w0"], id="node-list-order-not-sorted"),
+        pytest.param(["w0"], (6,), ["w0"], id="one-candidate"),
+    ],
+)
+def test_candidate_order_is_upstreams_pop_any(names, offsets, order) -> None:
+    """``sets.Set.PopAny`` over the candidates (node-list order): each pop a fresh Go map iteration."""
+    assert p.candidate_order(names, _Offsets(*offsets)) == order
+
+
+def test_candidate_order_favours_the_first_candidate_as_go_does() -> None:
+    firsts = Counter(p.candidate_order(["w0", "w1", "w2"], _Offsets(off, 0, 0))[0] for off in range(8))
+    assert firsts == {"w0": 6, "w1": 1, "w2": 1}
+
+
+def test_plan_padding_pads_the_nodes_in_candidate_order() -> None:
+    nrts = [n.parse(two_zone_nrt(name)) for name in ("w0", "w1", "w2")]
+    order = p.candidate_order(["w0", "w1", "w2"], _Offsets(1, 1, 0))
+    plans, padded = p.plan_padding(nrts, of(cpu=4), 2, order)
+    assert padded == ["w1", "w2"]
+    assert [(x.node, x.zone) for x in plans] == [
+        ("w1", "node-0"),
+        ("w1", "node-1"),
+        ("w2", "node-0"),
+        ("w2", "node-1"),
+    ]
 
 
 def test_plan_padding_runs_out_of_nodes() -> None:

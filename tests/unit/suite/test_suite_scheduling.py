@@ -61,7 +61,7 @@ def test_match_events_requires_events_and_lists_them() -> None:
 def test_event_to_string() -> None:
     event = ev("TopologyAffinityError", "kubelet", "nope", "kubelet")
     assert s.event_to_string(event) == (
-        "type='Normal' action=None message='nope' reason='TopologyAffinityError' "
+        'type="Normal" action="" message="nope" reason="TopologyAffinityError" '
         "reportedBy={kubelet/} from={worker-0/kubelet}"
     )
 
@@ -121,3 +121,31 @@ def test_log_window_seconds(stamps, seconds) -> None:
 )
 def test_nrosched_available(nrs, available) -> None:
     assert s.nrosched_available(nrs) is available
+
+
+class _NoEventsYet:
+    """A cluster where the pod's first event would come later: upstream does not wait for it."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def events_for(self, namespace, name, kind=None):
+        self.calls += 1
+        return []
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        lambda kube: s.check_pod_was_scheduled_with(kube, "ns", "p", SCHED),
+        lambda kube: s.check_pod_scheduling_failed(kube, "ns", "p", SCHED),
+        lambda kube: s.check_pod_scheduling_failed_with_msg(kube, "ns", "p", SCHED, "x"),
+        lambda kube: s.check_pod_scheduling_failed_for_alignment(kube, "ns", "p", SCHED, "pod"),
+        lambda kube: s.check_pod_kubelet_reject_with_topology_affinity_error(kube, "ns", "p"),
+    ],
+)
+def test_event_checks_fail_at_once_without_events(check) -> None:
+    kube = _NoEventsYet()
+    with pytest.raises(s.NoEventsError, match="no event received for ns/p"):
+        check(kube)
+    assert kube.calls == 1

@@ -221,7 +221,7 @@ def test_while_in_pod_phase(script, steps, error) -> None:
     with pytest.raises(WaitTimeout) as err:
         w.while_in_pod_phase(kube, "ns", "p", "Pending", interval=0, steps=steps)
     assert str(err.value).startswith(error)
-    assert "begin events for ns/p" in str(err.value) and "reason='Scheduled'" in str(err.value)
+    assert "begin events for ns/p" in str(err.value) and 'reason="Scheduled"' in str(err.value)
 
 
 def test_for_pod_phase_stops_on_an_ended_pod() -> None:
@@ -282,7 +282,7 @@ def test_log_events_for_pod(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO", logger=w.__name__):
         w.log_events_for_pod(FakeKube(events=events), "ns", "p")
     assert "begin events for ns/p" in caplog.text
-    assert "message='0/2 nodes' reason='FailedScheduling'" in caplog.text
+    assert 'message="0/2 nodes" reason="FailedScheduling"' in caplog.text
     assert "end events for ns/p" in caplog.text
 
 
@@ -373,3 +373,132 @@ def test_operator_objects_deleted(wait, message) -> None:
     kube = FakeKube(objects={"numaresourcesoperator": [present], "numaresourcesscheduler": [present]})
     with pytest.raises(WaitTimeout, match=rf"^expected {message} within 0s"):
         wait(kube, interval=0, timeout=0)
+
+
+# ------------------------------------------------------------------ MachineConfigPools
+
+
+def _mcp(rv: str, *conditions: tuple[str, str]) -> dict:
+    return {
+        "metadata": {"name": "worker", "resourceVersion": rv},
+        "status": {"conditions": [{"type": t, "status": s} for t, s in conditions]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("current", "ctype", "done", "why"),
+    [
+        pytest.param(
+            _mcp("1", ("Updated", "True")), "Updated", False, "not changed yet", id="untouched-still-updated"
+        ),
+        pytest.param(_mcp("2", ("Updated", "True")), "Updated", True, "", id="changed-and-updated"),
+        pytest.param(
+            _mcp("2", ("Updated", "False")), "Updated", False, "status is: 'False'", id="changed-updating"
+        ),
+        pytest.param(
+            _mcp("2", ("Updating", "True")), "Updated", False, "was not found", id="condition-missing"
+        ),
+        pytest.param(_mcp("2", ("Updating", "True")), "Updating", True, "", id="updating-awaited"),
+    ],
+)
+def test_mcp_condition_reached(current, ctype, done, why) -> None:
+    got_done, got_why = w.mcp_condition_reached("1", current, ctype)
+    assert got_done is done and why in got_why
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now, self.sleeps = 0.0, []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_for_mcp_condition_ignores_a_pool_that_stays_updated() -> None:
+    """The pool is Updated before the change and never touched: upstream times out."""
+    snapshot = _mcp("1", ("Updated", "True"))
+    kube, clock = FakeKube(objects={"worker": [snapshot]}), _Clock()
+    with pytest.raises(WaitTimeout, match="MCP worker condition Updated within 90s"):
+        w.for_mcp_condition(
+            kube, snapshot, "Updated", interval=30, timeout=90, sleep=clock.sleep, clock=lambda: clock.now
+        )
+    assert kube.looks[("", "worker")] == 3  # first look after one interval, then every 30s
+
+
+def test_for_mcp_condition_waits_for_the_update_after_the_change() -> None:
+    snapshot = _mcp("1", ("Updated", "True"))
+    script = [snapshot, _mcp("2", ("Updated", "False"), ("Updating", "True")), _mcp("3", ("Updated", "True"))]
+    kube, clock = FakeKube(objects={"worker": script}), _Clock()
+    pool = w.for_mcp_condition(
+        kube, snapshot, "Updated", interval=30, timeout=3600, sleep=clock.sleep, clock=lambda: clock.now
+    )
+    assert pool["metadata"]["resourceVersion"] == "3"
+    assert clock.sleeps == [30, 30, 30]  # no look before the first interval
+
+
+def test_for_mcp_condition_by_name_takes_the_snapshot_now() -> None:
+    kube, clock = FakeKube(objects={"worker": [_mcp("1"), _mcp("2", ("Updated", "True"))]}), _Clock()
+    pool = w.for_mcp_condition(
+        kube, "worker", "Updated", interval=30, timeout=3600, sleep=clock.sleep, clock=lambda: clock.now
+    )
+    assert pool["metadata"]["resourceVersion"] == "2"
+
+
+# ------------------------------------------------------------------ podlist
+
+
+class _PodLister:
+    def __init__(self, pods: list[dict]) -> None:
+        self.pods, self.calls = pods, []
+
+    def list(self, kind, namespace=None, label_selector=None, **_):
+        assert kind is k.POD
+        self.calls.append((namespace, label_selector))
+        return [p for p in self.pods if namespace is None or p["metadata"]["namespace"] == namespace]
+
+
+_TERMINATING = {"metadata": {"namespace": "ns", "name": "old", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+_LIVE = {"metadata": {"namespace": "ns", "name": "new"}}
+_ELSEWHERE = {"metadata": {"namespace": "other", "name": "x"}}
+
+
+@pytest.mark.parametrize(
+    ("workload", "call", "names"),
+    [
+        pytest.param(
+            {
+                "kind": "Deployment",
+                "metadata": {"namespace": "ns"},
+                "spec": {"selector": {"matchLabels": {"a": "b"}}},
+            },
+            ("ns", "a=b"),
+            ["old", "new"],
+            id="deployment-counts-terminating-pods",
+        ),
+        pytest.param(
+            {
+                "kind": "ReplicaSet",
+                "metadata": {"namespace": "ns"},
+                "spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}},
+            },
+            ("ns", "a"),
+            ["old", "new"],
+            id="replicaset-full-selector",
+        ),
+        pytest.param(
+            {
+                "kind": "DaemonSet",
+                "metadata": {"namespace": "ns"},
+                "spec": {"selector": {"matchLabels": {"a": "b"}}},
+            },
+            (None, "a=b"),
+            ["old", "new", "x"],
+            id="daemonset-all-namespaces",
+        ),
+    ],
+)
+def test_pods_of_workload_is_upstreams_podlist(workload, call, names) -> None:
+    kube = _PodLister([_TERMINATING, _LIVE, _ELSEWHERE])
+    assert [p["metadata"]["name"] for p in w.pods_of_workload(kube, workload)] == names
+    assert kube.calls == [call]
