@@ -1,0 +1,403 @@
+"""Benchmark of what the suite catches: one serial-suite run per seeded defect, and the kill table.
+
+Each defect of ``bench/defects/catalog.yaml`` is a realistic bug of one component of the stack
+(scheduler, exporter, kubelet, operator, numacell), injected at run time: the run's environment
+names it (``NROP_DEFECT``) and puts ``bench/defects`` on ``PYTHONPATH``, whose ``sitecustomize``
+applies it in the processes of that component (``docs/defects.md``). Nothing of the product is
+edited. Runs ``pytest serial --tier-up-to N`` (default tier0) once with no defect (the baseline,
+which must be all green) and once per defect, each with its own embedded clusters and its own
+``--report-dir``, then prints the kill table, one row per defect: caught or not, by how many
+specs, the first spec to fail and after how long (from the start of the run, cluster start
+included), and whether the failure text of the junit names the broken component (its pointers:
+its name, NRT words, the scheduler's event...). The table also goes to ``kill-table.md`` in the
+report directory. A defect whose target changed since it was written is reported "stale" and not
+run; one whose component never started is "not applied"; a run that fails nothing but skips specs
+the baseline ran is "skipped" (not caught: the suite skips on a cluster that looks unsuitable).
+
+    python bench/defects.py [--defects id,id|all] [--tier-up-to N] [-n N] [--report-dir DIR] [--no-baseline]
+    python bench/defects.py --report-dir DIR --from-report   # judge DIR's runs again, run nothing
+    python bench/defects.py --check      # every defect still applies to the code as it is
+    python bench/defects.py --list       # the catalog
+
+Never run in CI: one suite run per defect takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFECTS_DIR = ROOT / "bench" / "defects"
+JUNIT = "e2e-serial-run.xml"
+TABLE = "kill-table.md"
+DEFECT_LOG = "defect-log.jsonl"
+#: a row's detail (why stale, what was skipped) is cut to this many characters in the table
+DETAIL_CHARS = 200
+#: the run's live output, each line after its seconds since the start
+LIVE_LOG = "pytest.log"
+BASELINE = "baseline"
+_NODEID = re.compile(r"(serial/\S+::\S+)")
+_FAILED = re.compile(r"\b(FAILED|ERROR)\b")
+
+
+def _load_seeding() -> ModuleType:
+    """``bench/defects/seeding.py``, the catalog and check shared with the injected processes."""
+    spec = importlib.util.spec_from_file_location("seeding", DEFECTS_DIR / "seeding.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("seeding", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+seeding = _load_seeding()
+
+
+# -- reading a run ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One test case of a run's junit."""
+
+    key: str
+    outcome: str  # passed | failure | error | skipped
+    seconds: float
+    #: the failure (or error) message and text, the skip message; "" when it passed
+    text: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome in ("failure", "error")
+
+
+def junit_specs(junit: Path) -> list[Spec]:
+    """The test cases of a junit file, with their failure text."""
+    found = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        key = f"{case.get('classname', '')}::{case.get('name', '')}"
+        outcome, text = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = child.tag
+                text = "\n".join(filter(None, (child.get("message"), child.text)))
+                break
+        extra = [child.text or "" for child in case if child.tag in ("system-out", "system-err")]
+        found.append(Spec(key, outcome, float(case.get("time") or 0), "\n".join([text, *extra]).strip()))
+    return found
+
+
+def timed_lines(text: str) -> list[tuple[float, str]]:
+    """The live output as ``pytest.log`` keeps it (each line after its seconds since the start)."""
+    found = []
+    for line in text.splitlines():
+        seconds, _, rest = line.strip().partition(" ")
+        try:
+            found.append((float(seconds), rest))
+        except ValueError:
+            continue
+    return found
+
+
+def first_failure(lines: Iterable[tuple[float, str]]) -> tuple[str, float] | None:
+    """The first spec the live output (``-v``) reports FAILED or ERROR, and when, in seconds from the start."""
+    for seconds, line in lines:
+        nodeid = _NODEID.search(line)
+        if nodeid and _FAILED.search(line):
+            return nodeid.group(1), seconds
+    return None
+
+
+def pointers_in(text: str, pointers: Sequence[str]) -> list[str]:
+    """The component's pointers that ``text`` contains."""
+    return [p for p in pointers if p in text]
+
+
+# -- judging a run ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one suite run left: its specs, the live output's first failure, the defect log, its exit code."""
+
+    specs: list[Spec]
+    first: tuple[str, float] | None
+    log: list[dict[str, object]]
+    exit_code: int
+    seconds: float
+    report_dir: Path
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the kill table."""
+
+    defect: str
+    component: str
+    verdict: str  # yes | no | stale | not applied | no report
+    failed: int = 0
+    first_spec: str = ""
+    first_seconds: float | None = None
+    named: list[str] = field(default_factory=list)
+    detail: str = ""
+
+
+def judge(
+    defect_id: str, component: str, pointers: Sequence[str], run: Run, baseline: Sequence[Spec] = ()
+) -> Row:
+    """The kill-table row of a defect run: a defect is caught when a spec that the baseline passed fails.
+
+    Specs that already failed in the baseline prove nothing and are not counted. The failure text
+    of the failing specs is searched for the component's ``pointers``. A run with no failure that
+    skipped specs the baseline ran is not caught either, but says so (``skipped``): the suite
+    skips rather than fails when the cluster looks unsuitable, and a CI gate stays green.
+    """
+    stale = [entry for entry in run.log if entry.get("outcome") == "stale"]
+    if stale:
+        return Row(defect_id, component, "stale", detail=str(stale[0].get("detail", "")))
+    before = {s.key: s.outcome for s in baseline}
+    failing = [s for s in run.specs if s.failed and before.get(s.key) not in ("failure", "error")]
+    applied = any(entry.get("outcome") == "applied" for entry in run.log)
+    if not failing:
+        if not run.specs:
+            known = f" (exit code {run.exit_code})" if run.exit_code >= 0 else ""
+            return Row(defect_id, component, "no report", detail=f"no junit{known}")
+        if not applied:
+            return Row(defect_id, component, "not applied")
+        skipped = [
+            s for s in run.specs if s.outcome == "skipped" and before.get(s.key, "passed") != "skipped"
+        ]
+        if skipped:
+            reason = skipped[0].text.splitlines()[0] if skipped[0].text else ""
+            return Row(
+                defect_id,
+                component,
+                "skipped",
+                named=_named(skipped, pointers),
+                detail=f"{len(skipped)} specs skipped: {reason}",
+            )
+        return Row(defect_id, component, "no")
+    first_spec, first_seconds = run.first if run.first else (failing[0].key, None)
+    return Row(
+        defect_id, component, "yes", len(failing), first_spec, first_seconds, _named(failing, pointers)
+    )
+
+
+def _named(specs: Sequence[Spec], pointers: Sequence[str]) -> list[str]:
+    found = {p for s in specs for p in pointers_in(s.text, pointers)}
+    return [p for p in pointers if p in found]
+
+
+def stale_row(defect_id: str, component: str, reason: str) -> Row:
+    return Row(defect_id, component, "stale", detail=reason)
+
+
+def markdown_table(rows: Sequence[Row]) -> list[str]:
+    """The kill table as markdown lines."""
+    out = [
+        "| defect | component | caught | failing specs | first to fail | after | failure names the component |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        after = f"{r.first_seconds:.0f} s" if r.first_seconds is not None else "-"
+        shown = r.verdict in ("yes", "skipped")
+        named = "-" if not shown else f"yes ({', '.join(r.named)})" if r.named else "no"
+        detail = r.detail if len(r.detail) <= DETAIL_CHARS else r.detail[: DETAIL_CHARS - 1] + "…"
+        caught = r.verdict if not r.detail else f"{r.verdict}: {detail}"
+        first = f"`{r.first_spec}`" if r.first_spec else "-"
+        out.append(
+            f"| {r.defect} | {r.component} | {caught} | {r.failed or '-'} | {first} | {after} | {named} |"
+        )
+    return out
+
+
+def baseline_verdict(run: Run) -> str:
+    """One line on the baseline: all green, or which specs failed (they are left out of the table's counts)."""
+    failed = [s.key for s in run.specs if s.failed]
+    if not run.specs:
+        return f"baseline: no junit (exit code {run.exit_code}): the table cannot be trusted"
+    if failed:
+        return f"baseline NOT green: {len(failed)} failing ({', '.join(failed)}); those specs are not counted"
+    took = f", {run.seconds:.0f} s" if run.seconds else ""
+    return f"baseline: all green ({len(run.specs)} specs{took})"
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+
+def load_run(report_dir: Path, exit_code: int, seconds: float) -> Run:
+    """A run as its report directory keeps it: junit, timed live output, defect log."""
+    junit = report_dir / JUNIT
+    log = report_dir / LIVE_LOG
+    return Run(
+        junit_specs(junit) if junit.exists() else [],
+        first_failure(timed_lines(log.read_text(encoding="utf-8"))) if log.exists() else None,
+        seeding.read_log(report_dir / DEFECT_LOG),
+        exit_code,
+        seconds,
+        report_dir,
+    )
+
+
+def run_env(environ: Mapping[str, str], defect_id: str | None, report_dir: Path) -> dict[str, str]:
+    """The environment of a suite run: unbuffered (its output is timed line by line) and, for a
+    defect run, the defect, its log and the hook's directory on PYTHONPATH."""
+    env = {**environ, "PYTHONUNBUFFERED": "1"}
+    for name in (seeding.ENV_DEFECT, seeding.ENV_LOG):
+        env.pop(name, None)
+    if defect_id is None:
+        return env
+    env[seeding.ENV_DEFECT] = defect_id
+    env[seeding.ENV_LOG] = str(report_dir / DEFECT_LOG)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(DEFECTS_DIR), environ.get("PYTHONPATH"))))
+    return env
+
+
+def run_suite(defect_id: str | None, report_dir: Path, tier: int, extra: Sequence[str]) -> Run:
+    """One ``pytest serial`` run, its live output timed line by line."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "serial",
+        "--tier-up-to",
+        str(tier),
+        "-v",
+        "-p",
+        "no:cacheprovider",
+    ]
+    cmd += ["--report-dir", str(report_dir), *extra]
+    print(f"[{defect_id or BASELINE}] {' '.join(cmd)}", flush=True)
+    started = time.monotonic()
+    with (report_dir / LIVE_LOG).open("w", encoding="utf-8", buffering=1) as out:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=run_env(os.environ, defect_id, report_dir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(f"{time.monotonic() - started:8.1f} {line}")
+        exit_code = proc.wait()
+    return load_run(report_dir, exit_code, time.monotonic() - started)
+
+
+def chosen(catalog: Any, value: str) -> list[Any]:
+    """The defects ``--defects`` names (``all``, or ids separated by commas), in the order given."""
+    if value == "all":
+        return list(catalog.defects)
+    return [catalog.defect(i.strip()) for i in value.split(",") if i.strip()]
+
+
+def stale_reason(defect: Any) -> str | None:
+    """Why the defect cannot be applied to the code as it is (``None``: it can)."""
+    try:
+        seeding.check(defect)
+    except seeding.StaleDefectError as exc:
+        return str(exc)
+    return None
+
+
+def _git_head() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--defects", default="all", help="ids separated by commas, or all (default)")
+    parser.add_argument("--tier-up-to", type=int, default=0, help="highest tier run (default 0)")
+    parser.add_argument(
+        "-n", dest="workers", type=int, help="pass -n N to pytest (default: the suite chooses)"
+    )
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        help="where each run's reports and the table go (default: a new temporary directory)",
+    )
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the run without defect (its failures are then not discounted)",
+    )
+    parser.add_argument(
+        "--from-report",
+        action="store_true",
+        help="run nothing: judge again the runs an earlier --report-dir holds (its baseline and defect directories)",
+    )
+    parser.add_argument("--check", action="store_true", help="only check that every defect still applies")
+    parser.add_argument("--list", action="store_true", help="only print the catalog")
+    args = parser.parse_args()
+    catalog = seeding.load_catalog()
+    if args.list:
+        for d in catalog.defects:
+            print(f"{d.id:<38} {d.component:<10} {d.description}")
+        return 0
+    if args.check:
+        problems = [(d.id, r) for d in [catalog.runtime, *catalog.defects] if (r := stale_reason(d))]
+        for defect_id, reason in problems:
+            print(f"defect stale: {defect_id}: {reason}")
+        print(f"{len(catalog.defects) + 1 - len(problems)} of {len(catalog.defects) + 1} apply")
+        return 1 if problems else 0
+    if args.from_report and args.report_dir is None:
+        parser.error("--from-report needs --report-dir")
+    report_dir = args.report_dir or Path(tempfile.mkdtemp(prefix="nrop-bench-defects-"))
+    extra = ["-n", str(args.workers)] if args.workers is not None else []
+    defects = chosen(catalog, args.defects)
+    if args.from_report:
+        defects = [d for d in defects if (report_dir / d.id).is_dir()]
+    runtime_stale = stale_reason(catalog.runtime)
+    header = [
+        f"kill table: tier0..{args.tier_up_to}, commit {_git_head()}, {datetime.date.today().isoformat()}"
+    ]
+    baseline: list[Spec] = []
+    if args.from_report and (report_dir / BASELINE).is_dir():
+        base = load_run(report_dir / BASELINE, -1, 0.0)
+        header.append(baseline_verdict(base))
+        baseline = base.specs
+    elif not args.no_baseline and not args.from_report:
+        base = run_suite(None, report_dir / BASELINE, args.tier_up_to, extra)
+        header.append(baseline_verdict(base))
+        baseline = base.specs
+    rows = []
+    for defect in defects:
+        reason = runtime_stale or stale_reason(defect)
+        if reason is not None:
+            print(f"defect stale: {defect.id}: {reason}")
+            rows.append(stale_row(defect.id, defect.component, reason))
+            continue
+        if args.from_report:
+            run = load_run(report_dir / defect.id, -1, 0.0)
+        else:
+            run = run_suite(defect.id, report_dir / defect.id, args.tier_up_to, extra)
+        pointers = catalog.components[defect.component].pointers
+        rows.append(judge(defect.id, defect.component, pointers, run, baseline))
+    lines = [*header, "", *markdown_table(rows)]
+    (report_dir / TABLE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n" + "\n".join(lines))
+    print(f"\nreports: {report_dir}")
+    return 0 if all(r.verdict == "yes" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,456 @@
+"""bench/defects.py and bench/defects/: the catalog still applies, the hook fails loudly, the kill table's judgement."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load("bench_defects", ROOT / "bench" / "defects.py")
+seeding = bench.seeding
+
+
+# -- the catalog --------------------------------------------------------------------------------
+
+
+def test_catalog_has_at_least_twenty_defects_over_every_component() -> None:
+    catalog = seeding.load_catalog()
+    assert len(catalog.defects) >= 20
+    assert {d.component for d in catalog.defects} == set(catalog.components)
+    for defect in catalog.defects:
+        assert defect.source.startswith(("http", "invented: ")), defect.id
+
+
+@pytest.mark.parametrize(
+    "defect_id", [d.id for d in [seeding.load_catalog().runtime, *seeding.load_catalog().defects]]
+)
+def test_every_defect_still_applies_to_the_code(defect_id: str) -> None:
+    """A failure here means a target changed: review the defect against the new code, then update its sha256."""
+    catalog = seeding.load_catalog()
+    defect = catalog.runtime if defect_id == "runtime" else catalog.defect(defect_id)
+    assert bench.stale_reason(defect) is None
+    sys.path.insert(0, str(seeding.HERE))
+    try:
+        assert callable(seeding._factory(defect.replacement))
+    finally:
+        sys.path.remove(str(seeding.HERE))
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        pytest.param(
+            {"defects": [{"component": "nope"}]}, "unknown component 'nope'", id="unknown component"
+        ),
+        pytest.param({"defects": [{}, {}]}, "duplicate defect ids: a", id="duplicate id"),
+    ],
+)
+def test_parse_catalog_rejects(data: dict, error: str) -> None:
+    base = {
+        "id": "a",
+        "component": "c",
+        "description": "",
+        "source": "",
+        "target": "",
+        "sha256": "",
+        "replacement": "",
+    }
+    document = {
+        "components": {"c": {"programs": ["p"], "pointers": []}},
+        "runtime": {k: v for k, v in base.items() if k not in ("id", "component")},
+        "defects": [{**base, **d} for d in data["defects"]],
+    }
+    with pytest.raises(ValueError, match=error):
+        seeding.parse_catalog(document)
+
+
+# -- staleness and application ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def target_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    (tmp_path / "defecttarget.py").write_text(
+        textwrap.dedent(
+            """
+            def answer():
+                return 42
+
+            class Box:
+                def size(self):
+                    return 1
+            """
+        )
+    )
+    (tmp_path / "defectfix.py").write_text(
+        "def off_by_one(original):\n    return lambda *a: original(*a) + 1\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("defecttarget", None)
+    sys.modules.pop("defectfix", None)
+    import defecttarget  # type: ignore[import-not-found]
+
+    return defecttarget
+
+
+def _defect(target: str, sha: str) -> object:
+    return seeding.Defect("d", "c", "", "", target, sha, "defectfix:off_by_one")
+
+
+@pytest.mark.parametrize(
+    ("target", "stale"),
+    [
+        pytest.param("defecttarget:answer", None, id="as written"),
+        pytest.param("defecttarget:Box.size", None, id="a method"),
+        pytest.param("defecttarget:gone", "no longer exists", id="function gone"),
+        pytest.param("defecttarget:Gone.size", "Gone is gone", id="class gone"),
+        pytest.param("nodefecttarget:answer", "cannot be imported", id="module gone"),
+    ],
+)
+def test_check_says_why_a_defect_is_stale(target_module: ModuleType, target: str, stale: str | None) -> None:
+    sha = seeding.source_hash(target_module.answer if target.endswith("answer") else target_module.Box.size)
+    reason = bench.stale_reason(_defect(target, sha))
+    assert reason is None if stale is None else stale in reason
+
+
+def test_check_fails_on_a_changed_source(target_module: ModuleType) -> None:
+    reason = bench.stale_reason(_defect("defecttarget:answer", "000000000000"))
+    assert reason is not None
+    assert "changed since defect d was written" in reason
+
+
+def test_apply_replaces_the_target_with_what_the_factory_builds(target_module: ModuleType) -> None:
+    seeding.apply(_defect("defecttarget:answer", seeding.source_hash(target_module.answer)))
+    seeding.apply(_defect("defecttarget:Box.size", seeding.source_hash(target_module.Box.size)))
+    assert target_module.answer() == 43
+    assert target_module.Box().size() == 2
+
+
+def _python_with_hook(defect_id: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NROP_DEFECT": defect_id, "PYTHONPATH": str(seeding.HERE)}
+    env.pop("NROP_DEFECT_LOG", None)
+    return subprocess.run(
+        [sys.executable, "-c", "print('started')"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_hook_ends_a_process_whose_defect_is_unknown() -> None:
+    done = _python_with_hook("no-such-defect")
+    assert done.returncode == seeding.STALE_EXIT
+    assert "nrop-defect: defect no-such-defect stale" in done.stderr
+    assert "started" not in done.stdout
+
+
+def test_hook_leaves_processes_of_other_programs_alone() -> None:
+    done = _python_with_hook("kubelet-cpus-not-aligned")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "started"
+
+
+@pytest.mark.parametrize(
+    ("program", "component", "hosted"),
+    [
+        ("nrop-scheduler", "scheduler", True),
+        ("resource-topology-exporter", "scheduler", False),
+        ("nrop-cluster", "kubelet", True),
+        ("pytest", "kubelet", False),
+    ],
+)
+def test_hosts(program: str, component: str, hosted: bool) -> None:
+    catalog = seeding.load_catalog()
+    defect = next(d for d in catalog.defects if d.component == component)
+    assert seeding.hosts(catalog, defect, seeding.program_of([f"/venv/bin/{program}", "--flag"])) is hosted
+
+
+# -- the replacements (plain data in, what the original is handed) ---------------------------------
+
+
+def _recording() -> tuple[list[tuple], object]:
+    calls: list[tuple] = []
+
+    def original(*args: object) -> object:
+        calls.append(args)
+        return "fit"
+
+    return calls, original
+
+
+@pytest.mark.parametrize(
+    ("factory", "kept"),
+    [
+        ("filter_ignores_memory", {"cpu", "hugepages-1Gi", "example.com/dev"}),
+        ("filter_ignores_hugepages", {"cpu", "memory", "example.com/dev"}),
+        ("filter_ignores_devices", {"cpu", "memory", "hugepages-1Gi"}),
+    ],
+)
+def test_filter_defects_hide_one_resource_kind(factory: str, kept: set[str]) -> None:
+    module = _load("seeded_scheduler", seeding.HERE / "seeded_scheduler.py")
+    calls, original = _recording()
+    broken = getattr(module, factory)(original)
+    requests = {"cpu": 2, "memory": 1, "hugepages-1Gi": 1, "example.com/dev": 1}
+    assert broken([], requests, "Guaranteed", set()) == "fit"
+    assert set(calls[0][1]) == kept
+
+
+def test_hugepages_counted_as_pages() -> None:
+    module = _load("seeded_exporter", seeding.HERE / "seeded_exporter.py")
+
+    @dataclasses.dataclass
+    class Entry:
+        resource: str
+        ids: tuple[str, ...]
+        numa_nodes: tuple[int, ...]
+
+    def original(entries: list[Entry]) -> dict:
+        return {0: {e.resource: len(e.ids) for e in entries}} if entries else {}
+
+    broken = module.hugepages_counted_as_pages(original)
+    counted = broken([Entry("cpu", ("1", "2"), (0,)), Entry("hugepages-1Gi", (str(2**30),), (0,))])
+    assert counted == {0: {"cpu": 2, "hugepages-1Gi": 1}}
+
+
+# -- reading a run and judging it ------------------------------------------------------------------
+
+
+def test_junit_specs_reads_outcomes_and_failure_text(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        """<testsuites><testsuite>
+        <testcase classname="serial.test_a.TestA" name="test_ok" time="1.5"/>
+        <testcase classname="serial.test_a.TestA" name="test_bad" time="2"><failure message="assert NRT">zones differ</failure></testcase>
+        <testcase classname="serial.test_b" name="test_err" time="0"><error message="setup">TopologyAffinityError</error></testcase>
+        <testcase classname="serial.test_b" name="test_skip" time="0"><skipped message="no"/></testcase>
+        </testsuite></testsuites>"""
+    )
+    specs = bench.junit_specs(junit)
+    assert [(s.key, s.outcome, s.failed) for s in specs] == [
+        ("serial.test_a.TestA::test_ok", "passed", False),
+        ("serial.test_a.TestA::test_bad", "failure", True),
+        ("serial.test_b::test_err", "error", True),
+        ("serial.test_b::test_skip", "skipped", False),
+    ]
+    assert specs[1].text == "assert NRT\nzones differ"
+    assert specs[0].text == ""
+    assert specs[3].text == "no"
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        pytest.param([], None, id="no output"),
+        pytest.param(
+            [
+                (3.0, "serial/test_a.py::test_x PASSED [ 50%]"),
+                (9.5, "serial/test_a.py::test_y FAILED [100%]"),
+            ],
+            ("serial/test_a.py::test_y", 9.5),
+            id="serial run",
+        ),
+        pytest.param(
+            [(4.0, "[gw1] [ 10%] ERROR serial/test_b.py::TestB::test_z[cnt] ")],
+            ("serial/test_b.py::TestB::test_z[cnt]", 4.0),
+            id="xdist error",
+        ),
+        pytest.param([(1.0, "FAILED to start cluster")], None, id="no node id"),
+    ],
+)
+def test_first_failure(lines: list[tuple[float, str]], expected: tuple[str, float] | None) -> None:
+    assert bench.first_failure(lines) == expected
+
+
+def _run(
+    *specs: object, log: list[dict] | None = None, first: tuple[str, float] | None = None, exit_code: int = 1
+) -> object:
+    return bench.Run(
+        list(specs), first, log if log is not None else [{"outcome": "applied"}], exit_code, 60.0, Path("/r")
+    )
+
+
+_PASS = bench.Spec("t::ok", "passed", 1.0)
+_FAIL = bench.Spec(
+    "t::bad", "failure", 2.0, "expected pod to be Running: FailedScheduling cannot align container"
+)
+_FLAKY = bench.Spec("t::flaky", "failure", 2.0, "timeout")
+_SKIP = bench.Spec(
+    "t::ok", "skipped", 0.0, "the cluster does not satisfy the serial suite: no NRT\ncannot align"
+)
+_POINTERS = ("NodeResourceTopologyMatch", "FailedScheduling", "cannot align")
+
+
+@pytest.mark.parametrize(
+    ("run", "baseline", "expected"),
+    [
+        pytest.param(
+            _run(_PASS, _FAIL, first=("serial/t.py::bad", 42.0)),
+            [],
+            bench.Row(
+                "d", "scheduler", "yes", 1, "serial/t.py::bad", 42.0, ["FailedScheduling", "cannot align"]
+            ),
+            id="caught, named",
+        ),
+        pytest.param(
+            _run(_PASS, _FLAKY),
+            [],
+            bench.Row("d", "scheduler", "yes", 1, "t::flaky", None, []),
+            id="caught, not named, no live line",
+        ),
+        pytest.param(
+            _run(_PASS, _FLAKY),
+            [_PASS, _FLAKY],
+            bench.Row("d", "scheduler", "no"),
+            id="baseline failure discounted",
+        ),
+        pytest.param(
+            _run(_SKIP),
+            [_PASS],
+            bench.Row(
+                "d",
+                "scheduler",
+                "skipped",
+                named=["cannot align"],
+                detail="1 specs skipped: the cluster does not satisfy the serial suite: no NRT",
+            ),
+            id="skipped what the baseline ran",
+        ),
+        pytest.param(
+            _run(_SKIP), [_SKIP], bench.Row("d", "scheduler", "no"), id="skipped in the baseline too"
+        ),
+        pytest.param(_run(_PASS), [], bench.Row("d", "scheduler", "no"), id="not caught"),
+        pytest.param(_run(_PASS, log=[]), [], bench.Row("d", "scheduler", "not applied"), id="never applied"),
+        pytest.param(
+            _run(log=[{"outcome": "stale", "detail": "target gone"}]),
+            [],
+            bench.Row("d", "scheduler", "stale", detail="target gone"),
+            id="stale in a process",
+        ),
+        pytest.param(
+            _run(),
+            [],
+            bench.Row("d", "scheduler", "no report", detail="no junit (exit code 1)"),
+            id="no junit",
+        ),
+    ],
+)
+def test_judge(run: object, baseline: list, expected: object) -> None:
+    assert bench.judge("d", "scheduler", _POINTERS, run, baseline) == expected
+
+
+def test_timed_lines_read_the_live_log_back() -> None:
+    text = "     3.0 serial/test_a.py::test_x PASSED [ 50%]\n   120.5 [gw1] [100%] FAILED serial/test_a.py::y\nnoise\n"
+    lines = bench.timed_lines(text)
+    assert lines == [
+        (3.0, "serial/test_a.py::test_x PASSED [ 50%]"),
+        (120.5, "[gw1] [100%] FAILED serial/test_a.py::y"),
+    ]
+    assert bench.first_failure(lines) == ("serial/test_a.py::y", 120.5)
+
+
+def test_markdown_table() -> None:
+    rows = [
+        bench.Row("a", "scheduler", "yes", 2, "serial/t.py::x", 61.4, ["FailedScheduling"]),
+        bench.Row("b", "operator", "no"),
+        bench.Row("c", "kubelet", "stale", detail="target gone"),
+        bench.Row("d", "exporter", "skipped", named=["NRT"], detail="x" * 300),
+    ]
+    assert bench.markdown_table(rows)[2:] == [
+        "| a | scheduler | yes | 2 | `serial/t.py::x` | 61 s | yes (FailedScheduling) |",
+        "| b | operator | no | - | - | - | - |",
+        "| c | kubelet | stale: target gone | - | - | - | - |",
+        f"| d | exporter | skipped: {'x' * 199}… | - | - | - | yes (NRT) |",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("specs", "expected"),
+    [
+        pytest.param([_PASS], "baseline: all green (1 specs, 60 s)", id="green"),
+        pytest.param([_PASS, _SKIP], "baseline: all green (2 specs, 60 s)", id="skips are not red"),
+        pytest.param([_PASS, _FLAKY], "baseline NOT green: 1 failing (t::flaky)", id="red"),
+        pytest.param([], "baseline: no junit (exit code 1)", id="no junit"),
+    ],
+)
+def test_baseline_verdict(specs: list, expected: str) -> None:
+    assert bench.baseline_verdict(_run(*specs)).startswith(expected)
+
+
+def test_run_env_names_the_defect_only_for_defect_runs() -> None:
+    environ = {"PATH": "/bin", "PYTHONPATH": "/x", "NROP_DEFECT": "left-over"}
+    assert bench.run_env(environ, None, Path("/r")) == {
+        "PATH": "/bin",
+        "PYTHONPATH": "/x",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env = bench.run_env(environ, "d", Path("/r"))
+    assert env["NROP_DEFECT"] == "d"
+    assert env["NROP_DEFECT_LOG"] == "/r/defect-log.jsonl"
+    assert env["PYTHONPATH"] == f"{seeding.HERE}{os.pathsep}/x"
+
+
+def test_runtime_gives_every_container_the_defect_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NROP_DEFECT", "d")
+    monkeypatch.setenv("NROP_DEFECT_LOG", "/r/log")
+    monkeypatch.syspath_prepend(str(seeding.HERE))
+    module = _load("seeded_runtime", seeding.HERE / "seeded_runtime.py")
+
+    @dataclasses.dataclass(frozen=True)
+    class Spec:
+        argv: tuple[str, ...]
+        env: dict[str, str]
+
+    specs = {"run": Spec(("rte",), {"PYTHONPATH": "/site", "HOME": "/h"}), "refused": "no such program"}
+    process = module.default_env(lambda self, name, command, args: specs[name])
+    assert process(None, "refused", [], []) == "no such program"
+    assert process(None, "run", [], []).env == {
+        "PYTHONPATH": f"{seeding.HERE}{os.pathsep}/site",
+        "HOME": "/h",
+        "NROP_DEFECT": "d",
+        "NROP_DEFECT_LOG": "/r/log",
+    }
+
+
+def test_cpus_not_accounted_changes_the_zones_only() -> None:
+    module = _load("seeded_exporter", seeding.HERE / "seeded_exporter.py")
+
+    @dataclasses.dataclass(frozen=True)
+    class Container:
+        cpu_ids: tuple[int, ...]
+        memory: tuple = ()
+
+    @dataclasses.dataclass(frozen=True)
+    class Pod:
+        containers: tuple[Container, ...]
+
+    @dataclasses.dataclass
+    class Result:
+        zones: list[int]
+        fingerprint: list[int]
+
+    def scan(machine: object, resources: object, pods: list[Pod], options: object, rng: object) -> Result:
+        cpus = [cpu for pod in pods for c in pod.containers for cpu in c.cpu_ids]
+        return Result(zones=[8 - len(cpus)], fingerprint=cpus)
+
+    result = module.cpus_not_accounted(scan)(None, None, [Pod((Container((1, 2)),))])
+    assert result == Result(zones=[8], fingerprint=[1, 2])
