@@ -20,7 +20,6 @@ exclusive CPUs (podresources), events and the NRTs.
 from __future__ import annotations
 
 import functools
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,26 +204,35 @@ def scheduled_by(kube: Kube, namespace: str, name: str) -> list[str]:
 
 
 def process_of(cluster: LocalCluster, pod: Manifest, container: str) -> int:
-    """The PID whose working directory is the container's directory on its node (how the kubelet starts it)."""
+    """The PID of the container's process: the kubelet sets its ``HOME`` to the container's directory
+    on its node (its working directory may be out of sight: a container in a mount namespace of its
+    own can have a root of its own); of the processes carrying it, the one whose parent does not."""
     meta = pod["metadata"]
-    wanted = str(
-        (
-            node_root(cluster.state_dir, pod["spec"]["nodeName"])
-            / PODS_DIR
-            / meta["uid"]
-            / "containers"
-            / container
-        ).resolve()
+    directory = (
+        node_root(cluster.state_dir, pod["spec"]["nodeName"])
+        / PODS_DIR
+        / meta["uid"]
+        / "containers"
+        / container
     )
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    wanted = {f"HOME={path}".encode() for path in (directory, directory.resolve())}
+
+    def home_of(pid: str) -> bool:
         try:
-            if os.readlink(entry / "cwd") == wanted:
-                return int(entry.name)
+            return bool(wanted & set((Path("/proc") / pid / "environ").read_bytes().split(b"\0")))
         except OSError:
-            continue
-    raise AssertionError(f"no process runs in {wanted}")
+            return False
+
+    def parent_of(pid: str) -> str:
+        try:
+            return (Path("/proc") / pid / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            return "0"
+
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and home_of(entry.name) and not home_of(parent_of(entry.name)):
+            return int(entry.name)
+    raise AssertionError(f"no process runs in {directory}")
 
 
 def operand_pod(kube: Kube, installed: stack.Stack, operand: Operand) -> Manifest:

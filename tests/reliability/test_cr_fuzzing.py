@@ -149,8 +149,10 @@ HINTS: dict[str, list[Any]] = {
     "name": ["cpu", "memory", "", "example.com/deviceA", "bad name", "*", "kube-*", "["],
     "namespace": ["*", "kube-system", "kube-*", "", "[", "openshift-*"],
 }  # fmt: skip
-#: Probability of an optional property being present (0.5 when absent here).
-PRESENCE = {"poolName": 0.85, "machineConfigPoolSelector": 0.2}
+#: Probability of an optional property being present (0.5 when absent here). The pool selector's
+#: deepest fields (matchExpressions[*].values[*]) are broken in only ~0.15 % of the cases at 0.2:
+#: too close to none in 2,000 for the coverage check; 0.3 gives them about five times that.
+PRESENCE = {"poolName": 0.85, "machineConfigPoolSelector": 0.3}
 _MAP_KEYS = st.sampled_from(
     ["a", "pool", "k8s.io/x", "machineconfiguration.openshift.io/role", "bad key!", ""]
 )
