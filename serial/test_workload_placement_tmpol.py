@@ -47,11 +47,10 @@ FIXTURE_BASENAME = "e2e-test-workload-placement-tmpol"
 HOSTS_REQUIRED = 2
 NUMA_ZONES_REQUIRED = 2
 
-# Upstream matches "0.* nodes are available: [0-9]* Insufficient cpu", which only holds when the
-# "Insufficient cpu" count sorts first among the scheduler's reasons (the message lists them sorted as
-# strings): with one tainted control-plane node the message reads "0/3 nodes are available: 1 node(s)
-# had untolerated taint {...}, 2 Insufficient cpu." Same check, independent of the other reasons:
-INSUFFICIENT_CPU = "0/[0-9]+ nodes are available: (.*, )?[0-9]+ Insufficient cpu"
+# Upstream's pattern holds only where "N Insufficient cpu" sorts first among the scheduler's reasons
+# (they are listed sorted as strings), as on a cluster of three control-plane nodes: 74257 runs on
+# the embedded profile shaped so.
+INSUFFICIENT_CPU = "0.* nodes are available: [0-9]* Insufficient cpu"
 
 CPU4_MEM4 = {"cpu": "4", "memory": "4Gi"}
 CPU3_MEM3 = {"cpu": "3", "memory": "3Gi"}
@@ -750,6 +749,7 @@ def test_placement_cluster_with_multiple_worker_nodes_suitable(
                 {"cpu": "7", "memory": "12Gi", "hugepages-2Mi": "128Mi"},
             ),
             labels=("tier3", "unsched", "tmscope:pod", "cpu", "feature:nonreg"),
+            marks=(pytest.mark.nrop_profile("mno"),),
         ),
         entry(
             "[test_id:85008] pod with two gu cnt keep on pending because cannot align the second container to a single numa node",

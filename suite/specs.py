@@ -48,13 +48,16 @@ def spec(text: str, *labels: str) -> pytest.MarkDecorator:
     return getattr(pytest.mark, SPEC_MARK)(text, *labels)
 
 
-def entry(text: str, *values: object, labels: Iterable[str] = ()) -> object:
-    """A table entry: ``pytest.param(*values)`` carrying the entry's spec level.
+def entry(
+    text: str, *values: object, labels: Iterable[str] = (), marks: Iterable[pytest.MarkDecorator] = ()
+) -> object:
+    """A table entry: ``pytest.param(*values)`` carrying the entry's spec level (and ``marks``,
+    e.g. the embedded profile it needs).
 
     Its pytest id is the entry's ``test_id`` when the text has one, else the text.
     """
     label_tuple = tuple(labels)
-    return pytest.param(*values, marks=spec(text, *label_tuple), id=test_id_of(text) or text)
+    return pytest.param(*values, marks=[spec(text, *label_tuple), *marks], id=test_id_of(text) or text)
 
 
 def test_id_of(text: str) -> str | None:

@@ -25,12 +25,13 @@ SHIPPED = [
     "empty",
     "fifty",
     "four-numa",
+    "mno",
     "none",
     "restricted",
     "smt-aligned",
     "wide-zones",
 ]
-NODE_COUNTS = {"empty": 0, "fifty": 51}
+NODE_COUNTS = {"empty": 0, "fifty": 51, "mno": 5}
 
 
 def test_shipped_profiles_are_listed_with_a_summary() -> None:
