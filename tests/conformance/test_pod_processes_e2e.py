@@ -395,10 +395,15 @@ def test_a_missing_configmap_waits_then_the_retry_starts_the_container(
         {"name": "SECRET", "valueFrom": {"configMapKeyRef": {"name": "later", "key": "k"}}}
     )
     core.create_namespaced_pod(namespace, pod_body("patient", container))
+    # the projected service-account volume may wait for the namespace's kube-root-ca.crt first
+    # (ContainerCreating, "MountVolume.SetUp failed"), as on any cluster right after the namespace
     waiting = wait_for(
         lambda: status_of(core, namespace, "patient"),
-        lambda s: "waiting" in container_status(s).get("state", {}),
-        "a waiting container",
+        lambda s: (
+            container_status(s).get("state", {}).get("waiting", {}).get("reason")
+            == "CreateContainerConfigError"
+        ),
+        "a container waiting for its configuration",
     )
     assert container_status(waiting)["state"]["waiting"] == {
         "reason": "CreateContainerConfigError",

@@ -34,9 +34,11 @@ def mountinfo() -> list[str]:
     return Path("/proc/self/mountinfo").read_text().splitlines()
 
 
-def launch(plan: dict[str, object] | None, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def launch(
+    plan: dict[str, object] | None, code: str, cwd: Path, python: str = PYTHON
+) -> subprocess.CompletedProcess[str]:
     argv = launching.launch_argv(
-        os.getpid(), json.dumps(plan) if plan else "", [PYTHON, "-c", textwrap.dedent(code)]
+        os.getpid(), json.dumps(plan) if plan else "", [python, "-c", textwrap.dedent(code)]
     )
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
 
@@ -90,7 +92,11 @@ def test_a_mount_over_the_parent_of_a_source_hides_not_that_source(tmp_path: Pat
         "rootfs": str(tmp_path / "rootfs"),
         "mounts": [[str(empty), "/tmp", False], [str(config), target, True]],
     }
-    done = launch(plan, f"import os; print(os.listdir('/tmp'), open('{target}/greeting').read())", tmp_path)
+    # the program runs after the mounts: a venv under /tmp (a checkout there) would be hidden by the
+    # empty /tmp, so the base interpreter runs it
+    base_python = str(Path(sys.base_prefix) / "bin" / "python3")
+    code = f"import os; print(os.listdir('/tmp'), open('{target}/greeting').read())"
+    done = launch(plan, code, tmp_path, python=base_python)
     assert (done.returncode, done.stdout) == (0, "[] hello\n"), done.stderr
 
 
