@@ -2,7 +2,8 @@
 
 Runs ``pytest serial --tier-up-to N`` as ``make e2e`` does (no ``-n``: the suite chooses its
 workers; ``--workers N`` passes ``-n N``) on fresh embedded clusters, once per ``--tier``
-(repeatable: ``--tier 0 --tier 3`` runs tier0, then the whole suite), and prints side by side,
+(repeatable: ``--tier 0 --tier all`` runs tier0, then the whole suite: ``pytest serial`` with no
+tier, upstream's untiered specs included), and prints side by side,
 one row per run: the wall time; the sum of the spec times (what a serial run would wait);
 the longest spec without its wait for a cluster, the floor no spread can beat; wall ÷ floor;
 the workers the run used; the peak memory of the machine during the run above what it used
@@ -19,7 +20,7 @@ what its setup waited for its cluster to start (the JUnit property ``target_seco
 ``--junit FILE`` takes an earlier run's junit instead of running. Never run in CI: the
 figures depend on the machine and its load.
 
-    python bench/suite.py [--tier 0 [--tier 3]] [--workers N] [--update-durations] [-- extra pytest args]
+    python bench/suite.py [--tier 0 [--tier all]] [--workers N] [--update-durations] [-- extra pytest args]
     python bench/suite.py --junit REPORT_DIR/e2e-serial-run.xml [--update-durations]
 """
 
@@ -43,7 +44,8 @@ from nrop.suite import distributing, lanes
 
 ROOT = Path(__file__).resolve().parent.parent
 JUNIT = "e2e-serial-run.xml"
-ALL_TIERS = 3
+#: ``--tier all``: no tier filter, every spec (tiered or not)
+ALL_TIERS = 99
 #: wall-time targets on the 2-core machine: tier0 (``make e2e``) and the whole suite
 TARGET_S = {0: 100.0, ALL_TIERS: 360.0}
 #: the whole suite: within this many times its longest spec, in this much memory
@@ -139,11 +141,16 @@ class Run:
         return self.report_dir / JUNIT
 
 
+def _tiers(tier: int) -> str:
+    return "all" if tier >= ALL_TIERS else f"tier0..{tier}"
+
+
 def run(tier: int, extra: list[str]) -> Run:
     report_dir = Path(tempfile.mkdtemp(prefix="nrop-bench-suite-"))
-    cmd = [sys.executable, "-m", "pytest", "serial", "--tier-up-to", str(tier), "-p", "no:cacheprovider"]
+    tiers = [] if tier >= ALL_TIERS else ["--tier-up-to", str(tier)]
+    cmd = [sys.executable, "-m", "pytest", "serial", *tiers, "-p", "no:cacheprovider"]
     cmd += ["--report-dir", str(report_dir), *extra]
-    print(f"[tier{tier}] {' '.join(cmd)}", flush=True)
+    print(f"[{_tiers(tier)}] {' '.join(cmd)}", flush=True)
     load_before = os.getloadavg()[0]
     memory = Memory()
     memory.start()
@@ -179,7 +186,7 @@ def figures(runs: list[Run]) -> list[str]:
         floor = longest.own_seconds if longest else 0.0
         ratio = f"{r.seconds / floor:.2f}" if floor else "-"
         outcomes = ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items())) or "-"
-        tiers = "all" if r.tier >= ALL_TIERS else f"0..{r.tier}"
+        tiers = _tiers(r.tier)
         rows.append(
             f"{tiers:<6} {r.seconds:7.1f} {sum(c.seconds for c in found):8.1f} {floor:8.1f} {ratio:>10} "
             f"{r.workers or 'serial':>7} {r.memory / 2**30:8.2f} {r.load_before:5.2f}/{r.load_after:<5.2f}  "
@@ -234,7 +241,10 @@ def update_durations(junits: list[Path], path: Path = distributing.DURATIONS_FIL
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--tier", type=int, action="append", help="highest tier of a run (repeatable; default 0)"
+        "--tier",
+        type=lambda value: ALL_TIERS if value == "all" else int(value),
+        action="append",
+        help="highest tier of a run, or all (every spec); repeatable; default 0",
     )
     parser.add_argument(
         "--workers", type=int, help="pass -n N (default: the suite chooses, as make e2e does)"
@@ -262,10 +272,10 @@ def main() -> int:
     print(f"\nserial suite on {os.cpu_count()} cores")
     print("\n".join(figures(runs)))
     for r in runs:
-        print(f"tier0..{r.tier}: " + "; ".join(verdicts(r)) + f" (reports: {r.report_dir})")
+        print(f"{_tiers(r.tier)}: " + "; ".join(verdicts(r)) + f" (reports: {r.report_dir})")
     for r in runs:
         if r.junit.exists():
-            print(f"\nper family, tier0..{r.tier}:")
+            print(f"\nper family, {_tiers(r.tier)}:")
             print("\n".join(family_table(r.junit)))
     if args.update_durations:
         junits = [r.junit for r in runs if r.junit.exists()]

@@ -5,7 +5,8 @@ code is at the pinned commit, where ours is, and whether the two do the same thi
 owns the ledger's row format and the checks a reader would otherwise do by hand:
 
 * every spec pytest collects under ``serial/`` has exactly one row, and no row names a spec that
-  is not collected;
+  is not collected (the project's own specs, label ``extra``, have no upstream counterpart and
+  no row);
 * every row's upstream location exists in the pinned source, and there (on the line or one of
   the next two) names the spec's ``[test_id:N]`` (or, without one, the spec's own text), or the
   ``func`` of the helper;
@@ -299,7 +300,12 @@ class _Collector:
         self.specs: list[CollectedSpec] = []
 
     def pytest_collection_modifyitems(self, items: list) -> None:
+        from nrop.suite.specs import spec_info
+
         for item in items:
+            info = spec_info(item)
+            if info is not None and info.is_extra:
+                continue  # the project's own specs: no upstream counterpart, listed in docs/extras.md
             # a table entry's own level is its parameter's mark; pytest lists it after the function's
             callspec = getattr(item, "callspec", None)
             entry = [mark for mark in getattr(callspec, "marks", ()) if mark.name == "nrop_spec"]

@@ -322,19 +322,6 @@ def nodes_by_selector(kube: Kube, labels: Mapping[str, str]) -> list[Manifest]:
 # -- daemonsets and pods --------------------------------------------------------------------
 
 
-def pods_of_daemonset(kube: Kube, ds: Mapping[str, Any]) -> list[Manifest]:
-    """``podlist.ByDaemonset``: pods matching the DaemonSet selector and owned by it."""
-    meta = ds["metadata"]
-    match_labels = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    pods = kube.list(POD, meta["namespace"], label_selector=selector_text(match_labels))
-    uid = meta.get("uid")
-    return [
-        pod
-        for pod in pods
-        if any(ref.get("uid") == uid for ref in pod["metadata"].get("ownerReferences") or ())
-    ]
-
-
 def pod_names(pods: Iterable[Mapping[str, Any]]) -> str:
     return " ".join(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}" for pod in pods)
 

@@ -211,7 +211,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         _expect_equal_tolerations(
             rte.ds["spec"]["template"]["spec"].get("tolerations"), BUILTIN_RTE_TOLERATIONS
         )
-        rte_pods = h.pods_of_daemonset(kube, rte.ds)
+        rte_pods = waiters.pods_of_daemonset(kube, rte.ds)
         assert rte_pods, f"cannot find any pods for daemonset {rte.key}"
         log.info("RTE pods before updating tolerations: %s", h.pod_names(rte_pods))
         updated_nrop = rte.set_tolerations([h.sriov_toleration()])
@@ -224,7 +224,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
         finally:
             current = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
-            pods = h.pods_of_daemonset(kube, current)
+            pods = waiters.pods_of_daemonset(kube, current)
             log.info("RTE pods before reverting tolerations: %s", h.pod_names(pods))
             rte.set_tolerations([])
             h.wait_for_daemonset_update(kube, rte.ds_namespace, rte.ds_name, pods, target=rte.target)
@@ -378,7 +378,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.taint(node_name, no_sched)
             # no DS/pod recreation is expected
             ds = rte.ready()
-            pods = h.pods_of_daemonset(kube, ds)
+            pods = waiters.pods_of_daemonset(kube, ds)
             log.info("ensuring the RTE DS is running with the same pods count (expected pods=%d)", workers)
             assert len(pods) == workers, f"updated DS ready={len(pods)} original worker nodes={workers}"
 
@@ -388,7 +388,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             # that are not terminating
             def fewer_pods() -> str | None:
                 current = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
-                all_pods = h.pods_of_daemonset(kube, current)
+                all_pods = waiters.pods_of_daemonset(kube, current)
                 running = [pod for pod in all_pods if not pod["metadata"].get("deletionTimestamp")]
                 ready = (current.get("status") or {}).get("numberReady", 0)
                 if ready != workers - 1:
@@ -416,7 +416,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             workers = len(rte.workers)
 
             ds = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
-            pods = h.pods_of_daemonset(kube, ds)
+            pods = waiters.pods_of_daemonset(kube, ds)
             assert len(pods) == workers, (
                 f"pods number is not as expected for RTE daemonset: expected {workers} found {len(pods)}"
             )
@@ -447,7 +447,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 rte.workers = h.worker_nodes(kube)
                 dss = h.daemonsets_by_name(kube, rte.nrop["status"].get("daemonsets") or [])
                 assert len(dss) == 1
-                rte_pods = h.pods_of_daemonset(kube, dss[0])
+                rte_pods = waiters.pods_of_daemonset(kube, dss[0])
                 assert rte_pods, f"cannot find any pods for daemonset {rte.key}"
                 infos = h.mcps_info(kube, rte.nrop) if custom else []
                 if custom:
@@ -569,7 +569,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
             rte.ready(message=NOT_READY)
             # even after eviction the pod takes time to terminate and is still owned by the DS
-            for pod in h.pods_of_daemonset(kube, ds):
+            for pod in waiters.pods_of_daemonset(kube, ds):
                 if pod["spec"].get("nodeName") == node_name:
                     rte.wait_pod_deleted(pod, timeout=120)
                     break

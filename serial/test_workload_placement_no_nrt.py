@@ -55,7 +55,7 @@ def update_info_refresh_pause(
         return
     ds_ref = current["status"]["daemonsets"][0]
     ds = kube.get(DAEMONSET, ds_ref["name"], ds_ref["namespace"])
-    rte_pods = h.pods_of_daemonset(kube, ds)
+    rte_pods = waiters.pods_of_daemonset(kube, ds)
     assert rte_pods, f"cannot find any pods for daemonset {ds_ref}"
     log.info("RTE pods before update: %s", h.pod_names(rte_pods))
 

@@ -5,8 +5,11 @@ embedded cluster of one profile started through :mod:`nrop.suite.target`. Openin
 context connects the client and, when ``--setup`` is in effect, installs the stack through
 the operator (:func:`nrop.suite.stack.setup`); :meth:`Targets.before_suite` then runs
 upstream's BeforeSuite once (topology checks, numacell, node labels, the NRT reference)
-and builds the :class:`~nrop.suite.config.SuiteConfig`. A cluster that cannot run the
-suite leaves a skip reason instead of an error. Closing runs AfterSuite, the stack
+and builds the :class:`~nrop.suite.config.SuiteConfig`. A cluster given by kubeconfig that
+cannot run the suite leaves a skip reason instead of an error, as upstream skips; an
+embedded cluster is built to run it, so there the same finding is an error of every spec
+(:class:`UnsuitableEmbeddedCluster`): a CI gate must not stay green on a stack whose
+exporter stopped reporting the topology. Closing runs AfterSuite, the stack
 teardown when asked, and stops the embedded cluster, keeping its log in the report
 directory. Progress lines of the stack and infra helpers are relayed to the terminal.
 
@@ -57,6 +60,10 @@ EMBEDDED_DEVICE_TYPES = {
     "E2E_NROP_DEVICE_TYPE_2": "example.com/deviceB",
     "E2E_NROP_DEVICE_TYPE_3": "example.com/deviceC",
 }
+
+
+class UnsuitableEmbeddedCluster(RuntimeError):
+    """An embedded cluster whose NRTs do not show what its profile configures: the stack is broken."""
 
 
 @dataclass
@@ -335,8 +342,17 @@ class Targets:
             log.info("%s", infra.dump_environment(os.environ))
             problems = infra.check_nodes_topology(context.kube)
             if problems:
-                context.skip_reason = "the cluster does not satisfy the serial suite: " + "; ".join(problems)
-                say(context.skip_reason)
+                reason = "the cluster does not satisfy the serial suite: " + "; ".join(problems)
+                if embedded:
+                    # upstream skips ("we prefer to skip than a false negative") on a cluster
+                    # someone else built; an embedded profile is built to satisfy the suite, so
+                    # here the stack under test (exporter, kubelet) lost what the profile gives
+                    raise UnsuitableEmbeddedCluster(
+                        f"{reason} (the embedded profile {context.key!r} provides these: the NRTs its"
+                        " exporters publish do not show them)"
+                    )
+                context.skip_reason = reason
+                say(reason)
                 return
             context.baseline = leaks.take(context.kube)
             say("BeforeSuite: numacell device plugin, node labels, NRT reference")

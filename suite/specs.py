@@ -81,6 +81,11 @@ class SpecInfo:
     def tier(self) -> str | None:
         return next((label for label in self.labels if label in _labels.TIERS), None)
 
+    @property
+    def is_extra(self) -> bool:
+        """A spec of this project, not upstream's (label ``extra``)."""
+        return _labels.EXTRA_LABEL in self.labels
+
     def listing(self) -> str:
         """One line like Ginkgo's dry-run: the full text then the labels."""
         return f"{self.full_text} [{', '.join(self.labels)}]"

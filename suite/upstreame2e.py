@@ -48,6 +48,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
+from nrop.suite.labels import EXTRA_LABEL
+
 __all__ = [
     "BINARY_NAME",
     "DEFAULT_SOURCE",
@@ -561,7 +563,7 @@ class _Collector:
 
         for item in session.items:  # type: ignore[attr-defined]
             info = item.stash.get(SPEC, None)
-            if info is not None:
+            if info is not None and not info.is_extra:  # the project's own specs: not upstream's
                 self.selected.append(Selected(info.full_text, item.stash.get(PROFILE, DEFAULT_PROFILE)))
 
 
@@ -598,6 +600,7 @@ def run_port(tests: Path, tier: int, report_dir: Path) -> None:
     its failures show in the differential."""
     log.info("running the port's serial suite (tier up to %d) for the comparison", tier)
     command = [sys.executable, "-m", "pytest", str(tests), "--tier-up-to", str(tier),
+               "--label-filter", f"!{EXTRA_LABEL}",
                "--report-dir", str(report_dir), "-p", "no:cacheprovider"]  # fmt: skip
     code = subprocess.run(command, check=False).returncode
     log.info("the port's run exited %d", code)

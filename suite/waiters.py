@@ -55,6 +55,7 @@ __all__ = [
     "log_events_for_pod",
     "mcp_condition_reached",
     "pod_summary",
+    "pods_of_daemonset",
     "pods_of_workload",
     "while_in_pod_phase",
 ]
@@ -526,10 +527,19 @@ def for_nrosched_deleted(
 def pods_of_workload(kube: k.Kube, workload: Mapping[str, Any]) -> list[Manifest]:
     """``podlist.ByDeployment`` / ``ByReplicaSet`` / ``ByDaemonset``: every pod the workload's
     selector matches, terminating ones included (upstream counts them); in the workload's
-    namespace, except for a DaemonSet (``ByDaemonset`` lists in all namespaces)."""
+    namespace, except for a DaemonSet (:func:`pods_of_daemonset`)."""
+    if workload.get("kind") == k.DAEMONSET.kind:
+        return pods_of_daemonset(kube, workload)
     selector = str(label_selector_from_dict((workload.get("spec") or {}).get("selector")))
-    namespace = None if workload.get("kind") == k.DAEMONSET.kind else workload["metadata"]["namespace"]
-    return kube.list(k.POD, namespace, label_selector=selector)
+    return kube.list(k.POD, workload["metadata"]["namespace"], label_selector=selector)
+
+
+def pods_of_daemonset(kube: k.Kube, ds: Mapping[str, Any]) -> list[Manifest]:
+    """``podlist.ByDaemonset``: every pod the DaemonSet's selector matches, in all namespaces
+    and whoever owns it (upstream checks neither), terminating ones included. For a DaemonSet
+    read from a list, whose items carry no ``kind``."""
+    selector = str(label_selector_from_dict((ds.get("spec") or {}).get("selector")))
+    return kube.list(k.POD, label_selector=selector)
 
 
 # ------------------------------------------------------------------------------- MachineConfigPools

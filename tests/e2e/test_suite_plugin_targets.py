@@ -369,6 +369,61 @@ def test_xdist_against_a_real_cluster_is_not_refused_outside_the_suite(
     assert result.ret == 0
 
 
+UNSUITABLE_TARGETS = textwrap.dedent(
+    """
+    from nrop.suite import infra, session
+
+    NROP_SERIAL_SUITE = True
+
+    def _open(self, key, say):
+        return session.Context(key=key, kube=f"kube-of-{key}", timeouts=self.timeouts)
+
+    session.Targets._open = _open
+    session.Targets._close = lambda self, context, say: None
+    infra.dump_environment = lambda environ: ""
+    infra.check_nodes_topology = lambda kube: ['Attribute "topologyManagerPolicy" not reported on NRT "worker-0"']
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("kubeconfig", "outcome", "line"),
+    [
+        # a cluster someone else built: upstream's skip
+        (True, {"skipped": 2}, "*SKIPPED*the cluster does not satisfy the serial suite: Attribute*"),
+        # the embedded profile is built to satisfy the suite: the stack broke it, every spec errors
+        (False, {"errors": 2}, "*UnsuitableEmbeddedCluster: the cluster does not satisfy the serial suite*"),
+    ],
+)
+def test_a_cluster_the_suite_cannot_run_on_skips_unless_it_is_embedded(
+    pytester: pytest.Pytester, kubeconfig: bool, outcome: dict[str, int], line: str
+) -> None:
+    args: list[str] = ["-rs"]
+    if kubeconfig:
+        path = pytester.path / "kubeconfig"
+        path.write_text("apiVersion: v1\nkind: Config\n")
+        args += ["--kubeconfig", str(path), "--no-setup"]
+    pytester.makeconftest(UNSUITABLE_TARGETS)
+    pytester.makepyfile(
+        textwrap.dedent(
+            """
+            from nrop.suite.specs import spec
+
+            pytestmark = spec("needs BeforeSuite", "tier0")
+
+            def test_one(suite_config):
+                pass
+
+            def test_two(suite_config):
+                pass
+            """
+        )
+    )
+    result = run(pytester, *args)
+    result.assert_outcomes(**outcome)
+    result.stdout.fnmatch_lines([line])
+
+
 # ------------------------------------------------------------------------- embedded cluster
 
 FAKE_CLUSTER = textwrap.dedent(
