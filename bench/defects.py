@@ -14,7 +14,7 @@ report directory. A defect whose target changed since it was written is reported
 run; one whose component never started is "not applied"; a run that fails nothing but skips specs
 the baseline ran is "skipped" (not caught: the suite skips on a cluster that looks unsuitable).
 
-    python bench/defects.py [--defects id,id|all] [--tier-up-to N] [-n N] [--report-dir DIR] [--no-baseline]
+    python bench/defects.py [--defects id,id|all] [--tier-up-to N] [-n N] [--parallel K] [--report-dir DIR] [--no-baseline]
     python bench/defects.py --report-dir DIR --from-report   # judge DIR's runs again, run nothing
     python bench/defects.py --check      # every defect still applies to the code as it is
     python bench/defects.py --list       # the catalog
@@ -25,6 +25,7 @@ Never run in CI: one suite run per defect takes minutes.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import importlib.util
 import os
@@ -39,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from nrop.suite.labels import EXTRA_LABEL
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFECTS_DIR = ROOT / "bench" / "defects"
@@ -79,6 +82,9 @@ class Spec:
     seconds: float
     #: the failure (or error) message and text, the skip message; "" when it passed
     text: str = ""
+    #: the spec's tier label ("" when untiered) and whether it is one of the project's own (label extra)
+    tier: str = ""
+    extra: bool = False
 
     @property
     def failed(self) -> bool:
@@ -97,7 +103,17 @@ def junit_specs(junit: Path) -> list[Spec]:
                 text = "\n".join(filter(None, (child.get("message"), child.text)))
                 break
         extra = [child.text or "" for child in case if child.tag in ("system-out", "system-err")]
-        found.append(Spec(key, outcome, float(case.get("time") or 0), "\n".join([text, *extra]).strip()))
+        props = {prop.get("name"): prop.get("value") or "" for prop in case.iter("property")}
+        found.append(
+            Spec(
+                key,
+                outcome,
+                float(case.get("time") or 0),
+                "\n".join([text, *extra]).strip(),
+                props.get("tier", ""),
+                EXTRA_LABEL in props.get("labels", "").split(","),
+            )
+        )
     return found
 
 
@@ -154,6 +170,9 @@ class Row:
     first_seconds: float | None = None
     named: list[str] = field(default_factory=list)
     detail: str = ""
+    #: of the failing specs: upstream's tier0 ones, and upstream's (not the project's extras)
+    failed_upstream_tier0: int = 0
+    failed_upstream: int = 0
 
 
 def judge(
@@ -192,8 +211,17 @@ def judge(
             )
         return Row(defect_id, component, "no")
     first_spec, first_seconds = run.first if run.first else (failing[0].key, None)
+    upstream = [s for s in failing if not s.extra]
     return Row(
-        defect_id, component, "yes", len(failing), first_spec, first_seconds, _named(failing, pointers)
+        defect_id,
+        component,
+        "yes",
+        len(failing),
+        first_spec,
+        first_seconds,
+        _named(failing, pointers),
+        failed_upstream_tier0=sum(1 for s in upstream if s.tier == "tier0"),
+        failed_upstream=len(upstream),
     )
 
 
@@ -209,8 +237,9 @@ def stale_row(defect_id: str, component: str, reason: str) -> Row:
 def markdown_table(rows: Sequence[Row]) -> list[str]:
     """The kill table as markdown lines."""
     out = [
-        "| defect | component | caught | failing specs | first to fail | after | failure names the component |",
-        "|---|---|---|---|---|---|---|",
+        "| defect | component | caught | failing specs | upstream's tier0 | upstream's | first to fail | after"
+        " | failure names the component |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         after = f"{r.first_seconds:.0f} s" if r.first_seconds is not None else "-"
@@ -219,9 +248,8 @@ def markdown_table(rows: Sequence[Row]) -> list[str]:
         detail = r.detail if len(r.detail) <= DETAIL_CHARS else r.detail[: DETAIL_CHARS - 1] + "…"
         caught = r.verdict if not r.detail else f"{r.verdict}: {detail}"
         first = f"`{r.first_spec}`" if r.first_spec else "-"
-        out.append(
-            f"| {r.defect} | {r.component} | {caught} | {r.failed or '-'} | {first} | {after} | {named} |"
-        )
+        counts = f"{r.failed} | {r.failed_upstream_tier0} | {r.failed_upstream}" if r.failed else "- | - | -"
+        out.append(f"| {r.defect} | {r.component} | {caught} | {counts} | {first} | {after} | {named} |")
     return out
 
 
@@ -331,6 +359,12 @@ def main() -> int:
         "-n", dest="workers", type=int, help="pass -n N to pytest (default: the suite chooses)"
     )
     parser.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="suite runs at once, the baseline among them (default 1; each run has its own clusters)",
+    )
+    parser.add_argument(
         "--report-dir",
         type=Path,
         help="where each run's reports and the table go (default: a new temporary directory)",
@@ -370,28 +404,34 @@ def main() -> int:
     header = [
         f"kill table: tier0..{args.tier_up_to}, commit {_git_head()}, {datetime.date.today().isoformat()}"
     ]
+    stale = {d.id: r for d in defects if (r := runtime_stale or stale_reason(d)) is not None}
+    for defect_id, reason in stale.items():
+        print(f"defect stale: {defect_id}: {reason}")
+    to_run: list[str | None] = [d.id for d in defects if d.id not in stale]
+    if args.from_report:
+        runs = {i: load_run(report_dir / (i or BASELINE), -1, 0.0) for i in [None, *to_run]}
+        if not (report_dir / BASELINE).is_dir():
+            del runs[None]
+    else:
+        if not args.no_baseline:
+            to_run.insert(0, None)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+            futures = {
+                i: pool.submit(run_suite, i, report_dir / (i or BASELINE), args.tier_up_to, extra)
+                for i in to_run
+            }
+            runs = {i: future.result() for i, future in futures.items()}
     baseline: list[Spec] = []
-    if args.from_report and (report_dir / BASELINE).is_dir():
-        base = load_run(report_dir / BASELINE, -1, 0.0)
-        header.append(baseline_verdict(base))
-        baseline = base.specs
-    elif not args.no_baseline and not args.from_report:
-        base = run_suite(None, report_dir / BASELINE, args.tier_up_to, extra)
-        header.append(baseline_verdict(base))
-        baseline = base.specs
+    if None in runs:
+        header.append(baseline_verdict(runs[None]))
+        baseline = runs[None].specs
     rows = []
     for defect in defects:
-        reason = runtime_stale or stale_reason(defect)
-        if reason is not None:
-            print(f"defect stale: {defect.id}: {reason}")
-            rows.append(stale_row(defect.id, defect.component, reason))
+        if defect.id in stale:
+            rows.append(stale_row(defect.id, defect.component, stale[defect.id]))
             continue
-        if args.from_report:
-            run = load_run(report_dir / defect.id, -1, 0.0)
-        else:
-            run = run_suite(defect.id, report_dir / defect.id, args.tier_up_to, extra)
         pointers = catalog.components[defect.component].pointers
-        rows.append(judge(defect.id, defect.component, pointers, run, baseline))
+        rows.append(judge(defect.id, defect.component, pointers, runs[defect.id], baseline))
     lines = [*header, "", *markdown_table(rows)]
     (report_dir / TABLE).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n" + "\n".join(lines))

@@ -239,22 +239,28 @@ def test_junit_specs_reads_outcomes_and_failure_text(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     junit.write_text(
         """<testsuites><testsuite>
-        <testcase classname="serial.test_a.TestA" name="test_ok" time="1.5"/>
+        <testcase classname="serial.test_a.TestA" name="test_ok" time="1.5"><properties>
+          <property name="tier" value="tier0"/><property name="labels" value="e2e:serial,tier0"/>
+        </properties></testcase>
+        <testcase classname="serial.test_extras" name="test_x" time="1"><properties>
+          <property name="tier" value="tier1"/><property name="labels" value="e2e:serial,extra,tier1"/>
+        </properties></testcase>
         <testcase classname="serial.test_a.TestA" name="test_bad" time="2"><failure message="assert NRT">zones differ</failure></testcase>
         <testcase classname="serial.test_b" name="test_err" time="0"><error message="setup">TopologyAffinityError</error></testcase>
         <testcase classname="serial.test_b" name="test_skip" time="0"><skipped message="no"/></testcase>
         </testsuite></testsuites>"""
     )
     specs = bench.junit_specs(junit)
-    assert [(s.key, s.outcome, s.failed) for s in specs] == [
-        ("serial.test_a.TestA::test_ok", "passed", False),
-        ("serial.test_a.TestA::test_bad", "failure", True),
-        ("serial.test_b::test_err", "error", True),
-        ("serial.test_b::test_skip", "skipped", False),
+    assert [(s.key, s.outcome, s.failed, s.tier, s.extra) for s in specs] == [
+        ("serial.test_a.TestA::test_ok", "passed", False, "tier0", False),
+        ("serial.test_extras::test_x", "passed", False, "tier1", True),
+        ("serial.test_a.TestA::test_bad", "failure", True, "", False),
+        ("serial.test_b::test_err", "error", True, "", False),
+        ("serial.test_b::test_skip", "skipped", False, "", False),
     ]
-    assert specs[1].text == "assert NRT\nzones differ"
+    assert specs[2].text == "assert NRT\nzones differ"
     assert specs[0].text == ""
-    assert specs[3].text == "no"
+    assert specs[4].text == "no"
 
 
 @pytest.mark.parametrize(
@@ -294,6 +300,8 @@ _FAIL = bench.Spec(
     "t::bad", "failure", 2.0, "expected pod to be Running: FailedScheduling cannot align container"
 )
 _FLAKY = bench.Spec("t::flaky", "failure", 2.0, "timeout")
+_FAIL_TIER0 = bench.Spec("t::tier0", "failure", 2.0, "timeout", tier="tier0")
+_FAIL_EXTRA = bench.Spec("t::extra", "error", 2.0, "timeout", tier="tier1", extra=True)
 _SKIP = bench.Spec(
     "t::ok", "skipped", 0.0, "the cluster does not satisfy the serial suite: no NRT\ncannot align"
 )
@@ -307,15 +315,36 @@ _POINTERS = ("NodeResourceTopologyMatch", "FailedScheduling", "cannot align")
             _run(_PASS, _FAIL, first=("serial/t.py::bad", 42.0)),
             [],
             bench.Row(
-                "d", "scheduler", "yes", 1, "serial/t.py::bad", 42.0, ["FailedScheduling", "cannot align"]
+                "d",
+                "scheduler",
+                "yes",
+                1,
+                "serial/t.py::bad",
+                42.0,
+                ["FailedScheduling", "cannot align"],
+                failed_upstream=1,
             ),
             id="caught, named",
         ),
         pytest.param(
             _run(_PASS, _FLAKY),
             [],
-            bench.Row("d", "scheduler", "yes", 1, "t::flaky", None, []),
+            bench.Row("d", "scheduler", "yes", 1, "t::flaky", None, [], failed_upstream=1),
             id="caught, not named, no live line",
+        ),
+        pytest.param(
+            _run(_FAIL_TIER0, _FAIL_EXTRA, _FLAKY),
+            [],
+            bench.Row(
+                "d", "scheduler", "yes", 3, "t::tier0", None, [], failed_upstream_tier0=1, failed_upstream=2
+            ),
+            id="counted per selection: upstream's tier0, upstream's, with the extras",
+        ),
+        pytest.param(
+            _run(_FAIL_EXTRA),
+            [],
+            bench.Row("d", "scheduler", "yes", 1, "t::extra", None, []),
+            id="caught by an extra only",
         ),
         pytest.param(
             _run(_PASS, _FLAKY),
@@ -370,16 +399,26 @@ def test_timed_lines_read_the_live_log_back() -> None:
 
 def test_markdown_table() -> None:
     rows = [
-        bench.Row("a", "scheduler", "yes", 2, "serial/t.py::x", 61.4, ["FailedScheduling"]),
+        bench.Row(
+            "a",
+            "scheduler",
+            "yes",
+            2,
+            "serial/t.py::x",
+            61.4,
+            ["FailedScheduling"],
+            failed_upstream_tier0=1,
+            failed_upstream=2,
+        ),
         bench.Row("b", "operator", "no"),
         bench.Row("c", "kubelet", "stale", detail="target gone"),
         bench.Row("d", "exporter", "skipped", named=["NRT"], detail="x" * 300),
     ]
     assert bench.markdown_table(rows)[2:] == [
-        "| a | scheduler | yes | 2 | `serial/t.py::x` | 61 s | yes (FailedScheduling) |",
-        "| b | operator | no | - | - | - | - |",
-        "| c | kubelet | stale: target gone | - | - | - | - |",
-        f"| d | exporter | skipped: {'x' * 199}… | - | - | - | yes (NRT) |",
+        "| a | scheduler | yes | 2 | 1 | 2 | `serial/t.py::x` | 61 s | yes (FailedScheduling) |",
+        "| b | operator | no | - | - | - | - | - | - |",
+        "| c | kubelet | stale: target gone | - | - | - | - | - | - |",
+        f"| d | exporter | skipped: {'x' * 199}… | - | - | - | - | - | yes (NRT) |",
     ]
 
 
