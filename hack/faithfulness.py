@@ -305,7 +305,7 @@ class _Collector:
         for item in items:
             info = spec_info(item)
             if info is not None and info.is_extra:
-                continue  # the project's own specs: no upstream counterpart, listed in docs/extras.md
+                continue  # the project's own specs: no upstream counterpart (docs/defects.md)
             # a table entry's own level is its parameter's mark; pytest lists it after the function's
             callspec = getattr(item, "callspec", None)
             entry = [mark for mark in getattr(callspec, "marks", ()) if mark.name == "nrop_spec"]

@@ -10,6 +10,7 @@ __all__ = [
     "fixture",
     "infra",
     "kube",
+    "labels",
     "lanes",
     "nrt",
     "nrtcompare",

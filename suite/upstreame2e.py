@@ -14,12 +14,15 @@ Owns the whole differential run (``python -m nrop.suite.upstreame2e``):
   same tier, and each selected spec keeps the embedded profile :func:`nrop.suite.selecting.profile_for`
   gave it (``container-scope`` for container-scope specs, ``wide-zones`` for the spec marked so, the
   default profile for the rest): the port's routing is the one rule;
-* **run**: per profile, an embedded cluster with the stack installed the way ``--setup`` does
-  (:class:`nrop.suite.session.Targets`), then the binary with upstream's runner flags
-  (:func:`ginkgo_args`: the tier's label filter, a focus on the profile's specs, a junit report
-  ``upstream-<profile>.xml``, ``-ginkgo.v``) and the variables the embedded profiles offer
-  (:func:`upstream_env`); its output goes to ``upstream-<profile>.log``, each spec's result line
-  with the spec's text to the terminal (:class:`ProgressFilter`);
+* **run**: the selection is spread over *shards* as the port spreads its specs over workers
+  (:func:`shards`: the port's lane plan over the measured durations; ``--workers N``, else as
+  many as the port would choose); each shard is an embedded cluster of one profile with the
+  stack installed the way ``--setup`` does (:class:`nrop.suite.session.Targets`), then the binary
+  with upstream's runner flags (:func:`ginkgo_args`: the tier's label filter, a focus on the
+  shard's specs, a junit report ``upstream-<shard>.xml``, ``-ginkgo.v``) and the variables the
+  embedded profiles offer (:func:`upstream_env`), BeforeSuite and AfterSuite included; lanes of
+  shards run side by side. Each output goes to ``upstream-<shard>.log``, each spec's result
+  line with the spec's text to the terminal (:class:`ProgressFilter`);
 * **differential**: each spec's outcome under upstream's binary beside the port's on the same
   profile (the port's junit ``e2e-serial-run.xml`` in the report directory, or a Python run made
   first), printed and written to ``upstream-differential.md``. The run fails when upstream fails
@@ -31,6 +34,7 @@ The binary runs unmodified: whatever the embedded stack does not serve shows as 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import hashlib
 import logging
 import os
@@ -549,6 +553,8 @@ class Selected:
 
     full_text: str
     profile: str
+    #: the port's pytest node id (its measured duration plans the shards)
+    nodeid: str = ""
 
 
 class _Collector:
@@ -564,7 +570,8 @@ class _Collector:
         for item in session.items:  # type: ignore[attr-defined]
             info = item.stash.get(SPEC, None)
             if info is not None and not info.is_extra:  # the project's own specs: not upstream's
-                self.selected.append(Selected(info.full_text, item.stash.get(PROFILE, DEFAULT_PROFILE)))
+                profile = item.stash.get(PROFILE, DEFAULT_PROFILE)
+                self.selected.append(Selected(info.full_text, profile, item.nodeid))
 
 
 def select(tests: Path, tier: int) -> list[Selected]:
@@ -593,6 +600,43 @@ def by_profile(selected: Iterable[Selected]) -> dict[str, list[str]]:
     for spec in selected:
         grouped.setdefault(spec.profile, []).append(spec.full_text)
     return grouped
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What one binary run gets: a cluster of ``profile`` and the focus on ``full_texts``."""
+
+    name: str
+    profile: str
+    full_texts: list[str]
+
+
+def shards(
+    selected: Sequence[Selected], workers: int, durations: Mapping[str, float], cores: int
+) -> list[list[Shard]]:
+    """The binary runs, as lanes run side by side (each lane one after the other): the port's
+    lane plan (:func:`nrop.suite.lanes.plan`, specs longest first by their measured durations)
+    over ``workers`` lanes, each lane one binary run per profile it got. Upstream's specs are
+    serial on one cluster; here each run has its own cluster, as each port worker has."""
+    from nrop.suite import lanes
+
+    if workers <= 1:
+        return [[Shard(profile, profile, texts) for profile, texts in by_profile(selected).items()]]
+    by_id = {spec.nodeid: spec for spec in selected}
+    plan = lanes.plan(
+        [
+            lanes.Spec(s.nodeid, s.profile, lanes.estimate(lanes.spec_key(s.nodeid), durations))
+            for s in selected
+        ],
+        workers,
+        lanes.cluster_start(workers, cores),
+    )
+    runs = []
+    for index, lane in enumerate(plan):
+        if lane.specs:
+            grouped = by_profile(by_id[spec.nodeid] for spec in lane.specs)
+            runs.append([Shard(f"{profile}-{index}", profile, texts) for profile, texts in grouped.items()])
+    return runs
 
 
 def run_port(tests: Path, tier: int, report_dir: Path) -> None:
@@ -635,14 +679,14 @@ class ProgressFilter:
         return line if relayed else None
 
 
-def _relay(stream: IO[str], log_file: IO[str]) -> None:
+def _relay(stream: IO[str], log_file: IO[str], name: str) -> None:
     progress = ProgressFilter()
     for line in stream:
         log_file.write(line)
         log_file.flush()
         shown = progress.feed(line)
         if shown is not None:
-            log.info("upstream: %s", shown)
+            log.info("upstream [%s]: %s", name, shown)
 
 
 def _embedded_timings() -> dict[str, str]:
@@ -660,20 +704,23 @@ def _embedded_timings() -> dict[str, str]:
 
 
 def run_upstream(
-    binary: Path, tree: Path, profile: str, full_texts: Sequence[str], tier: int, report_dir: Path
+    binary: Path, tree: Path, shard: Shard, tier: int, report_dir: Path
 ) -> tuple[int, list[GinkgoCase]]:
-    """One profile: an embedded cluster with the stack installed, upstream's binary against it."""
+    """One shard: an embedded cluster of its profile with the stack installed, upstream's binary
+    against it, focused on the shard's specs."""
     from nrop.suite import infra
     from nrop.suite.options import resolve
     from nrop.suite.session import EMBEDDED_DEVICE_TYPES, Targets
 
-    junit = (report_dir / f"upstream-{profile}.xml").resolve()
-    output = report_dir / f"upstream-{profile}.log"
+    profile, full_texts = shard.profile, shard.full_texts
+    junit = (report_dir / f"upstream-{shard.name}.xml").resolve()
+    output = report_dir / f"upstream-{shard.name}.log"
     junit.unlink(missing_ok=True)
     # the run's options from the environment (E2E_NROP_INSTALL_VIA, E2E_NROP_SETUP, …) as for the port;
     # the clusters' logs go beside the port's own (nrop-cluster-<profile>.log) without replacing them
     options = replace(resolve({}, os.environ), report_dir=report_dir / "upstream-clusters", teardown=False)
-    targets = Targets(options, lambda line: log.info("%s", line), None)
+    worker = None if shard.name == profile else shard.name.rpartition("-")[2]
+    targets = Targets(options, lambda line: log.info("%s", line), worker)
     try:
         context = targets.get(profile)
         assert context.cluster is not None
@@ -687,7 +734,7 @@ def run_upstream(
         args = ginkgo_args(tier, full_texts, junit)
         log.info(
             "[%s] %s %s (%d specs; output in %s)",
-            profile,
+            shard.name,
             binary,
             " ".join(args[:-2]),
             len(full_texts),
@@ -704,9 +751,9 @@ def run_upstream(
                 text=True,
             )
             assert process.stdout is not None
-            _relay(process.stdout, log_file)
+            _relay(process.stdout, log_file, shard.name)
             code = process.wait()
-        log.info("[%s] upstream's binary exited %d after %.0fs", profile, code, time.monotonic() - began)
+        log.info("[%s] upstream's binary exited %d after %.0fs", shard.name, code, time.monotonic() - began)
     finally:
         targets.close_all()
     cases = parse_ginkgo_junit(junit.read_text()) if junit.is_file() else []
@@ -742,6 +789,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", action="append", default=[], metavar="P",
                    help="run only the specs routed to this embedded profile (repeatable; default: all)")  # fmt: skip
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="binary runs side by side, each on its own cluster (default: chosen as the port "
+                   "chooses its workers, from the selection, the measured durations and free memory; "
+                   "1: one run per profile, one after the other)")  # fmt: skip
     p.add_argument("--build-only", action="store_true", help="build (or find) the binary and stop")
     return p
 
@@ -769,10 +820,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.build_only:
         return 0
     ns.report_dir.mkdir(parents=True, exist_ok=True)
-    grouped = by_profile(select(ns.tests, ns.tier))
+    selected = select(ns.tests, ns.tier)
     if ns.profile:
-        grouped = {profile: texts for profile, texts in grouped.items() if profile in ns.profile}
-        if not grouped:
+        selected = [spec for spec in selected if spec.profile in ns.profile]
+        if not selected:
             log.error("no selected spec runs on %s", ", ".join(ns.profile))
             return 2
     python: dict[str, Verdict] | None = None
@@ -785,18 +836,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.info("the port's verdicts: %s (%d specs)", junit, len(python))
         else:
             log.error("the port left no junit at %s: comparing nothing", junit)
+    from nrop.suite import distributing, lanes
+
+    durations = distributing.load_durations()
+    cores = os.cpu_count() or 1
+    workers = ns.workers
+    if workers is None:
+        planned = [lanes.Spec(s.nodeid, s.profile, lanes.estimate(lanes.spec_key(s.nodeid), durations))
+                   for s in selected]  # fmt: skip
+        workers = lanes.worker_count(planned, distributing.available_memory(), cores)
+    runs = shards(selected, workers, durations, cores)
+    log.info("upstream's binary: %d runs side by side (%s)", len(runs),
+             "; ".join(", ".join(f"{s.name}: {len(s.full_texts)}" for s in lane) for lane in runs))  # fmt: skip
+
+    def run_lane(lane: Sequence[Shard]) -> list[tuple[Shard, int, list[GinkgoCase]]]:
+        done = []
+        for shard in lane:
+            try:
+                code, cases = run_upstream(binary, tree, shard, ns.tier, ns.report_dir)
+            except Exception as exc:  # the cluster or the stack: upstream never ran there
+                log.exception("[%s] the target could not be prepared", shard.name)
+                code, cases = 1, [GinkgoCase("[target setup]", "failed", f"{type(exc).__name__}: {exc}")]
+            done.append((shard, code, cases))
+        return done
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        results = [result for lane in pool.map(run_lane, runs) for result in lane]
     rows: list[Row] = []
     failures: dict[str, list[GinkgoCase]] = {}
-    for profile, texts in grouped.items():
-        try:
-            code, cases = run_upstream(binary, tree, profile, texts, ns.tier, ns.report_dir)
-        except Exception as exc:  # the cluster or the stack: upstream never ran there
-            log.exception("[%s] the target could not be prepared", profile)
-            code, cases = 1, [GinkgoCase("[target setup]", "failed", f"{type(exc).__name__}: {exc}")]
-        failures[profile] = suite_node_failures(cases)
+    for shard, code, cases in results:
+        failures[shard.name] = suite_node_failures(cases)
         if code != 0 and not any(case.outcome == FAILED for case in cases):
-            failures[profile].append(GinkgoCase("[binary]", f"exit {code}", f"see upstream-{profile}.log"))
-        rows += rows_for(profile, texts, cases, python)
+            failures[shard.name].append(
+                GinkgoCase("[binary]", f"exit {code}", f"see upstream-{shard.name}.log")
+            )
+        rows += rows_for(shard.profile, shard.full_texts, cases, python)
     table = render_table(rows, failures)
     (ns.report_dir / DIFFERENTIAL_NAME).write_text(table)
     log.info("%s", table)

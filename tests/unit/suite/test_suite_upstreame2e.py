@@ -461,6 +461,71 @@ def test_by_profile_keeps_the_runs_order() -> None:
     assert up.by_profile(selected) == {"default": ["a", "c"], "container-scope": ["b"]}
 
 
+def _shards(selected: list, workers: int, durations: dict) -> list[list[tuple[str, str, list[str]]]]:
+    runs = up.shards(selected, workers, durations, cores=2)
+    return [[(shard.name, shard.profile, shard.full_texts) for shard in lane] for lane in runs]
+
+
+_SELECTED = [
+    up.Selected("long", "default", "serial/test_a.py::test_long"),
+    up.Selected("cnt", "container-scope", "serial/test_b.py::test_cnt"),
+    up.Selected("short", "default", "serial/test_a.py::test_short"),
+    up.Selected("mid", "default", "serial/test_a.py::test_mid"),
+]
+_DURATIONS = {"test_a.py::test_long": 300.0, "test_b.py::test_cnt": 60.0, "test_a.py::test_short": 5.0,
+              "test_a.py::test_mid": 100.0}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("workers", "expected"),
+    [
+        pytest.param(
+            1,
+            [
+                [
+                    ("default", "default", ["long", "short", "mid"]),
+                    ("container-scope", "container-scope", ["cnt"]),
+                ]
+            ],
+            id="one lane: a run per profile, named for it, in the port's order",
+        ),
+        pytest.param(
+            0,
+            [
+                [
+                    ("default", "default", ["long", "short", "mid"]),
+                    ("container-scope", "container-scope", ["cnt"]),
+                ]
+            ],
+            id="no workers chosen: the same",
+        ),
+        pytest.param(
+            2,
+            [
+                [("default-0", "default", ["long"])],
+                [
+                    ("default-1", "default", ["mid", "short"]),
+                    ("container-scope-1", "container-scope", ["cnt"]),
+                ],
+            ],
+            id="two lanes: the longest spec alone, the rest beside it, a lane's profiles one after the other",
+        ),
+        pytest.param(
+            8,
+            [
+                [("default-0", "default", ["long"])],
+                [("default-1", "default", ["mid"])],
+                [("container-scope-2", "container-scope", ["cnt"])],
+                [("default-3", "default", ["short"])],
+            ],
+            id="more lanes than specs: empty lanes run nothing",
+        ),
+    ],
+)
+def test_shards_follow_the_port_s_lane_plan(workers: int, expected: list) -> None:
+    assert _shards(_SELECTED, workers, _DURATIONS) == expected
+
+
 @pytest.mark.slow
 def test_specs_go_where_the_port_runs_them() -> None:
     """Routing is by what a spec needs: these container-scope specs carry no ``tmscope:cnt`` label."""
