@@ -178,16 +178,23 @@ def focus_regex(full_texts: Iterable[str]) -> str:
     return "|".join(parts)
 
 
-def ginkgo_args(tier: int, full_texts: Iterable[str], junit: Path) -> list[str]:
-    """The binary's flags: upstream's runner's (timeout, no color, verbose), the tier, the specs, the report."""
+def ginkgo_args(tier: int | None, full_texts: Iterable[str], junit: Path) -> list[str]:
+    """The binary's flags: upstream's runner's (timeout, no color, verbose), the tier (``None``:
+    every spec, untiered ones too: no label filter), the specs, the report."""
+    tiers = [] if tier is None else [f"-ginkgo.label-filter={label_filter(tier)}"]
     return [
         f"-ginkgo.timeout={GINKGO_TIMEOUT}",
         "-ginkgo.no-color",
         "-ginkgo.v",
-        f"-ginkgo.label-filter={label_filter(tier)}",
+        *tiers,
         f"-ginkgo.focus={focus_regex(full_texts)}",
         f"-ginkgo.junit-report={junit}",
     ]
+
+
+def tier_args(tier: int | None) -> list[str]:
+    """The port's selection of ``tier`` (``None``: every spec)."""
+    return [] if tier is None else ["--tier-up-to", str(tier)]
 
 
 def tarball_key(digest: str) -> str:
@@ -574,7 +581,7 @@ class _Collector:
                 self.selected.append(Selected(info.full_text, profile, item.nodeid))
 
 
-def select(tests: Path, tier: int) -> list[Selected]:
+def select(tests: Path, tier: int | None) -> list[Selected]:
     """The port's selection for ``tier`` and each spec's profile (a quiet dry run of the serial suite)."""
     import pytest
 
@@ -582,14 +589,14 @@ def select(tests: Path, tier: int) -> list[Selected]:
     with tempfile.TemporaryDirectory(prefix="nrop-upstream-select-") as scratch:
         # no terminal: the listing is not wanted here (the addopts are terminal options)
         code = pytest.main(
-            [str(tests), "--tier-up-to", str(tier), "--dry-run-specs", "--report-dir", scratch,
+            [str(tests), *tier_args(tier), "--dry-run-specs", "--report-dir", scratch,
              "-p", "no:cacheprovider", "-p", "no:terminal", "-o", "addopts="],
             plugins=[collector],
         )  # fmt: skip
     if int(code) != 0 or not collector.selected:
         raise RuntimeError(
             f"selecting the specs of tier {tier} from {tests} failed (pytest exit {int(code)}); "
-            f"see `pytest {tests} --tier-up-to {tier} --dry-run-specs`"
+            f"see `pytest {tests} {' '.join(tier_args(tier))} --dry-run-specs`"
         )
     return collector.selected
 
@@ -639,11 +646,13 @@ def shards(
     return runs
 
 
-def run_port(tests: Path, tier: int, report_dir: Path) -> None:
+def run_port(tests: Path, tier: int | None, report_dir: Path) -> None:
     """The port's run of the same selection (``make e2e``), writing its junit into ``report_dir``;
     its failures show in the differential."""
-    log.info("running the port's serial suite (tier up to %d) for the comparison", tier)
-    command = [sys.executable, "-m", "pytest", str(tests), "--tier-up-to", str(tier),
+    log.info(
+        "running the port's serial suite (%s) for the comparison", " ".join(tier_args(tier)) or "every spec"
+    )
+    command = [sys.executable, "-m", "pytest", str(tests), *tier_args(tier),
                "--label-filter", f"!{EXTRA_LABEL}",
                "--report-dir", str(report_dir), "-p", "no:cacheprovider"]  # fmt: skip
     code = subprocess.run(command, check=False).returncode
@@ -704,7 +713,7 @@ def _embedded_timings() -> dict[str, str]:
 
 
 def run_upstream(
-    binary: Path, tree: Path, shard: Shard, tier: int, report_dir: Path
+    binary: Path, tree: Path, shard: Shard, tier: int | None, report_dir: Path
 ) -> tuple[int, list[GinkgoCase]]:
     """One shard: an embedded cluster of its profile with the stack installed, upstream's binary
     against it, focused on the shard's specs."""
@@ -772,7 +781,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--source", type=Path, default=DEFAULT_SOURCE, help="upstream's source: a tarball or a directory"
     )
-    p.add_argument("--tier", type=int, default=0, help="run tier0..tierN (default 0)")
+    p.add_argument(
+        "--tier",
+        type=lambda value: None if value == "all" else int(value),
+        default=0,
+        help="run tier0..tierN (default 0), or all: every spec, untiered ones too",
+    )
     p.add_argument(
         "--report-dir", type=Path, default=Path("_report"), help="reports and logs (default _report)"
     )

@@ -102,6 +102,14 @@ def test_ginkgo_args_are_upstream_runners_and_the_selection() -> None:
     ]
 
 
+def test_every_spec_means_no_label_filter_here_and_no_tier_for_the_port() -> None:
+    args = up.ginkgo_args(None, [SPEC_A], Path("/r/upstream-default.xml"))
+    assert not any(arg.startswith("-ginkgo.label-filter") for arg in args)
+    assert r"-ginkgo.focus=\[test_id:47591\]" in args
+    assert up.tier_args(None) == []
+    assert up.tier_args(2) == ["--tier-up-to", "2"]
+
+
 # ------------------------------------------------------------------------------ cache keys, build info, env
 
 
