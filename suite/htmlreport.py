@@ -71,6 +71,8 @@ class ReportEntry:
     nrt_diff: str = ""
     #: the NRT objects at the end of the test (failures only), as the API returns them
     nrts: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    #: what else was collected at the failure, titled: the namespace's events, the scheduler's log
+    evidence: Sequence[tuple[str, str]] = field(default_factory=tuple)
     #: where and when it ran: the worker (``main`` in a serial run), epoch seconds of its
     #: setup's start and its teardown's end (0: not known)
     lane: str = "main"
@@ -183,6 +185,11 @@ def _test_section(record: ReportEntry) -> str:
         )
     if record.nrts:
         body.append(f'<h4>NUMA zones at failure</h4><div class="zones">{zone_pictures(record.nrts)}</div>')
+    for title, text in record.evidence:
+        body.append(
+            f'<details class="evidence"><summary>{html.escape(title)}</summary><pre>{html.escape(text)}</pre>'
+            "</details>"
+        )
     if record.traceback:
         body.append(
             f'<details class="traceback"><summary>traceback</summary><pre>{html.escape(record.traceback)}</pre>'

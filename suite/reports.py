@@ -56,6 +56,7 @@ HTML_NAME = "report.html"
 #: attribute of a failed phase's test report holding ``FailureDiagnostics.html_payload()``
 #: (plain data: pytest and xdist carry extra report attributes over to the controller)
 FAILURE_ATTR = "nrop_failure"
+NRT_DIFF_TITLE = "NRT difference from the start of the test"
 NO_TIER = "no tier"
 SCHEDULER_POD_LABEL = "app=secondary-scheduler"
 SCHEDULER_LOG_SECONDS = 300
@@ -164,8 +165,10 @@ class FailureDiagnostics:
     nrt_diff: str
 
     def html_payload(self) -> dict[str, Any]:
-        """The part the HTML report needs, as plain data (travels on the test report, also under xdist)."""
-        return {"nrt_diff": self.nrt_diff, "nrts": self.nrts}
+        """The part the HTML report needs, as plain data (travels on the test report, also under xdist):
+        the NRTs, and the sections other than the NRT difference (the events, the scheduler's log)."""
+        evidence = [[title, text] for title, text in self.sections if title != NRT_DIFF_TITLE]
+        return {"nrt_diff": self.nrt_diff, "nrts": self.nrts, "evidence": evidence}
 
 
 def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
@@ -189,11 +192,9 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
     try:
         nrts = list(kube.list(k.NRT))
         diff = nrtcompare.nrt_diff(fxt.initial_nrts, nrts)
-        sections.append(("NRT difference from the start of the test", diff))
+        sections.append((NRT_DIFF_TITLE, diff))
     except Exception as exc:  # the dump documents a failure; it must not replace it
-        sections.append(
-            ("NRT difference from the start of the test", f"(could not collect: {type(exc).__name__}: {exc})")
-        )
+        sections.append((NRT_DIFF_TITLE, f"(could not collect: {type(exc).__name__}: {exc})"))
     if not events:
         return FailureDiagnostics(sections, nrts, diff)
     operator_ns = getattr(fxt.config, "operator_namespace", "numaresources")
@@ -297,6 +298,7 @@ def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntr
         traceback=traceback,
         nrt_diff=str(snapshot.get("nrt_diff") or ""),
         nrts=tuple(snapshot.get("nrts") or ()),
+        evidence=tuple((str(title), str(text)) for title, text in snapshot.get("evidence") or ()),
         lane=str(next((r.worker_id for r in phases if getattr(r, "worker_id", None)), "main")),
         start=min((float(r.start) for r in phases if getattr(r, "start", None)), default=0.0),
         stop=max((float(r.stop) for r in phases if getattr(r, "stop", None)), default=0.0),

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from _pytest._code.code import ReprFileLocation
 
+from nrop.suite import reports
 from nrop.suite.htmlreport import (
     ClusterSpan,
     ReportEntry,
@@ -72,6 +73,7 @@ FAILED = ReportEntry(
     message="AssertionError: pod stayed Pending",
     nrt_diff="worker-0 node-00 cpu: 18 -> 0",
     nrts=(nrt("worker-0", [res("cpu", "18", "0"), res("memory", "20Gi", "10Gi")], [res("cpu", "20", "20")]),),
+    evidence=(("secondary scheduler logs", "I1129 filter: cannot align <pod>"),),
 )
 PASSED = ReportEntry(nodeid="serial/test_x.py::test_ok", outcome="passed", duration=1.0, labels=("tier1",))
 
@@ -82,6 +84,9 @@ def test_render_puts_failures_first_with_diff_and_zone_pictures() -> None:
     assert "worker-0 node-00 cpu: 18 -&gt; 0" in page
     assert page.count('class="zone"') == 2
     assert "18 / 18" in page and "10.00Gi / 20.00Gi" in page
+    assert (
+        "<summary>secondary scheduler logs</summary><pre>I1129 filter: cannot align &lt;pod&gt;</pre>" in page
+    )
     assert "1 failed, 1 passed in 13.5 s" in page
     assert "<script" not in page and "http" not in page
 
@@ -266,3 +271,19 @@ def test_failure_page_is_a_page_of_its_own() -> None:
     page = failure_page("t.py::test", "worker-0:\n  node-00: cpu -4", FAILED.nrts)
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page
     assert page.count('class="zone"') == 2 and "node-00: cpu -4" in page
+
+
+def test_a_failure_s_evidence_travels_to_the_report_without_the_nrt_diff_twice() -> None:
+    diagnostics = reports.FailureDiagnostics(
+        [
+            ("events in namespace ns", "Warning FailedScheduling cannot align"),
+            (reports.NRT_DIFF_TITLE, "worker-0 node-00 cpu: 18 -> 0"),
+            ("secondary scheduler logs", "filter: cannot align"),
+        ],
+        [],
+        "worker-0 node-00 cpu: 18 -> 0",
+    )
+    assert diagnostics.html_payload()["evidence"] == [
+        ["events in namespace ns", "Warning FailedScheduling cannot align"],
+        ["secondary scheduler logs", "filter: cannot align"],
+    ]
