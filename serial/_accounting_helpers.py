@@ -336,7 +336,3 @@ def pause_pod_spec(
     if scheduler:
         spec_["schedulerName"] = scheduler
     return spec_
-
-
-def worker_nodes(kube: Kube) -> list[Manifest]:
-    return kube.list(k8s.NODE, label_selector="node-role.kubernetes.io/worker=")

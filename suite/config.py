@@ -18,18 +18,17 @@ from typing import Any
 from nrop.api.images import PAUSE_IMAGE
 
 from . import kube as k
+from .infra import NUMACELL_IMAGE_CI, numacell_image
 from .timeouts import Timeouts
 
 __all__ = [
     "DEVICE_TYPE_VARS",
     "NROP_NAME",
     "NROSCHED_NAME",
-    "NUMACELL_IMAGE",
     "OPERATOR_NAMESPACE",
     "PAUSE_COMMAND",
     "SuiteConfig",
     "device_types_from_env",
-    "numacell_image_from_env",
     "pause_image_from_env",
 ]
 
@@ -39,24 +38,12 @@ NROP_NAME = "numaresourcesoperator"
 NROSCHED_NAME = "numaresourcesscheduler"
 OPERATOR_NAMESPACE = "numaresources"
 PAUSE_COMMAND = "/pause"
-#: Upstream's numacell device plugin image.
-NUMACELL_IMAGE = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
 DEVICE_TYPE_VARS = ("E2E_NROP_DEVICE_TYPE_1", "E2E_NROP_DEVICE_TYPE_2", "E2E_NROP_DEVICE_TYPE_3")
 
 
 def pause_image_from_env(environ: Mapping[str, str]) -> str:
     """``E2E_NROP_URL_PAUSE_IMAGE``, legacy ``E2E_PAUSE_IMAGE_URL``, else upstream's pause image."""
     return environ.get("E2E_NROP_URL_PAUSE_IMAGE") or environ.get("E2E_PAUSE_IMAGE_URL") or PAUSE_IMAGE
-
-
-def numacell_image_from_env(environ: Mapping[str, str]) -> str:
-    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN`` (legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``), else
-    upstream's image (the embedded cluster's kubelets run it too)."""
-    return (
-        environ.get("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN")
-        or environ.get("E2E_NUMACELL_DEVICE_PLUGIN_URL")
-        or NUMACELL_IMAGE
-    )
 
 
 def device_types_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
@@ -85,7 +72,7 @@ class SuiteConfig:
     profile: str | None = None
     infra_namespace: str = ""
     pause_image: str = PAUSE_IMAGE
-    numacell_image: str = NUMACELL_IMAGE
+    numacell_image: str = NUMACELL_IMAGE_CI
     operator_namespace: str = OPERATOR_NAMESPACE
 
     @classmethod
@@ -135,7 +122,7 @@ class SuiteConfig:
             profile=profile,
             infra_namespace=infra_namespace,
             pause_image=pause_image_from_env(environ),
-            numacell_image=numacell_image_from_env(environ),
+            numacell_image=numacell_image(environ),
             operator_namespace=operator_namespace,
         )
 

@@ -83,6 +83,7 @@ log = logging.getLogger(__name__)
 
 MULTI_NUMA_LABEL = "numa.hardware.openshift-kni.io/cell-count"
 INFRA_NAMESPACE_BASE = "e2e-test-infra"
+#: upstream's CI image of the numacell device plugin (``images.NUMACellDevicePluginTestImageCI``)
 NUMACELL_IMAGE_CI = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
 #: ``minNumberOfNodesWithSameTopology``.
 MIN_SNN_NODES = 2

@@ -16,7 +16,8 @@ Two kinds of cluster, one per test module:
 the real kubectl binary against it (skipped with a reason where kubectl is absent);
 ``api_client`` is an official Python client (``core`` its CoreV1Api, ``kube`` the suite's
 client over it); ``namespace`` is a fresh namespace per test, deleted afterwards;
-``state_dir`` is a short per-module directory.
+``state_dir`` is a short per-module directory. ``go_map_starts`` is a random source for
+:mod:`nrop.api.gomaps` whose draws are scripted: the start of each Go map iteration.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -38,6 +40,26 @@ from nrop.localcluster.controllers import ControllerSettings
 from nrop.suite import target
 
 KUBECTL = shutil.which("kubectl")
+
+
+class ScriptedGoMapStarts(random.Random):
+    """A random source whose ``getrandbits`` returns the scripted values in turn: where each Go map
+    iteration (or ``PopAny``) of :mod:`nrop.api.gomaps` starts."""
+
+    def __init__(self, *offsets: int) -> None:
+        super().__init__(0)
+        self.offsets = list(offsets)
+
+    def getrandbits(self, k: int) -> int:
+        return self.offsets.pop(0)
+
+
+@pytest.fixture
+def go_map_starts() -> type[random.Random]:
+    """:class:`ScriptedGoMapStarts`: ``go_map_starts(0, 3)`` starts the first iteration at slot 0, the next at 3."""
+    return ScriptedGoMapStarts
+
+
 PROFILE_MARKER = "cluster_profile"
 
 

@@ -10,17 +10,6 @@ import pytest
 from nrop.api.gomaps import GROUP_SLOTS, GoMap
 
 
-class Offsets(random.Random):
-    """A random source whose ``getrandbits`` returns the scripted start offsets."""
-
-    def __init__(self, *offsets: int) -> None:
-        super().__init__(0)
-        self.offsets = list(offsets)
-
-    def getrandbits(self, k: int) -> int:
-        return self.offsets.pop(0)
-
-
 @pytest.mark.parametrize(
     ("keys", "offset", "order"),
     [
@@ -34,13 +23,15 @@ class Offsets(random.Random):
         pytest.param("abcdefgh", 6, "ghabcdef", id="full-group"),
     ],
 )
-def test_small_map_iterates_a_rotation_of_the_slot_order(keys, offset, order) -> None:
-    assert "".join(GoMap(keys).iterate(Offsets(offset))) == order
+def test_small_map_iterates_a_rotation_of_the_slot_order(
+    keys, offset, order, go_map_starts: type[random.Random]
+) -> None:
+    assert "".join(GoMap(keys).iterate(go_map_starts(offset))) == order
 
 
-def test_small_map_start_probabilities_follow_the_free_slots() -> None:
+def test_small_map_start_probabilities_follow_the_free_slots(go_map_starts: type[random.Random]) -> None:
     gomap = GoMap("abc")
-    firsts = Counter(gomap.iterate(Offsets(off))[0] for off in range(GROUP_SLOTS))
+    firsts = Counter(gomap.iterate(go_map_starts(off))[0] for off in range(GROUP_SLOTS))
     assert firsts == {"a": 6, "b": 1, "c": 1}
 
 
@@ -53,13 +44,15 @@ def test_small_map_start_probabilities_follow_the_free_slots() -> None:
         pytest.param((5, 1, 0), "abc", id="free-slot-offsets-favour-a"),
     ],
 )
-def test_pop_any_takes_the_first_visited_key_and_frees_its_slot(offsets, popped) -> None:
+def test_pop_any_takes_the_first_visited_key_and_frees_its_slot(
+    offsets, popped, go_map_starts: type[random.Random]
+) -> None:
     gomap = GoMap("abc")
-    rng = Offsets(*offsets)
+    rng = go_map_starts(*offsets)
     assert "".join(gomap.pop_any(rng) for _ in range(3)) == popped
     assert len(gomap) == 0
     with pytest.raises(KeyError):
-        gomap.pop_any(Offsets(0))
+        gomap.pop_any(go_map_starts(0))
 
 
 def test_deleted_slot_is_reused_by_the_next_insert() -> None:
@@ -70,13 +63,13 @@ def test_deleted_slot_is_reused_by_the_next_insert() -> None:
     assert gomap.slots()[:3] == ["d", "b", "c"]
 
 
-def test_big_map_keeps_its_layout_and_rotates_per_iteration() -> None:
+def test_big_map_keeps_its_layout_and_rotates_per_iteration(go_map_starts: type[random.Random]) -> None:
     keys = [f"k{i}" for i in range(12)]
     gomap = GoMap(keys, rng=random.Random(7))
     assert gomap.capacity == 16 and len(gomap) == 12
     ring = [k for k in gomap.slots() if k is not None]
     for offset in range(16):
-        order = gomap.iterate(Offsets(offset))
+        order = gomap.iterate(go_map_starts(offset))
         assert sorted(order) == sorted(keys)
         start = ring.index(order[0])
         assert order == ring[start:] + ring[:start]

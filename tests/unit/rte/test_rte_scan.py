@@ -505,17 +505,6 @@ def test_pod_exclude_needs_both_globs_to_match() -> None:
 # ----------------------------------------------------------------------------- resource order
 
 
-class _Offsets(random.Random):
-    """Scripted Go map iteration starts, one per zone per scan."""
-
-    def __init__(self, *offsets: int) -> None:
-        super().__init__(0)
-        self.offsets = list(offsets)
-
-    def getrandbits(self, k: int) -> int:
-        return self.offsets.pop(0)
-
-
 _ORDER_ALLOCATABLE = AllocatableResources(
     devices=(dev("x.io/d", "d0", numa=0), dev("x.io/d", "d1", numa=1)),
     cpu_ids=tuple(range(24)),
@@ -538,11 +527,13 @@ _ORDER_ALLOCATABLE = AllocatableResources(
         pytest.param((7, 9), ["x.io/d", "cpu", "memory", "hugepages-2Mi"], ["cpu", "x.io/d"], id="modulo-8"),
     ],
 )
-def test_zone_resources_come_in_go_map_order(offsets, node0, node1) -> None:
+def test_zone_resources_come_in_go_map_order(
+    offsets, node0, node1, go_map_starts: type[random.Random]
+) -> None:
     """Upstream ranges over each zone's allocatable counters (a Go map built in the order the
     kubelet reported devices, CPUs, memory blocks): a rotation from a random start."""
     machine = memory_machine()
-    result = scan(machine, node_resources(machine, _ORDER_ALLOCATABLE), [], rng=_Offsets(*offsets))
+    result = scan(machine, node_resources(machine, _ORDER_ALLOCATABLE), [], rng=go_map_starts(*offsets))
     assert [[r.name for r in z.resources] for z in result.zones] == [node0, node1]
 
 

@@ -41,21 +41,14 @@ def test_cooldown_message_is_upstreams() -> None:
     assert f.COOLDOWN_FAILED == "cooldown failed, the NRT data did not settle back to the initial state"
 
 
-class _Offsets(random.Random):
-    def __init__(self, *offsets: int) -> None:
-        super().__init__(0)
-        self.offsets = list(offsets)
-
-    def getrandbits(self, k: int) -> int:
-        return self.offsets.pop(0)
-
-
 @pytest.mark.parametrize(
     ("offset", "picked"),
     [(0, "a"), (1, "b"), (2, "c"), (3, "a"), (7, "a")],
 )
-def test_pop_node_name_without_target_is_go_pop_any(offset, picked) -> None:
+def test_pop_node_name_without_target_is_go_pop_any(
+    offset, picked, go_map_starts: type[random.Random]
+) -> None:
     """``sets.Set.PopAny`` over names inserted in NRT-list (name) order: one Go map iteration."""
     names = {"c", "a", "b"}
-    assert f.pop_node_name(names, {}, _Offsets(offset)) == picked
+    assert f.pop_node_name(names, {}, go_map_starts(offset)) == picked
     assert picked not in names and len(names) == 2

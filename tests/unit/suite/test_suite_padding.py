@@ -66,17 +66,6 @@ def test_plan_padding_pads_every_zone_with_enough_and_counts_nodes() -> None:
     assert not any(x.pin_zone for x in plans)
 
 
-class _Offsets(random.Random):
-    """Scripted Go map iteration starts, one per ``PopAny``."""
-
-    def __init__(self, *offsets: int) -> None:
-        super().__init__(0)
-        self.offsets = list(offsets)
-
-    def getrandbits(self, k: int) -> int:
-        return self.offsets.pop(0)
-
-
 @pytest.mark.parametrize(
     ("names", "offsets", "order"),
     [
@@ -88,19 +77,21 @@ class _Offsets(random.Random):
         pytest.param(["w0"], (6,), ["w0"], id="one-candidate"),
     ],
 )
-def test_candidate_order_is_upstreams_pop_any(names, offsets, order) -> None:
+def test_candidate_order_is_upstreams_pop_any(
+    names, offsets, order, go_map_starts: type[random.Random]
+) -> None:
     """``sets.Set.PopAny`` over the candidates (node-list order): each pop a fresh Go map iteration."""
-    assert p.candidate_order(names, _Offsets(*offsets)) == order
+    assert p.candidate_order(names, go_map_starts(*offsets)) == order
 
 
-def test_candidate_order_favours_the_first_candidate_as_go_does() -> None:
-    firsts = Counter(p.candidate_order(["w0", "w1", "w2"], _Offsets(off, 0, 0))[0] for off in range(8))
+def test_candidate_order_favours_the_first_candidate_as_go_does(go_map_starts: type[random.Random]) -> None:
+    firsts = Counter(p.candidate_order(["w0", "w1", "w2"], go_map_starts(off, 0, 0))[0] for off in range(8))
     assert firsts == {"w0": 6, "w1": 1, "w2": 1}
 
 
-def test_plan_padding_pads_the_nodes_in_candidate_order() -> None:
+def test_plan_padding_pads_the_nodes_in_candidate_order(go_map_starts: type[random.Random]) -> None:
     nrts = [n.parse(two_zone_nrt(name)) for name in ("w0", "w1", "w2")]
-    order = p.candidate_order(["w0", "w1", "w2"], _Offsets(1, 1, 0))
+    order = p.candidate_order(["w0", "w1", "w2"], go_map_starts(1, 1, 0))
     plans, padded = p.plan_padding(nrts, of(cpu=4), 2, order)
     assert padded == ["w1", "w2"]
     assert [(x.node, x.zone) for x in plans] == [
