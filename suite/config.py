@@ -18,17 +18,20 @@ from typing import Any
 from nrop.api.images import PAUSE_IMAGE
 
 from . import kube as k
-from .infra import NUMACELL_IMAGE_CI, numacell_image
 from .timeouts import Timeouts
 
 __all__ = [
     "DEVICE_TYPE_VARS",
     "NROP_NAME",
     "NROSCHED_NAME",
+    "NUMACELL_IMAGE_CI",
+    "NUMACELL_IMAGE_VARS",
     "OPERATOR_NAMESPACE",
     "PAUSE_COMMAND",
     "SuiteConfig",
     "device_types_from_env",
+    "lookup_env",
+    "numacell_image",
     "pause_image_from_env",
 ]
 
@@ -41,9 +44,27 @@ PAUSE_COMMAND = "/pause"
 DEVICE_TYPE_VARS = ("E2E_NROP_DEVICE_TYPE_1", "E2E_NROP_DEVICE_TYPE_2", "E2E_NROP_DEVICE_TYPE_3")
 
 
+#: upstream's CI image of the numacell device plugin (``images.NUMACellDevicePluginTestImageCI``)
+NUMACELL_IMAGE_CI = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
+NUMACELL_IMAGE_VARS = ("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN", "E2E_NUMACELL_DEVICE_PLUGIN_URL")
+
+
+def lookup_env(environ: Mapping[str, str], names: tuple[str, ...], default: str) -> str:
+    """Upstream's ``os.LookupEnv`` chain: the first of ``names`` that is *set* (even to ""), else ``default``."""
+    return next((environ[name] for name in names if name in environ), default)
+
+
 def pause_image_from_env(environ: Mapping[str, str]) -> str:
-    """``E2E_NROP_URL_PAUSE_IMAGE``, legacy ``E2E_PAUSE_IMAGE_URL``, else upstream's pause image."""
-    return environ.get("E2E_NROP_URL_PAUSE_IMAGE") or environ.get("E2E_PAUSE_IMAGE_URL") or PAUSE_IMAGE
+    """``E2E_NROP_URL_PAUSE_IMAGE``, legacy ``E2E_PAUSE_IMAGE_URL``, else upstream's pause image
+    (``images.GetPauseImage``)."""
+    return lookup_env(environ, ("E2E_NROP_URL_PAUSE_IMAGE", "E2E_PAUSE_IMAGE_URL"), PAUSE_IMAGE)
+
+
+def numacell_image(environ: Mapping[str, str], ours: str | None = None) -> str:
+    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN``, then legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``
+    (``GetNUMACellDevicePluginPullSpec``); unset: ``ours`` (the project's image, when this run
+    installed the stack from it: it holds a real ``numacell``), else upstream's CI image."""
+    return lookup_env(environ, NUMACELL_IMAGE_VARS, ours or NUMACELL_IMAGE_CI)
 
 
 def device_types_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:

@@ -41,6 +41,7 @@ from kubernetes import client
 from nrop.api.fielderrors import go_quote
 from nrop.api.selectors import label_selector_from_dict
 from nrop.suite import nrtwaiters, numacelldeploy, operatorenv
+from nrop.suite.config import NUMACELL_IMAGE_VARS, numacell_image
 from nrop.suite.kube import (
     NAMESPACE,
     NODE,
@@ -61,7 +62,6 @@ __all__ = [
     "INFRA_NAMESPACE_BASE",
     "MIN_SNN_NODES",
     "MULTI_NUMA_LABEL",
-    "NUMACELL_IMAGE_CI",
     "Infra",
     "InfraError",
     "InfraTimings",
@@ -72,7 +72,6 @@ __all__ = [
     "dump_environment",
     "kubelet_configuration",
     "node_group_pools",
-    "numacell_image",
     "pool_of_mcp",
     "scheduler_image_validation_enabled",
     "teardown_skipped",
@@ -83,8 +82,6 @@ log = logging.getLogger(__name__)
 
 MULTI_NUMA_LABEL = "numa.hardware.openshift-kni.io/cell-count"
 INFRA_NAMESPACE_BASE = "e2e-test-infra"
-#: upstream's CI image of the numacell device plugin (``images.NUMACellDevicePluginTestImageCI``)
-NUMACELL_IMAGE_CI = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
 #: ``minNumberOfNodesWithSameTopology``.
 MIN_SNN_NODES = 2
 SINGLE_NUMA_NODE = "single-numa-node"
@@ -121,19 +118,6 @@ def dump_environment(environ: Mapping[str, str]) -> str:
     ]
     lines.append("E2E NROP environment variables dump END")
     return "\n".join(lines) + "\n"
-
-
-_NUMACELL_IMAGE_VARS = ("E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN", "E2E_NUMACELL_DEVICE_PLUGIN_URL")
-
-
-def numacell_image(environ: Mapping[str, str], ours: str | None = None) -> str:
-    """``E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN``, then legacy ``E2E_NUMACELL_DEVICE_PLUGIN_URL``;
-    unset: ``ours`` (the project's image, when this run installed the stack from it: it holds a
-    real ``numacell``), else upstream's CI image."""
-    for key in _NUMACELL_IMAGE_VARS:
-        if key in environ:
-            return environ[key]
-    return ours or NUMACELL_IMAGE_CI
 
 
 def teardown_skipped(environ: Mapping[str, str]) -> bool:
@@ -471,7 +455,7 @@ def _set_up(
         [_name(nrt) for nrt in infra_nrts],
         numacelldeploy.zones_expose_numacell,
         f"to expose numacell resources in every zone (the numacell image {infra.numacell_image} must run "
-        f"a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; {_NUMACELL_IMAGE_VARS[0]} "
+        f"a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; {NUMACELL_IMAGE_VARS[0]} "
         "picks another)",
         timings.ready_timeout,
         interval=timings.nrt_interval,

@@ -334,7 +334,7 @@ class Targets:
 
     def _run_before_suite(self, context: Context, say: Callable[[str], None]) -> None:
         from nrop.suite import infra, leaks
-        from nrop.suite.config import SuiteConfig
+        from nrop.suite.config import SuiteConfig, numacell_image
 
         embedded = self.options.embedded
         began = time.monotonic()
@@ -364,7 +364,7 @@ class Targets:
                 context.infra = infra.before_suite(
                     context.kube,
                     environ=os.environ,
-                    image=infra.numacell_image(os.environ, ours),
+                    image=numacell_image(os.environ, ours),
                     timings=timings,
                 )
             config = SuiteConfig.load(

@@ -717,7 +717,7 @@ def run_upstream(
 ) -> tuple[int, list[GinkgoCase]]:
     """One shard: an embedded cluster of its profile with the stack installed, upstream's binary
     against it, focused on the shard's specs."""
-    from nrop.suite import infra
+    from nrop.suite.config import numacell_image
     from nrop.suite.options import resolve
     from nrop.suite.session import EMBEDDED_DEVICE_TYPES, Targets
 
@@ -737,7 +737,7 @@ def run_upstream(
             os.environ,
             context.cluster.kubeconfig,
             EMBEDDED_DEVICE_TYPES,
-            infra.numacell_image(os.environ),  # upstream's image: the embedded kubelets run it
+            numacell_image(os.environ),  # upstream's image: the embedded kubelets run it
             _embedded_timings(),
         )
         args = ginkgo_args(tier, full_texts, junit)

@@ -36,6 +36,7 @@ from _helpers_e2e import (
 
 from nrop.api.nrt import NodeResourceTopology
 from nrop.rte.sysinfo import parse_cpulist
+from nrop.suite import config as suite_config
 from nrop.suite import infra, numacell, numacelldeploy, objects
 from nrop.suite.kube import DAEMONSET, EVENT, NAMESPACE, NODE, NRT, POD, Kube
 from nrop.suite.target import EmbeddedCluster
@@ -115,7 +116,7 @@ spec:
         - "3"
         command:
         - /bin/numacell
-        image: {infra.NUMACELL_IMAGE_CI}
+        image: {suite_config.NUMACELL_IMAGE_CI}
         imagePullPolicy: Always
         name: numacell-dp-worker-cnt
         resources: {{}}
@@ -174,7 +175,7 @@ def _meaningful(value: Any) -> Any:
 
 def test_the_suite_deploys_upstreams_manifests() -> None:
     pools = infra.node_group_pools([{"poolName": "worker"}])
-    image = infra.NUMACELL_IMAGE_CI
+    image = suite_config.NUMACELL_IMAGE_CI
     ours = numacelldeploy.numacell_manifests(
         NAMESPACE_NAME, pools, image, numacelldeploy.numacell_program(image)
     )

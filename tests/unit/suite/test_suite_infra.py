@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from nrop.api.images import DEFAULT_IMAGE
+from nrop.suite import config as suite_config
 from nrop.suite import infra, numacelldeploy, operatorenv, stack
 
 
@@ -102,7 +103,7 @@ def test_topology_problems(kconfigs, nrts, workers, problems) -> None:
 @pytest.mark.parametrize(
     ("environ", "image", "skipped", "validation"),
     [
-        pytest.param({}, infra.NUMACELL_IMAGE_CI, False, False, id="defaults"),
+        pytest.param({}, suite_config.NUMACELL_IMAGE_CI, False, False, id="defaults"),
         pytest.param(
             {"E2E_NUMACELL_DEVICE_PLUGIN_URL": "legacy:1"}, "legacy:1", False, False, id="legacy-url"
         ),
@@ -114,19 +115,29 @@ def test_topology_problems(kconfigs, nrts, workers, problems) -> None:
             id="new-url-wins",
         ),
         pytest.param(
-            {"E2E_NROP_INFRA_TEARDOWN_SKIP": ""}, infra.NUMACELL_IMAGE_CI, True, False, id="skip-empty"
-        ),
-        pytest.param({"E2E_INFRA_NO_TEARDOWN": "1"}, infra.NUMACELL_IMAGE_CI, True, False, id="skip-legacy"),
-        pytest.param(
-            {"E2E_VALIDATE_SCHEDULER_IMAGE": "true"}, infra.NUMACELL_IMAGE_CI, False, True, id="validate"
+            {"E2E_NROP_INFRA_TEARDOWN_SKIP": ""}, suite_config.NUMACELL_IMAGE_CI, True, False, id="skip-empty"
         ),
         pytest.param(
-            {"E2E_VALIDATE_SCHEDULER_IMAGE": "yes"}, infra.NUMACELL_IMAGE_CI, False, False, id="not-true"
+            {"E2E_INFRA_NO_TEARDOWN": "1"}, suite_config.NUMACELL_IMAGE_CI, True, False, id="skip-legacy"
+        ),
+        pytest.param(
+            {"E2E_VALIDATE_SCHEDULER_IMAGE": "true"},
+            suite_config.NUMACELL_IMAGE_CI,
+            False,
+            True,
+            id="validate",
+        ),
+        pytest.param(
+            {"E2E_VALIDATE_SCHEDULER_IMAGE": "yes"},
+            suite_config.NUMACELL_IMAGE_CI,
+            False,
+            False,
+            id="not-true",
         ),
     ],
 )
 def test_environment_switches(environ, image, skipped, validation) -> None:
-    assert infra.numacell_image(environ) == image
+    assert suite_config.numacell_image(environ) == image
     assert infra.teardown_skipped(environ) is skipped
     assert infra.scheduler_image_validation_enabled(environ) is validation
 
@@ -243,7 +254,7 @@ def test_numacell_manifests_for_the_own_image() -> None:
 
 def test_numacell_manifests_for_the_upstream_image() -> None:
     pools = [infra.pool_of_mcp(MCPS[1])]
-    image = infra.NUMACELL_IMAGE_CI
+    image = suite_config.NUMACELL_IMAGE_CI
     *_, ds = numacelldeploy.numacell_manifests("ns", pools, image, numacelldeploy.numacell_program(image))
     spec = ds["spec"]["template"]["spec"]
     (container,) = spec["containers"]
@@ -466,7 +477,7 @@ def test_find_subscription(subs, environ, found) -> None:
 @pytest.mark.parametrize(
     ("environ", "ours", "image"),
     [
-        pytest.param({}, None, infra.NUMACELL_IMAGE_CI, id="foreign-stack"),
+        pytest.param({}, None, suite_config.NUMACELL_IMAGE_CI, id="foreign-stack"),
         pytest.param({}, "localhost/nrop:latest", "localhost/nrop:latest", id="our-stack"),
         pytest.param(
             {"E2E_NROP_URL_NUMACELL_DEVICE_PLUGIN": "x/numacell:1"},
@@ -479,7 +490,7 @@ def test_find_subscription(subs, environ, found) -> None:
 def test_numacell_image_is_ours_where_our_stack_runs_unless_chosen(
     environ: dict[str, str], ours: str | None, image: str
 ) -> None:
-    assert infra.numacell_image(environ, ours) == image
+    assert suite_config.numacell_image(environ, ours) == image
 
 
 def test_olm_manifests_carry_the_direct_install_deployment() -> None:
