@@ -85,6 +85,20 @@ def validate(req: WatchRequest, resource_version_match: str) -> None:
         )
 
 
+def _next(
+    req: WatchRequest, store: Store, event: WatchEvent | None, last_rv: int
+) -> tuple[int, Frame | None]:
+    """One queued item of a watch: the revision reached and the frame to send (``None``: nothing,
+    an event already sent or not visible). A compaction (``None``) is an ERROR frame (410) ending
+    the stream."""
+    if event is None:
+        gone = errors.Gone(f"too old resource version: {last_rv} ({store.compacted_rv})")
+        return last_rv, Frame("ERROR", gone.status())
+    if event.rv <= last_rv:
+        return last_rv, None
+    return event.rv, translate(req, event)
+
+
 async def stream(
     store: Store, req: WatchRequest, bookmark: Callable[[int, bool], Obj]
 ) -> AsyncIterator[Frame]:
@@ -134,6 +148,17 @@ async def stream(
             if deadline is not None:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
+                    # Events queued while the last frames were written go out first: the closing
+                    # bookmark names the store's revision, and a client resuming from it must
+                    # have seen every event up to there (a real watch delivers bookmarks in order
+                    # with its events). The queue is empty when the bookmark is made: nothing is
+                    # awaited between the last check and the bookmark.
+                    while not queue.empty():
+                        last_rv, frame = _next(req, store, queue.get_nowait(), last_rv)
+                        if frame is not None:
+                            yield frame
+                        if frame is not None and frame.type == "ERROR":
+                            return
                     if req.allow_bookmarks:
                         yield Frame("BOOKMARK", bookmark(max(last_rv, store.rv), False))
                     return
@@ -149,16 +174,11 @@ async def stream(
                     next_bookmark = time.monotonic() + req.bookmark_interval
                     yield Frame("BOOKMARK", bookmark(max(last_rv, store.rv), False))
                 continue
-            if event is None:
-                gone = errors.Gone(f"too old resource version: {last_rv} ({store.compacted_rv})")
-                yield Frame("ERROR", gone.status())
-                return
-            if event.rv <= last_rv:
-                continue
-            last_rv = event.rv
-            frame = translate(req, event)
+            last_rv, frame = _next(req, store, event, last_rv)
             if frame is not None:
                 yield frame
+            if frame is not None and frame.type == "ERROR":
+                return
     finally:
         unsubscribe()
         unsubscribe_compaction()
