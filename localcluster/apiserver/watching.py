@@ -170,7 +170,8 @@ async def stream(
                     else await queue.get()
                 )
             except TimeoutError:
-                if req.allow_bookmarks and time.monotonic() >= next_bookmark:
+                # an event queued since the timer fired goes first: bookmarks stay in order with events
+                if req.allow_bookmarks and time.monotonic() >= next_bookmark and queue.empty():
                     next_bookmark = time.monotonic() + req.bookmark_interval
                     yield Frame("BOOKMARK", bookmark(max(last_rv, store.rv), False))
                 continue
