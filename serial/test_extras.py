@@ -14,12 +14,15 @@ import copy
 import logging
 from typing import Any
 
+import _accounting_helpers as acct
 import _config_helpers as cfg
 
 from nrop.suite import nrt as e2enrt
 from nrop.suite import objects, scheduling, waiters
+from nrop.suite import padding as e2epad
+from nrop.suite import resourcelist as rl
 from nrop.suite.fixture import pop_node_name
-from nrop.suite.kube import DAEMONSET, NROP
+from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NROP, NROSCHED, POD
 from nrop.suite.specs import spec
 from nrop.suite.waiting import WaitTimeout, wait_for
 
@@ -155,3 +158,108 @@ def test_operator_restores_a_manually_edited_rte_daemonset(fxt: Any, suite_confi
             180,
             interval=fxt.config.timeouts.poll(5),
         )
+
+
+# -- the scheduler's NUMA scoring strategy ------------------------------------------------------
+
+#: the test pod, and what the padding leaves: on node A zone 0 less than the pod (it cannot go
+#: there), zone 1 much more; on node B both zones in between, the same total as A's, so every
+#: node-level score (NodeResourcesFit, BalancedAllocation) ties and only the NUMA score decides
+SCORED_POD = rl.of({"cpu": "4", "memory": "2Gi"})
+LEAVE_A = (rl.of({"cpu": "3", "memory": "1Gi"}), rl.of({"cpu": "17", "memory": "15Gi"}))
+LEAVE_B = rl.of({"cpu": "10", "memory": "8Gi"})
+
+
+def _scheduler_rolled_out(kube: Any, nrs_name: str, interval: float) -> None:
+    """The NUMAResourcesScheduler is Available at its generation, its Deployment complete, and
+    only its current pods run (the scheduler of the old configuration is gone)."""
+
+    def problem() -> str | None:
+        nrs = kube.get(NROSCHED, nrs_name)
+        found = cfg.synced_at_problem(
+            nrs.get("status"), cfg.CONDITION_AVAILABLE, nrs["metadata"]["generation"]
+        )
+        if found:
+            return f"NUMAResourcesScheduler {nrs_name}: {found}"
+        ref = nrs["status"]["deployment"]
+        dp = kube.get(DEPLOYMENT, ref["name"], ref["namespace"])
+        replicas = int(dp["spec"].get("replicas", 1))
+        if not waiters.is_deployment_complete(
+            int(dp["metadata"]["generation"]), dp.get("status") or {}, replicas
+        ):
+            return f"deployment {ref['namespace']}/{ref['name']} not complete: {dp.get('status')}"
+        pods = kube.list(POD, ref["namespace"], label_selector=cfg.selector_text(cfg.SCHEDULER_POD_LABELS))
+        if len(pods) != replicas or any(pod["metadata"].get("deletionTimestamp") for pod in pods):
+            return f"{len(pods)} scheduler pods, {replicas} wanted, none terminating"
+        return None
+
+    cfg.eventually(problem, "the secondary scheduler to run its new configuration", 300, interval)
+
+
+def _set_scoring_strategy(kube: Any, nrs_name: str, strategy: dict[str, Any] | None, interval: float) -> None:
+    def mutate(obj: dict[str, Any]) -> None:
+        if strategy is None:
+            obj["spec"].pop("scoringStrategy", None)
+        else:
+            obj["spec"]["scoringStrategy"] = copy.deepcopy(strategy)
+
+    cfg.update_object(kube, NROSCHED, nrs_name, mutate, timeout=120, interval=interval)
+    _scheduler_rolled_out(kube, nrs_name, interval)
+
+
+@spec(
+    "[extra:sched-score-strategy-ignored] with scoring strategy MostAllocated a guaranteed pod goes to "
+    "the node whose fitting NUMA zone is the fuller one",
+    "tier1",
+    "tmscope:pod",
+    "scheduler",
+    "placement",
+)
+def test_most_allocated_prefers_the_fuller_zone(fxt: Any, suite_config: Any) -> None:
+    kube = fxt.kube
+    candidates = e2enrt.filter_zone_count_equal(
+        e2enrt.filter_by_policy_and_scope(fxt.initial_nrts, "single-numa-node", "pod"), 2
+    )
+    if len(candidates) < 2:
+        fxt.skip(
+            f"not enough nodes with policy single-numa-node, scope pod and 2 NUMA zones: {len(candidates)}"
+        )
+    node_a, node_b = sorted(e2enrt.accumulate_names(candidates))[:2]
+    pads = []
+    for node_name, leaves in ((node_a, LEAVE_A), (node_b, (LEAVE_B, LEAVE_B))):
+        zones = acct.zones(acct.find_from_list(candidates, node_name))
+        for zone, leave in zip(zones, leaves, strict=True):
+            pod = e2epad.make_padding_pod(
+                fxt.namespace, node_name, zone, leave, image=suite_config.pause_image
+            )
+            objects.pin_pod_to(pod, node_name, zone["name"])
+            pads.append(kube.create(pod))
+    assert not e2epad.wait_for_padding_pods_running(kube, pads), "some padding pods have failed to run"
+    fxt.settle_nrts()
+
+    # The strategy changes after the padding: the scheduler restarts with it and lists the NRTs as
+    # they are now; the padding pods are foreign to it, so both nodes wait for one resync, which
+    # flushes them together (their NRTs settled): the test pod then sees both, and is scored.
+    nrs_name = suite_config.nrosched["metadata"]["name"]
+    initial = copy.deepcopy(kube.get(NROSCHED, nrs_name)["spec"].get("scoringStrategy"))
+    interval = fxt.config.timeouts.poll(5)
+    log.info("scoring strategy %s -> MostAllocated", initial)
+    _set_scoring_strategy(kube, nrs_name, {"type": "MostAllocated"}, interval)
+    try:
+        pod = objects.new_test_pod_pause(fxt.namespace, "testpod-scored", image=suite_config.pause_image)
+        objects.set_resources(pod, limits=SCORED_POD)
+        pod["spec"]["schedulerName"] = suite_config.scheduler_name
+        kube.create(pod)
+        running = waiters.for_pod_phase(
+            kube, fxt.namespace, "testpod-scored", "Running", timeout=180, interval=interval
+        )
+        acct.expect_scheduled_with(kube, [running], suite_config.scheduler_name)
+        landed = running["spec"].get("nodeName")
+        assert landed == node_b, (
+            f"pod {fxt.namespace}/testpod-scored landed on {landed}, expected {node_b}: with scoringStrategy "
+            f"MostAllocated the NodeResourceTopologyMatch score of {node_b} (zones with "
+            f"{rl.to_string(LEAVE_B)} left) beats {node_a}'s (its fitting zone with {rl.to_string(LEAVE_A[1])} "
+            f"left), every node-level score being equal"
+        )
+    finally:
+        _set_scoring_strategy(kube, nrs_name, initial, interval)

@@ -24,6 +24,7 @@ import importlib
 import inspect
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ STALE_EXIT = 3
 HASH_CHARS = 12
 #: the programs that run containers: there, every defect run also wraps the runtime (``runtime`` in the catalog)
 RUNTIME_PROGRAMS = ("nrop-cluster",)
+#: the product's package: the modules where other names of a replaced function are rebound
+PRODUCT_PACKAGE = "nrop."
 
 
 class StaleDefectError(Exception):
@@ -142,11 +145,31 @@ def _factory(replacement: str) -> Callable[[Any], Any]:
     return getattr(importlib.import_module(module_name), name)
 
 
-def apply(defect: Defect) -> None:
-    """Replace the defect's target with its replacement, built from the original."""
+def apply(defect: Defect) -> list[str]:
+    """Replace the defect's target with its replacement, built from the original; returns the
+    other names rebound.
+
+    A module-level function may already be bound under other names when the defect is applied:
+    importing the target's module runs its package's ``__init__``, which may import a module that
+    did ``from target_module import function``. Every such name in the product's loaded modules
+    is rebound too, so the defect reaches each caller (else it would be recorded as applied and
+    have no effect there).
+    """
     original = check(defect)
     owner, attribute, _ = resolve(defect.target)
-    setattr(owner, attribute, _factory(defect.replacement)(original))
+    replacement = _factory(defect.replacement)(original)
+    setattr(owner, attribute, replacement)
+    if not inspect.ismodule(owner):
+        return []
+    rebound = []
+    for module_name, module in list(sys.modules.items()):
+        if module is owner or module is None or not module_name.startswith(PRODUCT_PACKAGE):
+            continue
+        for name, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, name, replacement)
+                rebound.append(f"{module_name}.{name}")
+    return rebound
 
 
 def hosts(catalog: Catalog, defect: Defect, program: str) -> bool:

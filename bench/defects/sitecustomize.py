@@ -27,8 +27,9 @@ def _main() -> None:
         if program in seeding.RUNTIME_PROGRAMS:
             seeding.apply(catalog.runtime)
         if seeding.hosts(catalog, defect, program):
-            seeding.apply(defect)
-            seeding.record(os.environ, "applied", program, defect.target)
+            rebound = seeding.apply(defect)
+            also = f" (also as {', '.join(rebound)})" if rebound else ""
+            seeding.record(os.environ, "applied", program, defect.target + also)
     except seeding.StaleDefectError as exc:
         sys.stderr.write(f"nrop-defect: defect {defect_id} stale in {program}: {exc}\n")
         sys.stderr.flush()

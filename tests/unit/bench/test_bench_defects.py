@@ -144,6 +144,48 @@ def test_apply_replaces_the_target_with_what_the_factory_builds(target_module: M
     assert target_module.Box().size() == 2
 
 
+def test_apply_rebinds_the_function_where_the_product_imported_it_by_name(
+    target_module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caller, elsewhere = ModuleType("nrop.defectcaller"), ModuleType("elsewhere")
+    caller.answer = elsewhere.answer = target_module.answer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nrop.defectcaller", caller)
+    monkeypatch.setitem(sys.modules, "elsewhere", elsewhere)
+    rebound = seeding.apply(_defect("defecttarget:answer", seeding.source_hash(target_module.answer)))
+    assert rebound == ["nrop.defectcaller.answer"]
+    assert caller.answer() == 43  # type: ignore[attr-defined]
+    assert elsewhere.answer() == 42  # type: ignore[attr-defined]
+
+
+_REACHES = """
+import sys
+import seeding
+
+catalog = seeding.load_catalog()
+defect = catalog.defect(sys.argv[1])
+original = seeding.check(defect)
+seeding.apply(defect)
+stale = [f"{name}.{attr}" for name, module in list(sys.modules.items()) if name.startswith("nrop.")
+         for attr, value in list(vars(module).items()) if value is original]
+print(" ".join(stale) or "ok")
+"""
+
+
+@pytest.mark.parametrize("defect_id", [d.id for d in seeding.load_catalog().defects])
+def test_every_defect_reaches_every_product_module_that_names_its_target(defect_id: str) -> None:
+    """Applied in a fresh interpreter, no module of the product still holds the original function."""
+    done = subprocess.run(
+        [sys.executable, "-c", _REACHES, defect_id],
+        env={**os.environ, "PYTHONPATH": str(seeding.HERE)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok", f"still the original: {done.stdout.strip()}"
+
+
 def _python_with_hook(defect_id: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NROP_DEFECT": defect_id, "PYTHONPATH": str(seeding.HERE)}
     env.pop("NROP_DEFECT_LOG", None)
