@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
+from nrop.suite import expectedskips, reports
 from nrop.suite import labels as _labels
-from nrop.suite import reports
 from nrop.suite.htmlreport import ClusterSpan
-from nrop.suite.runstate import REPORTS, SPEC, RunState, say_for, state
+from nrop.suite.options import DEFAULT_PROFILE
+from nrop.suite.runstate import CONTEXT_FIXTURE, REPORTS, SPEC, RunState, say_for, state
 
 __all__: list[str] = []
 
@@ -61,10 +62,37 @@ def pytest_runtest_call(item: pytest.Item) -> None:
         reports.attach_to_allure(info)
 
 
+def _fail_unexpected_skip(item: pytest.Item, report: pytest.TestReport) -> None:
+    """On an embedded cluster this run started with the suite's own profiles, a skip not in
+    :mod:`nrop.suite.expectedskips` of a spec that ran against it becomes a failure (those
+    profiles are built to run every other spec; with ``--cluster-profile`` another one, specs
+    may legitimately find it lacking)."""
+    run = state(item.config)
+    info = item.stash.get(SPEC, None)
+    options = run.options
+    if info is None or run.error is not None or options is None or not options.embedded:
+        return
+    if options.cluster_profile != DEFAULT_PROFILE:
+        return
+    context = (getattr(item, "funcargs", None) or {}).get(CONTEXT_FIXTURE)
+    if getattr(context, "cluster", None) is None:
+        return
+    if hasattr(report, "wasxfail"):
+        return
+    reason = reports.skip_reason(report)
+    name = getattr(item, "originalname", None) or item.name
+    if expectedskips.is_expected(info.test_id, name, reason):
+        return
+    report.outcome = "failed"
+    report.longrepr = expectedskips.unexpected_message(reason)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     report: pytest.TestReport = yield
     item.stash.setdefault(REPORTS, {})[report.when] = report
+    if report.skipped:
+        _fail_unexpected_skip(item, report)
     if not report.failed:
         return report
     fxt = (getattr(item, "funcargs", None) or {}).get("fxt")

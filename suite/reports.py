@@ -45,6 +45,7 @@ __all__ = [
     "attach_to_allure",
     "failure_diagnostics",
     "report_entry",
+    "skip_reason",
     "spec_properties",
     "write_html_report",
 ]
@@ -96,7 +97,7 @@ class RunSummary:
             self.outcomes[nodeid] = "failed"
         elif report.skipped and previous is None:
             self.outcomes[nodeid] = "skipped"
-            self.skip_reasons[_skip_reason(report)] += 1
+            self.skip_reasons[skip_reason(report)] += 1
         elif report.when == "call" and report.passed and previous is None:
             self.outcomes[nodeid] = "passed"
 
@@ -122,7 +123,8 @@ class RunSummary:
         return out
 
 
-def _skip_reason(report: pytest.TestReport) -> str:
+def skip_reason(report: pytest.TestReport) -> str:
+    """The first line of a skipped report's reason."""
     longrepr = report.longrepr
     reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
     return reason.removeprefix("Skipped: ").strip().splitlines()[0] if reason.strip() else "(no reason)"
@@ -282,7 +284,7 @@ def report_entry(nodeid: str, phases: Sequence[pytest.TestReport]) -> ReportEntr
     if failed:
         message = "\n\n".join(_phase_message(r) for r in failed)
     elif outcome == "skipped":
-        message = next(_skip_reason(r) for r in phases if r.skipped)
+        message = next(skip_reason(r) for r in phases if r.skipped)
     else:
         message = ""
     snapshot = next((getattr(r, FAILURE_ATTR) for r in failed if getattr(r, FAILURE_ATTR, None)), {})

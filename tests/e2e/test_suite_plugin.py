@@ -402,10 +402,11 @@ def test_report_html_shows_the_failed_spec_with_nrt_diff_and_zone_pictures(
     result.stdout.fnmatch_lines([f"HTML report: {report}"])
     page = report.read_text(encoding="utf-8")
     failed = page[page.index('<details class="test failed" open') :]
-    failed = failed[: failed.index("</details>")]
+    failed = failed[: failed.index('<details class="test ', 1)]  # up to the next test (it nests folded parts)
     assert "[test_id:9] fails on purpose" in failed and "feature:tmpol" in failed
     assert ".py:5: AssertionError: pod stayed Pending" in failed  # where and why; the traceback is folded
     assert '<details class="traceback"><summary>traceback</summary>' in failed
+    assert '<details class="evidence"><summary>events in namespace e2e-test-x-1</summary>' in failed
     # the diff from the initial NRTs and one picture per zone of the NRTs at the failure
     assert '<pre class="nrt-diff">worker-0:\n  node-00: cpu -14</pre>' in failed
     assert failed.count('<figure class="zone"') == 2

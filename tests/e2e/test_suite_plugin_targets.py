@@ -424,6 +424,70 @@ def test_a_cluster_the_suite_cannot_run_on_skips_unless_it_is_embedded(
     result.stdout.fnmatch_lines([line])
 
 
+EMBEDDED_TARGETS = textwrap.dedent(
+    """
+    from nrop.suite import session
+
+    NROP_SERIAL_SUITE = True
+
+    def _open(self, key, say):
+        return session.Context(key=key, kube=f"kube-of-{key}", timeouts=self.timeouts, cluster=object())
+
+    def _before_suite(self, context, say):
+        context.config = "config"
+
+    session.Targets._open = _open
+    session.Targets._before_suite = _before_suite
+    session.Targets._close = lambda self, context, say: None
+    """
+)
+
+SKIPPING_SPECS = textwrap.dedent(
+    """
+    import pytest
+    from nrop.suite.specs import spec
+
+    pytestmark = spec("skips", "tier0")
+
+    @spec("[test_id:85776] known broken")
+    def test_known(suite_config):
+        pytest.skip("currently known broken: scheduler should NOT access operator")
+
+    @spec("[test_id:50157] hugepages")
+    def test_lacking(suite_config):
+        pytest.skip("not enough nodes with NUMA zones each of them can match requests: found 0")
+
+    @spec("no cluster")
+    def test_no_cluster():
+        pytest.skip("nothing to do here")
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "outcome"),
+    [
+        pytest.param((), {"skipped": 2, "failed": 1}, id="the suite's profiles: an unexpected skip fails"),
+        pytest.param(
+            ("--cluster-profile", "four-numa"),
+            {"skipped": 3},
+            id="another profile: specs may find it lacking",
+        ),
+    ],
+)
+def test_on_the_embedded_cluster_only_the_listed_skips_stay_skips(
+    pytester: pytest.Pytester, args: tuple[str, ...], outcome: dict[str, int]
+) -> None:
+    pytester.makeconftest(EMBEDDED_TARGETS)
+    pytester.makepyfile(SKIPPING_SPECS)
+    result = run(pytester, *args)
+    result.assert_outcomes(**outcome)
+    if "failed" in outcome:
+        result.stdout.fnmatch_lines(
+            ["*skipped on the embedded cluster, whose profiles are built to run this spec: not enough nodes*"]
+        )
+
+
 # ------------------------------------------------------------------------- embedded cluster
 
 FAKE_CLUSTER = textwrap.dedent(

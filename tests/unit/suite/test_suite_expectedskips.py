@@ -1,0 +1,30 @@
+"""Which skips the embedded cluster allows: by spec (test_id, else the function's name) and reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from nrop.suite import expectedskips as es
+
+
+@pytest.mark.parametrize(
+    ("test_id", "name", "reason", "expected"),
+    [
+        pytest.param("85776", "test_traffic", "currently known broken: scheduler should NOT access operator", True,
+                     id="upstream's own skip"),
+        pytest.param("88383", "test_88383", "requires OpenShift: APIServer.config.openshift.io/v1 not served", True,
+                     id="an OpenShift API not served yet"),
+        pytest.param(None, "test_mixed_selinux_policy", "mixed SELinux policy test requires platform >= 4.18", True,
+                     id="no test_id: the function's name"),
+        pytest.param("88383", "test_88383", "not enough nodes with NUMA zones", False, id="another reason"),
+        pytest.param("50157", "test_x", "not enough nodes with NUMA zones each of them can match requests", False,
+                     id="a spec the profiles are built for"),
+        pytest.param(None, "test_traffic", "currently known broken: x", False, id="an id is not a name"),
+    ],
+)  # fmt: skip
+def test_is_expected(test_id: str | None, name: str, reason: str, expected: bool) -> None:
+    assert es.is_expected(test_id, name, reason) is expected
+
+
+def test_every_entry_says_why() -> None:
+    assert all(entry.spec and entry.reason and entry.why for entry in es.EXPECTED)
