@@ -46,17 +46,17 @@ def cpus_not_aligned(original: Fn) -> Fn:
     return _aligned_cpus
 
 
-def memory_hint_widest(original: Fn) -> Fn:
-    """The memory manager picks the widest of the preferred hints instead of the narrowest."""
+def memory_ignores_affinity(original: Fn) -> Fn:
+    """The memory manager places a container's memory from NUMA node 0 on, whatever the topology
+    manager's affinity (the CPUs still follow it)."""
 
     @functools.wraps(original)
-    def _find_best_hint(hints: Any) -> Any:
-        preferred = [h for h in hints if h.preferred and h.numa_nodes is not None]
-        if not preferred:
-            return original(hints)
-        return max(preferred, key=lambda h: len(h.numa_nodes))
+    def allocate(self: Any, pod: Any, container: Any, affinity: Any) -> Any:
+        if affinity.numa_nodes is not None:
+            affinity = type(affinity)(frozenset({0}), affinity.preferred)
+        return original(self, pod, container, affinity)
 
-    return _find_best_hint
+    return allocate
 
 
 def device_numa_lost(original: Fn) -> Fn:
