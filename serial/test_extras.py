@@ -141,7 +141,7 @@ def test_operator_restores_a_manually_edited_rte_daemonset(fxt: Any, suite_confi
 
         cfg.eventually(
             edit_undone,
-            f"the operator did not restore daemonset {namespace}/{name} after a manual edit",
+            f"the operator did not restore DaemonSet {namespace}/{name} after a manual edit",
             120,
             fxt.config.timeouts.poll(1),
         )
