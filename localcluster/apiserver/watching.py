@@ -170,11 +170,13 @@ async def stream(
                     else await queue.get()
                 )
             except TimeoutError:
+                if queue.empty():
+                    if req.allow_bookmarks and time.monotonic() >= next_bookmark:
+                        next_bookmark = time.monotonic() + req.bookmark_interval
+                        yield Frame("BOOKMARK", bookmark(max(last_rv, store.rv), False))
+                    continue
                 # an event queued since the timer fired goes first: bookmarks stay in order with events
-                if req.allow_bookmarks and time.monotonic() >= next_bookmark and queue.empty():
-                    next_bookmark = time.monotonic() + req.bookmark_interval
-                    yield Frame("BOOKMARK", bookmark(max(last_rv, store.rv), False))
-                continue
+                event = queue.get_nowait()
             last_rv, frame = _next(req, store, event, last_rv)
             if frame is not None:
                 yield frame

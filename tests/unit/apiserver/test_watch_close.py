@@ -48,3 +48,38 @@ def test_events_queued_at_the_timeout_go_out_before_the_closing_bookmark() -> No
     store = Store()
     seen = asyncio.run(_watch_with_a_slow_write(store))
     assert seen == [("ADDED", "first"), ("ADDED", "second"), ("ADDED", "third"), ("BOOKMARK", str(store.rv))]
+
+
+async def _watch_past_a_due_bookmark(store: Store) -> list[str]:
+    """A watch with no timeout and a bookmark due every 50 ms: while the consumer writes the first
+    event, two more are queued and the bookmark falls due; both events still come, first."""
+    req = watching.WatchRequest(
+        CMS,
+        "ns",
+        lambda obj: True,
+        resource_version=str(store.rv),
+        allow_bookmarks=True,
+        bookmark_interval=0.05,
+    )
+    seen: list[str] = []
+
+    async def first_write() -> None:
+        await asyncio.sleep(0.01)
+        store.create(CMS, _cm("first"))
+
+    writer = asyncio.create_task(first_write())
+    async for frame in watching.stream(store, req, _bookmark):
+        seen.append(frame.obj["metadata"].get("name") or "BOOKMARK")
+        if len(seen) == 1:
+            store.create(CMS, _cm("second"))
+            store.create(CMS, _cm("third"))
+            await asyncio.sleep(0.2)
+        if "third" in seen:
+            break
+    await writer
+    return seen
+
+
+def test_a_due_bookmark_waits_for_the_queued_events_and_the_watch_goes_on() -> None:
+    seen = asyncio.run(asyncio.wait_for(_watch_past_a_due_bookmark(Store()), timeout=5))
+    assert seen[:3] == ["first", "second", "third"]
