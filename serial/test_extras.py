@@ -35,6 +35,13 @@ FIXTURE_BASENAME = "e2e-test-extras"
 MANUAL_EDIT_ENV = {"name": "E2E_NROP_MANUAL_EDIT", "value": "to-be-reverted-by-the-operator"}
 
 
+def _pod_scope_two_zone_nodes(fxt: Any) -> list[Any]:
+    """The NRTs, at the spec's start, of nodes with policy single-numa-node, scope pod and 2 zones."""
+    return e2enrt.filter_zone_count_equal(
+        e2enrt.filter_by_policy_and_scope(fxt.initial_nrts, "single-numa-node", "pod"), 2
+    )
+
+
 def _cpus(zone: Any) -> int:
     available = e2enrt.available_from_zone(zone).get("cpu")
     return available.as_int64() if available is not None else 0
@@ -51,9 +58,7 @@ def _cpus(zone: Any) -> int:
 )
 def test_pod_scope_admits_the_containers_together(fxt: Any, suite_config: Any) -> None:
     kube = fxt.kube
-    candidates = e2enrt.filter_zone_count_equal(
-        e2enrt.filter_by_policy_and_scope(fxt.initial_nrts, "single-numa-node", "pod"), 2
-    )
+    candidates = _pod_scope_two_zone_nodes(fxt)
     if not candidates:
         fxt.skip("no node with topology manager policy single-numa-node, scope pod and 2 NUMA zones")
     target = pop_node_name(e2enrt.accumulate_names(candidates))
@@ -217,9 +222,7 @@ def _set_scoring_strategy(kube: Any, nrs_name: str, strategy: dict[str, Any] | N
 )
 def test_most_allocated_prefers_the_fuller_zone(fxt: Any, suite_config: Any) -> None:
     kube = fxt.kube
-    candidates = e2enrt.filter_zone_count_equal(
-        e2enrt.filter_by_policy_and_scope(fxt.initial_nrts, "single-numa-node", "pod"), 2
-    )
+    candidates = _pod_scope_two_zone_nodes(fxt)
     if len(candidates) < 2:
         fxt.skip(
             f"not enough nodes with policy single-numa-node, scope pod and 2 NUMA zones: {len(candidates)}"

@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
+from nrop.suite import lanes
 from nrop.suite.labels import EXTRA_LABEL
 
 __all__ = [
@@ -618,6 +619,14 @@ class Shard:
     full_texts: list[str]
 
 
+def planned(selected: Iterable[Selected], durations: Mapping[str, float]) -> list[lanes.Spec]:
+    """The selection as the port's lane plan sees it (``nrop.suite.lanes.Spec``: node id, profile,
+    expected seconds from the measured durations)."""
+    return [
+        lanes.Spec(s.nodeid, s.profile, lanes.estimate(lanes.spec_key(s.nodeid), durations)) for s in selected
+    ]
+
+
 def shards(
     selected: Sequence[Selected], workers: int, durations: Mapping[str, float], cores: int
 ) -> list[list[Shard]]:
@@ -625,19 +634,10 @@ def shards(
     lane plan (:func:`nrop.suite.lanes.plan`, specs longest first by their measured durations)
     over ``workers`` lanes, each lane one binary run per profile it got. Upstream's specs are
     serial on one cluster; here each run has its own cluster, as each port worker has."""
-    from nrop.suite import lanes
-
     if workers <= 1:
         return [[Shard(profile, profile, texts) for profile, texts in by_profile(selected).items()]]
     by_id = {spec.nodeid: spec for spec in selected}
-    plan = lanes.plan(
-        [
-            lanes.Spec(s.nodeid, s.profile, lanes.estimate(lanes.spec_key(s.nodeid), durations))
-            for s in selected
-        ],
-        workers,
-        lanes.cluster_start(workers, cores),
-    )
+    plan = lanes.plan(planned(selected, durations), workers, lanes.cluster_start(workers, cores))
     runs = []
     for index, lane in enumerate(plan):
         if lane.specs:
@@ -850,15 +850,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.info("the port's verdicts: %s (%d specs)", junit, len(python))
         else:
             log.error("the port left no junit at %s: comparing nothing", junit)
-    from nrop.suite import distributing, lanes
+    from nrop.suite import distributing
 
     durations = distributing.load_durations()
     cores = os.cpu_count() or 1
     workers = ns.workers
     if workers is None:
-        planned = [lanes.Spec(s.nodeid, s.profile, lanes.estimate(lanes.spec_key(s.nodeid), durations))
-                   for s in selected]  # fmt: skip
-        workers = lanes.worker_count(planned, distributing.available_memory(), cores)
+        workers = lanes.worker_count(planned(selected, durations), distributing.available_memory(), cores)
     runs = shards(selected, workers, durations, cores)
     log.info("upstream's binary: %d runs side by side (%s)", len(runs),
              "; ".join(", ".join(f"{s.name}: {len(s.full_texts)}" for s in lane) for lane in runs))  # fmt: skip
