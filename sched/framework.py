@@ -7,6 +7,11 @@ implement one or more extension-point methods (``filter``, ``score`` …); the r
 (:mod:`nrop.sched.runtime`) decides which points a plugin takes part in by the methods
 it has, as upstream does with Go interfaces.
 
+A pod's inter-pod affinity terms are parsed once, on first use, into
+:class:`PodAffinityTerms` (upstream's ``AffinityTerm`` and the affinity part of
+``PodInfo``, selectors being :mod:`nrop.api.selectors`'), and a :class:`NodeInfo` keeps
+its pods with affinity apart, as upstream's does.
+
 The only I/O a plugin may reach is through its :class:`Handle` (listers backed by the
 scheduler's watch caches, the binder), so every decision stays testable with tables.
 """
@@ -15,11 +20,12 @@ from __future__ import annotations
 
 import copy
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from nrop.api import podrequests
+from nrop.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 
 Obj = dict[str, Any]
 
@@ -149,16 +155,136 @@ def pod_priority(pod: Mapping[str, Any]) -> int:
     return int((pod.get("spec") or {}).get("priority") or 0)
 
 
+# ------------------------------------------------------------------------------ pod affinity terms
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A parsed ``PodAffinityTerm`` (upstream ``framework.AffinityTerm``).
+
+    ``namespaces`` is the term's list, or the pod's own namespace when the term gives
+    neither namespaces nor a namespaceSelector; an absent namespaceSelector selects no
+    namespace, ``{}`` every one.
+    """
+
+    namespaces: frozenset[str]
+    selector: LabelSelector
+    topology_key: str
+    namespace_selector: LabelSelector
+
+    def matches(self, pod: Mapping[str, Any], namespace_labels: Mapping[str, str] | None) -> bool:
+        """Whether ``pod`` is in the term's namespaces (or its namespace's labels match) and its labels match."""
+        meta = pod.get("metadata") or {}
+        if meta.get("namespace", "") in self.namespaces or self.namespace_selector.matches(namespace_labels):
+            return self.selector.matches(meta.get("labels"))
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedAffinityTerm:
+    """A parsed ``WeightedPodAffinityTerm``."""
+
+    term: AffinityTerm
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerms:
+    """A pod's inter-pod (anti-)affinity terms, parsed once (the affinity part of upstream ``PodInfo``).
+
+    A list with a label selector apimachinery refuses is left empty and ``error`` says why,
+    in upstream's words (``requiredAffinityTerms: <selector error>``, several joined as an
+    aggregate).
+    """
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    error: str = ""
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> PodAffinityTerms:
+        affinity = (pod.get("spec") or {}).get("affinity") or {}
+        pod_affinity = affinity.get("podAffinity") or {}
+        anti_affinity = affinity.get("podAntiAffinity") or {}
+        if not pod_affinity and not anti_affinity:
+            return _NO_AFFINITY_TERMS
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        errors: list[str] = []
+        required = "requiredDuringSchedulingIgnoredDuringExecution"
+        preferred = "preferredDuringSchedulingIgnoredDuringExecution"
+        return cls(
+            _affinity_terms(namespace, pod_affinity.get(required), "requiredAffinityTerms", errors),
+            _affinity_terms(namespace, anti_affinity.get(required), "requiredAntiAffinityTerms", errors),
+            _weighted_terms(namespace, pod_affinity.get(preferred), "preferredAffinityTerms", errors),
+            _weighted_terms(namespace, anti_affinity.get(preferred), "preferredAntiAffinityTerms", errors),
+            errors[0] if len(errors) == 1 else ("[" + ", ".join(errors) + "]" if errors else ""),
+        )
+
+
+_NO_AFFINITY_TERMS = PodAffinityTerms()
+
+
+def affinity_term(namespace: str, term: Mapping[str, Any]) -> AffinityTerm:
+    """Parse one ``PodAffinityTerm`` of a pod in ``namespace``; raises :class:`SelectorError`."""
+    selector = label_selector_from_dict(term.get("labelSelector"))
+    names = term.get("namespaces") or []
+    if not names and term.get("namespaceSelector") is None:
+        names = [namespace]
+    return AffinityTerm(
+        frozenset(names),
+        selector,
+        term.get("topologyKey") or "",
+        label_selector_from_dict(term.get("namespaceSelector")),
+    )
+
+
+def _affinity_terms(
+    namespace: str, terms: Sequence[Mapping[str, Any]] | None, what: str, errors: list[str]
+) -> tuple[AffinityTerm, ...]:
+    try:
+        return tuple(affinity_term(namespace, t or {}) for t in terms or ())
+    except SelectorError as exc:
+        errors.append(f"{what}: {exc}")
+        return ()
+
+
+def _weighted_terms(
+    namespace: str, terms: Sequence[Mapping[str, Any]] | None, what: str, errors: list[str]
+) -> tuple[WeightedAffinityTerm, ...]:
+    weighted: list[WeightedAffinityTerm] = []
+    try:
+        for item in terms or ():
+            body = item or {}
+            term = affinity_term(namespace, body.get("podAffinityTerm") or {})
+            weighted.append(WeightedAffinityTerm(term, int(body.get("weight") or 0)))
+    except SelectorError as exc:
+        errors.append(f"{what}: {exc}")
+        return ()
+    return tuple(weighted)
+
+
+def has_pod_affinity(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod states podAffinity or podAntiAffinity at all (upstream ``podWithAffinity``)."""
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    return affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None
+
+
 # ------------------------------------------------------------------------------ snapshots
 
 
 @dataclass(slots=True)
 class PodInfo:
-    """A pod with the figures plugins ask for again and again, computed once."""
+    """A pod with the figures plugins ask for again and again, computed once.
+
+    ``affinity`` (its inter-pod affinity terms) is parsed on first use.
+    """
 
     pod: Obj
     requests: Resources = field(default_factory=dict)
     non_zero: Resources = field(default_factory=dict)
+    _affinity: PodAffinityTerms | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Obj) -> PodInfo:
@@ -178,6 +304,12 @@ class PodInfo:
     @property
     def priority(self) -> int:
         return pod_priority(self.pod)
+
+    @property
+    def affinity(self) -> PodAffinityTerms:
+        if self._affinity is None:
+            self._affinity = PodAffinityTerms.of(self.pod)
+        return self._affinity
 
 
 _NON_MISSING = {"cpu": f"{DEFAULT_MILLI_CPU_REQUEST}m", "memory": str(DEFAULT_MEMORY_REQUEST)}
@@ -212,7 +344,11 @@ def non_missing_pod_requests(pod: Mapping[str, Any]) -> Resources:
 
 @dataclass(slots=True)
 class NodeInfo:
-    """One node and the pods the scheduler believes run there (bound or assumed)."""
+    """One node and the pods the scheduler believes run there (bound or assumed).
+
+    As upstream, the pods stating any inter-pod affinity and those with required
+    anti-affinity terms are also kept apart, so InterPodAffinity looks at few pods.
+    """
 
     node: Obj
     pods: list[PodInfo] = field(default_factory=list)
@@ -220,6 +356,8 @@ class NodeInfo:
     non_zero_requested: Resources = field(default_factory=dict)
     allocatable: Resources = field(default_factory=dict)
     generation: int = 0
+    pods_with_affinity: list[PodInfo] = field(default_factory=list)
+    pods_with_required_anti_affinity: list[PodInfo] = field(default_factory=list)
 
     @classmethod
     def of(cls, node: Obj, pods: Iterable[Obj] = ()) -> NodeInfo:
@@ -234,12 +372,21 @@ class NodeInfo:
 
     def add_pod(self, info: PodInfo) -> None:
         self.pods.append(info)
+        if has_pod_affinity(info.pod):
+            self.pods_with_affinity.append(info)
+            if info.affinity.required_anti_affinity:
+                self.pods_with_required_anti_affinity.append(info)
         self._account(info, 1)
 
     def remove_pod(self, key: str) -> PodInfo | None:
         for i, info in enumerate(self.pods):
             if info.key == key:
                 del self.pods[i]
+                if has_pod_affinity(info.pod):
+                    self.pods_with_affinity = [p for p in self.pods_with_affinity if p is not info]
+                    self.pods_with_required_anti_affinity = [
+                        p for p in self.pods_with_required_anti_affinity if p is not info
+                    ]
                 self._account(info, -1)
                 return info
         return None
@@ -258,6 +405,8 @@ class NodeInfo:
             dict(self.non_zero_requested),
             dict(self.allocatable),
             self.generation,
+            list(self.pods_with_affinity),
+            list(self.pods_with_required_anti_affinity),
         )
 
 
@@ -274,7 +423,9 @@ class ActionType(enum.IntFlag):
     UPDATE_NODE_TAINT = 16
     UPDATE_NODE_CONDITION = 32
     UPDATE = 64  # any other update
-    ALL = 127
+    #: A bound pod's labels changed (upstream ``UpdatePodLabel`` of an assigned pod).
+    UPDATE_POD_LABEL = 128
+    ALL = 255
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +467,12 @@ class Handle(Protocol):
         ...
 
     def list_nrts(self) -> Iterable[Obj]: ...
+
+    def get_namespace(self, name: str) -> Obj | None:
+        """The Namespace object of that name the scheduler has seen, or None."""
+        ...
+
+    def list_namespaces(self) -> Iterable[Obj]: ...
 
     def on_pod_event(self, callback: Callable[[str, Obj], None]) -> None:
         """Call ``callback(event_type, pod)`` (``ADDED``/``MODIFIED``/``DELETED``) for every pod change."""

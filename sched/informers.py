@@ -30,7 +30,17 @@ from typing import Any
 
 from nrop.api.backoff import Backoff
 
-from .kubeclient import NODES, NRTS, PODS, ApiError, GoneError, KubeClient, NotFoundError, Resource
+from .kubeclient import (
+    NAMESPACES,
+    NODES,
+    NRTS,
+    PODS,
+    ApiError,
+    GoneError,
+    KubeClient,
+    NotFoundError,
+    Resource,
+)
 
 __all__ = [
     "ADDED",
@@ -323,6 +333,10 @@ class InformerFactory:
 
     def nodes(self) -> Informer:
         return self.informer(NODES)
+
+    def namespaces(self) -> Informer:
+        """Namespaces, for their labels (InterPodAffinity's namespaceSelector)."""
+        return self.informer(NAMESPACES)
 
     def nrts(self) -> Informer:
         """NodeResourceTopology v1alpha2 objects; the CRD may appear later (optional)."""

@@ -34,6 +34,7 @@ from .ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
 __all__ = [
     "EVENTS",
     "LEASES",
+    "NAMESPACES",
     "NODES",
     "NRTS",
     "PODS",
@@ -160,6 +161,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods")
 NODES = Resource("", "v1", "nodes", namespaced=False)
+NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases")
 EVENTS = Resource("events.k8s.io", "v1", "events")
 NRTS = Resource("topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", namespaced=False)

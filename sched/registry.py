@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .plugins.balancedallocation import NodeResourcesBalancedAllocation
 from .plugins.defaultbinder import DefaultBinder
 from .plugins.defaultpreemption import DefaultPreemption
+from .plugins.interpodaffinity import InterPodAffinity
 from .plugins.nodeaffinity import NodeAffinity
 from .plugins.nodename import NodeName
 from .plugins.nodeports import NodePorts
@@ -41,6 +42,7 @@ IN_TREE: Mapping[str, type] = {
         NodeAffinity,
         NodePorts,
         NodeResourcesFit,
+        InterPodAffinity,
         DefaultPreemption,
         NodeResourcesBalancedAllocation,
         DefaultBinder,
@@ -62,7 +64,6 @@ NOT_IMPLEMENTED: frozenset[str] = frozenset(
         "EBSLimits",
         "GCEPDLimits",
         "PodTopologySpread",
-        "InterPodAffinity",
         "ImageLocality",
         "DynamicResources",
     }

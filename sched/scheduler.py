@@ -4,8 +4,10 @@ This is the thin I/O shell around the pure framework (:mod:`nrop.sched.runtime`,
 :mod:`nrop.sched.queue`, :mod:`nrop.sched.cache`).  It owns:
 
 * the informers (pods of all namespaces, nodes, NRT objects when a profile uses the
-  NodeResourceTopologyMatch plugin) and how their events feed the cache and re-queue
-  unschedulable pods (upstream's event handlers);
+  NodeResourceTopologyMatch plugin, namespaces when one uses InterPodAffinity) and how
+  their events feed the cache and re-queue unschedulable pods (upstream's event
+  handlers: a pod seen bound is ``AssignedPodAdd``, a bound pod whose labels change
+  ``AssignedPodUpdate``, a bound pod deleted or finished a Pod delete);
 * the scheduling cycle: pop a pod, run its profile over the cached nodes, *assume* the
   pod on the chosen node and run Reserve before the next pod is looked at;
 * the binding cycle, in a task per pod so that a slow API never stalls scheduling:
@@ -25,7 +27,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +56,15 @@ from nrop.sched.runtime import Profile, build_profile
 log = logging.getLogger(__name__)
 
 NRT_PLUGIN = "NodeResourceTopologyMatch"
+#: Reads Namespace labels (namespaceSelector of pod affinity terms).
+INTER_POD_AFFINITY_PLUGIN = "InterPodAffinity"
+
+_ASSIGNED_POD_ADD = ClusterEvent("Pod", ActionType.ADD, "AssignedPodAdd")
+_ASSIGNED_POD_UPDATE = ClusterEvent("Pod", ActionType.UPDATE_POD_LABEL, "AssignedPodUpdate")
 
 
-def _uses_nrt(profiles: Iterable[ProfileConfig]) -> bool:
-    return any(ref.name == NRT_PLUGIN for p in profiles for refs in p.plugins.values() for ref in refs)
+def _uses(profiles: Iterable[ProfileConfig], plugin: str) -> bool:
+    return any(ref.name == plugin for p in profiles for refs in p.plugins.values() for ref in refs)
 
 
 def node_change(old: Obj | None, new: Obj) -> ActionType:
@@ -103,6 +110,14 @@ class _Handle:
         nrts = self.scheduler.nrts
         return [] if nrts is None else nrts.list()
 
+    def get_namespace(self, name: str) -> Obj | None:
+        namespaces = self.scheduler.namespaces
+        return None if namespaces is None else namespaces.get(name)
+
+    def list_namespaces(self) -> Iterable[Obj]:
+        namespaces = self.scheduler.namespaces
+        return [] if namespaces is None else namespaces.list()
+
     def on_pod_event(self, callback: Callable[[str, Obj], None]) -> None:
         self._pod_callbacks.append(callback)
 
@@ -142,7 +157,10 @@ class Scheduler:
         self.factory = InformerFactory(client)
         self.pods: Informer = self.factory.pods()
         self.nodes: Informer = self.factory.nodes()
-        self.nrts: Informer | None = self.factory.nrts() if _uses_nrt(config.profiles) else None
+        self.nrts: Informer | None = self.factory.nrts() if _uses(config.profiles, NRT_PLUGIN) else None
+        self.namespaces: Informer | None = (
+            self.factory.namespaces() if _uses(config.profiles, INTER_POD_AFFINITY_PLUGIN) else None
+        )
         self.handles: dict[str, _Handle] = {}
         self.profiles: dict[str, Profile] = {}
         self.queue: SchedulingQueue  # built by start(), with the profiles
@@ -187,7 +205,7 @@ class Scheduler:
         """Start the watch caches, wait until they are synced, then start scheduling."""
         self.broadcaster.start()
         self.factory.start()
-        log.info("scheduler: waiting for the pod, node and NRT caches to sync")
+        log.info("scheduler: waiting for the pod, node, NRT and namespace caches to sync")
         await self.factory.wait_synced()
         self.queue = self._build_profiles()
         # Handlers replay what the caches hold, so the scheduler cache and queue start complete.
@@ -248,6 +266,12 @@ class Scheduler:
             if is_terminal(pod) and not (old is not None and is_terminal(old)):
                 # A finished pod frees its resources like a deleted one.
                 self._move(ClusterEvent("Pod", ActionType.DELETE))
+            elif not is_terminal(pod):
+                if not was_bound:
+                    # A pod some pending pod's affinity waits for may just have been placed.
+                    self._move(_ASSIGNED_POD_ADD)
+                elif _labels(old) != _labels(pod):
+                    self._move(_ASSIGNED_POD_UPDATE)
         elif self._responsible_for(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
             if event == "ADDED" or old is None:
                 self.queue.add(pod)
@@ -450,6 +474,10 @@ class Scheduler:
 
 def _scheduler_name(pod: Obj) -> str:
     return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+
+
+def _labels(obj: Obj | None) -> Mapping[str, Any]:
+    return ((obj or {}).get("metadata") or {}).get("labels") or {}
 
 
 def _with_node(pod: Obj, node: str) -> Obj:

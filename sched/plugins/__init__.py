@@ -11,6 +11,7 @@ __all__ = [
     "balancedallocation",
     "defaultbinder",
     "defaultpreemption",
+    "interpodaffinity",
     "nodeaffinity",
     "nodename",
     "nodeports",

@@ -78,6 +78,7 @@ REGISTRY: dict[str, type] = {
         _plugin("NodeAffinity", "preFilter", "filter", "preScore", "score"),
         _plugin("NodePorts", "preFilter", "filter"),
         _plugin("NodeResourcesFit", "preFilter", "filter", "preScore", "score"),
+        _plugin("InterPodAffinity", "preFilter", "filter", "preScore", "score"),
         _plugin("DefaultPreemption", "postFilter"),
         _plugin("NodeResourcesBalancedAllocation", "preScore", "score"),
         _plugin("DefaultBinder", "bind"),
@@ -91,7 +92,6 @@ NOT_IMPLEMENTED_PLUGINS = frozenset(
         "VolumeBinding",
         "VolumeZone",
         "PodTopologySpread",
-        "InterPodAffinity",
         "ImageLocality",
     }
 )
@@ -117,8 +117,7 @@ UPSTREAM_DEFAULTS = (
     PluginRef("DefaultBinder"),
 )
 SKIPPED_DEFAULTS = [(name, NOT_IMPLEMENTED) for name in ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-                                                         "VolumeZone", "PodTopologySpread", "InterPodAffinity",
-                                                         "ImageLocality")]  # fmt: skip
+                                                         "VolumeZone", "PodTopologySpread", "ImageLocality")]  # fmt: skip
 
 V1 = "kubescheduler.config.k8s.io/v1"
 HEAD = {"apiVersion": V1, "kind": "KubeSchedulerConfiguration"}
@@ -144,7 +143,7 @@ def points(profile: config.ProfileConfig) -> dict[str, list[str | tuple[str, int
 DEFAULT_POINTS: dict[str, list[str | tuple[str, int]]] = {
     "preEnqueue": ["SchedulingGates"],
     "queueSort": ["PrioritySort"],
-    "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit"],
+    "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "InterPodAffinity"],
     "filter": [
         "NodeUnschedulable",
         "NodeName",
@@ -152,13 +151,21 @@ DEFAULT_POINTS: dict[str, list[str | tuple[str, int]]] = {
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "InterPodAffinity",
     ],
     "postFilter": ["DefaultPreemption"],
-    "preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation"],
+    "preScore": [
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "InterPodAffinity",
+        "NodeResourcesBalancedAllocation",
+    ],
     "score": [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
     ],
     "bind": ["DefaultBinder"],
@@ -251,24 +258,24 @@ def test_every_setting_is_read() -> None:
 MERGE_CASES = {
     "a default re-configured in multiPoint keeps its place, with the new weight": (
         "multiPoint: {enabled: [{name: TaintToleration, weight: 7}]}",
-        {"score": [("TaintToleration", 7), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
+        {"score": [("TaintToleration", 7), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("InterPodAffinity", 2),
                    ("NodeResourcesBalancedAllocation", 1)]},
     ),
     "a plugin named at score runs first there, with the score section's weight": (
         "score: {enabled: [{name: NodeAffinity, weight: 4}]}",
-        {"score": [("NodeAffinity", 4), ("TaintToleration", 3), ("NodeResourcesFit", 1),
+        {"score": [("NodeAffinity", 4), ("TaintToleration", 3), ("NodeResourcesFit", 1), ("InterPodAffinity", 2),
                    ("NodeResourcesBalancedAllocation", 1)]},
     ),
     "a score entry without weight has weight 1, whatever multiPoint says": (
         "score: {enabled: [{name: TaintToleration}]}",
-        {"score": [("TaintToleration", 1), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
+        {"score": [("TaintToleration", 1), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("InterPodAffinity", 2),
                    ("NodeResourcesBalancedAllocation", 1)]},
     ),
     "weight 0 means 1; a new multiPoint plugin goes after the defaults everywhere it fits": (
         f"multiPoint: {{enabled: [{{name: {NRT}, weight: 0}}]}}",
         {
-            "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", NRT],
-            "score": [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1),
+            "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "InterPodAffinity", NRT],
+            "score": [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("InterPodAffinity", 2),
                       ("NodeResourcesBalancedAllocation", 1), (NRT, 1)],
             "reserve": [NRT],
             "postBind": [NRT],
@@ -277,11 +284,12 @@ MERGE_CASES = {
     "disabling '*' at a point stops multiPoint expansion there only": (
         "score: {disabled: [{name: '*'}], enabled: [{name: NodeResourcesFit, weight: 2}]}",
         {"score": [("NodeResourcesFit", 2)],
-         "preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation"]},
+         "preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity",
+                      "NodeResourcesBalancedAllocation"]},
     ),
     "a multiPoint plugin disabled at one point still runs at the others": (
         "preScore: {disabled: [{name: TaintToleration}]}",
-        {"preScore": ["NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation"],
+        {"preScore": ["NodeAffinity", "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation"],
          "score": DEFAULT_POINTS["score"]},
     ),
     "multiPoint disabled '*' drops every default": (
@@ -292,8 +300,8 @@ MERGE_CASES = {
     ),
     "a default disabled by name in multiPoint is gone from every point": (
         "multiPoint: {disabled: [{name: NodeResourcesBalancedAllocation}]}",
-        {"preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit"],
-         "score": [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1)]},
+        {"preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"],
+         "score": [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("InterPodAffinity", 2)]},
     ),
     "plugins named only at a point run after multiPoint's there, and nowhere else": (
         f"filter: {{enabled: [{{name: {NRT}}}]}}",
@@ -302,7 +310,7 @@ MERGE_CASES = {
     "plugins named at a point and in multiPoint run first there, in the point's order": (
         f"multiPoint: {{enabled: [{{name: {NRT}}}]}}\nfilter: {{enabled: [{{name: {NRT}}}, {{name: NodeName}}]}}",
         {"filter": [NRT, "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",
-                    "NodeResourcesFit"]},
+                    "NodeResourcesFit", "InterPodAffinity"]},
     ),
     "enabled wins over disabled in the same multiPoint set": (
         f"multiPoint: {{enabled: [{{name: {NRT}}}], disabled: [{{name: {NRT}}}]}}",
@@ -311,7 +319,7 @@ MERGE_CASES = {
     "disabling a plugin at a point where it is also named keeps it there": (
         "filter: {enabled: [{name: NodeName}], disabled: [{name: NodeName}]}",
         {"filter": ["NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-                    "NodeName"]},
+                    "InterPodAffinity", "NodeName"]},
     ),
 }  # fmt: skip
 
@@ -485,7 +493,7 @@ ERROR_CASES = {
     "unknown plugin at a point": (
         "{profiles: [{plugins: {score: {enabled: [{name: Foo}]}}}]}", "profiles[0].plugins.score.enabled[0]",
         'profiles[0].plugins.score.enabled[0]: Invalid value: "Foo": plugin does not exist; known plugins: '
-        "CustomSort, DefaultBinder, DefaultPreemption, NodeAffinity, NodeName, NodePorts, "
+        "CustomSort, DefaultBinder, DefaultPreemption, InterPodAffinity, NodeAffinity, NodeName, NodePorts, "
         "NodeResourceTopologyMatch, NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, "
         "PrioritySort, SchedulingGates, TaintToleration",
     ),
@@ -613,7 +621,7 @@ def test_queue_sort_with_the_same_args_everywhere_is_accepted() -> None:
 def _nrt_points(*, reserve: bool, weight: int = 1, filter_: list[str] | None = None) -> dict[str, list[Any]]:
     return {
         **DEFAULT_POINTS,
-        "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", NRT],
+        "preFilter": [*DEFAULT_POINTS["preFilter"], NRT],
         "filter": filter_ or [*DEFAULT_POINTS["filter"], NRT],
         "score": [*DEFAULT_POINTS["score"], (NRT, weight)],
         **({"reserve": [NRT]} if reserve else {}),

@@ -1020,10 +1020,12 @@ def test_registry():
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "InterPodAffinity",
         "DefaultPreemption",
         "NodeResourcesBalancedAllocation",
         "DefaultBinder",
     }
+    assert "InterPodAffinity" not in registry.NOT_IMPLEMENTED
     assert not set(registry.IN_TREE) & registry.NOT_IMPLEMENTED
     defaults = {p.name: p.weight for p in registry.DEFAULT_MULTI_POINT}
     assert set(defaults) <= set(registry.IN_TREE) | registry.NOT_IMPLEMENTED
@@ -1037,4 +1039,8 @@ def test_registry():
         "ImageLocality": 1,
     }
     assert implements(registry.lookup("NodeResourcesFit"), "score")
+    assert all(
+        implements(registry.lookup("InterPodAffinity"), point)
+        for point in ("preFilter", "filter", "preScore", "score")
+    )
     assert registry.lookup("VolumeBinding") is None
