@@ -3,7 +3,8 @@
 Per node group ``<nropName>-<pool>``: a ConfigMap (``config.yaml``: the topology manager
 policy and scope of the group's kubelets, the pod excludes) and a DaemonSet running
 ``resource-topology-exporter`` from the operator's image on the group's nodes, with the
-node's ``/sys``, podresources socket and notify directory mounted. Shared by all groups:
+node's ``/sys``, podresources socket and notify directory mounted, at most one exporter pod per
+node across the groups (required pod anti-affinity), rolled 25% of the nodes at a time. Shared by all groups:
 the ServiceAccount ``rte`` and its least-privilege ClusterRole/Role and bindings.
 
 Every field of a node group's ``config`` maps to exporter flags:
@@ -59,6 +60,7 @@ _PODRESOURCES: Final = "/host-podresources"
 _NOTIFY_DIR: Final = "/run/rte"
 _PFP_DIR: Final = "/run/pfpstatus"
 _CERTS_DIR: Final = "/etc/secrets/rte"
+_HOSTNAME: Final = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,15 @@ def _daemonset(
     tolerations = _tolerations(group.config)
     if tolerations:
         spec["tolerations"] = tolerations
+    # Upstream's DaemonSetAffinitySettings: one exporter per node whatever the node group, so
+    # the second of two groups selecting a node keeps its pod pending there.
+    spec["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": dict(naming.RTE_POD_LABELS)}, "topologyKey": _HOSTNAME}
+            ]
+        }
+    }
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -223,6 +234,8 @@ def _daemonset(
         },
         "spec": {
             "selector": {"matchLabels": pod_labels},
+            # Upstream's DaemonSetRolloutSettings: exporters are stateless and quick to start.
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": {CONFIG_HASH_ANNOTATION: digest}},
                 "spec": spec,

@@ -174,6 +174,26 @@ def test_exporter_objects() -> None:
             ("RoleBinding", "rte")} <= set(objects)  # fmt: skip
 
 
+def test_exporters_of_two_groups_never_share_a_node() -> None:
+    """Upstream's DaemonSetAffinitySettings and DaemonSetRolloutSettings: every group's exporter
+    pods repel one another per host (the base template's labels, not the group's), rolled 25% at once."""
+    groups = [nropspec.NodeGroup(pool, {}, cfg()) for pool in ("master", "worker")]
+    objects = by_kind(rtemanifests.render(NROP, groups, {}, "ns", "img"))
+    for pool in ("master", "worker"):
+        ds = objects[("DaemonSet", f"numaresourcesoperator-{pool}")]
+        assert ds["spec"]["updateStrategy"] == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "25%"},
+        }
+        anti = ds["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+        assert anti["requiredDuringSchedulingIgnoredDuringExecution"] == [
+            {
+                "labelSelector": {"matchLabels": {"name": "resource-topology"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+
+
 @pytest.mark.parametrize(
     ("mode", "certs"),
     [pytest.param("disabled", False, id="disabled"), pytest.param("http", False, id="http"),
