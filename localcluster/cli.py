@@ -80,8 +80,9 @@ def _parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=os.environ.get("NROP_CLUSTER_MACHINE_CONFIGS", "1").lower() not in ("", "0", "false"),
         help="serve MachineConfigPools and KubeletConfigs (machineconfiguration.openshift.io/v1), applied "
-        "by restarting the kubelets of a pool one at a time [env NROP_CLUSTER_MACHINE_CONFIGS=0 turns "
-        "it off; default: on]",
+        "by restarting the kubelets of a pool one at a time, and the Infrastructure and Scheduler "
+        "objects (config.openshift.io/v1) stating the cluster type [env NROP_CLUSTER_MACHINE_CONFIGS=0 "
+        "turns it off; default: on]",
     )
     up.add_argument(
         "--bookmark-interval",

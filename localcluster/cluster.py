@@ -32,6 +32,7 @@ from .controllers import ControllerManager, ControllerSettings
 from .controllers.machineconfigoperator import MachineConfigOperator
 from .controllers.machineconfigoperator import install as install_machine_configs
 from .controllers.olmoperator import install as install_olm
+from .controllers.openshiftconfig import install as install_openshift_config
 from .kubelet.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
 from .kubelet.fleet import Fleet
 from .profiles import Profile, load_profile
@@ -53,8 +54,9 @@ class ClusterConfig:
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
     #: Run the project's scheduler in-process as ``default-scheduler`` (upstream's default profile).
     default_scheduler: bool = True
-    #: Serve MachineConfigPools and KubeletConfigs, applied by rebooting the kubelets
-    #: (see controllers/machineconfigoperator.py).
+    #: Serve the OpenShift APIs the specs use: MachineConfigPools and KubeletConfigs, applied by
+    #: rebooting the kubelets (see controllers/machineconfigoperator.py), and the cluster type's
+    #: Infrastructure and Scheduler objects (controllers/openshiftconfig.py).
     machine_configs: bool = True
 
 
@@ -118,6 +120,7 @@ class LocalCluster:
         )
         await self.fleet.start()
         if self.config.machine_configs:
+            install_openshift_config(self.server, self.profile.nodes(), self.url)
             install_machine_configs(self.server, self.profile.nodes())
             self.machine_configs = MachineConfigOperator(self.server, self.server.clock, self.fleet)
             self.machine_configs.start()

@@ -47,6 +47,9 @@ __all__ = ["EMBEDDED_DEVICE_TYPES", "EMBEDDED_REFRESH_PERIOD", "KUBECONFIG_KEY",
 log = logging.getLogger(__name__)
 
 KUBECONFIG_KEY = "kubeconfig"
+#: The longest name of a cluster's state directory (its profile's, cut): the kubelet sockets
+#: under it must stay within 107 bytes.
+STATE_NAME_LENGTH = 15
 #: Loggers whose INFO lines are shown on the terminal while a target is being prepared.
 PROGRESS_LOGGERS = ("nrop.suite.stack", "nrop.suite.infra")
 #: ``infoRefreshPeriod`` of the NROP the suite creates on an embedded cluster. The mode stays
@@ -251,7 +254,9 @@ class Targets:
             if self._state_root is None:
                 self._state_root = Path(tempfile.mkdtemp(prefix="nrop-e2e-"))
             count = self._opened[key] = self._opened.get(key, 0) + 1
-            return self._state_root / (key if count == 1 else f"{key}-{count}")
+            # node roots hold unix sockets (at most 107 bytes): a long profile name is cut
+            name = key[:STATE_NAME_LENGTH]
+            return self._state_root / (name if count == 1 else f"{name}-{count}")
 
     def _prefix(self, key: str) -> str:
         return f"[{key}{'@' + self.worker if self.worker else ''}] "

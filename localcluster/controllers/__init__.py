@@ -1,7 +1,8 @@
 """The embedded cluster's controllers: ReplicaSet, Deployment, DaemonSet, Job, node lifecycle, service accounts, OLM.
 
 Code outside this package imports only what ``__all__`` lists (the controller manager, the machine
-config controllers the cluster wires by hand, and the OLM kinds it serves at start); every other
+config controllers the cluster wires by hand, the OLM kinds and the OpenShift cluster-type objects it
+serves at start); every other
 module here is internal.
 """
 
@@ -16,4 +17,5 @@ __all__ = [
     "machineconfigoperator",
     "machineconfigs",
     "olmoperator",
+    "openshiftconfig",
 ]

@@ -43,11 +43,11 @@ class Profile:
 def shipped() -> dict[str, str]:
     """Shipped profile names and their one-line summaries."""
     out = {}
-    for entry in sorted(resources.files(__package__).iterdir(), key=lambda e: e.name):
+    for entry in resources.files(__package__).iterdir():
         if entry.name.endswith(".yaml"):
             data = yaml.safe_load(entry.read_text()) or {}
             out[entry.name[: -len(".yaml")]] = str(data.get("summary", ""))
-    return out
+    return dict(sorted(out.items()))
 
 
 def load_profile(name_or_path: str) -> Profile:

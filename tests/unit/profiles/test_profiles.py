@@ -19,6 +19,7 @@ GiB = 1024**3
 MiB = 1024**2
 SHIPPED = [
     "best-effort",
+    "compact",
     "container-scope",
     "default",
     "devices",
@@ -26,12 +27,13 @@ SHIPPED = [
     "fifty",
     "four-numa",
     "mno",
+    "mno-masters-schedulable",
     "none",
     "restricted",
     "smt-aligned",
     "wide-zones",
 ]
-NODE_COUNTS = {"empty": 0, "fifty": 51, "mno": 5}
+NODE_COUNTS = {"empty": 0, "fifty": 51, "mno": 5, "mno-masters-schedulable": 5}
 
 
 def test_shipped_profiles_are_listed_with_a_summary() -> None:

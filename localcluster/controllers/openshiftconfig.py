@@ -1,0 +1,168 @@
+"""The cluster-wide OpenShift configuration the NUMA specs read: ``config.openshift.io/v1``
+``Infrastructure/cluster`` and ``Scheduler/cluster``, stating the cluster type of the profile.
+
+Upstream's suite tells its cluster types apart from these two objects (``getClusterType``):
+``mno-masters-schedulable`` and ``compact`` (three nodes) are a highly available control plane
+whose masters are schedulable; anything else is ``mno``. On OpenShift the installer writes them
+and ``Scheduler.spec.mastersSchedulable`` is what labels the masters as workers and lifts their
+``NoSchedule`` taint; here the profile's nodes are the truth and the objects describe them:
+
+* :func:`control_plane_topology`: ``SingleReplica`` with one control-plane node, else
+  ``HighlyAvailable`` (the installer's rule on the control-plane replica count);
+* :func:`infrastructure_topology`: ``SingleReplica`` when fewer than two nodes carry the worker
+  role (the installer's rule on compute replicas, schedulable masters counting), else
+  ``HighlyAvailable``;
+* :func:`masters_schedulable`: every control-plane node carries the worker role and no
+  ``NoSchedule``/``NoExecute`` taint.
+
+No ``ClusterVersion`` is served, so platform detection (upstream's ``detect.Platform`` lists
+ClusterVersions) still finds a Kubernetes cluster and the operator behaves as it does there.
+:func:`install` serves both kinds (cluster scoped, status subresource, loose schemas as
+upstream's CRDs are for the fields the specs do not read) and creates the two objects.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from nrop.localcluster.apiserver.requestoptions import WriteOptions
+from nrop.localcluster.kubelet.machine import NodeSpec
+from nrop.localcluster.kubelet.nodestatus import node_labels
+
+from .reconciling import kind_of
+
+if TYPE_CHECKING:
+    from nrop.localcluster.apiserver.server import APIServer
+
+__all__ = [
+    "GROUP",
+    "control_plane_topology",
+    "infrastructure",
+    "infrastructure_topology",
+    "install",
+    "masters_schedulable",
+    "scheduler",
+]
+
+Obj = dict[str, Any]
+GROUP = "config.openshift.io"
+API_VERSION = f"{GROUP}/v1"
+#: The name of every cluster-wide configuration object.
+CLUSTER = "cluster"
+HIGHLY_AVAILABLE = "HighlyAvailable"
+SINGLE_REPLICA = "SingleReplica"
+_WORKER_ROLE = "node-role.kubernetes.io/worker"
+_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+_FIELD_MANAGER = "cluster-config-operator"
+
+
+def control_plane_topology(specs: Iterable[NodeSpec]) -> str:
+    """``Infrastructure.status.controlPlaneTopology`` of a cluster of these nodes."""
+    return SINGLE_REPLICA if sum(1 for s in specs if s.control_plane) == 1 else HIGHLY_AVAILABLE
+
+
+def infrastructure_topology(specs: Iterable[NodeSpec]) -> str:
+    """``Infrastructure.status.infrastructureTopology``: where infrastructure workloads may run."""
+    workers = sum(1 for s in specs if _WORKER_ROLE in node_labels(s))
+    return SINGLE_REPLICA if workers < 2 else HIGHLY_AVAILABLE
+
+
+def masters_schedulable(specs: Iterable[NodeSpec]) -> bool:
+    """``Scheduler.spec.mastersSchedulable``: the control-plane nodes also take ordinary workloads."""
+    masters = [s for s in specs if s.control_plane]
+    return bool(masters) and all(
+        _WORKER_ROLE in node_labels(s) and not any(t.effect in _BLOCKING_EFFECTS for t in s.taints)
+        for s in masters
+    )
+
+
+def infrastructure(specs: Iterable[NodeSpec], api_url: str) -> Obj:
+    """``Infrastructure/cluster`` as the installer writes it for a platform ``None`` cluster."""
+    nodes = list(specs)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Infrastructure",
+        "metadata": {"name": CLUSTER},
+        "spec": {"cloudConfig": {"name": ""}, "platformSpec": {"type": "None"}},
+        "status": {
+            "apiServerInternalURI": api_url,
+            "apiServerURL": api_url,
+            "controlPlaneTopology": control_plane_topology(nodes),
+            "cpuPartitioning": "None",
+            "etcdDiscoveryDomain": "",
+            "infrastructureName": "nrop-embedded",
+            "infrastructureTopology": infrastructure_topology(nodes),
+            "platform": "None",
+            "platformStatus": {"type": "None"},
+        },
+    }
+
+
+def scheduler(specs: Iterable[NodeSpec]) -> Obj:
+    """``Scheduler/cluster``: the cluster scheduler's configuration, as the installer writes it."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Scheduler",
+        "metadata": {"name": CLUSTER},
+        "spec": {"mastersSchedulable": masters_schedulable(specs), "policy": {"name": ""}},
+        "status": {},
+    }
+
+
+def _crd(kind: str, plural: str) -> Obj:
+    loose = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": loose,
+                                "status": loose,
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+CRDS: tuple[Obj, ...] = (_crd("Infrastructure", "infrastructures"), _crd("Scheduler", "schedulers"))
+
+
+def install(server: APIServer, specs: Iterable[NodeSpec], api_url: str) -> None:
+    """Serve ``infrastructures`` and ``schedulers`` and create their ``cluster`` objects."""
+    nodes = list(specs)
+    opts = WriteOptions(field_manager=_FIELD_MANAGER)
+    crd_kind = kind_of(server, "apiextensions.k8s.io", "customresourcedefinitions")
+    for crd in CRDS:
+        server.rest.create(crd_kind, "", copy.deepcopy(crd), opts)
+    objects: Mapping[str, Obj] = {
+        "infrastructures": infrastructure(nodes, api_url),
+        "schedulers": scheduler(nodes),
+    }
+    for plural, obj in objects.items():
+        kind = kind_of(server, GROUP, plural)
+        status = obj.pop("status")
+        created = server.rest.create(kind, "", obj, opts)
+        if status:
+            created["status"] = status
+            server.rest.update(kind, "", CLUSTER, created, opts, subresource="status")
