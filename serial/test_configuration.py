@@ -248,13 +248,12 @@ def _new_tm_scope(old: str) -> str:
 
 
 def _cluster_type(kube: Kube) -> str:
-    """``getClusterType``: compact / mno-masters-schedulable / mno."""
+    """``getClusterType``: compact / mno-masters-schedulable / mno. As upstream, a missing object
+    reads as not schedulable / not highly available, a kind the cluster does not serve fails."""
     nodes = kube.list(NODE)
-    masters_schedulable = False
-    if ocp.serves(kube, ocp.SCHEDULER_CONFIG):
-        sched = kube.get_or_none(ocp.SCHEDULER_CONFIG, "cluster")
-        masters_schedulable = bool(((sched or {}).get("spec") or {}).get("mastersSchedulable"))
-    infra = kube.get_or_none(ocp.INFRASTRUCTURE, "cluster") if ocp.serves(kube, ocp.INFRASTRUCTURE) else None
+    sched = kube.get_or_none(ocp.SCHEDULER_CONFIG, "cluster")
+    masters_schedulable = bool(((sched or {}).get("spec") or {}).get("mastersSchedulable"))
+    infra = kube.get_or_none(ocp.INFRASTRUCTURE, "cluster")
     if (
         infra is not None
         and (infra.get("status") or {}).get("controlPlaneTopology") == "HighlyAvailable"
@@ -999,6 +998,7 @@ class TestClusterHasAtLeastOneSuitableNode:
     class TestSchedulableControlPlaneNodeGroupConfiguration:
         pytestmark = spec("schedulable control-plane node group configuration")
 
+        @pytest.mark.nrop_profile("mno-masters-schedulable")
         @spec(
             "[test_id:83869] should configure NRO CR with multiple non-overlapping node groups and check e2e results",
             "tier2",
@@ -1103,6 +1103,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 h.wait_mcp_condition(kube, suite_config, h.ROLE_WORKER, "Updated")
                 _delete_mcp(kube, suite_config, worker_cnf)
 
+        @pytest.mark.nrop_profile("compact")
         @spec(
             "[test_id:83870] should handle overlapping node group pools by keeping the duplicate RTE pods pending",
             "tier2",

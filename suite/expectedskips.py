@@ -6,7 +6,7 @@ embedded cluster's profiles are built to run every spec, so there a skip means t
 test hid something the profile provides (an exporter that reports hugepages wrong makes the
 hugepages specs skip "not enough nodes", and a CI gate would stay green). On an embedded
 target the plugin therefore turns a skip into a failure unless it is listed here: the specs
-that need what no embedded profile serves yet (OpenShift, HyperShift, cluster types), and
+that need what no embedded profile serves yet (OpenShift, HyperShift), and
 upstream's own "currently known broken" cases. Pure: the plugin asks :func:`is_expected`.
 """
 
@@ -29,7 +29,6 @@ class ExpectedSkip:
 
 _OPENSHIFT = "no embedded profile serves the OpenShift APIs this spec needs yet"
 _HYPERSHIFT = "no embedded profile is a HyperShift hosted cluster yet"
-_CLUSTER_TYPE = "no embedded profile has schedulable control-plane nodes with NUMA zones yet"
 _KNOWN_BROKEN = "upstream skips it itself"
 
 EXPECTED: tuple[ExpectedSkip, ...] = (
@@ -39,8 +38,6 @@ EXPECTED: tuple[ExpectedSkip, ...] = (
     ExpectedSkip("85774", "requires OpenShift", _OPENSHIFT),
     ExpectedSkip("85775", "requires OpenShift", _OPENSHIFT),
     ExpectedSkip("test_mixed_selinux_policy", "mixed SELinux policy test requires platform", _OPENSHIFT),
-    ExpectedSkip("83869", "test requires", _CLUSTER_TYPE),
-    ExpectedSkip("83870", "test requires", _CLUSTER_TYPE),
     ExpectedSkip("85776", "currently known broken", _KNOWN_BROKEN),
     ExpectedSkip("85777", "currently known broken", _KNOWN_BROKEN),
     ExpectedSkip("85778", "currently known broken", _KNOWN_BROKEN),

@@ -28,7 +28,7 @@ from . import kube as k
 from . import nrtwaiters, objects, waiters
 from .config import SuiteConfig
 from .nrtcompare import equal_nrt_lists_items, list_to_string
-from .nrtupdates import exporter_refresh_period
+from .nrtupdates import exporter_refresh_period, scheduler_resync_period
 from .timeouts import settle_interval_covering
 from .waiting import WaitTimeout, wait_for
 
@@ -168,7 +168,10 @@ class Fixture:
         """``MustSettleNRT``: poll until every NRT's pod fingerprint is stable; returns the NRTs."""
         timeouts = self.config.timeouts
         interval = settle_interval_covering(
-            timeouts.settle_interval, timeouts.cooldown_threshold, exporter_refresh_period(self.kube)
+            timeouts.settle_interval,
+            timeouts.cooldown_threshold,
+            exporter_refresh_period(self.kube),
+            scheduler_resync_period(self.kube),
         )
         log.info(
             "cooldown by verifying NRTs data is settled (interval=%gs timeout=%gs)",

@@ -1,8 +1,10 @@
 """Waiting for the NodeResourceTopology objects to be updated (upstream ``GetUpdated`` and
-``GetUpdatedForNode``), and how often the exporter refreshes them.
+``GetUpdatedForNode``), how often the exporter refreshes them and how often the scheduler's
+cache takes them in.
 
 :func:`refresh_period_of` and :func:`exporter_refresh_period` read the ``infoRefreshPeriod``
-of the NUMAResourcesOperators. The two pollers :func:`get_updated` and
+of the NUMAResourcesOperators, :func:`scheduler_resync_period` the active ``cacheResyncPeriod``
+of the NUMAResourcesSchedulers. The two pollers :func:`get_updated` and
 :func:`get_updated_for_node` are thin loops over :func:`nrop.suite.waiting.wait_for` with
 upstream's rule (:func:`~nrop.suite.nrtcompare.is_nrt_unchanged`, ``isEqualNRT``): an NRT
 counts as updated only once it was re-published (another ``resourceVersion``) with other
@@ -32,6 +34,7 @@ __all__ = [
     "get_updated",
     "get_updated_for_node",
     "refresh_period_of",
+    "scheduler_resync_period",
 ]
 
 log = logging.getLogger(__name__)
@@ -65,6 +68,24 @@ def exporter_refresh_period(kube: k.Kube) -> float:
         return refresh_period_of(kube.list(k.NROP))
     except k.UnknownKindError:
         return DEFAULT_REFRESH_PERIOD
+
+
+def scheduler_resync_period(kube: k.Kube) -> float:
+    """The longest active ``cacheResyncPeriod`` (the NRS status) of the cluster's
+    NUMAResourcesSchedulers; 0 when none runs the over-reserve cache."""
+    try:
+        scheds = kube.list(k.NROSCHED)
+    except k.UnknownKindError:
+        return 0.0
+    periods = []
+    for nrs in scheds:
+        raw = (nrs.get("status") or {}).get("cacheResyncPeriod")
+        if raw:
+            try:
+                periods.append(parse_duration(str(raw)))
+            except ValueError:
+                log.warning("ignoring invalid cacheResyncPeriod %r", raw)
+    return max(periods, default=0.0)
 
 
 @dataclass

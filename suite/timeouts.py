@@ -96,17 +96,23 @@ def spec_poll(upstream: float, *, local: bool) -> float:
     return min(upstream, LOCAL_SPEC_POLL) if local else upstream
 
 
-def settle_interval_covering(interval: float, threshold: int, refresh_period: float) -> float:
-    """A settle poll interval whose window (``threshold - 1`` intervals) spans one exporter refresh.
+def settle_interval_covering(
+    interval: float, threshold: int, refresh_period: float, resync_period: float = 0.0
+) -> float:
+    """A settle poll interval whose window (``threshold - 1`` intervals) spans what a change takes
+    to reach the scheduler: one exporter refresh, then one resync of the scheduler's cache.
 
     Settling means "the pod fingerprint did not change for the whole window"; a window
     shorter than the exporter's refresh period could end before the exporter reports a
-    change. Upstream's 9s x 4 = 36s covers its 10s period; a shorter local interval is
-    stretched to cover ``refresh_period`` plus one second.
+    change, and one shorter than refresh + resync before the scheduler's over-reserve cache
+    has taken it (a preemption attempted on a node the cache has not flushed finds no
+    placement data and is "not helpful", and nothing re-queues it for five minutes).
+    Upstream's 9s x 4 = 36s spans its 10s refresh and 5s resync; a shorter local interval is
+    stretched to cover both plus one second.
     """
     if threshold <= 1:
         return interval
-    return max(interval, (refresh_period + 1.0) / (threshold - 1))
+    return max(interval, (refresh_period + resync_period + 1.0) / (threshold - 1))
 
 
 #: Field -> environment variable (catalog §1.4).
@@ -122,7 +128,8 @@ ENV_VARS: Mapping[str, str] = {
 
 #: The embedded cluster's exporters publish within a second of their refresh period (2s, see
 #: ``nrop.suite.session.EMBEDDED_REFRESH_PERIOD``): poll faster, wait as long. The settle window
-#: is stretched to span one refresh period anyway (:func:`settle_interval_covering`: 0.75s x 4).
+#: is stretched to span one refresh period and one scheduler cache resync anyway
+#: (:func:`settle_interval_covering`: 2s x 4 with the 2s refresh and the 5s resync).
 _LOCAL_INTERVALS: Mapping[str, float] = {
     "settle_interval": 0.5,
     "cooldown_interval": 0.5,

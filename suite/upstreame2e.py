@@ -700,14 +700,19 @@ def _relay(stream: IO[str], log_file: IO[str], name: str) -> None:
 
 def _embedded_timings() -> dict[str, str]:
     """The ``E2E_NROP_TEST_*`` timings of the port on an embedded target, for upstream's binary: its
-    poll intervals, the settle window stretched over one exporter refresh as the port's fixture does."""
+    poll intervals, the settle window stretched over one exporter refresh and one scheduler cache
+    resync as the port's fixture does."""
     from nrop.api.durations import parse_duration
+    from nrop.operator.nrsspec import DEFAULTS as NRS_DEFAULTS
     from nrop.suite.session import EMBEDDED_REFRESH_PERIOD
     from nrop.suite.timeouts import ENV_VARS, Timeouts, settle_interval_covering
 
     timeouts = Timeouts.from_env(os.environ, local=True)
     settle = settle_interval_covering(
-        timeouts.settle_interval, timeouts.cooldown_threshold, parse_duration(EMBEDDED_REFRESH_PERIOD)
+        timeouts.settle_interval,
+        timeouts.cooldown_threshold,
+        parse_duration(EMBEDDED_REFRESH_PERIOD),
+        parse_duration(str(NRS_DEFAULTS["cacheResyncPeriod"])),
     )
     return {**timeouts.as_env(), ENV_VARS["settle_interval"]: f"{settle:g}s"}
 

@@ -64,6 +64,20 @@ def test_settle_interval_covering(interval: float, threshold: int, period: float
 
 
 @pytest.mark.parametrize(
+    ("interval", "threshold", "refresh", "resync", "want"),
+    [
+        (9.0, 5, 10.0, 5.0, 9.0),  # upstream: 36s spans its 10s refresh and 5s resync
+        (0.5, 5, 2.0, 5.0, 2.0),  # embedded: 2s refresh + 5s resync + 1s = an 8s window
+        (0.5, 5, 2.0, 0.0, 0.75),  # the scheduler's cache off: the refresh alone
+    ],
+)
+def test_settle_window_spans_the_scheduler_cache_resync(
+    interval: float, threshold: int, refresh: float, resync: float, want: float
+) -> None:
+    assert settle_interval_covering(interval, threshold, refresh, resync) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
     ("local", "upstream", "expected"),
     [(False, 5.0, 5.0), (False, 0.5, 0.5), (True, 5.0, 1.0), (True, 30.0, 1.0), (True, 0.5, 0.5)],
 )
