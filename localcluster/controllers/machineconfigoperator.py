@@ -9,7 +9,8 @@ KubeletConfig change is a roll-out of seconds instead of an hour of node reboots
   cluster has them, and a KubeletConfig ``worker-numa-topology`` for the ``worker`` pool that
   states its nodes' topology manager policy and scope (the cluster-provided KubeletConfig a
   NUMA-tuned OpenShift cluster has, which upstream's suite uses with
-  ``E2E_NROP_INSTALL_SKIP_KC``);
+  ``E2E_NROP_INSTALL_SKIP_KC``), and ``master-numa-topology`` likewise when the masters are
+  schedulable workers (compact clusters);
 * :class:`MachineConfigOperator` renders each pool (its KubeletConfigs merged, named
   ``rendered-<pool>-<hash>``), reports each KubeletConfig's condition (``Success``, or
   ``Failure`` with the reason it cannot apply), moves the nodes' ``desiredConfig`` one node at a
@@ -70,6 +71,7 @@ REBOOT_DOWNTIME = 2.0
 #: changing a node or a KubeletConfig reads it as it was, as upstream's MCP waits expect.
 UPDATE_DELAY = 5.0
 _POOL_LABEL = "pools.operator.machineconfiguration.openshift.io/"
+_WORKER_ROLE = "node-role.kubernetes.io/worker"
 
 
 def _schema(spec_properties: Mapping[str, Any]) -> Obj:
@@ -169,25 +171,39 @@ def default_pools() -> list[Obj]:
     return pools
 
 
-def initial_kubeletconfig(worker: NodeSpec) -> Obj:
-    """A KubeletConfig for the ``worker`` pool stating its nodes' topology manager settings."""
+def initial_kubeletconfig(node: NodeSpec, pool: str = mc.WORKER) -> Obj:
+    """A KubeletConfig ``<pool>-numa-topology`` for ``pool`` stating its nodes' topology manager settings."""
     return {
         "apiVersion": API_VERSION,
         "kind": "KubeletConfig",
-        "metadata": {"name": INITIAL_KUBELETCONFIG},
+        "metadata": {"name": INITIAL_KUBELETCONFIG if pool == mc.WORKER else f"{pool}-numa-topology"},
         "spec": {
-            "machineConfigPoolSelector": {"matchLabels": {f"{_POOL_LABEL}{mc.WORKER}": ""}},
+            "machineConfigPoolSelector": {"matchLabels": {f"{_POOL_LABEL}{pool}": ""}},
             "kubeletConfig": {
-                "topologyManagerPolicy": worker.kubelet.topology_manager_policy,
-                "topologyManagerScope": worker.kubelet.topology_manager_scope,
+                "topologyManagerPolicy": node.kubelet.topology_manager_policy,
+                "topologyManagerScope": node.kubelet.topology_manager_scope,
             },
         },
     }
 
 
+def tuned_pool_members(specs: Iterable[NodeSpec]) -> dict[str, list[NodeSpec]]:
+    """The nodes of each default pool that a NUMA-tuned cluster gives a KubeletConfig: the
+    ``worker`` pool's, and the ``master`` pool's when its masters are schedulable (they carry the
+    worker role, as on a compact cluster)."""
+    members: dict[str, list[NodeSpec]] = {}
+    for spec in specs:
+        labels = node_labels(spec)
+        pool = mc.pool_of_node(labels, default_pools())[0]
+        if pool == mc.WORKER or (pool == mc.MASTER and _WORKER_ROLE in labels):
+            members.setdefault(pool, []).append(spec)
+    return members
+
+
 def install(server: APIServer, specs: Iterable[NodeSpec]) -> None:
-    """Serve the MachineConfig kinds and create the default pools and the initial KubeletConfig
-    (when the profile's workers agree on their topology manager settings)."""
+    """Serve the MachineConfig kinds and create the default pools and, for each pool of
+    :func:`tuned_pool_members` whose nodes agree on their topology manager settings, its initial
+    KubeletConfig."""
     opts = WriteOptions(field_manager=_FIELD_MANAGER)
     crd_kind = kind_of(server, "apiextensions.k8s.io", "customresourcedefinitions")
     for crd in CRDS:
@@ -195,16 +211,18 @@ def install(server: APIServer, specs: Iterable[NodeSpec]) -> None:
     mcp_kind = kind_of(server, GROUP, "machineconfigpools")
     for pool in default_pools():
         server.rest.create(mcp_kind, "", pool, opts)
-    workers = [s for s in specs if mc.pool_of_node(node_labels(s), default_pools())[0] == mc.WORKER]
-    settings = {(s.kubelet.topology_manager_policy, s.kubelet.topology_manager_scope) for s in workers}
-    if len(settings) > 1:
-        # One KubeletConfig for the pool would change some of its kubelets at once.
-        log.info(
-            "worker nodes differ in topology manager settings %s: no initial KubeletConfig", sorted(settings)
-        )
-    elif workers:
+    for pool, nodes in sorted(tuned_pool_members(specs).items(), key=lambda item: item[0] != mc.WORKER):
+        settings = {(s.kubelet.topology_manager_policy, s.kubelet.topology_manager_scope) for s in nodes}
+        if len(settings) > 1:
+            # One KubeletConfig for the pool would change some of its kubelets at once.
+            log.info(
+                "%s nodes differ in topology manager settings %s: no initial KubeletConfig",
+                pool,
+                sorted(settings),
+            )
+            continue
         server.rest.create(
-            kind_of(server, GROUP, "kubeletconfigs"), "", initial_kubeletconfig(workers[0]), opts
+            kind_of(server, GROUP, "kubeletconfigs"), "", initial_kubeletconfig(nodes[0], pool), opts
         )
 
 

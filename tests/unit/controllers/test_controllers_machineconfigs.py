@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 
 from nrop.localcluster.controllers import machineconfigs as mc
-from nrop.localcluster.controllers.machineconfigoperator import default_pools
+from nrop.localcluster.controllers.machineconfigoperator import (
+    default_pools,
+    initial_kubeletconfig,
+    tuned_pool_members,
+)
 from nrop.localcluster.profiles import load_profile
 
 NOW = "2026-01-01T00:00:00Z"
@@ -256,3 +260,28 @@ def test_pool_status(
     assert conditions["Degraded"] == "False"
     assert status["configuration"]["name"] == configuration
     assert status["observedGeneration"] == 3
+
+
+@pytest.mark.parametrize(
+    ("profile", "members"),
+    [
+        ("default", {"worker": ["worker-0", "worker-1"]}),
+        ("mno", {"worker": ["worker-0", "worker-1"]}),
+        ("compact", {"master": ["master-0", "master-1", "master-2"]}),
+        (
+            "mno-masters-schedulable",
+            {"master": ["master-0", "master-1", "master-2"], "worker": ["worker-0", "worker-1"]},
+        ),
+    ],
+)
+def test_the_pools_a_numa_tuned_cluster_gives_a_kubeletconfig(
+    profile: str, members: dict[str, list[str]]
+) -> None:
+    found = tuned_pool_members(load_profile(profile).nodes())
+    assert {pool: [s.name for s in nodes] for pool, nodes in found.items()} == members
+    if "master" in found:
+        kc = initial_kubeletconfig(found["master"][0], "master")
+        assert kc["metadata"]["name"] == "master-numa-topology"
+        assert kc["spec"]["machineConfigPoolSelector"] == {
+            "matchLabels": {"pools.operator.machineconfiguration.openshift.io/master": ""}
+        }
