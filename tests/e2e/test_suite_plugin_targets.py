@@ -369,19 +369,28 @@ def test_xdist_against_a_real_cluster_is_not_refused_outside_the_suite(
     assert result.ret == 0
 
 
+# The inner runs of these two conftests are in process (``run``): what they replace in the suite's
+# modules is put back when the inner run ends, or later tests of this worker would meet it.
 UNSUITABLE_TARGETS = textwrap.dedent(
     """
+    import pytest
     from nrop.suite import infra, session
 
     NROP_SERIAL_SUITE = True
+    _patched = pytest.MonkeyPatch()
 
     def _open(self, key, say):
         return session.Context(key=key, kube=f"kube-of-{key}", timeouts=self.timeouts)
 
-    session.Targets._open = _open
-    session.Targets._close = lambda self, context, say: None
-    infra.dump_environment = lambda environ: ""
-    infra.check_nodes_topology = lambda kube: ['Attribute "topologyManagerPolicy" not reported on NRT "worker-0"']
+    _patched.setattr(session.Targets, "_open", _open)
+    _patched.setattr(session.Targets, "_close", lambda self, context, say: None)
+    _patched.setattr(infra, "dump_environment", lambda environ: "")
+    _patched.setattr(
+        infra, "check_nodes_topology", lambda kube: ['Attribute "topologyManagerPolicy" not reported on NRT "worker-0"']
+    )
+
+    def pytest_unconfigure(config):
+        _patched.undo()
     """
 )
 
@@ -426,9 +435,11 @@ def test_a_cluster_the_suite_cannot_run_on_skips_unless_it_is_embedded(
 
 EMBEDDED_TARGETS = textwrap.dedent(
     """
+    import pytest
     from nrop.suite import session
 
     NROP_SERIAL_SUITE = True
+    _patched = pytest.MonkeyPatch()
 
     def _open(self, key, say):
         return session.Context(key=key, kube=f"kube-of-{key}", timeouts=self.timeouts, cluster=object())
@@ -436,9 +447,12 @@ EMBEDDED_TARGETS = textwrap.dedent(
     def _before_suite(self, context, say):
         context.config = "config"
 
-    session.Targets._open = _open
-    session.Targets._before_suite = _before_suite
-    session.Targets._close = lambda self, context, say: None
+    _patched.setattr(session.Targets, "_open", _open)
+    _patched.setattr(session.Targets, "_before_suite", _before_suite)
+    _patched.setattr(session.Targets, "_close", lambda self, context, say: None)
+
+    def pytest_unconfigure(config):
+        _patched.undo()
     """
 )
 
@@ -579,3 +593,29 @@ def test_a_kubeconfig_of_an_embedded_cluster_gets_the_embedded_timings(
     unreachable = tmp_path / "kubeconfig"
     unreachable.write_text(kubeconfig.read_text().replace("https://127.0.0.1:", "https://127.0.0.1:1"))
     assert not target.serves_embedded(unreachable)
+
+
+def test_in_process_runs_leave_the_suite_modules_as_they_found_them(pytester: pytest.Pytester) -> None:
+    """An inner run whose conftest replaces suite functions puts them back (a replaced
+    ``check_nodes_topology`` once made a later test of the same worker see a stack that was not there)."""
+    from nrop.suite import infra, session
+
+    before = (
+        infra.check_nodes_topology,
+        infra.dump_environment,
+        session.Targets._open,
+        session.Targets._close,
+    )
+    before_suite = session.Targets._before_suite
+    for conftest in (UNSUITABLE_TARGETS, EMBEDDED_TARGETS):
+        pytester.makeconftest(conftest)
+        pytester.makepyfile("def test_x():\n    pass\n")
+        run(pytester)
+    after = (
+        infra.check_nodes_topology,
+        infra.dump_environment,
+        session.Targets._open,
+        session.Targets._close,
+    )
+    assert after == before
+    assert session.Targets._before_suite is before_suite
