@@ -598,24 +598,30 @@ def test_a_kubeconfig_of_an_embedded_cluster_gets_the_embedded_timings(
 def test_in_process_runs_leave_the_suite_modules_as_they_found_them(pytester: pytest.Pytester) -> None:
     """An inner run whose conftest replaces suite functions puts them back (a replaced
     ``check_nodes_topology`` once made a later test of the same worker see a stack that was not there)."""
-    from nrop.suite import infra, session
-
-    before = (
-        infra.check_nodes_topology,
-        infra.dump_environment,
-        session.Targets._open,
-        session.Targets._close,
-    )
-    before_suite = session.Targets._before_suite
     for conftest in (UNSUITABLE_TARGETS, EMBEDDED_TARGETS):
         pytester.makeconftest(conftest)
         pytester.makepyfile("def test_x():\n    pass\n")
         run(pytester)
-    after = (
-        infra.check_nodes_topology,
-        infra.dump_environment,
-        session.Targets._open,
-        session.Targets._close,
+    pytester.makeconftest("")
+    pytester.makepyfile(
+        textwrap.dedent(
+            """
+            from nrop.suite import infra, session
+
+            def test_untouched():
+                replaced = [
+                    f"{owner.__name__}.{name}"
+                    for owner, name in (
+                        (infra, "check_nodes_topology"),
+                        (infra, "dump_environment"),
+                        (session.Targets, "_open"),
+                        (session.Targets, "_before_suite"),
+                        (session.Targets, "_close"),
+                    )
+                    if not getattr(owner, name).__module__.startswith("nrop.suite.")
+                ]
+                assert replaced == []
+            """
+        )
     )
-    assert after == before
-    assert session.Targets._before_suite is before_suite
+    run(pytester).assert_outcomes(passed=1)
