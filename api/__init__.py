@@ -26,5 +26,6 @@ __all__ = [
     "resources",
     "selectors",
     "status",
+    "tlsprofiles",
     "tolerations",
 ]

@@ -71,6 +71,7 @@ KINDS: Final = {
         Kind("nodetopology.openshift.io/v1", "NUMAResourcesScheduler", "numaresourcesschedulers", False),
         Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool", "machineconfigpools", False),
         Kind("machineconfiguration.openshift.io/v1", "KubeletConfig", "kubeletconfigs", False),
+        Kind("config.openshift.io/v1", "APIServer", "apiservers", False),
     )
 }
 
@@ -165,6 +166,17 @@ class Api:
                 return False
             raise
         return True
+
+    def serves(self, k: Kind) -> bool:
+        """Whether the API server serves the kind (its group/version lists its plural)."""
+        try:
+            group_version = f"/apis/{k.api_version}" if "/" in k.api_version else f"/api/{k.api_version}"
+            found = self._call("GET", group_version)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return any(r.get("name") == k.plural for r in found.get("resources") or ())
 
     def create(self, obj: Obj) -> Obj:
         k = kind_of(obj)

@@ -62,6 +62,8 @@ OPERATOR_RULES: list[Manifest] = [
         "resources": ["machineconfigpools", "kubeletconfigs"],
         "verbs": _READ,
     },
+    # the cluster's TLS security profile (upstream's SecurityProfileWatcher)
+    {"apiGroups": ["config.openshift.io"], "resources": ["apiservers"], "verbs": _READ},
     # the exporter ConfigMaps a KubeletConfig controls carry a blocking owner reference to it
     {
         "apiGroups": ["machineconfiguration.openshift.io"],

@@ -133,7 +133,9 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     if metrics_mode == "httptls" and groups:
         _ensure_metrics_secret(ctx, obj)
     external = _kubeletconfig_configs(ctx, obj["metadata"]["name"])
-    desired = rtemanifests.render(obj, groups, kubelets, ctx.namespace, image, metrics_mode, external)
+    desired = rtemanifests.render(
+        obj, groups, kubelets, ctx.namespace, image, metrics_mode, external, metrics_tls=ctx.metrics_tls
+    )
     live_daemonsets = []
     for manifest in desired:
         live, _ = api.apply(manifest)

@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 import kopf
 
 from nrop.api.backoff import Backoff
+from nrop.api.tlsprofiles import Settings
 from nrop.operator import conditions, metrics, naming
 from nrop.operator.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import Api, ApiException, Kind, error_message
@@ -50,12 +51,14 @@ def now() -> str:
 
 @dataclass
 class Context:
-    """One operator process: its client, namespace, image and environment."""
+    """One operator process: its client, namespace, image and environment, and the exporters'
+    metrics TLS settings from the cluster's TLS profile (None: the cluster has no profile)."""
 
     api: Api
     namespace: str
     image: str
     environ: Mapping[str, str]
+    metrics_tls: Settings | None = None
     _locks: dict[tuple[str, str], threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock))
     _guard: threading.Lock = field(default_factory=threading.Lock)
 

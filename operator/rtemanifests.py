@@ -19,6 +19,12 @@ Every field of a node group's ``config`` maps to exporter flags:
 ``spec.logLevel``          ``-v``
 ========================== ===============================================================
 
+With metrics served over TLS (``--metrics-mode=httptls``, the default), the cluster's TLS
+security profile, when it has one (``APIServer/cluster``, :mod:`nrop.api.tlsprofiles`), adds
+``--metrics-tls-min-version`` and ``--metrics-tls-cipher-suites`` as upstream's
+``DaemonSetArgs`` does: each only when its value is not empty, so a TLS 1.3 minimum gives no
+cipher flag.
+
 Pure: plain dicts out; the kubelet settings of each group come in.
 """
 
@@ -32,6 +38,7 @@ from typing import Any, Final
 import yaml
 
 from nrop.api.durations import format_duration, parse_duration
+from nrop.api.tlsprofiles import Settings
 from nrop.operator import naming
 from nrop.operator.nropspec import NodeGroup
 
@@ -111,9 +118,15 @@ def rte_config(kubelet: KubeletSettings, pod_excludes: Sequence[Mapping[str, str
 
 
 def exporter_args(
-    config: Mapping[str, Any], log_level: str, metrics_mode: str = DEFAULT_METRICS_MODE
+    config: Mapping[str, Any],
+    log_level: str,
+    metrics_mode: str = DEFAULT_METRICS_MODE,
+    metrics_tls: Settings | None = None,
 ) -> list[str]:
-    """The exporter's command-line flags for a group's effective config."""
+    """The exporter's command-line flags for a group's effective config.
+
+    ``metrics_tls``: the settings of the cluster's TLS profile (None: no profile, no TLS flags).
+    """
     mode = config["infoRefreshMode"]
     period = format_duration(parse_duration(str(config["infoRefreshPeriod"])))
     args = [
@@ -148,6 +161,10 @@ def exporter_args(
     ]
     if metrics_mode == "httptls":
         args.append(f"--metrics-certs-dir={_CERTS_DIR}")
+        if metrics_tls is not None and metrics_tls.min_version:
+            args.append(f"--metrics-tls-min-version={metrics_tls.min_version}")
+        if metrics_tls is not None and metrics_tls.cipher_suites:
+            args.append(f"--metrics-tls-cipher-suites={metrics_tls.cipher_suites}")
     return args
 
 
@@ -166,7 +183,13 @@ def _tolerations(config: Mapping[str, Any]) -> list[Manifest]:
 
 
 def _daemonset(
-    nrop: Mapping[str, Any], group: NodeGroup, namespace: str, image: str, config_text: str, metrics_mode: str
+    nrop: Mapping[str, Any],
+    group: NodeGroup,
+    namespace: str,
+    image: str,
+    config_text: str,
+    metrics_mode: str,
+    metrics_tls: Settings | None,
 ) -> Manifest:
     name = f"{nrop['metadata']['name']}-{group.pool_name}"
     pod_labels = {**naming.RTE_POD_LABELS, POOL_LABEL: group.pool_name}
@@ -175,7 +198,9 @@ def _daemonset(
         "name": naming.RTE_CONTAINER,
         "image": image,
         "command": ["resource-topology-exporter"],
-        "args": exporter_args(group.config, nrop.get("spec", {}).get("logLevel") or "Normal", metrics_mode),
+        "args": exporter_args(
+            group.config, nrop.get("spec", {}).get("logLevel") or "Normal", metrics_mode, metrics_tls
+        ),
         "env": [
             _field_env("NODE_NAME", "spec.nodeName"),
             _field_env("REFERENCE_NAMESPACE", "metadata.namespace"),
@@ -318,19 +343,26 @@ def render(
     image: str,
     metrics_mode: str = DEFAULT_METRICS_MODE,
     external: Mapping[str, str] | None = None,
+    *,
+    metrics_tls: Settings | None = None,
 ) -> list[Manifest]:
     """Every exporter object of ``nrop`` (``kubelets`` maps a pool name to its kubelets' settings).
 
     ``metrics_mode`` is the exporters' ``--metrics-mode`` (operator env ``EXPORTER_METRICS_MODE``).
     ``external`` maps a pool to the ``config.yaml`` of a ConfigMap someone else (a KubeletConfig)
     controls: that pool gets no ConfigMap here, and its DaemonSet hashes that text.
+    ``metrics_tls``: the exporters' metrics TLS settings from the cluster's TLS profile.
     """
     objects = _shared(nrop, namespace) if groups else []
     excludes = nrop.get("spec", {}).get("podExcludes") or []
     for group in groups:
         name = f"{nrop['metadata']['name']}-{group.pool_name}"
         if external is not None and group.pool_name in external:
-            objects.append(_daemonset(nrop, group, namespace, image, external[group.pool_name], metrics_mode))
+            objects.append(
+                _daemonset(
+                    nrop, group, namespace, image, external[group.pool_name], metrics_mode, metrics_tls
+                )
+            )
             continue
         text = rte_config(kubelets.get(group.pool_name, KubeletSettings()), excludes)
         objects.append(
@@ -350,5 +382,5 @@ def render(
                 "data": {naming.RTE_CONFIG_KEY: text},
             }
         )
-        objects.append(_daemonset(nrop, group, namespace, image, text, metrics_mode))
+        objects.append(_daemonset(nrop, group, namespace, image, text, metrics_mode, metrics_tls))
     return objects

@@ -2,7 +2,9 @@
 
 kopf watches the two CRs and the objects they own cluster-wide (and, where the cluster serves
 ``machineconfiguration.openshift.io/v1``, KubeletConfigs); its handlers call the controllers'
-``reconcile`` functions. kopf's own peering is off (``standalone``): one
+``reconcile`` functions. Where the cluster serves ``config.openshift.io/v1`` APIServer, its TLS
+profile, read at start, sets the exporters' metrics TLS flags, and a change of it stops the
+process (exit 0) so that its pod restarts with the new one (:mod:`tlsprofilewatcher`). kopf's own peering is off (``standalone``): one
 replica leads through the Lease ``numaresources-controller-manager`` instead.
 """
 
@@ -18,12 +20,14 @@ from typing import Any
 
 import kopf
 
+from nrop.api.tlsprofiles import ProfileError, TLSProfileSpec
 from nrop.operator import (
     kubeletconfigcontroller,
     metrics,
     naming,
     numaresourcesoperator,
     numaresourcesscheduler,
+    tlsprofilewatcher,
 )
 from nrop.operator.kubeapi import Api, load_client
 from nrop.operator.leaderelection import LeaderElector
@@ -49,9 +53,16 @@ class Options:
 
 
 def build_registry(
-    ctx: Context, kubeconfig: str | None, resync: float = RESYNC_SECONDS, *, kubeletconfigs: bool = False
+    ctx: Context,
+    kubeconfig: str | None,
+    resync: float = RESYNC_SECONDS,
+    *,
+    kubeletconfigs: bool = False,
+    tls_profile: TLSProfileSpec | None = None,
+    stop: threading.Event | None = None,
 ) -> kopf.OperatorRegistry:
-    """kopf's handlers; ``kubeletconfigs``: the cluster serves MCO KubeletConfigs (their controller runs)."""
+    """kopf's handlers; ``kubeletconfigs``: the cluster serves MCO KubeletConfigs (their controller runs);
+    ``tls_profile``: the APIServer's profile at start, whose change sets ``stop`` (kopf's stop flag)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -81,6 +92,18 @@ def build_registry(
     numaresourcesscheduler.register(registry, ctx, resync)
     if kubeletconfigs:
         kubeletconfigcontroller.register(registry, ctx)
+    if tls_profile is not None:
+
+        def restart(old: TLSProfileSpec, new: TLSProfileSpec) -> None:
+            log.info(
+                "TLS profile changed, triggering graceful shutdown to reload: old profile %s, new profile %s",
+                old,
+                new,
+            )
+            if stop is not None:
+                stop.set()
+
+        tlsprofilewatcher.register(registry, tls_profile, restart)
     return registry
 
 
@@ -88,7 +111,18 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     if options.kubeconfig:
         os.environ["KUBECONFIG"] = options.kubeconfig
     api = Api(load_client(options.kubeconfig))
-    ctx = Context(api=api, namespace=options.namespace, image=options.image, environ=dict(environ))
+    try:
+        tls = tlsprofilewatcher.startup(api)
+    except ProfileError as exc:
+        log.error("%s", exc)
+        return 1
+    ctx = Context(
+        api=api,
+        namespace=options.namespace,
+        image=options.image,
+        environ=dict(environ),
+        metrics_tls=tls.metrics_tls,
+    )
     stop = threading.Event()
     elector: LeaderElector | None = None
     metrics.declare((numaresourcesoperator.CONTROLLER, numaresourcesscheduler.CONTROLLER))
@@ -111,9 +145,12 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
                 kubeletconfigcontroller.GROUP_VERSION,
             )
         kopf.run(
-            registry=build_registry(ctx, options.kubeconfig, kubeletconfigs=kubeletconfigs),
+            registry=build_registry(
+                ctx, options.kubeconfig, kubeletconfigs=kubeletconfigs, tls_profile=tls.profile, stop=stop
+            ),
             clusterwide=True,
             standalone=True,
+            stop_flag=stop,
         )
     finally:
         stop.set()

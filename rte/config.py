@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import yaml
 
-from nrop.api import fingerprint
+from nrop.api import fingerprint, tlsprofiles
 from nrop.api.durations import format_duration, parse_duration
 from nrop.api.nrt import TOPOLOGY_MANAGER_POLICIES, TOPOLOGY_MANAGER_SCOPES
 from nrop.rte.nrtinfo import TopologyManager
@@ -188,6 +188,14 @@ _SETTINGS: Final = (
              "topologyExporter.metricsTLS.keyFile", metavar="NAME"),
     _Setting("metrics_want_cli_auth", ("--metrics-want-cli-auth",), "bool",
              "require client certificates (httptls)", "topologyExporter.metricsTLS.wantCliAuth"),
+    _Setting("metrics_tls_min_version", ("--metrics-tls-min-version",), "str",
+             "minimum TLS version of the httptls server: VersionTLS10, VersionTLS11, VersionTLS12 or "
+             "VersionTLS13 (pins TLS 1.3 and ignores the cipher list); empty: TLS 1.2",
+             "topologyExporter.metricsTLS.minTLSVersion", metavar="VERSION"),
+    _Setting("metrics_tls_cipher_suites", ("--metrics-tls-cipher-suites",), "str",
+             "comma-separated TLS 1.2 cipher suites of the httptls server, Go's crypto/tls names as "
+             "kube-apiserver's --tls-cipher-suites; empty: the defaults",
+             "topologyExporter.metricsTLS.cipherSuites", metavar="NAMES"),
     _Setting("reference_container", ("--reference-container",), "str",
              "namespace/pod/container whose CPUs are the shared pool (else REFERENCE_NAMESPACE, "
              "REFERENCE_POD_NAME, REFERENCE_CONTAINER_NAME)", "topologyExporter.referenceContainer", metavar="REF"),
@@ -238,6 +246,8 @@ class Config:
     metrics_cert_file: str = "tls.crt"
     metrics_key_file: str = "tls.key"
     metrics_want_cli_auth: bool = False
+    metrics_tls_min_version: str = ""
+    metrics_tls_cipher_suites: str = ""
     reference_container: str = ""
     notify_file: str = ""
     max_events_per_second: int = 1
@@ -258,6 +268,11 @@ class Config:
     @property
     def reference(self) -> ContainerRef | None:
         return ContainerRef.parse(self.reference_container)
+
+    @property
+    def metrics_tls_policy(self) -> tlsprofiles.MetricsTLSPolicy | None:
+        """The httptls server's version and cipher policy (None: the defaults)."""
+        return tlsprofiles.metrics_tls_policy(self.metrics_tls_min_version, self.metrics_tls_cipher_suites)
 
 
 # ----------------------------------------------------------------------------- parser
@@ -434,6 +449,17 @@ def _validate(cfg: Config) -> None:
         raise _fail(
             cfg, "metrics_mode", f"unknown mode {cfg.metrics_mode!r} (expected {', '.join(METRICS_MODES)})"
         )
+    if cfg.metrics_mode == "httptls":
+        # As upstream, checked only when the TLS server is set up: other modes ignore them.
+        checks = (
+            ("metrics_tls_min_version", cfg.metrics_tls_min_version, ""),
+            ("metrics_tls_cipher_suites", "", cfg.metrics_tls_cipher_suites),
+        )
+        for attr, version, ciphers in checks:
+            try:
+                tlsprofiles.metrics_tls_policy(version, ciphers)
+            except tlsprofiles.ProfileError as exc:
+                raise _fail(cfg, attr, str(exc)) from None
     try:
         cfg.pods_fingerprint_method = fingerprint.normalize_method(cfg.pods_fingerprint_method).value
     except ValueError as exc:

@@ -351,6 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cert_file=cfg.metrics_cert_file,
                 key_file=cfg.metrics_key_file,
                 want_client_auth=cfg.metrics_want_cli_auth,
+                tls_policy=cfg.metrics_tls_policy,
             )
         except OSError as exc:
             log.error("cannot serve metrics on %s:%d: %s", cfg.metrics_address, cfg.metrics_port, exc)

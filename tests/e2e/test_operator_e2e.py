@@ -15,6 +15,8 @@ RBAC enforced), creates the two samples, and checks what a user and the suites s
   leave the running exporters untouched, and recover when reverted;
 * manual edits of the scheduler's ConfigMap and Deployment are reverted;
 * ``kill -9`` of the operator's process: the kubelet restarts it and it reconciles again;
+* the exporters' ``--metrics-tls-*`` flags follow ``APIServer/cluster``'s TLS profile, whose
+  change restarts the operator (where the cluster serves APIServer);
 * an env change of the operator Deployment (the suite's ``SCHEDULER_IMAGE_VALIDATION=false``)
   rolls it out, the new pod takes the leader Lease at once and validation is off;
 * deleting the CRs leaves none of their objects.
@@ -37,6 +39,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from nrop.api import tlsprofiles
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.operator import samples
@@ -531,6 +534,68 @@ def test_kill_9_restarts_the_operator_which_reconciles_again(stack: Cluster) -> 
         TIMEOUT,
     )
     wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
+
+
+APISERVER = kind("config.openshift.io/v1", "APIServer")
+
+
+def _tls_args(stack: Cluster) -> list[str]:
+    args = (
+        stack.apps.read_namespaced_daemon_set("numaresourcesoperator-worker", NS)
+        .spec.template.spec.containers[0]
+        .args
+    )
+    return [a for a in args if a.startswith("--metrics-tls-")]
+
+
+def test_exporter_tls_flags_follow_the_cluster_tls_profile(stack: Cluster) -> None:
+    """[test_id:88383]'s mechanism: the exporters' metrics TLS flags come from APIServer/cluster's
+    profile; a change makes the operator exit (graceful, status 0), the kubelet restarts it, and it
+    re-renders the DaemonSets with the new profile; the exporters serve with it."""
+    if not stack.api.serves(APISERVER):
+        wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available", TIMEOUT)
+        assert _tls_args(stack) == []  # plain Kubernetes: no profile, no flags
+        pytest.skip("the cluster does not serve config.openshift.io/v1 APIServer")
+    intermediate = tlsprofiles.settings_from_profile(tlsprofiles.TLS_PROFILES["Intermediate"])
+    original = stack.api.get(APISERVER, "cluster")
+    assert original is not None
+    profile = (original.get("spec") or {}).get("tlsSecurityProfile")
+    if profile not in (None, {}) and profile.get("type") not in ("", "Intermediate"):
+        pytest.skip(f"APIServer/cluster has the {profile.get('type')} profile, not the default")
+    wait_for(
+        lambda: _tls_args(stack),
+        lambda args: (
+            args
+            == [
+                f"--metrics-tls-min-version={intermediate.min_version}",
+                f"--metrics-tls-cipher-suites={intermediate.cipher_suites}",
+            ]
+        ),
+        "the exporters to carry the Intermediate profile's TLS flags",
+        TIMEOUT,
+    )
+    pod = stack.core.list_namespaced_pod(NS, label_selector="app=numaresources-operator").items[0]
+    restarts = pod.status.container_statuses[0].restart_count
+    stack.api.patch(APISERVER, "cluster", {"spec": {"tlsSecurityProfile": {"type": "Modern", "modern": {}}}})
+    try:
+        wait_for(
+            lambda: _tls_args(stack),
+            lambda args: args == ["--metrics-tls-min-version=VersionTLS13"],
+            "the restarted operator to render the Modern profile's TLS flags (no cipher list)",
+            2 * TIMEOUT,
+        )
+        status = stack.core.read_namespaced_pod(pod.metadata.name, NS).status.container_statuses[0]
+        assert status.restart_count > restarts, "the operator re-rendered without restarting"
+        assert status.last_state.terminated is not None and status.last_state.terminated.exit_code == 0
+    finally:
+        stack.api.patch(APISERVER, "cluster", {"spec": {"tlsSecurityProfile": profile}})
+    wait_for(
+        lambda: _tls_args(stack),
+        lambda args: args[:1] == [f"--metrics-tls-min-version={intermediate.min_version}"],
+        "the exporters back on the Intermediate profile",
+        2 * TIMEOUT,
+    )
+    wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", 2 * TIMEOUT)
 
 
 def test_operator_env_rollout_hands_over_and_disables_image_validation(stack: Cluster) -> None:

@@ -172,6 +172,7 @@ DOCUMENTED: dict[str, list[Rule]] = {
         ),
         _c([MCO_GROUP], ["machineconfigpools", "kubeletconfigs"], _R),
         _c([MCO_GROUP], ["kubeletconfigs/finalizers"], ["update"]),
+        _c(["config.openshift.io"], ["apiservers"], _R),
     ],
 }
 

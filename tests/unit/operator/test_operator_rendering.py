@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from nrop.api import crds
+from nrop.api import crds, tlsprofiles
 from nrop.localcluster.apiserver.crdschema import validate_crd
 from nrop.operator import main, naming, nropspec, nrsspec, rtemanifests, samples, schedmanifests
-from nrop.operator.manifests import install_manifests
+from nrop.operator.manifests import OPERATOR_RULES, install_manifests
 from nrop.sched import config as schedconfig
 from nrop.sched import registry
 
@@ -342,3 +342,53 @@ def test_configz_settings() -> None:
     nodes = [{"metadata": {"name": n, "labels": labels}} for n, labels in
              (("b", {"node-role.kubernetes.io/worker": ""}), ("a", {"node-role.kubernetes.io/worker": ""}), ("c", {}))]  # fmt: skip
     assert group_nodes(group, nodes) == ["a", "b"]
+
+
+# ----------------------------------------------------------------------------- metrics TLS (cluster TLS profile)
+
+INTERMEDIATE_TLS = tlsprofiles.settings_from_profile(tlsprofiles.TLS_PROFILES["Intermediate"])
+MODERN_TLS = tlsprofiles.settings_from_profile(tlsprofiles.TLS_PROFILES["Modern"])
+
+
+@pytest.mark.parametrize(
+    ("mode", "settings", "present", "absent"),
+    [
+        pytest.param("httptls", INTERMEDIATE_TLS,
+                     ["--metrics-tls-min-version=VersionTLS12", f"--metrics-tls-cipher-suites={INTERMEDIATE_TLS.cipher_suites}"],
+                     [], id="intermediate"),
+        # upstream's rte_test "cluster TLS profile on metrics"
+        pytest.param("httptls", tlsprofiles.Settings("VersionTLS12", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"),
+                     ["--metrics-tls-min-version=VersionTLS12",
+                      "--metrics-tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"], [], id="upstream-case"),
+        # TLS 1.3: no cipher list, so no flag (upstream deletes an empty one)
+        pytest.param("httptls", MODERN_TLS, ["--metrics-tls-min-version=VersionTLS13"], ["--metrics-tls-cipher-suites"],
+                     id="modern"),
+        pytest.param("httptls", None, [], ["--metrics-tls-min-version", "--metrics-tls-cipher-suites"],
+                     id="no-profile"),
+        pytest.param("http", INTERMEDIATE_TLS, [], ["--metrics-tls-min-version", "--metrics-tls-cipher-suites"],
+                     id="plain-http"),
+    ],
+)  # fmt: skip
+def test_exporter_metrics_tls_args(
+    mode: str, settings: tlsprofiles.Settings | None, present: list[str], absent: list[str]
+) -> None:
+    args = rtemanifests.exporter_args(cfg(), "Normal", mode, settings)
+    assert set(present) <= set(args), args
+    assert not any(a.startswith(prefix) for a in args for prefix in absent), args
+    assert len([a for a in args if a.startswith("--metrics-tls-")]) == len(present)
+
+
+def test_render_puts_the_tls_args_in_every_daemonset() -> None:
+    groups = [nropspec.NodeGroup(pool, {}, cfg()) for pool in ("master", "worker")]
+    objects = rtemanifests.render(NROP, groups, {}, "ns", "img", metrics_tls=MODERN_TLS)
+    daemonsets = [o for o in objects if o["kind"] == "DaemonSet"]
+    assert len(daemonsets) == 2
+    for ds in daemonsets:
+        args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert "--metrics-tls-min-version=VersionTLS13" in args
+
+
+def test_the_operator_may_watch_apiservers() -> None:
+    """Upstream's kubebuilder marker: config.openshift.io apiservers get;list;watch."""
+    rules = [r for r in OPERATOR_RULES if "config.openshift.io" in r["apiGroups"]]
+    assert any("apiservers" in r["resources"] and set(r["verbs"]) >= {"get", "list", "watch"} for r in rules)

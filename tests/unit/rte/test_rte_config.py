@@ -82,7 +82,7 @@ SETTINGS_FILE = {
         "podReadinessEnable": False,
         "metricsPort": 9000,
         "MetricsAddress": "127.0.0.9",  # sic: upstream's key has a capital M
-        "metricsTLS": {"certsDir": "/file/certs"},
+        "metricsTLS": {"certsDir": "/file/certs", "minTLSVersion": "VersionTLS13", "cipherSuites": ""},
         "notifyFilePath": "/file/notify",
         "timeUnitToLimitEvents": "2s",
     },
@@ -257,6 +257,30 @@ def test_readiness_pod_missing(argv: list[str], env: dict[str, str], message: st
         pytest.param(
             ["--config", "/nonexistent/rte.yaml"], {}, "does not exist", id="explicit-config-missing"
         ),
+        pytest.param(
+            ["--metrics-mode=httptls", "--metrics-tls-min-version=VersionTLS99"],
+            {},
+            "--metrics-tls-min-version from flag --metrics-tls-min-version: metrics TLS policy: "
+            'unknown tls version "VersionTLS99"',
+            id="tls-min-version",
+        ),
+        pytest.param(
+            [
+                "--metrics-mode=httptls",
+                "--metrics-tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,BAD",
+            ],
+            {},
+            "--metrics-tls-cipher-suites from flag --metrics-tls-cipher-suites: metrics TLS policy: "
+            "Cipher suite BAD not supported or doesn't exist",
+            id="tls-cipher",
+        ),
+        pytest.param(
+            # OpenSSL's names are the profile's, not the flag's (Go's crypto/tls names).
+            ["--metrics-mode=httptls", "--metrics-tls-cipher-suites=ECDHE-RSA-AES128-GCM-SHA256"],
+            {},
+            "Cipher suite ECDHE-RSA-AES128-GCM-SHA256 not supported",
+            id="tls-cipher-openssl-name",
+        ),
     ],
 )
 def test_bad_values_name_the_setting_and_source(argv: list[str], env: dict[str, str], message: str) -> None:
@@ -351,6 +375,32 @@ def test_durations(text: str, seconds: float, canonical: str) -> None:
     assert format_duration(seconds) == canonical
 
 
+def test_metrics_tls_settings_are_checked_only_for_httptls() -> None:
+    """As upstream, the TLS policy is built when the httptls server is set up: other modes ignore it."""
+    cfg, _ = load(["--hostname", "n", "--metrics-mode=http", "--metrics-tls-min-version=bogus"], ENV)
+    assert cfg.metrics_tls_min_version == "bogus"
+
+
+def test_metrics_tls_settings_from_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "topologyExporter:\n  metricsMode: httptls\n  metricsTLS:\n    minTLSVersion: VersionTLS12\n"
+        "    cipherSuites: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305\n"
+    )
+    cfg, _ = load(["--config", str(path), "--hostname", "n"], ENV)
+    policy = cfg.metrics_tls_policy
+    assert policy is not None
+    assert (policy.min_version, policy.max_version, policy.cipher_suites) == (0x0303, None, (0xC02F, 0xCCA8))
+    flagged, _ = load(
+        ["--config", str(path), "--hostname", "n", "--metrics-tls-min-version=VersionTLS13"], ENV
+    )
+    assert flagged.metrics_tls_policy is not None
+    assert (flagged.metrics_tls_policy.min_version, flagged.metrics_tls_policy.max_version) == (
+        0x0304,
+        0x0304,
+    )
+
+
 def test_dump_reads_back(tmp_path: Path) -> None:
     cfg, _ = load(["--config", str(write(tmp_path, SETTINGS_FILE)), "--hostname", "x"], ENV)
     cfg.resource_exclude = {"*": ["memory"]}
@@ -366,6 +416,8 @@ def test_dump_reads_back(tmp_path: Path) -> None:
         "metrics_port",
         "notify_file",
         "no_publish",
+        "metrics_tls_min_version",
+        "metrics_tls_cipher_suites",
     ):
         assert getattr(again, attr) == getattr(cfg, attr), attr
     assert again.resource_exclude == cfg.resource_exclude and again.pod_exclude == cfg.pod_exclude
@@ -415,12 +467,14 @@ UPSTREAM_FLAGS = [
     ("--metrics-cert-file", "metrics_cert_file", "tls.crt", "topologyExporter.metricsTLS.certFile"),
     ("--metrics-key-file", "metrics_key_file", "tls.key", "topologyExporter.metricsTLS.keyFile"),
     ("--metrics-want-cli-auth", "metrics_want_cli_auth", False, "topologyExporter.metricsTLS.wantCliAuth"),
+    ("--metrics-tls-min-version", "metrics_tls_min_version", "", "topologyExporter.metricsTLS.minTLSVersion"),
+    ("--metrics-tls-cipher-suites", "metrics_tls_cipher_suites", "", "topologyExporter.metricsTLS.cipherSuites"),
     ("--reference-container", "reference_container", "", "topologyExporter.referenceContainer"),
     ("--notify-file", "notify_file", "", "topologyExporter.notifyFilePath"),
     ("--max-events-per-second", "max_events_per_second", 1, "topologyExporter.maxEventPerTimeUnit"),
 ]  # fmt: skip
 #: Upstream flags this exporter does not implement: --help must not claim them (see rte/README.md).
-NOT_IMPLEMENTED = ("--expose-timing", "--metrics-tls-min-version", "--metrics-tls-cipher-suites")
+NOT_IMPLEMENTED = ("--expose-timing",)
 
 
 @pytest.mark.parametrize(
