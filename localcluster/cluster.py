@@ -29,7 +29,7 @@ from .apiserver import kubeconfig, tls
 from .apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
 from .apiserver.server import APIServer
 from .controllers import ControllerManager, ControllerSettings
-from .controllers.machineconfigoperator import MachineConfigOperator
+from .controllers.machineconfigoperator import MachineConfigOperator, booted_specs
 from .controllers.machineconfigoperator import install as install_machine_configs
 from .controllers.olmoperator import install as install_olm
 from .controllers.openshiftconfig import install as install_openshift_config
@@ -111,9 +111,10 @@ class LocalCluster:
         install_olm(self.server)
         self.controllers = ControllerManager(self.server, self.config.controllers, ca_pem=self.ca_pem)
         self.controllers.start()
+        nodes = self.profile.nodes()
         self.fleet = Fleet(
             self.server,
-            self.profile.nodes(),
+            booted_specs(nodes) if self.config.machine_configs else nodes,
             self.state_dir,
             ca_pem=self.ca_pem,
             runtime=RuntimeConfig.for_this_environment(self.config.own_images),

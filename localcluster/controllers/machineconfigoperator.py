@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer
     from nrop.localcluster.kubelet.fleet import Fleet
 
-__all__ = ["GROUP", "INITIAL_KUBELETCONFIG", "MachineConfigOperator", "install"]
+__all__ = ["GROUP", "INITIAL_KUBELETCONFIG", "MachineConfigOperator", "booted_specs", "install"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ API_VERSION = f"{GROUP}/v1"
 _MCPS = (GROUP, "machineconfigpools")
 _KCS = (GROUP, "kubeletconfigs")
 _NODES = ("", "nodes")
+_APISERVERS = ("config.openshift.io", "apiservers")
 _KEY = "pools"
 _FIELD_MANAGER = "machine-config-operator"
 #: The KubeletConfig the embedded cluster starts with (the ``worker`` pool's topology manager settings).
@@ -72,6 +74,7 @@ REBOOT_DOWNTIME = 2.0
 UPDATE_DELAY = 5.0
 _POOL_LABEL = "pools.operator.machineconfiguration.openshift.io/"
 _WORKER_ROLE = "node-role.kubernetes.io/worker"
+_CLUSTER = "cluster"
 
 
 def _schema(spec_properties: Mapping[str, Any]) -> Obj:
@@ -226,6 +229,18 @@ def install(server: APIServer, specs: Iterable[NodeSpec]) -> None:
         )
 
 
+def cluster_tls_profile(apiserver: Mapping[str, Any] | None) -> Obj | None:
+    """The ``tlsSecurityProfile`` of ``APIServer/cluster`` (None: unset, Intermediate)."""
+    return ((apiserver or {}).get("spec") or {}).get("tlsSecurityProfile")
+
+
+def booted_specs(specs: Iterable[NodeSpec]) -> list[NodeSpec]:
+    """The nodes as an OpenShift cluster boots them: their kubelets serve with the TLS settings of
+    the cluster's initial profile (Intermediate), which every pool's rendered config carries."""
+    tls = mc.tls_payload(None)
+    return [dataclasses.replace(spec, kubelet=mc.overlay_kubelet(spec, tls)) for spec in specs]
+
+
 def _ready(node: Mapping[str, Any]) -> bool:
     return any(
         c.get("type") == "Ready" and c.get("status") == "True"
@@ -260,7 +275,12 @@ class MachineConfigOperator(Controller):
         self._reported: set[tuple[str, str]] = set()
 
     def subscriptions(self):  # type: ignore[no-untyped-def]
-        return ((_MCPS, lambda _: [_KEY]), (_KCS, lambda _: [_KEY]), (_NODES, lambda _: [_KEY]))
+        return (
+            (_MCPS, lambda _: [_KEY]),
+            (_KCS, lambda _: [_KEY]),
+            (_NODES, lambda _: [_KEY]),
+            (_APISERVERS, lambda _: [_KEY]),
+        )
 
     def initial_keys(self) -> Iterable[str]:
         return [_KEY]
@@ -310,12 +330,15 @@ class MachineConfigOperator(Controller):
                 continue
             for pool in targets:
                 payloads[pool].append(mc.payload_of(kc))
+        cluster_tls = mc.tls_payload(cluster_tls_profile(self.store.get(_APISERVERS, "", _CLUSTER)))
         for pool in pools:
-            self._sync_pool(pool, members.get(pool["metadata"]["name"], []), payloads, now)
+            self._sync_pool(pool, members.get(pool["metadata"]["name"], []), payloads, cluster_tls, now)
 
-    def _sync_pool(self, pool: Obj, nodes: list[Obj], payloads: Mapping[str, list[Obj]], now: str) -> None:
+    def _sync_pool(
+        self, pool: Obj, nodes: list[Obj], payloads: Mapping[str, list[Obj]], cluster_tls: Obj, now: str
+    ) -> None:
         name = pool["metadata"]["name"]
-        overlay = mc.merge_payloads(payloads.get(name, []))
+        overlay = mc.merge_payloads([cluster_tls, *payloads.get(name, [])])
         target = mc.rendered_name(name, overlay)
         self._rendered[target] = overlay
         states = [self._node_state(node, name, target) for node in nodes]

@@ -7,9 +7,11 @@ KubeletConfigs laid over the kubelet configuration of the nodes of a MachineConf
   pool, then ``worker``; a node two custom pools select belongs to none, as MCO refuses it);
 * :func:`kubeletconfig_problem`: why a KubeletConfig cannot be rendered (no pool selected, a
   field the emulated kubelet cannot express, a configuration its kubelets would refuse);
+* :func:`tls_payload`: the kubelet TLS settings of the cluster's TLS profile (``APIServer``), in
+  every pool's rendered config, as MCO's kubelet template has them;
 * :func:`merge_payloads` / :func:`overlay_kubelet`: the pool's KubeletConfigs merged in
   creation order (maps merged key by key, other fields replaced, as MCO's ``mergo`` override)
-  and laid over a node's profile configuration;
+  over the cluster's TLS settings and laid over a node's profile configuration;
 * :func:`rendered_name`: ``rendered-<pool>-<md5 of the merged payload>``;
 * :func:`nodes_to_update`: the nodes whose ``desiredConfig`` moves to the target now
   (``maxUnavailable`` 1: one node at a time);
@@ -25,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nrop.api import tlsprofiles
 from nrop.api.selectors import matches
 from nrop.localcluster.kubelet.machine import KubeletConfig, NodeSpec
 from nrop.localcluster.kubelet.nodeobjects import configz
@@ -55,6 +58,7 @@ __all__ = [
     "pool_of_node",
     "pool_status",
     "rendered_name",
+    "tls_payload",
 ]
 
 Obj = dict[str, Any]
@@ -179,11 +183,28 @@ def kubeletconfig_pools(kc: Mapping[str, Any], pools: Iterable[Mapping[str, Any]
     )
 
 
+def tls_payload(profile: Mapping[str, Any] | None) -> Obj:
+    """The kubelet TLS settings MCO renders for a ``tlsSecurityProfile`` (``GetSecurityProfileCiphers``):
+    the profile's ``tlsMinVersion`` and its ciphers by their IANA names (those Go implements); no
+    profile, an unknown type or a ``Custom`` one without its spec: Intermediate."""
+    try:
+        spec = tlsprofiles.profile_spec(profile)
+    except tlsprofiles.ProfileError:
+        spec = tlsprofiles.TLS_PROFILES[tlsprofiles.DEFAULT_PROFILE_TYPE]
+    return {
+        "tlsMinVersion": spec.min_tls_version,
+        "tlsCipherSuites": tlsprofiles.openssl_to_iana_cipher_suites(spec.ciphers),
+    }
+
+
 def payload_of(kc: Mapping[str, Any]) -> Obj:
     """What a KubeletConfig contributes to its pools' rendered config (``kubeletConfig`` fields,
-    and ``autoSizingReserved``, which only changes the rendered name here)."""
+    its own ``tlsSecurityProfile`` over the cluster's, and ``autoSizingReserved``, which only
+    changes the rendered name here)."""
     spec = kc.get("spec") or {}
     payload = dict(spec.get("kubeletConfig") or {})
+    if spec.get("tlsSecurityProfile") is not None:
+        payload.update(tls_payload(spec["tlsSecurityProfile"]))
     if spec.get("autoSizingReserved") is not None:
         payload["autoSizingReserved"] = spec["autoSizingReserved"]
     return payload

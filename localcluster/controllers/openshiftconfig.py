@@ -1,5 +1,7 @@
 """The cluster-wide OpenShift configuration the NUMA specs read: ``config.openshift.io/v1``
-``Infrastructure/cluster`` and ``Scheduler/cluster``, stating the cluster type of the profile.
+``Infrastructure/cluster`` and ``Scheduler/cluster``, stating the cluster type of the profile, and
+``APIServer/cluster``, whose ``spec.tlsSecurityProfile`` (unset: Intermediate) the operator and
+the embedded MachineConfig operator follow.
 
 Upstream's suite tells its cluster types apart from these two objects (``getClusterType``):
 ``mno-masters-schedulable`` and ``compact`` (three nodes) are a highly available control plane
@@ -18,7 +20,8 @@ and ``Scheduler.spec.mastersSchedulable`` is what labels the masters as workers 
 No ``ClusterVersion`` is served, so platform detection (upstream's ``detect.Platform`` lists
 ClusterVersions) still finds a Kubernetes cluster and the operator behaves as it does there.
 :func:`install` serves both kinds (cluster scoped, status subresource, loose schemas as
-upstream's CRDs are for the fields the specs do not read) and creates the two objects.
+upstream's CRDs are for the fields the specs do not read), and ``apiservers``, and creates the
+three objects.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GROUP",
+    "apiserver",
     "control_plane_topology",
     "infrastructure",
     "infrastructure_topology",
@@ -111,6 +115,17 @@ def scheduler(specs: Iterable[NodeSpec]) -> Obj:
     }
 
 
+def apiserver() -> Obj:
+    """``APIServer/cluster`` as a fresh cluster has it: no TLS security profile (Intermediate)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "APIServer",
+        "metadata": {"name": CLUSTER},
+        "spec": {"audit": {"profile": "Default"}},
+        "status": {},
+    }
+
+
 def _crd(kind: str, plural: str) -> Obj:
     loose = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return {
@@ -145,11 +160,15 @@ def _crd(kind: str, plural: str) -> Obj:
     }
 
 
-CRDS: tuple[Obj, ...] = (_crd("Infrastructure", "infrastructures"), _crd("Scheduler", "schedulers"))
+CRDS: tuple[Obj, ...] = (
+    _crd("Infrastructure", "infrastructures"),
+    _crd("Scheduler", "schedulers"),
+    _crd("APIServer", "apiservers"),
+)
 
 
 def install(server: APIServer, specs: Iterable[NodeSpec], api_url: str) -> None:
-    """Serve ``infrastructures`` and ``schedulers`` and create their ``cluster`` objects."""
+    """Serve ``infrastructures``, ``schedulers`` and ``apiservers`` and create their ``cluster`` objects."""
     nodes = list(specs)
     opts = WriteOptions(field_manager=_FIELD_MANAGER)
     crd_kind = kind_of(server, "apiextensions.k8s.io", "customresourcedefinitions")
@@ -158,6 +177,7 @@ def install(server: APIServer, specs: Iterable[NodeSpec], api_url: str) -> None:
     objects: Mapping[str, Obj] = {
         "infrastructures": infrastructure(nodes, api_url),
         "schedulers": scheduler(nodes),
+        "apiservers": apiserver(),
     }
     for plural, obj in objects.items():
         kind = kind_of(server, GROUP, plural)

@@ -64,6 +64,10 @@ class KubeletConfig:
     # feature gate name -> enabled, as in KubeletConfiguration.featureGates (only the
     # CPU manager option maturity gates are consulted)
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    # the kubelet server's TLS (tlsMinVersion, tlsCipherSuites: Go's names), as MachineConfig
+    # operators render them from the cluster's TLS profile; empty: Go's defaults
+    tls_min_version: str = ""
+    tls_cipher_suites: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -251,6 +251,10 @@ def configz(spec: NodeSpec, *, static_pod_path: str = "") -> dict[str, Any]:
     }
     if config.reserved_system_cpus:
         kubeletconfig["reservedSystemCPUs"] = config.reserved_system_cpus
+    if config.tls_min_version:
+        kubeletconfig["tlsMinVersion"] = config.tls_min_version
+    if config.tls_cipher_suites:
+        kubeletconfig["tlsCipherSuites"] = list(config.tls_cipher_suites)
     return {"kubeletconfig": kubeletconfig}
 
 

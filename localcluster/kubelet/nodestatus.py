@@ -23,6 +23,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nrop.api import tlsprofiles
 from nrop.api.quantity import Format, Quantity, QuantityError, parse
 from nrop.api.resources import HUGEPAGES_PREFIX
 from nrop.localcluster.kubelet.cm import cpumanager, memorymanager, topologymanager
@@ -367,12 +368,22 @@ def _validate_memory_manager(spec: NodeSpec, reservation: Mapping[str, Quantity]
 def validate_kubelet_config(spec: NodeSpec) -> None:
     """The checks a kubelet makes before it runs, in its order; raises :class:`KubeletConfigError`.
 
-    Reserved resources and eviction thresholds (configuration validation), the
+    The server's TLS settings (``tlsCipherSuites``, ``tlsMinVersion``), reserved resources and
+    eviction thresholds (configuration validation), the
     ``reservedSystemCPUs`` list, then the container manager: the topology manager, the
     CPU manager, the memory manager, and capacity >= reservation.
     """
-    reservation = node_allocatable_reservation(spec)
     kubelet = spec.kubelet
+    # InitializeTLS, before anything else runs: Kubernetes' flag parsing of both settings
+    try:
+        tlsprofiles.tls_flags("", kubelet.tls_cipher_suites)
+    except tlsprofiles.ProfileError as exc:
+        raise KubeletConfigError("tlsCipherSuites", str(exc)) from None
+    try:
+        tlsprofiles.tls_flags(kubelet.tls_min_version, ())
+    except tlsprofiles.ProfileError as exc:
+        raise KubeletConfigError("tlsMinVersion", str(exc)) from None
+    reservation = node_allocatable_reservation(spec)
     if kubelet.max_pods < 0:
         raise KubeletConfigError(
             "maxPods", f"invalid configuration: maxPods ({kubelet.max_pods}) must not be negative"

@@ -70,6 +70,8 @@ _KUBELET_FIELDS = (
     "topologyManagerPolicyOptions",
     "maxPods",
     "featureGates",
+    "tlsMinVersion",
+    "tlsCipherSuites",
 )
 #: The KubeletConfiguration fields a profile (and so an emulated kubelet) can express.
 KUBELET_FIELDS = _KUBELET_FIELDS
@@ -405,6 +407,8 @@ def _kubelet(r: _Reader, value: Any, path: str) -> KubeletConfig:
         ),
         max_pods=r.integer(fields.get("maxPods", defaults.max_pods), at("maxPods")),
         feature_gates=gates,
+        tls_min_version=r.string(fields.get("tlsMinVersion", ""), at("tlsMinVersion")),
+        tls_cipher_suites=tuple(r.each(fields.get("tlsCipherSuites") or [], at("tlsCipherSuites"), r.string)),
     )
 
 

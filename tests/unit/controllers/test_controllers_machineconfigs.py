@@ -12,6 +12,7 @@ import pytest
 
 from nrop.localcluster.controllers import machineconfigs as mc
 from nrop.localcluster.controllers.machineconfigoperator import (
+    booted_specs,
     default_pools,
     initial_kubeletconfig,
     tuned_pool_members,
@@ -285,3 +286,79 @@ def test_the_pools_a_numa_tuned_cluster_gives_a_kubeletconfig(
         assert kc["spec"]["machineConfigPoolSelector"] == {
             "matchLabels": {"pools.operator.machineconfiguration.openshift.io/master": ""}
         }
+
+
+INTERMEDIATE_IANA = [
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+]
+
+
+@pytest.mark.parametrize(
+    ("profile", "payload"),
+    [
+        (None, {"tlsMinVersion": "VersionTLS12", "tlsCipherSuites": INTERMEDIATE_IANA}),
+        (
+            {"type": "Intermediate", "intermediate": {}},
+            {"tlsMinVersion": "VersionTLS12", "tlsCipherSuites": INTERMEDIATE_IANA},
+        ),
+        (
+            {"type": "Modern", "modern": {}},
+            {"tlsMinVersion": "VersionTLS13", "tlsCipherSuites": INTERMEDIATE_IANA[:3]},
+        ),
+        # MCO: a Custom profile without its spec, or an unknown type, falls back to Intermediate
+        ({"type": "Custom"}, {"tlsMinVersion": "VersionTLS12", "tlsCipherSuites": INTERMEDIATE_IANA}),
+        ({"type": "Unheard"}, {"tlsMinVersion": "VersionTLS12", "tlsCipherSuites": INTERMEDIATE_IANA}),
+        # OpenSSL names become IANA ones; a suite Go lacks (DHE) is dropped
+        (
+            {
+                "type": "Custom",
+                "custom": {
+                    "ciphers": ["ECDHE-RSA-AES128-GCM-SHA256", "DHE-RSA-AES128-GCM-SHA256"],
+                    "minTLSVersion": "VersionTLS11",
+                },
+            },
+            {"tlsMinVersion": "VersionTLS11", "tlsCipherSuites": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]},
+        ),
+    ],
+)
+def test_the_kubelet_tls_settings_mco_renders_for_a_profile(profile: Any, payload: dict[str, Any]) -> None:
+    assert mc.tls_payload(profile) == payload
+
+
+def test_a_kubeletconfig_tls_profile_overrides_the_clusters() -> None:
+    kc = {"spec": {"kubeletConfig": {"maxPods": 200}, "tlsSecurityProfile": {"type": "Modern", "modern": {}}}}
+    assert mc.payload_of(kc) == {"maxPods": 200, **mc.tls_payload({"type": "Modern"})}
+
+
+def test_nodes_boot_with_the_clusters_initial_tls_and_a_profile_change_renders_anew() -> None:
+    booted = booted_specs(load_profile("default").nodes())
+    worker = next(s for s in booted if s.name == "worker-0")
+    assert worker.kubelet.tls_min_version == "VersionTLS12"
+    assert list(worker.kubelet.tls_cipher_suites) == INTERMEDIATE_IANA
+    intermediate = mc.merge_payloads([mc.tls_payload(None)])
+    modern = mc.merge_payloads([mc.tls_payload({"type": "Modern"})])
+    assert mc.rendered_name("worker", intermediate) != mc.rendered_name("worker", modern)
+    # the node as booted already runs the pool's Intermediate rendering: nothing rolls at start
+    assert mc.overlay_kubelet(worker, intermediate) == worker.kubelet
+    assert mc.overlay_kubelet(worker, modern).tls_min_version == "VersionTLS13"
+
+
+@pytest.mark.parametrize(
+    ("overlay", "message"),
+    [
+        ({"tlsMinVersion": "VersionTLS14"}, 'unknown tls version "VersionTLS14"'),
+        ({"tlsCipherSuites": ["TLS_NOPE"]}, "Cipher suite TLS_NOPE not supported or doesn't exist"),
+    ],
+)
+def test_a_kubelet_refuses_unknown_tls_settings(overlay: dict[str, Any], message: str) -> None:
+    worker = next(s for s in load_profile("default").nodes() if s.name == "worker-0")
+    with pytest.raises(ValueError, match=message):
+        mc.overlay_kubelet(worker, overlay)

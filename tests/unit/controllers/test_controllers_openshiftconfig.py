@@ -104,4 +104,6 @@ def test_the_objects_are_what_the_installer_writes() -> None:
     assert [crd["metadata"]["name"] for crd in oc.CRDS] == [
         "infrastructures.config.openshift.io",
         "schedulers.config.openshift.io",
+        "apiservers.config.openshift.io",
     ]
+    assert "tlsSecurityProfile" not in oc.apiserver()["spec"]  # unset: Intermediate
