@@ -1336,6 +1336,7 @@ class TestTLSComplianceRteCompliesWithTLSProfileModifications:
         "[tlscompliance][rte] rte complies with TLS Profile modifications", "feature:tlscompliance"
     )
 
+    @pytest.mark.nrop_profile("mno")
     @spec(
         "[test_id:88383] should update RTE daemonset TLS args to adhere to modified TLS profile",
         "reboot_required",
