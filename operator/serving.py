@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import logging
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable
@@ -66,6 +67,8 @@ def serve_metrics(address: str, stop: threading.Event, secure: bool = True) -> N
 
     def bind(host: str, port: int) -> None:
         start_http_server(port, host, certfile=str(directory / "tls.crt"), keyfile=str(directory / "tls.key"))
+        # the server holds the certificate now: the key leaves the disk (kept while binding retries)
+        shutil.rmtree(directory, ignore_errors=True)
 
     _retrying("metrics (https)", address, bind, stop)
 
