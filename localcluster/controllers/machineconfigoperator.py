@@ -43,6 +43,7 @@ from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.nodestatus import node_labels
 
 from . import machineconfigs as mc
+from .crds import cluster_crd
 from .reconciling import Controller, kind_of
 
 if TYPE_CHECKING:
@@ -77,51 +78,11 @@ _WORKER_ROLE = "node-role.kubernetes.io/worker"
 _CLUSTER = "cluster"
 
 
-def _schema(spec_properties: Mapping[str, Any]) -> Obj:
-    return {
-        "openAPIV3Schema": {
-            "type": "object",
-            "properties": {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                "metadata": {"type": "object"},
-                "spec": {
-                    "type": "object",
-                    "x-kubernetes-preserve-unknown-fields": True,
-                    "properties": dict(spec_properties),
-                },
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
-        }
-    }
-
-
 _SELECTOR = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 def _crd(kind: str, plural: str, short_names: list[str], spec_properties: Mapping[str, Any]) -> Obj:
-    names: Obj = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
-    if short_names:
-        names["shortNames"] = short_names
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": names,
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": _schema(spec_properties),
-                }
-            ],
-        },
-    }
+    return cluster_crd(GROUP, kind, plural, short_names=short_names, spec_properties=spec_properties)
 
 
 CRDS = (

@@ -34,6 +34,7 @@ from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.nodestatus import node_labels
 
+from .crds import cluster_crd
 from .reconciling import kind_of
 
 if TYPE_CHECKING:
@@ -126,44 +127,10 @@ def apiserver() -> Obj:
     }
 
 
-def _crd(kind: str, plural: str) -> Obj:
-    loose = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": loose,
-                                "status": loose,
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 CRDS: tuple[Obj, ...] = (
-    _crd("Infrastructure", "infrastructures"),
-    _crd("Scheduler", "schedulers"),
-    _crd("APIServer", "apiservers"),
+    cluster_crd(GROUP, "Infrastructure", "infrastructures"),
+    cluster_crd(GROUP, "Scheduler", "schedulers"),
+    cluster_crd(GROUP, "APIServer", "apiservers"),
 )
 
 
