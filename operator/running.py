@@ -62,7 +62,8 @@ def build_registry(
     stop: threading.Event | None = None,
 ) -> kopf.OperatorRegistry:
     """kopf's handlers; ``kubeletconfigs``: the cluster serves MCO KubeletConfigs (their controller runs);
-    ``tls_profile``: the APIServer's profile at start, whose change sets ``stop`` (kopf's stop flag)."""
+    ``tls_profile``: the APIServer's profile at start, whose change sets ``stop`` (kopf's stop flag);
+    ``stop`` is also set when kopf stops for a signal."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -104,6 +105,16 @@ def build_registry(
                 stop.set()
 
         tlsprofilewatcher.register(registry, tls_profile, restart)
+    if stop is not None:
+
+        @kopf.on.cleanup(registry=registry)
+        def release_stop_flag(**_: Any) -> None:
+            # kopf waits for a threading.Event stop flag on a thread of the loop's executor, and
+            # asyncio.run joins that thread before it returns: stopped by SIGTERM instead of the
+            # flag, the process would hang until the kubelet's SIGKILL (controller-runtime's
+            # manager returns on the signal). Setting the flag lets that thread and ours end.
+            stop.set()
+
     return registry
 
 

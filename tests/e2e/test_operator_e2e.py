@@ -15,6 +15,8 @@ RBAC enforced), creates the two samples, and checks what a user and the suites s
   leave the running exporters untouched, and recover when reverted;
 * manual edits of the scheduler's ConfigMap and Deployment are reverted;
 * ``kill -9`` of the operator's process: the kubelet restarts it and it reconciles again;
+* SIGTERM ends the operator's process at once with exit code 0, as controller-runtime's
+  manager does (not after the kubelet's SIGKILL at the end of the grace period);
 * the exporters' ``--metrics-tls-*`` flags follow ``APIServer/cluster``'s TLS profile, whose
   change restarts the operator (where the cluster serves APIServer);
 * an env change of the operator Deployment (the suite's ``SCHEDULER_IMAGE_VALIDATION=false``)
@@ -533,6 +535,29 @@ def test_kill_9_restarts_the_operator_which_reconciles_again(stack: Cluster) -> 
         "the restarted operator to roll the exporters to -v=4",
         TIMEOUT,
     )
+    wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
+
+
+def test_sigterm_ends_the_operator_at_once_with_exit_code_0(stack: Cluster) -> None:
+    """What the kubelet sends on every rollout and uninstall: an operator that only stops at the
+    SIGKILL after the grace period (10 s) makes each of them wait that long."""
+    pod = stack.core.list_namespaced_pod(NS, label_selector="app=numaresources-operator").items[0]
+
+    def container() -> Any:
+        return stack.core.read_namespaced_pod(pod.metadata.name, NS).status.container_statuses[0]
+
+    before = container().last_state.terminated
+    pid = _operator_pid(pod.metadata.name)
+    assert pid is not None, "the operator's process was not found"
+    os.kill(pid, signal.SIGTERM)
+    status = wait_for(
+        container,
+        lambda s: s.last_state.terminated is not None and s.last_state.terminated != before,
+        "the operator's process to end on SIGTERM (the grace period is 10s)",
+        5.0,
+    )
+    assert status.last_state.terminated.exit_code == 0, status.last_state.terminated
+    wait_for(container, lambda s: s.ready, "the restarted operator to be ready", TIMEOUT)
     wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
 
 
