@@ -166,6 +166,16 @@ def test_outside_the_suite_an_empty_selection_keeps_pytest_s_exit_code(pytester:
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
+def test_a_suite_run_leaves_out_the_plugins_no_spec_uses(pytester: pytest.Pytester) -> None:
+    """hypothesis's plugin costs every xdist worker an import of hypothesis at its end."""
+    probe = "def test_plugins(request):\n    assert request.config.pluginmanager.get_plugin('hypothesispytest') {}\n"
+    pytester.makepyfile(probe.format("is not None"))
+    assert pytester.runpytest(*BASE_ARGS).ret == pytest.ExitCode.OK
+    pytester.makeconftest(SUITE_CONFTEST)
+    pytester.makepyfile(probe.format("is None"))
+    assert run(pytester).ret == pytest.ExitCode.OK
+
+
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
