@@ -14,6 +14,8 @@ __all__ = [
     "config",
     "main",
     "numainfoexporter",
+    "podres",
+    "scan",
     "sysinfo",
     "terminalpods",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from nrop.api.images import PAUSE_IMAGE
@@ -95,6 +96,9 @@ class SuiteConfig:
     pause_image: str = PAUSE_IMAGE
     numacell_image: str = NUMACELL_IMAGE_CI
     operator_namespace: str = OPERATOR_NAMESPACE
+    #: The state directory of the embedded cluster the suite started (its nodes' roots, read by
+    #: the failure diagnostics of :mod:`nrop.suite.crosscheck`); None for a cluster given by kubeconfig.
+    cluster_dir: Path | None = None
 
     @classmethod
     def load(

@@ -101,6 +101,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     # a failing teardown (cooldown) has deleted the namespace: only the NRTs are worth a look
     diagnostics = reports.failure_diagnostics(fxt, events=report.when != "teardown")
     report.sections.extend((f"nrop: {title}", text) for title, text in diagnostics.sections)
+    if diagnostics.findings:
+        # in the failure text itself (terminal, JUnit): the component the evidence points at
+        title, text = f"nrop: {reports.CROSSCHECK_TITLE}", "\n".join(diagnostics.findings)
+        if isinstance(report.longrepr, str):  # an unexpected skip made a failure
+            report.longrepr = f"{report.longrepr}\n\n{title}\n{text}"
+        elif hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection(title, text)
     setattr(report, reports.FAILURE_ATTR, diagnostics.html_payload())
     if getattr(item.config.option, "allure_report_dir", None):
         from nrop.suite.htmlreport import failure_page

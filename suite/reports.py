@@ -58,6 +58,8 @@ HTML_NAME = "report.html"
 #: (plain data: pytest and xdist carry extra report attributes over to the controller)
 FAILURE_ATTR = "nrop_failure"
 NRT_DIFF_TITLE = "NRT difference from the start of the test"
+#: The section of :mod:`nrop.suite.crosscheck`'s findings (first when there is one).
+CROSSCHECK_TITLE = "what the nodes' kubelets report against the NRTs"
 NO_TIER = "no tier"
 SCHEDULER_POD_LABEL = "app=secondary-scheduler"
 SCHEDULER_LOG_SECONDS = 300
@@ -165,6 +167,8 @@ class FailureDiagnostics:
     nrts: list[dict[str, Any]]
     #: ``nrt_diff`` from the NRTs the test started with ("" when it could not be made)
     nrt_diff: str
+    #: what the nodes' kubelets report against the NRTs (:mod:`nrop.suite.crosscheck`; embedded clusters)
+    findings: list[str] = field(default_factory=list)
 
     def html_payload(self) -> dict[str, Any]:
         """The part the HTML report needs, as plain data (travels on the test report, also under xdist):
@@ -197,8 +201,22 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
         sections.append((NRT_DIFF_TITLE, diff))
     except Exception as exc:  # the dump documents a failure; it must not replace it
         sections.append((NRT_DIFF_TITLE, f"(could not collect: {type(exc).__name__}: {exc})"))
+    findings: list[str] = []
+    cluster_dir = getattr(fxt.config, "cluster_dir", None)
+    if events or cluster_dir is not None:
+        from nrop.suite import crosscheck
+
+        def cross_check() -> str:
+            found = crosscheck.admission_findings(kube.list(k.POD, namespace)) if events else []
+            if cluster_dir is not None and nrts:
+                found += crosscheck.embedded_findings(cluster_dir, nrts)
+            return "\n".join(found)
+
+        title, text = _safe(CROSSCHECK_TITLE, cross_check)
+        findings = [line for line in text.splitlines() if not line.startswith("(")]
+        sections.insert(0, (title, text if text != "(none)" else "(nothing: they agree)"))
     if not events:
-        return FailureDiagnostics(sections, nrts, diff)
+        return FailureDiagnostics(sections, nrts, diff, findings)
     operator_ns = getattr(fxt.config, "operator_namespace", "numaresources")
 
     def scheduler_logs() -> str:
@@ -213,7 +231,7 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
         return "\n".join(chunks)
 
     sections.append(_safe("secondary scheduler logs", scheduler_logs))
-    return FailureDiagnostics(sections, nrts, diff)
+    return FailureDiagnostics(sections, nrts, diff, findings)
 
 
 def attach_to_allure(

@@ -383,6 +383,7 @@ class Targets:
             context.config = replace(
                 config.with_nrt_reference(context.infra.nrt_reference),
                 numacell_image=context.infra.numacell_image,
+                cluster_dir=context.cluster.state_dir if context.cluster is not None else None,
             )
             say(f"BeforeSuite done in {time.monotonic() - began:.1f}s")
         except BaseException as exc:
