@@ -173,6 +173,8 @@ class Row:
     #: of the failing specs: upstream's tier0 ones, and upstream's (not the project's extras)
     failed_upstream_tier0: int = 0
     failed_upstream: int = 0
+    #: the pointers the first failing spec's own failure text contains (what a CI reader sees first)
+    first_named: list[str] = field(default_factory=list)
 
 
 def judge(
@@ -211,6 +213,7 @@ def judge(
             )
         return Row(defect_id, component, "no")
     first_spec, first_seconds = run.first if run.first else (failing[0].key, None)
+    first = next((s for s in failing if s.key == junit_key(first_spec)), failing[0])
     upstream = [s for s in failing if not s.extra]
     return Row(
         defect_id,
@@ -222,7 +225,17 @@ def judge(
         _named(failing, pointers),
         failed_upstream_tier0=sum(1 for s in upstream if s.tier == "tier0"),
         failed_upstream=len(upstream),
+        first_named=pointers_in(first.text, pointers),
     )
+
+
+def junit_key(nodeid: str) -> str:
+    """The :attr:`Spec.key` (junit ``classname::name``) of a pytest node id; ``nodeid`` when it is one already."""
+    path, _, rest = nodeid.partition(".py::")
+    if not rest:
+        return nodeid
+    *classes, name = rest.split("::")
+    return ".".join([path.replace("/", "."), *classes]) + "::" + name
 
 
 def _named(specs: Sequence[Spec], pointers: Sequence[str]) -> list[str]:
@@ -238,18 +251,23 @@ def markdown_table(rows: Sequence[Row]) -> list[str]:
     """The kill table as markdown lines."""
     out = [
         "| defect | component | caught | failing specs | upstream's tier0 | upstream's | first to fail | after"
-        " | failure names the component |",
-        "|---|---|---|---|---|---|---|---|---|",
+        " | first failure names the component | any failure names it |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         after = f"{r.first_seconds:.0f} s" if r.first_seconds is not None else "-"
         shown = r.verdict in ("yes", "skipped")
         named = "-" if not shown else f"yes ({', '.join(r.named)})" if r.named else "no"
+        first_named = (
+            "-" if r.verdict != "yes" else f"yes ({', '.join(r.first_named)})" if r.first_named else "no"
+        )
         detail = r.detail if len(r.detail) <= DETAIL_CHARS else r.detail[: DETAIL_CHARS - 1] + "…"
         caught = r.verdict if not r.detail else f"{r.verdict}: {detail}"
         first = f"`{r.first_spec}`" if r.first_spec else "-"
         counts = f"{r.failed} | {r.failed_upstream_tier0} | {r.failed_upstream}" if r.failed else "- | - | -"
-        out.append(f"| {r.defect} | {r.component} | {caught} | {counts} | {first} | {after} | {named} |")
+        out.append(
+            f"| {r.defect} | {r.component} | {caught} | {counts} | {first} | {after} | {first_named} | {named} |"
+        )
     return out
 
 

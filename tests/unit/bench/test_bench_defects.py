@@ -365,6 +365,7 @@ _POINTERS = ("NodeResourceTopologyMatch", "FailedScheduling", "cannot align")
                 42.0,
                 ["FailedScheduling", "cannot align"],
                 failed_upstream=1,
+                first_named=["FailedScheduling", "cannot align"],
             ),
             id="caught, named",
         ),
@@ -429,6 +430,29 @@ def test_judge(run: object, baseline: list, expected: object) -> None:
     assert bench.judge("d", "scheduler", _POINTERS, run, baseline) == expected
 
 
+def test_first_named_reads_the_first_failing_spec_only() -> None:
+    first = bench.Spec("serial.test_a.TestX::test_y[1]", "failure", 2.0, "timeout")
+    run = _run(_FAIL, first, first=("serial/test_a.py::TestX::test_y[1]", 9.0))
+    row = bench.judge("d", "scheduler", _POINTERS, run)
+    assert (row.first_spec, row.named, row.first_named) == (
+        "serial/test_a.py::TestX::test_y[1]",
+        ["FailedScheduling", "cannot align"],
+        [],
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "key"),
+    [
+        ("serial/test_a.py::test_x", "serial.test_a::test_x"),
+        ("serial/test_a.py::TestX::TestY::test_z[85011]", "serial.test_a.TestX.TestY::test_z[85011]"),
+        ("serial.test_a::test_x", "serial.test_a::test_x"),
+    ],
+)
+def test_junit_key(nodeid: str, key: str) -> None:
+    assert bench.junit_key(nodeid) == key
+
+
 def test_timed_lines_read_the_live_log_back() -> None:
     text = "     3.0 serial/test_a.py::test_x PASSED [ 50%]\n   120.5 [gw1] [100%] FAILED serial/test_a.py::y\nnoise\n"
     lines = bench.timed_lines(text)
@@ -457,10 +481,10 @@ def test_markdown_table() -> None:
         bench.Row("d", "exporter", "skipped", named=["NRT"], detail="x" * 300),
     ]
     assert bench.markdown_table(rows)[2:] == [
-        "| a | scheduler | yes | 2 | 1 | 2 | `serial/t.py::x` | 61 s | yes (FailedScheduling) |",
-        "| b | operator | no | - | - | - | - | - | - |",
-        "| c | kubelet | stale: target gone | - | - | - | - | - | - |",
-        f"| d | exporter | skipped: {'x' * 199}… | - | - | - | - | - | yes (NRT) |",
+        "| a | scheduler | yes | 2 | 1 | 2 | `serial/t.py::x` | 61 s | no | yes (FailedScheduling) |",
+        "| b | operator | no | - | - | - | - | - | - | - |",
+        "| c | kubelet | stale: target gone | - | - | - | - | - | - | - |",
+        f"| d | exporter | skipped: {'x' * 199}… | - | - | - | - | - | - | yes (NRT) |",
     ]
 
 
