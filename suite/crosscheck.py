@@ -16,8 +16,11 @@ NRT itself. Each finding names the component it points at:
   kubelet's);
 * ``resource-topology-exporter``: an NRT zone whose capacity or allocatable differ from what
   the exporter's own rule (:func:`nrop.rte.scan.node_resources`) gives for the kubelet's
-  allocatable resources and the node's sysfs. Only these static figures are compared: the
-  ``available`` ones trail the kubelet by up to one refresh period.
+  allocatable resources and the node's sysfs; and an NRT whose zones' ``available`` or pods
+  fingerprint differ from what the exporter's rule (:func:`nrop.rte.scan.scan`) gives for the
+  pods the kubelet lists (less those the API says ended), in two reads one exporter refresh
+  apart (the NRT trails the kubelet by up to one refresh: only a difference that outlives it
+  is reported).
 
 :func:`kubelet_findings` and :func:`exporter_findings` are pure; :func:`embedded_findings`
 reads the nodes of an embedded cluster and never raises (a diagnostic must not replace the
@@ -28,13 +31,15 @@ from __future__ import annotations
 
 import logging
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import grpc
 
+from nrop.api import fingerprint
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.api.nrt import NodeResourceTopology, numa_id_from_zone_name, topology_manager_config
 from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
@@ -43,6 +48,7 @@ from nrop.rte import podres, scan, sysinfo
 __all__ = [
     "EXPORTER",
     "KUBELET",
+    "accounting_findings",
     "admission_findings",
     "advertised_topology",
     "embedded_findings",
@@ -184,6 +190,51 @@ def exporter_findings(node: str, nrt: NodeResourceTopology, expected: scan.NodeR
     return found
 
 
+def accounting_findings(
+    node: str,
+    nrt: NodeResourceTopology,
+    machine: sysinfo.MachineInfo,
+    resources: scan.NodeResources,
+    pods: Sequence[PodResources],
+    ended: Collection[tuple[str, str]] = frozenset(),
+) -> list[str]:
+    """Where the NRT's ``available`` figures and pods fingerprint differ from the exporter's rule
+    over the pods the kubelet lists (those in ``ended``, namespace and name, left out as the
+    exporter's terminal-pods filter does)."""
+    listed = [p for p in pods if (p.namespace, p.name) not in ended]
+    method_value = nrt.attribute(fingerprint.ATTRIBUTE_METHOD)
+    try:
+        method = fingerprint.Method(method_value) if method_value else fingerprint.DEFAULT_METHOD
+    except ValueError:
+        method = fingerprint.DEFAULT_METHOD
+    expected = scan.scan(
+        machine,
+        resources,
+        listed,
+        scan.ScanOptions(node_name=node, fingerprint_method=method),
+    )
+    found = []
+    published = {zone.name: {r.name: r.available.value() for r in zone.resources} for zone in nrt.zones}
+    for zone in expected.zones:
+        have = published.get(zone.name)
+        if have is None:
+            continue  # exporter_findings says so
+        for resource in zone.resources:
+            want = resource.available.value()
+            if resource.name in have and have[resource.name] != want:
+                found.append(
+                    f"{EXPORTER}: NRT {node} zone {zone.name} {resource.name}: available {have[resource.name]}; "
+                    f"the exclusive allocations the kubelet lists leave {want}"
+                )
+    published_fp = nrt.pods_fingerprint
+    if published_fp is not None and published_fp != expected.fingerprint:
+        found.append(
+            f"{EXPORTER}: NRT {node} pods fingerprint {published_fp} ({method.value}); the "
+            f"{len(listed)} pods the kubelet lists give {expected.fingerprint}"
+        )
+    return found
+
+
 def node_root(cluster_dir: Path, node: str) -> Path:
     """The root directory of an embedded node (its ``/sys``, ``/var/lib/kubelet``)."""
     return cluster_dir / "nodes" / node
@@ -211,24 +262,60 @@ def advertised_topology(plugins_dir: Path, timeout: float = CALL_TIMEOUT) -> dic
     return found
 
 
-def embedded_findings(cluster_dir: Path, nrts: Sequence[dict[str, Any]]) -> list[str]:
-    """The findings of every node with an NRT of the embedded cluster in ``cluster_dir``."""
+def _read_node(
+    cluster_dir: Path, node: str
+) -> tuple[sysinfo.MachineInfo, list[PodResources], AllocatableResources]:
+    root = node_root(cluster_dir, node)
+    machine = sysinfo.read_machine(root / "sys")
+    with podres.PodResourcesClient(
+        root / "var/lib/kubelet/pod-resources/kubelet.sock", timeout=CALL_TIMEOUT
+    ) as client:
+        return machine, client.list_pods(), client.allocatable()
+
+
+def _accounting(
+    cluster_dir: Path, nrts: Sequence[dict[str, Any]], ended: Collection[tuple[str, str]]
+) -> set[str]:
+    found: set[str] = set()
+    for obj in nrts:
+        nrt = NodeResourceTopology.from_dict(obj)
+        try:
+            machine, pods, allocatable = _read_node(cluster_dir, nrt.name)
+        except (OSError, sysinfo.SysinfoError, podres.PodResourcesError):
+            continue  # embedded_findings says so
+        resources = scan.node_resources(machine, allocatable)
+        found.update(accounting_findings(nrt.name, nrt, machine, resources, pods, ended))
+    return found
+
+
+def embedded_findings(
+    cluster_dir: Path,
+    nrts: Sequence[dict[str, Any]],
+    *,
+    read_again: Callable[[], tuple[Sequence[dict[str, Any]], Collection[tuple[str, str]]]] | None = None,
+    refresh_period: float = 0.0,
+) -> list[str]:
+    """The findings of every node with an NRT of the embedded cluster in ``cluster_dir``.
+
+    The accounting comparison (:func:`accounting_findings`) needs ``read_again``, which lists
+    the NRTs and the ended pods anew: it is made twice, ``refresh_period`` plus one second
+    apart, and only the differences found both times are reported.
+    """
     found: list[str] = []
     for obj in nrts:
         nrt = NodeResourceTopology.from_dict(obj)
         node = nrt.name
-        root = node_root(cluster_dir, node)
         try:
-            machine = sysinfo.read_machine(root / "sys")
-            with podres.PodResourcesClient(
-                root / "var/lib/kubelet/pod-resources/kubelet.sock", timeout=CALL_TIMEOUT
-            ) as client:
-                pods = client.list_pods()
-                allocatable = client.allocatable()
+            machine, pods, allocatable = _read_node(cluster_dir, node)
         except (OSError, sysinfo.SysinfoError, podres.PodResourcesError) as exc:
             found.append(f"(node {node}: cannot read the kubelet or sysfs: {exc})")
             continue
-        advertised = advertised_topology(root / "var/lib/kubelet/device-plugins")
+        advertised = advertised_topology(node_root(cluster_dir, node) / "var/lib/kubelet/device-plugins")
         found += kubelet_findings(node, nrt, pods, allocatable, machine.cpu_to_numa(), advertised)
         found += exporter_findings(node, nrt, scan.node_resources(machine, allocatable))
+    if read_again is not None:
+        first = _accounting(cluster_dir, *read_again())
+        if first:
+            time.sleep(refresh_period + 1.0)
+            found += sorted(first & _accounting(cluster_dir, *read_again()))
     return found

@@ -209,7 +209,19 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
         def cross_check() -> str:
             found = crosscheck.admission_findings(kube.list(k.POD, namespace)) if events else []
             if cluster_dir is not None and nrts:
-                found += crosscheck.embedded_findings(cluster_dir, nrts)
+                from nrop.suite.nrtupdates import exporter_refresh_period
+
+                def read_again() -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
+                    ended = {
+                        (p["metadata"].get("namespace", ""), p["metadata"]["name"])
+                        for p in kube.list(k.POD)
+                        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+                    }
+                    return list(kube.list(k.NRT)), ended
+
+                found += crosscheck.embedded_findings(
+                    cluster_dir, nrts, read_again=read_again, refresh_period=exporter_refresh_period(kube)
+                )
             return "\n".join(found)
 
         title, text = _safe(CROSSCHECK_TITLE, cross_check)

@@ -14,7 +14,7 @@ from nrop.api.podresources import (
     ContainerResources,
     PodResources,
 )
-from nrop.rte import scan
+from nrop.rte import scan, sysinfo
 from nrop.suite import crosscheck
 
 CPU_TO_NUMA = {0: 0, 1: 0, 2: 0, 3: 0, 4: 1, 5: 1, 6: 1, 7: 1}
@@ -222,3 +222,82 @@ def _pod(phase: str, reason: str | None = None, node: str | None = "worker-0") -
 )
 def test_admission_rejections(pods: list[dict[str, Any]], expected: list[str]) -> None:
     assert crosscheck.admission_findings(pods) == expected
+
+
+MACHINE = sysinfo.MachineInfo(
+    (
+        sysinfo.NUMANodeInfo(0, (0, 1, 2, 3), (10, 20), 8 * GIB),
+        sysinfo.NUMANodeInfo(1, (4, 5, 6, 7), (20, 10), 8 * GIB),
+    )
+)
+RESOURCES = scan.NodeResources(
+    capacity={0: {"cpu": 4, "memory": 8 * GIB}, 1: {"cpu": 4, "memory": 8 * GIB}},
+    allocatable={0: {"cpu": 4, "memory": 8 * GIB}, 1: {"cpu": 4, "memory": 8 * GIB}},
+)
+RUNNING = PodResources("run", "ns", (container("c", (4, 5), memory_numa=(1,)),))
+ENDED = PodResources("done", "ns", (container("c", (0,)),))
+
+
+def published(pods: list[PodResources], *, cpu_on_1: int | None = None, fp: str | None = None) -> Any:
+    """The NRT an exporter following its rule would write for ``pods``, with one figure changed."""
+    result = scan.scan(MACHINE, RESOURCES, pods, scan.ScanOptions(node_name="worker-0"))
+    zones = []
+    for zone in result.zones:
+        resources = [r.to_dict() for r in zone.resources]
+        for r in resources:
+            if zone.name == "node-1" and r["name"] == "cpu" and cpu_on_1 is not None:
+                r["available"] = str(cpu_on_1)
+        zones.append({"name": zone.name, "type": "Node", "resources": resources})
+    attributes = [a.to_dict() for a in result.attributes]
+    if fp is not None:
+        attributes = [
+            a if a["name"] != "nodeTopologyPodsFingerprint" else {**a, "value": fp} for a in attributes
+        ]
+    return NodeResourceTopology.from_dict(
+        {"metadata": {"name": "worker-0"}, "zones": zones, "attributes": attributes}
+    )
+
+
+@pytest.mark.parametrize(
+    ("nrt_obj", "listed", "ended", "expected"),
+    [
+        (published([RUNNING]), [RUNNING], set(), []),
+        (
+            published([RUNNING], cpu_on_1=4),
+            [RUNNING],
+            set(),
+            [
+                "resource-topology-exporter: NRT worker-0 zone node-1 cpu: available 4; the exclusive "
+                "allocations the kubelet lists leave 2"
+            ],
+        ),
+        (
+            published([RUNNING], fp="pfp0v001deadbeef"),
+            [RUNNING],
+            set(),
+            [
+                "resource-topology-exporter: NRT worker-0 pods fingerprint pfp0v001deadbeef "
+                "(with-exclusive-resources); the 1 pods the kubelet lists give"
+            ],
+        ),
+        # a pod the API says ended is left out, as the exporter's terminal-pods filter does
+        (published([RUNNING]), [RUNNING, ENDED], {("ns", "done")}, []),
+        (
+            published([RUNNING]),
+            [RUNNING, ENDED],
+            set(),
+            [
+                "resource-topology-exporter: NRT worker-0 zone node-0 cpu: available 4; the exclusive "
+                "allocations the kubelet lists leave 3",
+                "resource-topology-exporter: NRT worker-0 pods fingerprint",
+            ],
+        ),
+    ],
+)
+def test_exporter_accounting(
+    nrt_obj: Any, listed: list[PodResources], ended: set[tuple[str, str]], expected: list[str]
+) -> None:
+    found = crosscheck.accounting_findings("worker-0", nrt_obj, MACHINE, RESOURCES, listed, ended)
+    assert len(found) == len(expected), found
+    for line, start in zip(found, expected, strict=True):
+        assert line.startswith(start), line
