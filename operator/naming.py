@@ -1,7 +1,7 @@
 """Names, labels and environment variables of the operator and of what it deploys.
 
-The values are upstream's (catalog Appendix A): suites on a real cluster look objects
-up by these names, so they are spelled once, here.
+The values are upstream's: suites on a real cluster look objects up by these names, so
+they are spelled once, here.
 """
 
 from __future__ import annotations

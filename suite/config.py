@@ -1,11 +1,12 @@
 """The suite-wide configuration every test sees (upstream ``serial/config``): :class:`SuiteConfig`.
 
-It is built once per session, after the stack is up (catalog §3.1, step 4 ``Setup()``):
-the existing ``NUMAResourcesOperator`` named ``numaresourcesoperator`` and
-``NUMAResourcesScheduler`` named ``numaresourcesscheduler`` are read (never created
-here), the scheduler name comes from the NRS ``status.schedulerName``, and the NRT list
-becomes the reference every per-test fixture compares with. The image and device names
-come from the environment (catalog §1.4), with upstream's defaults and legacy names.
+It is built once per session, after the stack is up (upstream's ``Setup()`` in
+``serial/config/config.go``): the existing ``NUMAResourcesOperator`` named
+``numaresourcesoperator`` and ``NUMAResourcesScheduler`` named ``numaresourcesscheduler``
+are read (never created here), the scheduler name comes from the NRS
+``status.schedulerName``, and the NRT list becomes the reference every per-test fixture
+compares with. The image and device names come from the environment (README.tests.md lists
+them), with upstream's defaults and legacy names.
 """
 
 from __future__ import annotations

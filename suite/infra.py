@@ -1,4 +1,4 @@
-"""The serial suite's BeforeSuite and AfterSuite (catalog §3.1): preconditions and shared infrastructure.
+"""The serial suite's BeforeSuite and AfterSuite: preconditions and shared infrastructure.
 
 Owns what upstream's ``test/e2e/serial/config`` and ``e2e_serial_test.go`` do around the
 whole run, in the same order, talking to the cluster only through :class:`~nrop.suite.kube.Kube`:
@@ -321,7 +321,7 @@ def check_nodes_topology(kube: Kube, nrop: Mapping[str, Any] | None = None) -> l
 
 @dataclass(frozen=True)
 class InfraTimings:
-    """Upstream's waits of the infra setup (catalog §3.6); the embedded target polls faster."""
+    """Upstream's waits of the infra setup (``test/e2e/serial/config``); the embedded target polls faster."""
 
     #: numacell DaemonSets ready and NRT exposure (3m, polls 10s / 11s).
     ready_timeout: float = 180.0

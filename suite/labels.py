@@ -1,8 +1,8 @@
 """The registry of every label a spec of the serial suite may carry, and their pytest marker names.
 
-Upstream tags specs with Ginkgo labels (catalog §2.2): tiers, kinds, platforms, cluster
-types, ``feature:<topic>`` labels and ad-hoc scenario labels. Here each one is declared
-once with what it means, so that a typo in a test is an error at import time (pytest's
+Upstream tags specs with Ginkgo labels (``test/e2e/label/label.go``): tiers, kinds,
+platforms, cluster types, ``feature:<topic>`` labels and ad-hoc scenario labels. Here each
+one is declared once with what it means, so that a typo in a test is an error at import time (pytest's
 ``--strict-markers`` in spirit) and ``pytest --markers`` documents them all.
 
 pytest marker names cannot hold ``:`` or ``-`` usefully, so a label maps to a marker name

@@ -1,7 +1,7 @@
 """The numacell device plugin (``numacell``): one fake resource per NUMA cell, for pinning test pods.
 
-Owns the program the suite runs as a DaemonSet on every TAS node (catalog §3.1,
-upstream ``test/deviceplugin``): for every NUMA cell found in a sysfs tree it serves a
+Owns the program the suite runs as a DaemonSet on every TAS node (upstream
+``test/deviceplugin``): for every NUMA cell found in a sysfs tree it serves a
 kubelet **device plugin v1beta1** on its own unix socket and registers resource
 ``kni.node/numacellNN`` (NN = the cell id on two digits) with :data:`DEVICE_COUNT`
 devices, each carrying the cell as its NUMA topology. Under the ``single-numa-node``

@@ -1,4 +1,4 @@
-"""The numacell device plugin as BeforeSuite deploys it (catalog §3.1): manifests, deployment, readiness.
+"""The numacell device plugin as BeforeSuite deploys it: manifests, deployment, readiness.
 
 Owns upstream's ``numacell/manifests`` and the waits around it: which program the
 container starts (upstream's ``/bin/numacell -alsologtostderr -v 3``, or the project's

@@ -1,4 +1,4 @@
-"""Padding: making NUMA zones hold exactly a given amount of free resources (catalog §3.4).
+"""Padding: making NUMA zones hold exactly a given amount of free resources.
 
 Two mechanisms, as upstream:
 

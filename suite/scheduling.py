@@ -1,7 +1,7 @@
 """Checks of how a pod was (not) scheduled or admitted, from its events (upstream ``test/internal/nrosched``).
 
 Each check lists the core/v1 Events whose ``involvedObject`` is the pod and looks for one
-matching event (catalog §3.5):
+matching event:
 
 * scheduled: ``reason=Scheduled`` and the reporting controller is the scheduler;
 * scheduling failed: ``reason=FailedScheduling`` from the scheduler, optionally with a

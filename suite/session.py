@@ -57,7 +57,7 @@ PROGRESS_LOGGERS = ("nrop.suite.stack", "nrop.suite.infra")
 #: (settling, cooldown, BeforeSuite's numacell check, re-publication grace) reads the period from
 #: the NROP, so they shrink with it. A real cluster keeps the operator's default (10s).
 EMBEDDED_REFRESH_PERIOD = "2s"
-#: What the embedded profiles advertise as devices (CONTRACTS.md, "Embedded cluster target").
+#: What the embedded profiles advertise as devices (README.tests.md, "Against the embedded cluster").
 EMBEDDED_DEVICE_TYPES = {
     "E2E_NROP_DEVICE_TYPE_1": "example.com/deviceA",
     "E2E_NROP_DEVICE_TYPE_2": "example.com/deviceB",

@@ -1,7 +1,8 @@
 """Installing and removing the NUMA-aware stack through the operator: the suite's ``--setup`` / ``--teardown``.
 
 Owns what upstream's install, sched-install, sched-uninstall and uninstall suites do
-(catalog §3.2, §4), the way a user would on any cluster:
+(``test/e2e/install``, ``test/e2e/sched/{install,uninstall}``, ``test/e2e/uninstall``), the
+way a user would on any cluster:
 
 * :func:`setup` applies :func:`nrop.operator.manifests.install_manifests` (CRDs, namespace,
   RBAC, the operator Deployment), waits for the CRDs to be established and the operator
@@ -115,7 +116,7 @@ class StackError(AssertionError):
 
 @dataclass(frozen=True)
 class StackTimings:
-    """Upstream's waits (catalog §3.2): conditions 5m/10s, DaemonSet 1m/5s; the embedded target polls faster."""
+    """Upstream's install waits: conditions 5m/10s, DaemonSet 1m/5s; the embedded target polls faster."""
 
     available_timeout: float = 300.0
     available_interval: float = 10.0

@@ -1,8 +1,9 @@
 """Every timeout and poll interval of the suite, in one dataclass with its ``E2E_NROP_*`` twins.
 
-Defaults are upstream's (catalog §1.4 and §3.6). :meth:`Timeouts.from_env` reads the
-environment variables the way upstream's fixture does: a Go duration (``30s``, ``2m``,
-``1m30s``, ``500ms``); a value that does not parse is logged and the default is kept.
+Defaults are upstream's (``test/internal/fixture``, ``test/internal/configuration``,
+``internal/wait``). :meth:`Timeouts.from_env` reads the environment variables the way
+upstream's fixture does: a Go duration (``30s``, ``2m``, ``1m30s``, ``500ms``); a value that
+does not parse is logged and the default is kept.
 
 ``local=True`` (the embedded cluster, whose exporters publish within a second) shortens
 the *poll intervals* of the NRT settle and cooldown checks and of the waiters; timeouts,
@@ -115,7 +116,7 @@ def settle_interval_covering(
     return max(interval, (refresh_period + resync_period + 1.0) / (threshold - 1))
 
 
-#: Field -> environment variable (catalog §1.4).
+#: Field -> environment variable (upstream's names; README.tests.md lists them).
 ENV_VARS: Mapping[str, str] = {
     "teardown": "E2E_NROP_TEST_TEARDOWN",
     "cooldown": "E2E_NROP_TEST_COOLDOWN",

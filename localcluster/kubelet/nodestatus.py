@@ -1,6 +1,6 @@
 """What a kubelet reports about its node and checks before it starts, as pure functions of a ``NodeSpec``.
 
-Owns, per ``reference/kubelet-managers.md`` section 6:
+Owns, as upstream's kubelet (``pkg/kubelet/nodestatus/setters.go`` and its container manager):
 
 * the Node Allocatable reservation: ``systemReserved + kubeReserved + hard eviction`` (with
   ``reservedSystemCPUs`` replacing the cpu reservation, and eviction percentages computed
@@ -233,7 +233,7 @@ def _device_counts(machine: Machine) -> dict[str, tuple[int, int]]:
 
 
 def node_resources(spec: NodeSpec, *, include_devices: bool = True) -> NodeResources:
-    """Capacity and allocatable per section 6 (``setters.MachineInfo``).
+    """Capacity and allocatable as upstream's ``setters.MachineInfo``.
 
     ``allocatable[r] = max(0, capacity[r] - reservation[r])``; devices report their healthy
     count; then every hugepage capacity comes off allocatable memory. ``include_devices``

@@ -4,9 +4,9 @@ The kubelet rebuilds a :class:`ResourceSnapshot` (under its managers' lock) afte
 allocation or device change and swaps it into :class:`ResourceViews`; the podresources
 server's gRPC threads read whichever snapshot is current, never the managers themselves.
 
-The mapping follows reference section 5.2: regular init containers are not listed,
-restartable init containers come before app containers, CPUs are the exclusive ones
-only, and every device is reported once per (device, NUMA node).
+The mapping follows upstream's ``pkg/kubelet/apis/podresources/server_v1.go``: regular init
+containers are not listed, restartable init containers come before app containers, CPUs are
+the exclusive ones only, and every device is reported once per (device, NUMA node).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Every case is one raw HTTPS request (``http.client`` with the kubeconfig's CA and token, no client
 library in the way) checked for the status code, the ``Status`` reason and a fragment of the
-message (reference ``apiserver-semantics.md`` §4.1, §4.11–4.14), followed by a request proving
-the server still serves.
+message (as apimachinery's ``pkg/api/errors`` builds them), followed by a request proving the
+server still serves.
 """
 
 from __future__ import annotations
@@ -685,9 +685,9 @@ CASES = [
         ),
         id="watch-resource-version-too-new",
         marks=pytest.mark.skip(
-            reason="the reference specifies the too-large resourceVersion answer (504) for lists only (§4.11); "
-            "for a watch the embedded server streams changes after its current revision, and the "
-            "reference documents no upstream answer to assert against"
+            reason="the too-large resourceVersion answer (504) is documented for lists only; "
+            "for a watch the embedded server streams changes after its current revision, and there is "
+            "no documented upstream answer to assert against"
         ),
     ),
     # -- container resources (requests vs limits, as ValidateContainerResourceRequirements) -----

@@ -1,8 +1,8 @@
 """The embedded API server as the official Python client sees it: typed APIs, Watch, DynamicClient, raw REST.
 
-Each test states one upstream behaviour (see ``reference/apiserver-semantics.md`` §4) and drives it
-only through ``kubernetes`` 37.x, so the same assertions would hold against a real cluster.  The
-one local-only hook is ``POST /debug/nrop/compact``, which forgets the watch history so the 410
+Each test states one upstream behaviour of kube-apiserver and drives it only through
+``kubernetes`` 37.x, so the same assertions would hold against a real cluster.  The one
+local-only hook is ``POST /debug/nrop/compact``, which forgets the watch history so the 410
 paths can be exercised.
 """
 

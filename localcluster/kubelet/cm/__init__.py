@@ -1,7 +1,7 @@
 """The emulated kubelet's resource managers, laid out as upstream's ``pkg/kubelet/cm``.
 
 Owns the pure decisions that upstream's container manager delegates to its managers, so that a
-pod is pinned or rejected here exactly as on a real node (``reference/kubelet-managers.md``):
+pod is pinned or rejected here exactly as on a real node:
 
 * the CPU manager (:mod:`.cpumanager`): ``none``/``static`` policies, their options, hints and
   exclusive CPU assignment (:mod:`.cpuassignment`, over the machine's :mod:`.cputopology`),

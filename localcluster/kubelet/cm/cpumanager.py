@@ -227,7 +227,7 @@ def node_cpu_capacity_and_allocatable(
     kube_reserved_millis: int | None = None,
     reserved_system_cpus: CPUSet | None = None,
 ) -> tuple[int, int | None, int]:
-    """(capacity, reservation or None, allocatable) of ``cpu`` in millicores, per reference section 6.
+    """(capacity, reservation or None, allocatable) of ``cpu`` in millicores (Node Allocatable).
 
     With ``reservedSystemCPUs`` the kubelet drops kubeReserved.cpu and sets
     systemReserved.cpu to the number of listed CPUs. Allocatable is not rounded

@@ -1,4 +1,4 @@
-"""Where NodeResourceTopologyMatch gets NRT objects from: the three upstream caches (reference §3.5).
+"""Where NodeResourceTopologyMatch gets NRT objects from: upstream's three caches (``cache`` package).
 
 * :class:`PassthroughCache` reads the latest object every time (no Reserve bookkeeping);
 * :class:`DiscardReservedCache` hides a node's NRT (``invalid node topology data``)

@@ -1,6 +1,6 @@
 """NodeResourceTopologyMatch's Filter decision: can the pod's containers each fit one NUMA node?
 
-This module owns the pure part of upstream's Filter (reference §3.2 and §3.3):
+This module owns the pure part of upstream's Filter (``pkg/noderesourcetopology/filter.go``):
 
 * :func:`numa_node_list` turns the zones of an NRT object into the per-NUMA ``available``
   amounts and distances the filter and score use (``createNUMANodeList``);
@@ -97,7 +97,7 @@ _ALL_NUMA_IDS: Final = frozenset(range(MAX_NUMA_ID + 1))
 _BASE_NODE_RESOURCES: Final = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 
-# ------------------------------------------------------------------ NUMA node list (§3.2)
+# ------------------------------------------------------------------------- NUMA node list
 
 
 @dataclass(slots=True)
@@ -274,7 +274,7 @@ def subtract_from_numa_node(
     return None
 
 
-# -------------------------------------------------------------------- handlers (§3.3)
+# --------------------------------------------------------------------------- handlers
 
 
 def single_numa_container_level(

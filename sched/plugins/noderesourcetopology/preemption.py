@@ -1,8 +1,7 @@
 """NUMA-aware preemption: the NRT a node would publish once the preemption victims are gone.
 
 This module owns the pure part of scheduler-plugins' preemption support
-(``pkg/noderesourcetopology/preemption`` and ``cache/store.go`` ``getNUMAPlacementInfo``,
-reference §3.3 and §3.6):
+(``pkg/noderesourcetopology/preemption`` and ``cache/store.go`` ``getNUMAPlacementInfo``):
 
 * :func:`pinned_containers` names the containers of a pod that hold exclusive resources
   (upstream ``categorizePodForPreemption``): sidecar init containers, then app

@@ -1,7 +1,8 @@
 """NodeResourceTopologyMatch's Score decision: how well a Guaranteed pod fits a node's NUMA zones.
 
-This module owns the scoring strategies of upstream's Score (reference §3.4), with Go's
-arithmetic reproduced where it shows in the result:
+This module owns the scoring strategies of upstream's Score
+(``pkg/noderesourcetopology/score.go``), with Go's arithmetic reproduced where it shows in
+the result:
 
 * MostAllocated / LeastAllocated: per NUMA node, a weighted mean of per-resource scores
   in int64 arithmetic (truncating division), quantities rounded up by ``Value()``;

@@ -28,7 +28,7 @@ FINGERPRINT = "pfp0v001607b76a0e9d3aeb4"
 
 
 def example() -> dict[str, Any]:
-    """The object the exporter publishes (nrt-stack reference §1.4), as the API returns it."""
+    """The object the exporter publishes, as the API returns it."""
     return {
         "apiVersion": "topology.node.k8s.io/v1alpha2",
         "kind": "NodeResourceTopology",

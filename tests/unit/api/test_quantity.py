@@ -253,7 +253,7 @@ def test_constructed_quantities_print_like_upstream(quantity: Quantity, expected
         assert str(-quantity) == "-" + expected
 
 
-# The exporter's DecimalSI integers (nrt-stack reference §1.3)
+# The exporter's DecimalSI integers
 @pytest.mark.parametrize(
     ("value", "fmt", "expected"),
     [

@@ -1,4 +1,4 @@
-"""Table tests of the emulated kubelet's admission pipeline (reference §0, §3.6, §6, §7.1-§7.3).
+"""Table tests of the emulated kubelet's admission pipeline, with kubernetes' ``test/e2e_node`` scenarios.
 
 The nodes are built here: the shipped-style 2-NUMA HT node (2 x 8 cores x 2 threads,
 reserved CPUs 0 and its sibling 16, 16Gi per NUMA node, 2Mi pages on NUMA 0 and 1Gi pages
@@ -131,7 +131,7 @@ def siblings(cpus: CPUSet) -> bool:
     return cpus.size() == 2 and HT2.physical_cpus_of(cpus) == cpus
 
 
-# --- who gets exclusive CPUs (§1.4, §7.1 policy suite, §7.2) --------------------------------
+# --- who gets exclusive CPUs (e2e_node topology/CPU manager suites) -------------------------
 
 
 @pytest.mark.parametrize("policy", ["none", "best-effort", "restricted", "single-numa-node"])
@@ -193,7 +193,7 @@ def test_mixed_pod_and_shared_container_shrinks_with_exclusive_allocations() -> 
     assert node.container_cpus("gu", "shared") == HT2.all_cpus().difference(exclusive)
 
 
-# --- topology manager policies (§3.5, §3.7, §7.1) -------------------------------------------
+# --- topology manager policies (e2e_node topology manager suite) ----------------------------
 
 
 SRIOV_1 = {"example_com_sriov": "1"}
@@ -218,7 +218,7 @@ SRIOV_1 = {"example_com_sriov": "1"}
 def test_pod_that_fits_only_across_zones(
     policy: str, memory_policy: str, extra: dict[str, str], admitted: bool, zones: set[int] | None
 ) -> None:
-    """§7.1 negative case: a whole socket + 1 CPU (+ 1 device)."""
+    """e2e_node topology manager negative case: a whole socket + 1 CPU (+ 1 device)."""
     node = two_numa(policy, memory_policy=memory_policy)
     result = node.admit(pod("p", ctr("c", str(WHOLE_SOCKET + 1), **extra)))
     assert result.admitted is admitted
@@ -253,7 +253,7 @@ def test_single_numa_node_picks_the_zone_that_still_fits() -> None:
 def test_device_only_on_a_zone_without_room_for_the_cpus(
     policy: str, admitted: bool, cpu_zones: set[int] | None
 ) -> None:
-    """§3.7: CPU hints [{1}T, {0,1}F] and device hints [{0}T, {0,1}F] merge to {0}, not preferred."""
+    """Worked merge: CPU hints [{1}T, {0,1}F] and device hints [{0}T, {0,1}F] merge to {0}, not preferred."""
     node = two_numa(policy)
     assert node.admit(pod("filler", ctr("c", "13"))).admitted
     assert numa_of(cpus_of(node, "filler")) == {0}
@@ -294,7 +294,7 @@ def test_pod_scope_whole_socket_plus_one_rejected() -> None:
 
 
 def test_pod_scope_init_containers_pods_land_on_different_zones() -> None:
-    """§7.1 pod scope: init [(n/2+1), 1] + apps [1, 1]: demand = max(init max, app sum)."""
+    """e2e_node pod scope: init [(n/2+1), 1] + apps [1, 1]: demand = max(init max, app sum)."""
     node = two_numa("single-numa-node", scope="pod")
     zones = []
     for uid in ("a", "b"):
@@ -338,7 +338,7 @@ def test_pod_scope_two_oversized_sidecars_rejected() -> None:
 def test_device_and_cpu_alignment(
     containers: list[dict[str, Any]], init: tuple[dict[str, Any], ...], zones: list[set[int]]
 ) -> None:
-    """§7.1 node alignment suite (single-numa-node): each container's CPUs and devices on one zone."""
+    """e2e_node node alignment suite (single-numa-node): each container's CPUs and devices on one zone."""
     node = two_numa("single-numa-node")
     result = node.admit(pod("p", *containers, init=init))
     assert result.admitted, result
@@ -362,7 +362,7 @@ def test_device_plugin_devices_pull_cpus_to_their_zone() -> None:
 
 
 def test_prefer_closest_numa_nodes_on_four_numa_node() -> None:
-    """§7.1 #4: with distances 0-2 and 1-3 close, a two-zone request goes to {0,2}, else to {0,1}."""
+    """With distances 0-2 and 1-3 close, a two-zone request goes to {0,2}, else to {0,1}."""
     zones = {}
     for options in ({}, {"prefer-closest-numa-nodes": "true"}):
         node = four_numa("best-effort", options)
@@ -379,7 +379,7 @@ def test_single_numa_node_on_four_numa_node() -> None:
     assert node.admit(pod("too-big", ctr("c", "9"))).reason == TAE
 
 
-# --- full-pcpus-only (§1.6, §7.2) ----------------------------------------------------------
+# --- full-pcpus-only (e2e_node CPU manager suite) ------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -421,7 +421,7 @@ def test_full_pcpus_only_out_of_physical_cpus() -> None:
     )
 
 
-# --- resource fit and the order of the admit handlers (§0) -----------------------------------
+# --- resource fit and the order of the admit handlers ----------------------------------------
 
 ALLOCATABLE_MEMORY = (32 * 1024 - 1100 - 1024 - 4096) * MI
 
@@ -518,7 +518,7 @@ def test_predicate_rejection_after_allocation_rolls_back_the_cpus() -> None:
     assert node.cpu_state.entries == {}
 
 
-# --- memory manager (§2, §7.3) and hugepages alignment -----------------------------------------
+# --- memory manager and hugepages alignment ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -553,7 +553,7 @@ def test_memory_manager_guaranteed_pods_go_to_numa_0() -> None:
 
 
 def test_memory_manager_rejects_when_no_zone_has_room() -> None:
-    """§7.3: fill each zone to (free - 256Mi); a 384Mi pod is refused by the memory manager."""
+    """e2e_node case: fill each zone to (free - 256Mi); a 384Mi pod is refused by the memory manager."""
     node = two_numa("none")
     for zone in node.numa_summary():
         free = zone.memory_allocatable - zone.memory_allocated - 256 * MI

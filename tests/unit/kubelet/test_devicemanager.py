@@ -1,4 +1,4 @@
-"""Table tests of the device manager's decisions (reference §4) and its checkpoint."""
+"""Table tests of the device manager's decisions and its checkpoint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Table tests of the memory manager's Static policy (reference §2, §6 and e2e §7.3)."""
+"""Table tests of the memory manager's Static policy (and e2e_node memory_manager_test.go scenarios)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def h(nodes: Sequence[int] | None, preferred: bool) -> TopologyHint:
 
 
 def two_numa() -> StaticPolicy:
-    """Reference §6 worked example: 2 × 32Gi, 4 × 1Gi pages on NUMA 0, 1100Mi reserved on NUMA 0."""
+    """Worked example: 2 × 32Gi, 4 × 1Gi pages on NUMA 0, 1100Mi reserved on NUMA 0."""
     nodes = [NUMANodeMemory(0, 32 * Gi, {Gi: 4}), NUMANodeMemory(1, 32 * Gi)]
     return new_static_policy(nodes, {"memory": 1100 * Mi}, [MemoryReservation(0, {"memory": 1100 * Mi})])
 

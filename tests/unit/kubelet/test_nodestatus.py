@@ -1,4 +1,4 @@
-"""Node capacity/allocatable (reference section 6), node labels and the kubelet's startup validation."""
+"""Node capacity/allocatable, node labels and the kubelet's startup validation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Table tests of the topology manager's pure decisions (reference §3, e2e scenarios §7.1)."""
+"""Table tests of the topology manager's pure decisions (and e2e_node topology_manager_test.go scenarios)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_merge_permutation(permutation: list[TopologyHint], expected: TopologyHi
     assert merge_permutation(frozenset({0, 1}), permutation) == expected
 
 
-# --- worked merges (reference 3.7) and policies -----------------------------------------
+# --- worked merges and policies ---------------------------------------------------------
 
 CPU_2_FREE_BOTH = {"cpu": [h([0], True), h([1], True), h([0, 1], False)]}
 CPU_ONLY_NUMA1 = {"cpu": [h([1], True), h([0, 1], False)]}
@@ -467,9 +467,9 @@ def test_allocate_failure_is_unexpected_admission_error() -> None:
 
 # --- e2e topology_manager_test.go scenarios as pure decisions ---------------------------
 # A 2-NUMA machine, 8 CPUs per NUMA node with one reserved CPU (the last of NUMA 1, like
-# reservedSystemCPUs), 4 SR-IOV-like devices per NUMA node.  The CPU provider below follows
-# reference §1.7 on per-NUMA counts (enough for these scenarios; the real one is the CPU
-# manager's), the device provider is the real DeviceManager.
+# reservedSystemCPUs), 4 SR-IOV-like devices per NUMA node.  The CPU provider below gives
+# the CPU manager's hints from per-NUMA counts (enough for these scenarios; the real one is the
+# CPU manager's), the device provider is the real DeviceManager.
 
 CPUS_PER_NUMA = 8
 

@@ -433,7 +433,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-#: Upstream's flags (reference nrt-stack.md 2.11): flag, our attribute, default, daemon config-file key.
+#: Upstream's flags (RTE's pkg/config/flags.go): flag, our attribute, default, daemon config-file key.
 UPSTREAM_FLAGS = [
     ("--debug", "debug", False, "global.debug"),
     ("-v", "verbose", 2, "global.verbose"),

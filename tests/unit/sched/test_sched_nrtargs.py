@@ -1,4 +1,4 @@
-"""Table tests of NodeResourceTopologyMatchArgs decoding, defaults and validation (reference §3.6)."""
+"""Table tests of NodeResourceTopologyMatchArgs decoding, defaults and validation."""
 
 from __future__ import annotations
 

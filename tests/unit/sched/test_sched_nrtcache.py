@@ -1,4 +1,4 @@
-"""Table tests of the NRT caches and of the plugin's cache wiring (reference §3.5, pitfalls §6.6-6.7)."""
+"""Table tests of the NRT caches and of the plugin's cache wiring."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Table tests of NodeResourceTopologyMatch's Filter: NUMA node list, fit, handlers, plugin flow (reference §3.2, §3.3)."""
+"""Table tests of NodeResourceTopologyMatch's Filter: NUMA node list, fit, handlers, plugin flow."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def unschedulable(message: str) -> Status:
     return Status.unschedulable(message)
 
 
-# --- NUMA node list (§3.2) -----------------------------------------------------------------
+# --- NUMA node list ------------------------------------------------------------------------
 
 
 def test_numa_node_list_keeps_node_zones_in_order_with_available_only() -> None:
@@ -260,7 +260,7 @@ def test_resources_available_in_any_numa_node(
     assert (fit.numa_id, fit.reason, fit.ok) == (expected_id, reason, expected_id is not None)
 
 
-# --- handlers (§3.3) -------------------------------------------------------------------------
+# --- handlers --------------------------------------------------------------------------------
 
 DEV_ON_1 = (
     zone("node-0", {"cpu": "4", "memory": "8Gi"}),

@@ -1,4 +1,4 @@
-"""NUMA-aware preemption: placement decoding, eviction simulation, and the plugin's Filter flow (reference §3.3)."""
+"""NUMA-aware preemption: placement decoding, eviction simulation, and the plugin's Filter flow."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Table tests of NodeResourceTopologyMatch's Score, every expected integer computed by hand (reference §3.4)."""
+"""Table tests of NodeResourceTopologyMatch's Score, every expected integer computed by hand."""
 
 from __future__ import annotations
 

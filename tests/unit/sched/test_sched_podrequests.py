@@ -1,4 +1,4 @@
-"""Table tests of the NRT plugin's request arithmetic and resource predicates (reference §3.3, §3.5)."""
+"""Table tests of the NRT plugin's request arithmetic and resource predicates."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 from nrop.suite import labels
 from nrop.suite.specs import SPEC_MARK, entry, resolve, spec, test_id_of
 
-# Every label the upstream serial suite uses (catalog §2.2 and the §2.5 spec tables).
+# Every label the upstream serial suite uses (test/e2e/label/label.go and the specs' own labels).
 UPSTREAM_SERIAL_LABELS = [
     "Serial",
     "byres",
