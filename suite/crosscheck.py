@@ -22,7 +22,8 @@ NRT itself. Each finding names the component it points at:
   apart (the NRT trails the kubelet by up to one refresh: only a difference that outlives it
   is reported).
 
-:func:`kubelet_findings` and :func:`exporter_findings` are pure; :func:`embedded_findings`
+:func:`admission_findings`, :func:`kubelet_findings`, :func:`exporter_findings` and
+:func:`accounting_findings` are pure; :func:`embedded_findings`
 reads the nodes of an embedded cluster and never raises (a diagnostic must not replace the
 failure it documents).
 """
