@@ -18,8 +18,7 @@ NRT itself. Each finding names the component it points at:
   the exporter's own rule (:func:`nrop.rte.scan.node_resources`) gives for the kubelet's
   allocatable resources and the node's sysfs; and an NRT whose zones' ``available`` or pods
   fingerprint differ from what the exporter's rule (:func:`nrop.rte.scan.scan`) gives for the
-  pods the kubelet lists (less those the API says ended), in two reads one exporter refresh
-  apart (the NRT trails the kubelet by up to one refresh: only a difference that outlives it
+  pods the kubelet lists, in two reads one exporter refresh apart (the NRT trails the kubelet by up to one refresh: only a difference that outlives it
   is reported).
 
 :func:`admission_findings`, :func:`kubelet_findings`, :func:`exporter_findings` and
@@ -33,7 +32,8 @@ from __future__ import annotations
 import logging
 import stat
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -49,6 +49,7 @@ from nrop.rte import podres, scan, sysinfo
 __all__ = [
     "EXPORTER",
     "KUBELET",
+    "NodeReading",
     "accounting_findings",
     "admission_findings",
     "advertised_topology",
@@ -197,22 +198,17 @@ def accounting_findings(
     machine: sysinfo.MachineInfo,
     resources: scan.NodeResources,
     pods: Sequence[PodResources],
-    ended: Collection[tuple[str, str]] = frozenset(),
 ) -> list[str]:
     """Where the NRT's ``available`` figures and pods fingerprint differ from the exporter's rule
-    over the pods the kubelet lists (those in ``ended``, namespace and name, left out as the
-    exporter's terminal-pods filter does)."""
-    listed = [p for p in pods if (p.namespace, p.name) not in ended]
+    over every pod the kubelet lists (the operator does not turn the exporter's terminal-pods
+    filter on, so the exporter counts them all)."""
     method_value = nrt.attribute(fingerprint.ATTRIBUTE_METHOD)
     try:
         method = fingerprint.Method(method_value) if method_value else fingerprint.DEFAULT_METHOD
     except ValueError:
         method = fingerprint.DEFAULT_METHOD
     expected = scan.scan(
-        machine,
-        resources,
-        listed,
-        scan.ScanOptions(node_name=node, fingerprint_method=method),
+        machine, resources, pods, scan.ScanOptions(node_name=node, fingerprint_method=method)
     )
     found = []
     published = {zone.name: {r.name: r.available.value() for r in zone.resources} for zone in nrt.zones}
@@ -231,9 +227,19 @@ def accounting_findings(
     if published_fp is not None and published_fp != expected.fingerprint:
         found.append(
             f"{EXPORTER}: NRT {node} pods fingerprint {published_fp} ({method.value}); the "
-            f"{len(listed)} pods the kubelet lists give {expected.fingerprint}"
+            f"{len(pods)} pods the kubelet lists give {expected.fingerprint}"
         )
     return found
+
+
+@dataclass(frozen=True)
+class NodeReading:
+    """What one node's sysfs and kubelet give, and the exporter's rule over its allocatable resources."""
+
+    machine: sysinfo.MachineInfo
+    pods: list[PodResources]
+    allocatable: AllocatableResources
+    resources: scan.NodeResources
 
 
 def node_root(cluster_dir: Path, node: str) -> Path:
@@ -274,49 +280,64 @@ def _read_node(
         return machine, client.list_pods(), client.allocatable()
 
 
-def _accounting(
-    cluster_dir: Path, nrts: Sequence[dict[str, Any]], ended: Collection[tuple[str, str]]
-) -> set[str]:
-    found: set[str] = set()
+def _nodes(
+    cluster_dir: Path, nrts: Sequence[dict[str, Any]]
+) -> Iterator[tuple[NodeResourceTopology, NodeReading | Exception]]:
+    """Each NRT with what its node's kubelet and sysfs give (or why they could not be read)."""
     for obj in nrts:
         nrt = NodeResourceTopology.from_dict(obj)
+        root = node_root(cluster_dir, nrt.name)
         try:
-            machine, pods, allocatable = _read_node(cluster_dir, nrt.name)
-        except (OSError, sysinfo.SysinfoError, podres.PodResourcesError):
-            continue  # embedded_findings says so
-        resources = scan.node_resources(machine, allocatable)
-        found.update(accounting_findings(nrt.name, nrt, machine, resources, pods, ended))
-    return found
+            machine = sysinfo.read_machine(root / "sys")
+            with podres.PodResourcesClient(
+                root / "var/lib/kubelet/pod-resources/kubelet.sock", timeout=CALL_TIMEOUT
+            ) as client:
+                pods, allocatable = client.list_pods(), client.allocatable()
+        except (OSError, sysinfo.SysinfoError, podres.PodResourcesError) as exc:
+            yield nrt, exc
+            continue
+        yield nrt, NodeReading(machine, pods, allocatable, scan.node_resources(machine, allocatable))
+
+
+def _accounting(nrt: NodeResourceTopology, reading: NodeReading) -> list[str]:
+    return accounting_findings(nrt.name, nrt, reading.machine, reading.resources, reading.pods)
 
 
 def embedded_findings(
     cluster_dir: Path,
     nrts: Sequence[dict[str, Any]],
     *,
-    read_again: Callable[[], tuple[Sequence[dict[str, Any]], Collection[tuple[str, str]]]] | None = None,
+    list_nrts: Callable[[], Sequence[dict[str, Any]]] | None = None,
     refresh_period: float = 0.0,
 ) -> list[str]:
     """The findings of every node with an NRT of the embedded cluster in ``cluster_dir``.
 
-    The accounting comparison (:func:`accounting_findings`) needs ``read_again``, which lists
-    the NRTs and the ended pods anew: it is made twice, ``refresh_period`` plus one second
-    apart, and only the differences found both times are reported.
+    The accounting comparison (:func:`accounting_findings`) needs ``list_nrts``: the NRTs may
+    trail the kubelet by one refresh, so a difference found with ``nrts`` is looked for again
+    ``refresh_period`` plus one second later, in the NRTs ``list_nrts`` lists then, and only
+    the differences found both times are reported.
     """
     found: list[str] = []
-    for obj in nrts:
-        nrt = NodeResourceTopology.from_dict(obj)
+    first: set[str] = set()
+    for nrt, reading in _nodes(cluster_dir, nrts):
         node = nrt.name
-        try:
-            machine, pods, allocatable = _read_node(cluster_dir, node)
-        except (OSError, sysinfo.SysinfoError, podres.PodResourcesError) as exc:
-            found.append(f"(node {node}: cannot read the kubelet or sysfs: {exc})")
+        if isinstance(reading, Exception):
+            found.append(f"(node {node}: cannot read the kubelet or sysfs: {reading})")
             continue
         advertised = advertised_topology(node_root(cluster_dir, node) / "var/lib/kubelet/device-plugins")
-        found += kubelet_findings(node, nrt, pods, allocatable, machine.cpu_to_numa(), advertised)
-        found += exporter_findings(node, nrt, scan.node_resources(machine, allocatable))
-    if read_again is not None:
-        first = _accounting(cluster_dir, *read_again())
-        if first:
-            time.sleep(refresh_period + 1.0)
-            found += sorted(first & _accounting(cluster_dir, *read_again()))
+        found += kubelet_findings(
+            node, nrt, reading.pods, reading.allocatable, reading.machine.cpu_to_numa(), advertised
+        )
+        found += exporter_findings(node, nrt, reading.resources)
+        if list_nrts is not None:
+            first.update(_accounting(nrt, reading))
+    if first and list_nrts is not None:
+        time.sleep(refresh_period + 1.0)
+        again = {
+            line
+            for nrt, reading in _nodes(cluster_dir, list_nrts())
+            if not isinstance(reading, Exception)
+            for line in _accounting(nrt, reading)
+        }
+        found += sorted(first & again)
     return found

@@ -205,28 +205,27 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
     cluster_dir = getattr(fxt.config, "cluster_dir", None)
     if events or cluster_dir is not None:
         from nrop.suite import crosscheck
+        from nrop.suite.nrtupdates import exporter_refresh_period
+
+        lines: list[str] = []
 
         def cross_check() -> str:
-            found = crosscheck.admission_findings(kube.list(k.POD, namespace)) if events else []
+            if events:
+                lines.extend(crosscheck.admission_findings(kube.list(k.POD, namespace)))
             if cluster_dir is not None and nrts:
-                from nrop.suite.nrtupdates import exporter_refresh_period
-
-                def read_again() -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
-                    ended = {
-                        (p["metadata"].get("namespace", ""), p["metadata"]["name"])
-                        for p in kube.list(k.POD)
-                        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-                    }
-                    return list(kube.list(k.NRT)), ended
-
-                found += crosscheck.embedded_findings(
-                    cluster_dir, nrts, read_again=read_again, refresh_period=exporter_refresh_period(kube)
+                lines.extend(
+                    crosscheck.embedded_findings(
+                        cluster_dir,
+                        nrts,
+                        list_nrts=lambda: list(kube.list(k.NRT)),
+                        refresh_period=exporter_refresh_period(kube),
+                    )
                 )
-            return "\n".join(found)
+            return "\n".join(lines) or "(nothing: they agree)"
 
-        title, text = _safe(CROSSCHECK_TITLE, cross_check)
-        findings = [line for line in text.splitlines() if not line.startswith("(")]
-        sections.insert(0, (title, text if text != "(none)" else "(nothing: they agree)"))
+        sections.insert(0, _safe(CROSSCHECK_TITLE, cross_check))
+        # the nodes that could not be read are notes of the section, not findings
+        findings = [line for line in lines if not line.startswith("(")]
     if not events:
         return FailureDiagnostics(sections, nrts, diff, findings)
     operator_ns = getattr(fxt.config, "operator_namespace", "numaresources")

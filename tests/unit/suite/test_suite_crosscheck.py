@@ -259,13 +259,12 @@ def published(pods: list[PodResources], *, cpu_on_1: int | None = None, fp: str 
 
 
 @pytest.mark.parametrize(
-    ("nrt_obj", "listed", "ended", "expected"),
+    ("nrt_obj", "listed", "expected"),
     [
-        (published([RUNNING]), [RUNNING], set(), []),
+        (published([RUNNING]), [RUNNING], []),
         (
             published([RUNNING], cpu_on_1=4),
             [RUNNING],
-            set(),
             [
                 "resource-topology-exporter: NRT worker-0 zone node-1 cpu: available 4; the exclusive "
                 "allocations the kubelet lists leave 2"
@@ -274,18 +273,17 @@ def published(pods: list[PodResources], *, cpu_on_1: int | None = None, fp: str 
         (
             published([RUNNING], fp="pfp0v001deadbeef"),
             [RUNNING],
-            set(),
             [
                 "resource-topology-exporter: NRT worker-0 pods fingerprint pfp0v001deadbeef "
                 "(with-exclusive-resources); the 1 pods the kubelet lists give"
             ],
         ),
-        # a pod the API says ended is left out, as the exporter's terminal-pods filter does
-        (published([RUNNING]), [RUNNING, ENDED], {("ns", "done")}, []),
+        # every pod the kubelet lists counts, ended or not: the operator does not turn the
+        # exporter's terminal-pods filter on
+        (published([RUNNING, ENDED]), [RUNNING, ENDED], []),
         (
             published([RUNNING]),
             [RUNNING, ENDED],
-            set(),
             [
                 "resource-topology-exporter: NRT worker-0 zone node-0 cpu: available 4; the exclusive "
                 "allocations the kubelet lists leave 3",
@@ -294,10 +292,8 @@ def published(pods: list[PodResources], *, cpu_on_1: int | None = None, fp: str 
         ),
     ],
 )
-def test_exporter_accounting(
-    nrt_obj: Any, listed: list[PodResources], ended: set[tuple[str, str]], expected: list[str]
-) -> None:
-    found = crosscheck.accounting_findings("worker-0", nrt_obj, MACHINE, RESOURCES, listed, ended)
+def test_exporter_accounting(nrt_obj: Any, listed: list[PodResources], expected: list[str]) -> None:
+    found = crosscheck.accounting_findings("worker-0", nrt_obj, MACHINE, RESOURCES, listed)
     assert len(found) == len(expected), found
     for line, start in zip(found, expected, strict=True):
         assert line.startswith(start), line
