@@ -249,6 +249,17 @@ class Scheduler:
     def _responsible_for(self, pod: Obj) -> bool:
         return _scheduler_name(pod) in self.profiles
 
+    def _to_queue(self, pod: Obj, old: Obj | None) -> bool:
+        """Whether an unbound pod's add or update goes to the queue.
+
+        As upstream's ``updatePodInSchedulingQueue``, a pod being bound (our own late
+        PodScheduled=False write lands, say) and an update carrying the same object are not
+        queued again: the pod would go through a second scheduling cycle.
+        """
+        if not self._responsible_for(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            return False
+        return not self.cache.is_assumed(pod) and not _same_version(old, pod)
+
     def _on_pod(self, event: str, pod: Obj, old: Obj | None) -> None:
         spec = pod.get("spec") or {}
         bound = bool(spec.get("nodeName"))
@@ -272,7 +283,7 @@ class Scheduler:
                     self._move(_ASSIGNED_POD_ADD)
                 elif _labels(old) != _labels(pod):
                     self._move(_ASSIGNED_POD_UPDATE)
-        elif self._responsible_for(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        elif self._to_queue(pod, old):
             if event == "ADDED" or old is None:
                 self.queue.add(pod)
             else:
@@ -474,6 +485,14 @@ class Scheduler:
 
 def _scheduler_name(pod: Obj) -> str:
     return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+
+
+def _same_version(old: Obj | None, new: Obj) -> bool:
+    """An update event that carries the object it replaces (same resourceVersion)."""
+    if old is None:
+        return False
+    version = (new.get("metadata") or {}).get("resourceVersion")
+    return version is not None and (old.get("metadata") or {}).get("resourceVersion") == version
 
 
 def _labels(obj: Obj | None) -> Mapping[str, Any]:

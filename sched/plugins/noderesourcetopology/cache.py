@@ -10,6 +10,16 @@
   the NRT carries matches the pods the scheduler sees, or when its topology-manager
   configuration changed.
 
+One deliberate difference from upstream's OverReserve: a dirty node is not flushed while a
+pod this cache reserved on it is still on its way (listed unbound, or bound and Pending).
+Such a pod is in neither fingerprint yet (the exporter has not published it, the pod
+listing leaves Pending pods out), so upstream's check matches and the flush drops the
+pod's reservation before any NRT counts it: the next pod is then placed on resources
+already taken and the kubelet rejects it (``TopologyAffinityError``). Upstream's review
+of the cache (scheduler-plugins#437) names this window; its specs assume it is never hit.
+Waiting for the pod to run (or end, or go away) keeps the node over-reserved a little
+longer, the safe direction, and decides nothing else differently.
+
 Decoding is memoized: :class:`ParsedNRTs` decodes an object once per
 ``(name, resourceVersion)``, and the OverReserve cache keeps per node the sum of its
 assumed requests and the view derived from it, rebuilt only when a reservation or a
@@ -64,6 +74,7 @@ __all__ = [
     "nrt_resource_names",
     "nrt_view",
     "pod_fingerprint_for_node_topology",
+    "pods_on_their_way",
     "subtract_assumed",
 ]
 
@@ -173,6 +184,15 @@ def _pod_key(pod: Obj) -> str:
 
 def _node_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def pods_on_their_way(pods: Iterable[Obj]) -> set[str]:
+    """Keys of the listed pods not yet settled on a node: unbound, or bound and still Pending."""
+    return {
+        _pod_key(pod)
+        for pod in pods
+        if not _node_name(pod) or (pod.get("status") or {}).get("phase", "Pending") == "Pending"
+    }
 
 
 # ----------------------------------------------------------------------- passthrough
@@ -459,16 +479,23 @@ class OverReserveCache:
     def resync(self, get_nrt: NRTGetter, list_pods: Callable[[], Iterable[Obj]]) -> ResyncReport:
         """One resync step: flush dirty nodes whose fingerprint matches, and reconfigured nodes.
 
-        Dirty nodes that cannot be verified stay dirty (and keep over-reserving) until a
+        A dirty node where a pod reserved here is still on its way is not checked this step
+        (see the module's note). Dirty nodes that cannot be verified stay dirty (and keep over-reserving) until a
         later step succeeds.
         """
         desynced = self.desynced_nodes()
         if not desynced:
             return ResyncReport(self.generation)
-        pods_by_node = self._pods_by_node(list_pods())
+        listed = list(list_pods())
+        pods_by_node = self._pods_by_node(listed)
+        arriving = pods_on_their_way(listed)
         updates: list[NodeResourceTopology] = []
         skipped: dict[str, str] = {}
         for node_name in desynced.maybe_over_reserved:
+            waiting = sorted(arriving.intersection(self._assumed.get(node_name, {})))
+            if waiting:
+                skipped[node_name] = f"reserved pod {waiting[0]} is not running yet"
+                continue
             nrt = nrt_from_object(get_nrt(node_name))
             if nrt is None:
                 skipped[node_name] = "failed to get NodeTopology"

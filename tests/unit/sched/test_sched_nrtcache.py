@@ -27,6 +27,7 @@ from nrop.sched.plugins.noderesourcetopology.cache import (
     PassthroughCache,
     SchedulerProfiles,
     pod_fingerprint_for_node_topology,
+    pods_on_their_way,
     subtract_assumed,
 )
 from nrop.sched.plugins.noderesourcetopology.filter import (
@@ -316,6 +317,54 @@ def test_resync_keeps_node_dirty(obj: dict[str, Any] | None, pods: list[dict[str
     report = cache.resync(Getter({"w0": obj} if obj else {}), lister(pods))
     assert (report.flushed, dict(report.skipped)) == ((), {"w0": reason})
     assert cache.desynced_nodes().maybe_over_reserved == ("w0",)
+
+
+@pytest.mark.parametrize(
+    ("pod", "arriving"),
+    [
+        pytest.param(a_pod("a", node=""), True, id="unbound"),
+        pytest.param(a_pod("a", phase="Pending"), True, id="bound-pending"),
+        pytest.param(
+            {"metadata": {"namespace": "ns", "name": "a"}, "spec": {"nodeName": "w0"}}, True, id="no-phase"
+        ),
+        pytest.param(a_pod("a"), False, id="running"),
+        pytest.param(a_pod("a", phase="Failed"), False, id="rejected-by-kubelet"),
+        pytest.param(a_pod("a", phase="Succeeded"), False, id="ended"),
+    ],
+)
+def test_pods_on_their_way(pod: dict[str, Any], arriving: bool) -> None:
+    assert pods_on_their_way([pod]) == ({"ns/a"} if arriving else set())
+
+
+@pytest.mark.parametrize(
+    ("reserved", "reason"),
+    [
+        pytest.param(a_pod("new", node=""), "reserved pod ns/new is not running yet", id="not-bound-yet"),
+        pytest.param(
+            a_pod("new", phase="Pending"), "reserved pod ns/new is not running yet", id="bound-pending"
+        ),
+        pytest.param(a_pod("new"), None, id="running"),
+        pytest.param(None, None, id="deleted"),
+    ],
+)
+def test_resync_waits_for_a_reserved_pod_on_its_way(
+    reserved: dict[str, Any] | None, reason: str | None
+) -> None:
+    # Neither fingerprint counts a pod on its way: the exporter's (published before the
+    # kubelet had it) nor the pod listing's (Pending pods are left out). Flushing then would
+    # forget the reservation while nothing else accounts for the pod.
+    cache = over_reserve()
+    cache.reserve("w0", a_pod("new", {"cpu": "3", "memory": "1Gi"}))
+    cache.node_maybe_over_reserved("w0", a_pod("x"))
+    listed = [a_pod("a")] + ([reserved] if reserved is not None else [])
+    running = [p for p in listed if p["status"]["phase"] == "Running" and p["spec"].get("nodeName")]
+    getter = Getter({"w0": nrt_obj(pfp=pfp_of(*(p["metadata"]["name"] for p in running)))})
+    report = cache.resync(getter, lister(listed))
+    if reason is None:
+        assert report.flushed == ("w0",)
+        return
+    assert (report.flushed, dict(report.skipped), getter.calls) == ((), {"w0": reason}, [])
+    assert available(cache.get_cached_nrt_copy("w0", a_pod("x")))["node-0"]["cpu"] == "1"
 
 
 BURSTABLE = a_pod("burst", {"cpu": "1"}, guaranteed=False)
