@@ -15,6 +15,7 @@ __all__ = [
     "grpc",
     "images",
     "kubeproto",
+    "metatime",
     "nodeaffinity",
     "nrt",
     "numaplacement",

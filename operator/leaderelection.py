@@ -22,6 +22,7 @@ from typing import Any
 
 import urllib3
 
+from nrop.api.metatime import rfc3339_micro
 from nrop.operator.kubeapi import Api, ApiException
 
 __all__ = ["LeaderElector", "decide"]
@@ -39,7 +40,7 @@ def _parse(ts: str | None) -> float:
 
 
 def _format(now: float) -> str:
-    return datetime.datetime.fromtimestamp(now, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return rfc3339_micro(datetime.datetime.fromtimestamp(now, datetime.UTC))
 
 
 def decide(lease_spec: Mapping[str, Any], identity: str, now: float) -> bool:

@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 import kopf
 
 from nrop.api.backoff import Backoff
+from nrop.api.metatime import rfc3339
 from nrop.api.tlsprofiles import Settings
 from nrop.operator import conditions, metrics, naming
 from nrop.operator.conditions import Reason, Step, Type
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(datetime.datetime.now(datetime.UTC))
 
 
 @dataclass

@@ -36,6 +36,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nrop.api.metatime import rfc3339
+
 __all__ = [
     "ENV_NAMESPACE",
     "ENV_POD_NAME",
@@ -92,17 +94,13 @@ def pod_from_env(environ: Mapping[str, str]) -> PodRef:
     return PodRef(environ[ENV_NAMESPACE], environ[ENV_POD_NAME])
 
 
-def _rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def make_condition(kind: ConditionType, ok: bool, now: datetime) -> dict[str, Any]:
     """A ``PodCondition`` as the Go type serialises it (``lastProbeTime`` null, empty strings omitted)."""
     condition: dict[str, Any] = {
         "type": kind.value,
         "status": "True" if ok else "False",
         "lastProbeTime": None,
-        "lastTransitionTime": _rfc3339(now),
+        "lastTransitionTime": rfc3339(now),
     }
     if not ok:
         condition["reason"], condition["message"] = _FAILURES[kind]

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
+
+from nrop.api.metatime import from_unix_nanos, rfc3339_micro
 
 from .errors import ConfigError
 
@@ -81,9 +82,7 @@ def _camel(snake: str) -> str:
 
 def microtime(ns: int) -> str:
     """A wall-clock time in nanoseconds as a Kubernetes ``MicroTime`` (``2006-01-02T15:04:05.000000Z``)."""
-    seconds, rest = divmod(ns, 1_000_000_000)
-    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{rest // 1000:06d}Z"
+    return rfc3339_micro(from_unix_nanos(ns))
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,10 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from nrop.api.metatime import rfc3339
 from nrop.sched import registry as plugin_registry
 from nrop.sched.cache import SchedulerCache, is_terminal
 from nrop.sched.config import SchedulerConfiguration
@@ -506,4 +508,4 @@ def _with_node(pod: Obj, node: str) -> Obj:
 
 
 def _now_rfc3339() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return rfc3339(datetime.now(UTC))

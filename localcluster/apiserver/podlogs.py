@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from nrop.api.metatime import rfc3339_micro
+
 #: Characters of log text kept per container instance (the oldest lines go first).
 MAX_CHARS = 10 * 1024 * 1024
 
@@ -131,5 +133,5 @@ class PodLogs:
 
 def _format(when: datetime, line: str, timestamps: bool) -> str:
     if timestamps:
-        return f"{when.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} {line}\n"
+        return f"{rfc3339_micro(when)} {line}\n"
     return line + "\n"

@@ -38,6 +38,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
 from nrop.api import kubeproto
+from nrop.api.metatime import from_unix_nanos, rfc3339, rfc3339_micro
 
 __all__ = ["MAGIC", "Undecodable", "decode", "encode", "type_meta", "watch_frame"]
 
@@ -150,10 +151,8 @@ def _parse_time(text: str) -> tuple[int, int]:
 
 
 def _format_time(seconds: int, nanos: int = 0, *, micro: bool = False) -> str:
-    moment = datetime.fromtimestamp(seconds, UTC)
-    if micro:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = from_unix_nanos(seconds * 1_000_000_000 + nanos)
+    return rfc3339_micro(moment) if micro else rfc3339(moment)
 
 
 # -- JSON -> message ---------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+from nrop.api.metatime import rfc3339
 from nrop.api.status import Cause
-from nrop.localcluster.clock import Clock, rfc3339
+from nrop.localcluster.clock import Clock
 
 from . import admission, conversion, crdestablishing, deletion, errors, patching, strategies
 from .crdestablishing import CRDS

@@ -19,7 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from nrop.localcluster.clock import Clock, SystemClock, rfc3339_micro
+from nrop.api.metatime import rfc3339_micro
+from nrop.localcluster.clock import Clock, SystemClock
 
 from . import (
     conversion,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from nrop.api.metatime import rfc3339
 from nrop.api.status import Cause
-from nrop.localcluster.clock import rfc3339
 
 from . import errors, patching, rbac
 from .httpio import negotiated, read_body, respond, write_options

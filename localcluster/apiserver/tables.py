@@ -29,6 +29,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver.cells import (
     AGE_DESCRIPTION,
     Cell,
@@ -137,7 +138,7 @@ def _custom_definitions(columns: list[Obj]) -> list[Obj]:
 def _default_created_at(obj: Obj) -> str:
     moment = parse_time(get_field(obj, "metadata", "creationTimestamp"))
     moment = moment or datetime(1, 1, 1, tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(moment)
 
 
 def _row_object(obj: Obj, include_object: str) -> Obj | None:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from nrop.api import nodeaffinity, resourcerequirements, tolerations
 from nrop.api.fielderrors import FieldError
+from nrop.api.metatime import parse_time, rfc3339, rfc3339_micro
 from nrop.api.quantity import QuantityError, canonical
 from nrop.api.selectors import (
     dns1123_label_errors,
@@ -45,7 +46,6 @@ from nrop.localcluster.apiserver.errors import (
     too_long,
     type_invalid,
 )
-from nrop.localcluster.clock import parse_time, rfc3339, rfc3339_micro
 
 __all__ = [
     "FIELD_VALIDATION_DIRECTIVES",

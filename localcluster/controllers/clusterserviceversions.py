@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nrop.localcluster.clock import parse_time
+from nrop.api.metatime import parse_time
 
 from .workloads import compute_hash, get_condition
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from nrop.api.metatime import parse_time
 from nrop.api.nodeaffinity import OBJECT_NAME_FIELD, RequiredNodeAffinity
 from nrop.api.tolerations import NO_EXECUTE, NO_SCHEDULE, find_untolerated_taint, same_toleration
-from nrop.localcluster.clock import parse_time
 
 from .workloads import is_available, is_ready, is_terminal, scaled_value
 

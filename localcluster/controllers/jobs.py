@@ -26,9 +26,10 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from nrop.api.metatime import parse_time, rfc3339
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.requestoptions import DeleteOptions
-from nrop.localcluster.clock import Clock, parse_time, rfc3339
+from nrop.localcluster.clock import Clock
 
 from . import jobstatus
 from .reconciling import Controller, key_of, kind_of, split_key

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from nrop.localcluster.clock import parse_time, rfc3339
+from nrop.api.metatime import parse_time, rfc3339
 
 from .workloads import get_condition, is_active, is_ready, is_terminal
 

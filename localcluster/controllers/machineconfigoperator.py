@@ -36,9 +36,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
-from nrop.localcluster.clock import Clock, rfc3339
+from nrop.localcluster.clock import Clock
 from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.nodestatus import node_labels
 

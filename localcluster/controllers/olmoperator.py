@@ -28,11 +28,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nrop.api import crds
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
-from nrop.localcluster.clock import Clock, rfc3339
+from nrop.localcluster.clock import Clock
 
 from . import clusterserviceversions as olm
 from .reconciling import Controller, key_of, kind_of, split_key

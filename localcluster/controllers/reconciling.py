@@ -28,11 +28,12 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
-from nrop.localcluster.clock import Clock, rfc3339
+from nrop.localcluster.clock import Clock
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from nrop.api.metatime import parse_time, rfc3339
 from nrop.localcluster.apiserver.selectors import label_selector_from_dict
-from nrop.localcluster.clock import parse_time, rfc3339
 
 from .workloads import is_active, is_available, is_ready, ready_since
 

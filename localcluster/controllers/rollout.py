@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nrop.localcluster.clock import parse_time
+from nrop.api.metatime import parse_time
 
 from .workloads import compute_hash, controller_ref, scaled_value
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from nrop.localcluster.clock import parse_time, rfc3339
+from nrop.api.metatime import parse_time, rfc3339
 
 from .rollout import Obj, max_unavailable, replicas_of, spec_of, status_of
 from .workloads import get_condition, set_condition

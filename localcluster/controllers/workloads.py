@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from nrop.localcluster.clock import parse_time
+from nrop.api.metatime import parse_time
 
 __all__ = [
     "Claim",

@@ -20,8 +20,8 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from nrop.api.metatime import rfc3339, rfc3339_micro
 from nrop.api.quantity import Format, Quantity
-from nrop.localcluster.clock import rfc3339, rfc3339_micro
 from nrop.localcluster.kubelet import nodestatus
 from nrop.localcluster.kubelet.admission import ZoneSummary
 from nrop.localcluster.kubelet.machine import NodeSpec

@@ -23,10 +23,11 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
-from nrop.localcluster.clock import Clock, rfc3339
+from nrop.localcluster.clock import Clock
 from nrop.localcluster.kubelet import nodeobjects, nodestatus, podevents
 from nrop.localcluster.kubelet.machine import NodeSpec
 

@@ -35,7 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nrop.localcluster.clock import Clock, rfc3339
+from nrop.api.metatime import rfc3339
+from nrop.localcluster.clock import Clock
 from nrop.localcluster.kubelet import podevents, staticpods
 from nrop.localcluster.kubelet.admission import NodeResourceManagers
 from nrop.localcluster.kubelet.admitting import PodAdmitter

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from nrop.localcluster.clock import rfc3339
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.kubelet.admission import ContainerKind
 from nrop.localcluster.kubelet.backoff import CrashLoopBackOff
 from nrop.localcluster.kubelet.simulation import Behaviour, behaviour

@@ -35,11 +35,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from nrop.api.metatime import rfc3339_micro
 from nrop.api.quantity import canonical
 from nrop.localcluster.apiserver import definitions, errors, validation
 from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.strategies import default_pod_spec
-from nrop.localcluster.clock import Clock, rfc3339_micro
+from nrop.localcluster.clock import Clock
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from nrop.api.metatime import rfc3339, rfc3339_micro
 from nrop.localcluster.apiserver.lifecycle import bootstrap
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.server import APIServer
-from nrop.localcluster.clock import rfc3339, rfc3339_micro
 from nrop.localcluster.controllers import ControllerSettings
 from nrop.localcluster.controllers import nodehealth as nh
 from nrop.localcluster.controllers.nodelifecycle import NodeLifecycleController
