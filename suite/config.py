@@ -20,12 +20,11 @@ from typing import Any
 from nrop.api.images import PAUSE_IMAGE
 
 from . import kube as k
+from .objects import NROP_NAME, NROSCHED_NAME
 from .timeouts import Timeouts
 
 __all__ = [
     "DEVICE_TYPE_VARS",
-    "NROP_NAME",
-    "NROSCHED_NAME",
     "NUMACELL_IMAGE_CI",
     "NUMACELL_IMAGE_VARS",
     "OPERATOR_NAMESPACE",
@@ -39,8 +38,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-NROP_NAME = "numaresourcesoperator"
-NROSCHED_NAME = "numaresourcesscheduler"
 OPERATOR_NAMESPACE = "numaresources"
 PAUSE_COMMAND = "/pause"
 DEVICE_TYPE_VARS = ("E2E_NROP_DEVICE_TYPE_1", "E2E_NROP_DEVICE_TYPE_2", "E2E_NROP_DEVICE_TYPE_3")

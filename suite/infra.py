@@ -55,7 +55,7 @@ from nrop.suite.kube import (
     UnknownKindError,
 )
 from nrop.suite.nrt import attribute as nrt_attribute
-from nrop.suite.objects import NUMACELL_RESOURCE_NAMESPACE, new_namespace
+from nrop.suite.objects import NROP_NAME, NROSCHED_NAME, NUMACELL_RESOURCE_NAMESPACE, new_namespace
 from nrop.suite.waiting import wait_for
 
 __all__ = [
@@ -93,8 +93,6 @@ TM_SCOPE_DEFAULT = "container"
 FULL_PCPUS_ONLY = "full-pcpus-only"
 WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
 ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
-NROP_NAME = "numaresourcesoperator"
-NROSCHED_NAME = "numaresourcesscheduler"
 SCHEDULER_IMAGE_VALIDATION = "SCHEDULER_IMAGE_VALIDATION"
 
 

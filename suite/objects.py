@@ -39,6 +39,8 @@ from .resourcelist import (
 __all__ = [
     "HOSTNAME_LABEL",
     "NAMESPACE_LABELS",
+    "NROP_NAME",
+    "NROSCHED_NAME",
     "NUMACELL_RESOURCE_NAMESPACE",
     "PAUSE_COMMAND",
     "Manifest",
@@ -73,6 +75,11 @@ __all__ = [
     "to_string",
     "zone_id_from_name",
 ]
+
+#: The NUMAResourcesOperator and NUMAResourcesScheduler the suite works with (upstream's
+#: ``objects.NROName()`` and ``NROSchedObjectKey``): both are singletons by these names.
+NROP_NAME = "numaresourcesoperator"
+NROSCHED_NAME = "numaresourcesscheduler"
 
 Manifest = dict[str, Any]
 

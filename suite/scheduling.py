@@ -19,12 +19,13 @@ the pod's events so that ``assert check_...(...)`` shows them on failure.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from nrop.api.fielderrors import go_quote
 
 from . import kube as k
 from .waiting import wait_for
@@ -118,7 +119,7 @@ def alignment_error(scope: str) -> str:
 
 def _q(value: object) -> str:
     """Go's ``%q`` of a string field (absent: ``""``)."""
-    return json.dumps("" if value is None else str(value))
+    return go_quote("" if value is None else str(value))
 
 
 def event_to_string(event: Event) -> str:

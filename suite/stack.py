@@ -53,14 +53,13 @@ from nrop.suite.kube import (
     UnknownKindError,
     kind_of,
 )
+from nrop.suite.objects import NROP_NAME, NROSCHED_NAME
 from nrop.suite.waiting import wait_for
 
 __all__ = [
     "CLUSTERSERVICEVERSION",
     "CRD_NAMES",
     "INSTALL_VIA",
-    "NROP_NAME",
-    "NROSCHED_NAME",
     "NRT_CRD",
     "OPERATORGROUP",
     "OPERATOR_NAMESPACE",
@@ -88,8 +87,6 @@ log = logging.getLogger(__name__)
 
 OPERATOR_NAMESPACE = "numaresources"
 OPERATOR_DEPLOYMENT = "numaresources-controller-manager"
-NROP_NAME = "numaresourcesoperator"
-NROSCHED_NAME = "numaresourcesscheduler"
 CRD_NAMES = (
     "numaresourcesoperators.nodetopology.openshift.io",
     "numaresourcesschedulers.nodetopology.openshift.io",

@@ -27,7 +27,7 @@ import pytest
 from _helpers_e2e import POLL_INTERVAL, install_nrt_crd
 
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra, numacell, numacelldeploy, stack
+from nrop.suite import infra, numacell, numacelldeploy, objects, stack
 from nrop.suite.kube import (
     CRD,
     DAEMONSET,
@@ -194,8 +194,8 @@ def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: st
 def test_teardown_removes_the_stack(kube: Kube, installed: stack.Stack) -> None:
     scheduler: dict[str, Any] = installed.nrosched["status"]["deployment"]
     stack.teardown(kube, image=DEFAULT_IMAGE, timings=TIMINGS)
-    assert kube.get_or_none(NROSCHED, stack.NROSCHED_NAME) is None
-    assert kube.get_or_none(NROP, stack.NROP_NAME) is None
+    assert kube.get_or_none(NROSCHED, objects.NROSCHED_NAME) is None
+    assert kube.get_or_none(NROP, objects.NROP_NAME) is None
     assert kube.get_or_none(DEPLOYMENT, scheduler["name"], scheduler["namespace"]) is None
     assert kube.get_or_none(NAMESPACE, stack.OPERATOR_NAMESPACE) is None
     assert kube.list(POD, label_selector="name=resource-topology") == []

@@ -266,8 +266,8 @@ def reverted_by_the_operator(kube: Kube, kind: Kind, name: str, namespace: str) 
 
 
 def stack_healthy(kube: Kube) -> bool:
-    return stack.condition_status(kube.get_or_none(NROP, stack.NROP_NAME), "Available") == "True" and (
-        stack.scheduler_healthy(kube.get_or_none(NROSCHED, stack.NROSCHED_NAME))
+    return stack.condition_status(kube.get_or_none(NROP, objects.NROP_NAME), "Available") == "True" and (
+        stack.scheduler_healthy(kube.get_or_none(NROSCHED, objects.NROSCHED_NAME))
     )
 
 
