@@ -181,24 +181,47 @@ def expect_scheduled_with(kube: Kube, pods: Iterable[Mapping[str, Any]], schedul
 # ----------------------------------------------------------------------------- node load
 
 
-def baseload_for_node(kube: Kube, node_name: str) -> ResList:
-    """``baseload.ForNode`` as a resource list (logged as upstream does)."""
-    load = baseload.for_node(kube, node_name)
+def baseload_for_node(kube: Kube, node_name: str, failure: str | None = None) -> ResList:
+    """``baseload.ForNode`` as a resource list (logged as upstream does). ``failure`` is the
+    message upstream asserts the lookup's error with (the API error follows it); without it the
+    API error is raised as it is."""
+    try:
+        load = baseload.for_node(kube, node_name)
+    except k8s.ApiError as err:
+        if failure is None:
+            raise
+        raise AssertionError(f"{failure}: {err}") from None
     log.info("%s", load)
     return dict(load.resources)
 
 
 def pad_nodes_to_baseload(
-    kube: Kube, namespace: str, image: str, nrts: Sequence[Manifest], node_names: Iterable[str]
+    kube: Kube,
+    namespace: str,
+    image: str,
+    nrts: Sequence[Manifest],
+    node_names: Iterable[str],
+    *,
+    get_nodes: bool = False,
 ) -> list[Manifest]:
     """Saturate each node of ``node_names``: zone 0 keeps nothing, every other zone only the
-    node's base load (``SaturateNodeUntilLeft`` then a pinned ``newPaddingPod`` per zone).
+    node's base load (``SaturateNodeUntilLeft`` then a pinned ``newPaddingPod`` per zone), each
+    step asserted with upstream's message. ``get_nodes``: first read each Node and fail if it
+    cannot be read (resource_accounting's BeforeEach does; the other callers do not).
     Returns the padding pods created."""
     pods = []
     for node_name in node_names:
-        load = baseload_for_node(kube, node_name)
-        nrt = find_from_list(nrts, node_name)
-        padding = e2epad.saturate_node_until_left(nrt, load)
+        if get_nodes:
+            kube.get(k8s.NODE, node_name)  # Expect(err).NotTo(HaveOccurred())
+        load = baseload_for_node(kube, node_name, f"missing node load info for {q(node_name)}")
+        nrt = e2enrt.find(nrts, node_name)
+        assert nrt is not None, f"missing NRT info for {q(node_name)}"
+        try:
+            padding = e2epad.saturate_node_until_left(nrt, load)
+        except ValueError as err:  # a zone without the resource, or NotEnoughResourcesError
+            raise AssertionError(
+                f"could not get padding resources for node {q(e2enrt.nrt_name(nrt))}: {err}"
+            ) from None
         for zone in zones(nrt):
             pod = e2epad.new_padding_pod(
                 namespace, node_name, zone["name"], padding[zone["name"]], image=image

@@ -29,7 +29,7 @@ from nrop.api.tolerations import (
 from nrop.suite import waiters
 from nrop.suite.kube import DAEMONSET, NODE, NROP, POD, ApiError, Kind, Kube, Manifest
 from nrop.suite.timeouts import spec_poll
-from nrop.suite.waiting import wait_for
+from nrop.suite.waiting import WaitTimeout, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -307,8 +307,9 @@ def untaint_nodes(kube: Kube, node_names: Iterable[str], taint: Mapping[str, Any
 
 
 def worker_nodes(kube: Kube) -> list[Manifest]:
-    """``nodes.GetWorkers``: nodes carrying the worker role label."""
-    return kube.list(NODE, label_selector=role_label(ROLE_WORKER))
+    """``nodes.GetWorkers``: the nodes matching the selector ``node-role.kubernetes.io/worker=``
+    (the worker role label with an empty value, as upstream's ``GetByRole`` parses it)."""
+    return kube.list(NODE, label_selector=f"{role_label(ROLE_WORKER)}=")
 
 
 def selector_text(labels: Mapping[str, str]) -> str:
@@ -334,13 +335,42 @@ def rte_pod_on_node(kube: Kube, node_name: str) -> Manifest | None:
     return None
 
 
+def pods_of_daemonset(kube: Kube, namespace: str, name: str) -> list[Manifest]:
+    """``getPodsOfDaemonSet``: the DaemonSet, read again, must exist and its pods
+    (``podlist.ByDaemonset``) must not be none."""
+    ds = kube.get(DAEMONSET, name, namespace)
+    try:
+        pods = waiters.pods_of_daemonset(kube, ds)
+    except ApiError as err:
+        raise AssertionError(f'unable to get daemonset "{namespace}/{name}": {err}') from None
+    assert pods, f'cannot find any pods for daemonset "{namespace}/{name}"'
+    return pods
+
+
 def wait_for_daemonset_update(
     kube: Kube, namespace: str, name: str, old_pods: Sequence[Mapping[str, Any]], *, target: str
 ) -> None:
-    """``waitForDaemonSetUpdate``: the old RTE pods are gone, then as many new ones are ready."""
-    waiters.for_pods_all_deleted(kube, old_pods, timeout=300, interval=poll(target, 30))
-    waiters.for_daemonset_pods(kube, namespace, name, len(old_pods), timeout=180, interval=poll(target, 10))
-    waiters.for_daemonset_ready(kube, namespace, name, timeout=180, interval=poll(target, 10))
+    """``waitForDaemonSetUpdate``: the old RTE pods are gone (5m / 30s), then as many new ones
+    are created and ready (3m / 10s each); each wait fails with upstream's message."""
+    log.info("ensure old RTE pods of ds %s/%s are deleted", namespace, name)
+    try:
+        waiters.for_pods_all_deleted(kube, old_pods, timeout=300, interval=poll(target, 30))
+    except (WaitTimeout, ApiError) as err:
+        raise AssertionError(
+            f"Expected old RTE pods owned by the DaemonSet to be deleted within the timeout: {err}"
+        ) from None
+    log.info("waiting for DaemonSet to be ready with the new data")
+    failed = f'failed to get the daemonset "{namespace}/{name}"'
+    try:
+        waiters.for_daemonset_pods(
+            kube, namespace, name, len(old_pods), timeout=180, interval=poll(target, 10)
+        )
+    except (WaitTimeout, ApiError) as err:
+        raise AssertionError(f"{failed}: {err}") from None
+    try:
+        waiters.for_daemonset_ready(kube, namespace, name, timeout=180, interval=poll(target, 10))
+    except (WaitTimeout, ApiError) as err:
+        raise AssertionError(f"{failed}: {err}") from None
 
 
 def first_pod(kube: Kube, namespace: str, labels: Mapping[str, str], *, exactly_one: bool) -> Manifest:

@@ -160,16 +160,27 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:
-            post_delete_list = nrtupdates.get_updated(
-                kube, nrt_post_create_list, 60, interval=fxt.config.timeouts.poll(5)
-            )
+            try:
+                post_delete_list = nrtupdates.get_updated(
+                    kube, nrt_post_create_list, 60, interval=fxt.config.timeouts.poll(5)
+                )
+            except WaitTimeout as err:
+                # upstream's Expect inside the Eventually: fails the spec at once, not retried
+                raise AssertionError(str(err)) from None
             return nrtconsumed.check_equal_available_resources(
                 nrt_initial, acct.find_from_list(post_delete_list, node)
             )
 
-        wait_for(
-            restored, bool, f"resources restored on {acct.q(node)}", 60, interval=fxt.config.timeouts.poll(5)
-        )
+        try:
+            wait_for(
+                restored,
+                bool,
+                f"resources restored on {acct.q(node)}",
+                60,
+                interval=fxt.config.timeouts.poll(5),
+            )
+        except WaitTimeout as err:
+            raise AssertionError(f"resources not restored on {acct.q(node)}\n{err}") from None
 
 
 class TestRequestingResourcesThatAreGreaterThanAllocatableAtNumaLevel:

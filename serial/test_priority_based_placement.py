@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import _accounting_helpers as acct
 import _config_helpers as cfg
@@ -26,6 +26,8 @@ from nrop.suite.specs import entry, spec
 from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 pytestmark = spec(
     "[serial][disruptive][preemption] priority-based workload placement functionality",
@@ -75,9 +77,24 @@ def priority_classes(fxt: Any) -> Iterator[list[dict]]:
         yield nrt_list
     finally:
         for name in (CUSTOM_LOW, CUSTOM_MEDIUM, CUSTOM_HIGH):
-            if kube.get_or_none(k8s.PRIORITYCLASS, name) is None:
+            try:
+                found = kube.get_or_none(k8s.PRIORITYCLASS, name)
+            except k8s.ApiError as err:
+                raise AssertionError(f"cannot get priority class {acct.q(name)}: {err}") from None
+            if found is None:
                 continue
-            kube.delete(k8s.PRIORITYCLASS, name)
+            _expect_ok(
+                lambda name=name: kube.delete(k8s.PRIORITYCLASS, name, missing_ok=False),
+                f"cannot delete priority class {acct.q(name)}",
+            )
+
+
+def _expect_ok(call: Callable[[], T], failure: str) -> T:
+    """``Expect(call).To(Succeed(), failure)``: an API error fails with upstream's message."""
+    try:
+        return call()
+    except k8s.ApiError as err:
+        raise AssertionError(f"{failure}: {err}") from None
 
 
 def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
@@ -97,7 +114,10 @@ def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
     updated: list[dict] = []
 
     def synced() -> str | None:
-        obj = kube.get(k8s.NROSCHED, name)
+        try:  # g.Expect(Get).To(Succeed()) inside the Eventually: a failed Get is retried
+            obj = kube.get(k8s.NROSCHED, name)
+        except k8s.ApiError as err:
+            return f"cannot get {acct.q(name)}: {err}"
         updated[:] = [obj]
         return cfg.synced_at_problem(
             obj.get("status"), cfg.CONDITION_AVAILABLE, obj["metadata"]["generation"]
@@ -154,18 +174,25 @@ def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> 
     log.info("target node for preemption test: %s", target_node)
 
     cordoned: list[str] = []
+    nodes = _expect_ok(lambda: kube.list(k8s.NODE), "cannot list cluster nodes")
     try:
-        for node in kube.list(k8s.NODE):
+        for node in nodes:
             name = node["metadata"]["name"]
             if name == target_node or (node.get("spec") or {}).get("unschedulable"):
                 continue
-            kube.patch(k8s.NODE, name, {"spec": {"unschedulable": True}})
+            _expect_ok(
+                lambda name=name: kube.patch(k8s.NODE, name, {"spec": {"unschedulable": True}}),
+                f"cannot cordon node {acct.q(name)}",
+            )
             cordoned.append(name)
             log.info("cordoned node %s", name)
         yield Target(node=target_node, nrt_list=nrt_list)
     finally:
         for name in cordoned:
-            kube.patch(k8s.NODE, name, {"spec": {"unschedulable": False}})
+            _expect_ok(
+                lambda name=name: kube.patch(k8s.NODE, name, {"spec": {"unschedulable": False}}),
+                f"cannot uncordon node {acct.q(name)}",
+            )
             log.info("uncordoned node %s", name)
 
 
@@ -176,13 +203,26 @@ def _find_nrt(nrt_list: list[dict], node: str) -> dict:
     return nrt
 
 
+def _padding_pod_spec(fxt: Any, suite_config: Any, node: str, zone: dict, leave: acct.ResList) -> dict:
+    """``makePaddingPod`` asserted with the specs' message."""
+    try:
+        return e2epad.make_padding_pod(fxt.namespace, node, zone, leave, image=suite_config.pause_image)
+    except ValueError as err:  # a zone without the resource, or NotEnoughResourcesError
+        raise AssertionError(
+            f"cannot create padding pod spec for node {acct.q(node)} zone {acct.q(zone['name'])}: {err}"
+        ) from None
+
+
 def _uids(kube: Any, pods: list[dict]) -> dict[str, str]:
     """``getNamesToUIDs``."""
     uids = {}
     for p in pods:
         meta = p["metadata"]
-        pod = kube.get_or_none(k8s.POD, meta["name"], meta["namespace"])
-        assert pod is not None, f"cannot get filler pod {meta['namespace']}/{meta['name']}"
+        key = f"{meta['namespace']}/{meta['name']}"
+        pod = _expect_ok(
+            lambda meta=meta: kube.get(k8s.POD, meta["name"], meta["namespace"]),
+            f"cannot get filler pod {key}",
+        )
         uids[meta["name"]] = pod["metadata"]["uid"]
     return uids
 
@@ -318,19 +358,24 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 eviction_expected,
             )
             nrt_info = _find_nrt(target.nrt_list, target.node)
-            load = acct.baseload_for_node(kube, target.node)
+            load = acct.baseload_for_node(
+                kube, target.node, f"cannot get base load for {acct.q(target.node)}"
+            )
 
             # fillers saturate the target node, zone by zone
             fillers = []
             for zone in acct.zones(nrt_info):
-                pod = e2epad.make_padding_pod(
-                    fxt.namespace, target.node, zone, load, image=suite_config.pause_image
-                )
+                pod = _padding_pod_spec(fxt, suite_config, target.node, zone, load)
                 if filler_class:
                     pod["spec"]["priorityClassName"] = filler_class
                 pod["spec"]["schedulerName"] = scheduler
                 objects.pin_pod_to(pod, target.node, zone["name"])
-                fillers.append(kube.create(pod))
+                fillers.append(
+                    _expect_ok(
+                        lambda pod=pod: kube.create(pod),
+                        f"cannot create filler pod for zone {acct.q(zone['name'])}",
+                    )
+                )
             assert not e2epad.wait_for_padding_pods_running(kube, fillers), (
                 "some padding pods have failed to run"
             )
@@ -347,7 +392,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 "limits": limits,
                 "requests": copy.deepcopy(limits),
             }
-            test_pod = kube.create(test_pod)
+            test_pod = _expect_ok(lambda: kube.create(test_pod), "cannot create test workload pod")
 
             if not eviction_expected:
                 _eviction_not_expected(kube, test_pod, fillers, uids)
@@ -358,8 +403,12 @@ class TestWhenPreemptionModeIsSetToEnabled:
 
             def one_evicted() -> str | None:
                 for fp in fillers:
-                    if kube.get_or_none(k8s.POD, fp["metadata"]["name"], fxt.namespace) is None:
-                        evicted.add(fp["metadata"]["name"])
+                    try:
+                        kube.get(k8s.POD, fp["metadata"]["name"], fxt.namespace)
+                    except k8s.ApiError as err:
+                        # as upstream: NotFound means evicted, any other error is ignored (polled again)
+                        if k8s.is_not_found(err):
+                            evicted.add(fp["metadata"]["name"])
                 if len(evicted) != 1:
                     return f"expected one filler pod to be evicted, got {len(evicted)}"
                 return None
@@ -415,7 +464,9 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 kube = fxt.kube
                 scheduler = suite_config.scheduler_name
                 target_nrt = _find_nrt(target.nrt_list, target.node)
-                load = acct.baseload_for_node(kube, target.node)
+                load = acct.baseload_for_node(
+                    kube, target.node, f"cannot get base load for {acct.q(target.node)}"
+                )
                 least = _scaled(load, 7)
                 for idx, zone in enumerate(acct.zones(target_nrt)):
                     for res in zone.get("resources") or ():
@@ -443,7 +494,10 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     second["name"] = "cnt-2"
                     pod["spec"]["containers"] = [first, second]
                     default_pods.append(pod)
-                fillers = [kube.create(pod) for pod in default_pods]
+                fillers = [
+                    _expect_ok(lambda pod=pod: kube.create(pod), f"cannot create victim pod {idx}")
+                    for idx, pod in enumerate(default_pods, start=1)
+                ]
                 assert not e2epad.wait_for_padding_pods_running(kube, fillers), (
                     "some padding pods have failed to run"
                 )
@@ -454,14 +508,17 @@ class TestWhenPreemptionModeIsSetToEnabled:
 
                 medium = []
                 for idx, zone in enumerate(acct.zones(updated_nrt)):
-                    pod = e2epad.make_padding_pod(
-                        fxt.namespace, target.node, zone, load, image=suite_config.pause_image
-                    )
+                    pod = _padding_pod_spec(fxt, suite_config, target.node, zone, load)
                     pod["metadata"]["name"] = f"medium-priority-filler-{idx + 1}"
                     pod["spec"]["priorityClassName"] = CUSTOM_MEDIUM
                     pod["spec"]["schedulerName"] = scheduler
                     objects.pin_pod_to(pod, target.node, zone["name"])
-                    medium.append(kube.create(pod))
+                    medium.append(
+                        _expect_ok(
+                            lambda pod=pod: kube.create(pod),
+                            f"cannot create filler pod for zone {acct.q(zone['name'])}",
+                        )
+                    )
                 fillers += medium
                 assert not e2epad.wait_for_padding_pods_running(kube, medium), (
                     "some padding pods have failed to run"
@@ -481,9 +538,9 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 # phase 1: a low-priority preemptor stays pending, evicting the default fillers is not enough
                 phase1 = copy.deepcopy(template)
                 phase1["metadata"]["name"] = "preemptor-phase-1"
-                phase1 = kube.create(phase1)
+                phase1 = _expect_ok(lambda: kube.create(phase1), "cannot create test workload pod")
                 _eviction_not_expected(kube, phase1, fillers, uids)
-                kube.delete(k8s.POD, "preemptor-phase-1", fxt.namespace)
+                kube.delete(k8s.POD, "preemptor-phase-1", fxt.namespace, missing_ok=False)
                 try:
                     waiters.for_pod_deleted(kube, fxt.namespace, "preemptor-phase-1", timeout=PENDING_TIMEOUT)
                 except WaitTimeout as err:
@@ -493,7 +550,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 phase2 = copy.deepcopy(template)
                 phase2["metadata"]["name"] = "preemptor-phase-2"
                 phase2["spec"]["priorityClassName"] = CUSTOM_HIGH
-                kube.create(phase2)
+                _expect_ok(lambda: kube.create(phase2), "cannot create preemptor pod phase 2")
                 try:
                     waiters.for_pod_phase(
                         kube, fxt.namespace, "preemptor-phase-2", "Running", timeout=PENDING_TIMEOUT
@@ -524,7 +581,9 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 # a burst of low-priority pods sized on the baseload CPUs, the last two high-priority:
                 # with the NRT cache not yet updated, preemption must not evict on a dirty state
                 kube = fxt.kube
-                load = acct.baseload_for_node(kube, target.node)
+                load = acct.baseload_for_node(
+                    kube, target.node, f"cannot get base load for {acct.q(target.node)}"
+                )
                 per_pod_cpu = load["cpu"]  # the smaller, the harder for preemption on a dirty state
                 target_nrt = _find_nrt(target.nrt_list, target.node)
                 total_count = 0
@@ -562,7 +621,9 @@ class TestWhenPreemptionModeIsSetToEnabled:
                         "limits": dict(resources),
                         "requests": dict(resources),
                     }
-                    pods.append(kube.create(pod))
+                    pods.append(
+                        _expect_ok(lambda pod=pod: kube.create(pod), "cannot create test workload pod")
+                    )
                 assert not e2epad.wait_for_padding_pods_running(kube, pods), (
                     "some padding pods have failed to run"
                 )
@@ -570,6 +631,8 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 log.info("ensure all pods are kept running")
                 for pod in pods:
                     name = pod["metadata"]["name"]
-                    current = kube.get_or_none(k8s.POD, name, fxt.namespace)
-                    assert current is not None, f"cannot get pod {acct.q(name)}"
+                    current = _expect_ok(
+                        lambda name=name: kube.get(k8s.POD, name, fxt.namespace),
+                        f"cannot get pod {acct.q(name)}",
+                    )
                     assert acct.phase(current) == "Running", f"pod {acct.pod_key(current)} is not running"

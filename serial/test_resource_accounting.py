@@ -170,7 +170,7 @@ class TestClusterWithAtLeastAWorkerNodeSuitable:
         # delete the LAST placeholder: target_before is the target without it, so the test pod
         # must land on the zone it frees
         last = target_padding_pods[-1]["metadata"]["name"]
-        kube.delete(k8s.POD, last, fxt.namespace)
+        kube.delete(k8s.POD, last, fxt.namespace, missing_ok=False)
         waiters.for_pod_deleted(kube, fxt.namespace, last, timeout=180)
 
         updated = _expect_running(fxt, "testpod")
@@ -244,7 +244,7 @@ class TestBurstableNotAccounted:
 
         initial_list = kube.list(k8s.NRT)
         initial = acct.find_from_list(initial_list, target)
-        load = acct.baseload_for_node(kube, target)
+        load = acct.baseload_for_node(kube, target, f"missing node load info for {acct.q(target)}")
         # availableResourceType: the zones' available amounts summed
         available = {name: Quantity(0) for name in ("cpu", "memory")}
         for zone in acct.zones(initial):
@@ -256,7 +256,7 @@ class TestBurstableNotAccounted:
         log.info("requests: maximum available on the target minus its baseload: %s", rl.to_string(requests))
 
         padding_pods = acct.pad_nodes_to_baseload(
-            kube, fxt.namespace, suite_config.pause_image, candidates, sorted(names)
+            kube, fxt.namespace, suite_config.pause_image, candidates, sorted(names), get_nodes=True
         )
         assert not e2epad.wait_for_padding_pods_running(kube, padding_pods), (
             "some padding pods have failed to run"
@@ -306,10 +306,22 @@ class TestBurstableNotAccounted:
             1, {"test": "test-dp"}, {}, fxt.namespace, "test-dp", pod_spec
         )
         log.info("create the burstable test deployment with requests %s", rl.to_string(setup.requests))
-        dp = waiters.for_deployment_complete(kube, kube.create(dp), timeout=60, interval=10)
+        try:
+            dp = kube.create(dp)
+        except k8s.ApiError as err:
+            raise AssertionError(f'unable to create deployment "test-dp": {err}') from None
+        try:
+            dp = waiters.for_deployment_complete(kube, dp, timeout=60, interval=10)
+        except (AssertionError, k8s.ApiError) as err:
+            raise AssertionError(f'Deployment "test-dp" not up & running after 1m0s: {err}') from None
 
         # podlist ByDeployment: the selector's pods in the namespace, terminating ones too
-        pods = kube.list(k8s.POD, fxt.namespace, label_selector=dict(dp["spec"]["selector"]["matchLabels"]))
+        try:
+            pods = kube.list(
+                k8s.POD, fxt.namespace, label_selector=dict(dp["spec"]["selector"]["matchLabels"])
+            )
+        except k8s.ApiError as err:
+            raise AssertionError(f'Unable to get pods from Deployment "test-dp": {err}') from None
         _expect_burstable_unaccounted(fxt, setup, pods, scheduler, f"DP {fxt.namespace}/test-dp")
 
     @spec(
@@ -322,7 +334,9 @@ class TestBurstableNotAccounted:
     ) -> None:
         kube = fxt.kube
         pod = _test_pod(fxt, suite_config, "testpod-bu")
-        load = acct.baseload_for_node(kube, setup.target)
+        load = acct.baseload_for_node(
+            kube, setup.target, f"missing node load info for {acct.q(setup.target)}"
+        )
         per_numa = []
         for zone in acct.zones(setup.initial):
             available = acct.zone_resources(zone)
@@ -368,7 +382,7 @@ class TestBurstableNotAccounted:
         self._expect_nrts_unchanged(fxt, setup)
 
         # deleting the burstable pod lets the guaranteed one run
-        kube.delete(k8s.POD, "testpod-first-bu", fxt.namespace)
+        kube.delete(k8s.POD, "testpod-first-bu", fxt.namespace, missing_ok=False)
         second = _expect_running_with_tas(fxt, suite_config, "testpod-second-gu")
         fxt.settle_nrts()
 
@@ -391,7 +405,7 @@ class TestBurstableNotAccounted:
             f" total required resources: {rl.to_string(limits)}"
         )
 
-        kube.delete(k8s.POD, "testpod-second-gu", fxt.namespace)
+        kube.delete(k8s.POD, "testpod-second-gu", fxt.namespace, missing_ok=False)
         node = second["spec"]["nodeName"]
 
         # the updaters MAY be slow to report a removal: tolerate some delay
@@ -423,12 +437,21 @@ class TestBurstableNotAccounted:
             pod_spec,
         )
         log.info("create the burstable test daemonset with requests %s", rl.to_string(setup.requests))
-        kube.create(ds)
-        ds = waiters.for_daemonset_ready(
-            kube, fxt.namespace, "test-ds", timeout=60, interval=fxt.config.timeouts.poll(10)
-        )
+        try:
+            kube.create(ds)
+        except k8s.ApiError as err:
+            raise AssertionError(f'unable to create daemonset "test-ds": {err}') from None
+        try:
+            ds = waiters.for_daemonset_ready(
+                kube, fxt.namespace, "test-ds", timeout=60, interval=fxt.config.timeouts.poll(10)
+            )
+        except (AssertionError, k8s.ApiError) as err:
+            raise AssertionError(f'Daemonset "test-ds" not up & running after 1m0s: {err}') from None
 
         # podlist ByDaemonset: the selector's pods in every namespace, terminating ones too
-        pods = kube.list(k8s.POD, label_selector=dict(ds["spec"]["selector"]["matchLabels"]))
+        try:
+            pods = kube.list(k8s.POD, label_selector=dict(ds["spec"]["selector"]["matchLabels"]))
+        except k8s.ApiError as err:
+            raise AssertionError(f'Unable to get pods from Daemonset "test-ds": {err}') from None
         _expect_burstable_unaccounted(fxt, setup, pods, scheduler, f"DS {fxt.namespace}/test-ds")
-        kube.delete(k8s.DAEMONSET, "test-ds", fxt.namespace)
+        kube.delete(k8s.DAEMONSET, "test-ds", fxt.namespace, missing_ok=False)

@@ -73,7 +73,8 @@ def scheduler_back(fxt: Any, nrs: dict) -> Iterator[None]:
 def _delete_scheduler(kube: Any, nrs: dict) -> None:
     deployment = nrs["status"]["deployment"]
     log.info("deleting the NRO Scheduler object: %s", nrs["metadata"]["name"])
-    kube.delete(k8s.NROSCHED, nrs["metadata"]["name"])
+    # upstream asserts the delete: an object already gone fails the spec too
+    kube.delete(k8s.NROSCHED, nrs["metadata"]["name"], missing_ok=False)
     # the scheduler deployment must be gone
     wait_for(
         lambda: kube.get_or_none(k8s.DEPLOYMENT, deployment["name"], deployment["namespace"]),
@@ -90,6 +91,17 @@ def create_deployment(fxt: Any, suite_config: Any, name: str, scheduler: str) ->
     dp = objects.new_test_deployment_with_pod_spec(2, {"test": "test-dp"}, {}, fxt.namespace, name, pod_spec)
     log.info("creating a test deployment %s", name)
     return fxt.kube.create(dp)
+
+
+def create_deployment_sync(fxt: Any, suite_config: Any, name: str, scheduler: str) -> dict:
+    """``createDeploymentSync``: create, then complete within 1 m (10 s polls)."""
+    dp = create_deployment(fxt, suite_config, name, scheduler)
+    log.info("waiting for the test deployment %s to be complete and ready", name)
+    try:
+        waiters.for_deployment_complete(fxt.kube, dp, timeout=60, interval=10)
+    except (AssertionError, k8s.ApiError) as err:
+        raise AssertionError(f"Deployment {acct.q(name)} is not up & running after 1m0s: {err}") from None
+    return dp
 
 
 def _expect_deployment_state(kube: Any, dp: dict, complete: bool) -> None:
@@ -119,8 +131,7 @@ class TestWhenRemovingTheTopologyAwareSchedulerFromALiveCluster:
         self, fxt: Any, suite_config: Any, nrs: dict, scheduler_restored: None
     ) -> None:
         kube = fxt.kube
-        dp = create_deployment(fxt, suite_config, "testdp", suite_config.scheduler_name)
-        waiters.for_deployment_complete(kube, dp, timeout=60, interval=10)
+        dp = create_deployment_sync(fxt, suite_config, "testdp", suite_config.scheduler_name)
         _delete_scheduler(kube, nrs)
         _expect_deployment_state(kube, dp, complete=True)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import _config_helpers as h
@@ -19,7 +21,7 @@ import pytest
 from nrop.api.tolerations import parse_taint, sorted_tolerations
 from nrop.suite import waiters
 from nrop.suite.fixture import pick_node_index
-from nrop.suite.kube import DAEMONSET, NROP, POD, Kube
+from nrop.suite.kube import DAEMONSET, NROP, POD, ApiError, Kube
 from nrop.suite.specs import spec
 from nrop.suite.waiting import WaitTimeout
 
@@ -173,6 +175,24 @@ def _expect_degraded_unsupported(rte: RteTarget, platform: ocp.ClusterPlatform) 
     )
 
 
+@contextmanager
+def _deferred(cleanup: Callable[[], None]) -> Iterator[None]:
+    """A Go ``defer`` holding Expects: ``cleanup`` runs after the body however it ended, and
+    its failure fails the spec. When the body failed first, the body's failure stays the one
+    reported (Ginkgo keeps a spec's first failure) and the cleanup's is added to it as a note,
+    so both show."""
+    try:
+        yield
+    except BaseException as err:
+        try:
+            cleanup()
+        except Exception as cleanup_err:
+            log.error("deferred cleanup failed after the spec failed: %s", cleanup_err)
+            err.add_note(f"deferred cleanup failed too: {type(cleanup_err).__name__}: {cleanup_err}")
+        raise
+    cleanup()
+
+
 def _expect_equal_tolerations(got: list[Any] | None, expected: list[Any] | None) -> None:
     assert sorted_tolerations(got) == sorted_tolerations(expected), "mismatched tolerations"
 
@@ -211,23 +231,34 @@ class TestClusterHasAtLeastOneSuitableNode:
         _expect_equal_tolerations(
             rte.ds["spec"]["template"]["spec"].get("tolerations"), BUILTIN_RTE_TOLERATIONS
         )
-        rte_pods = waiters.pods_of_daemonset(kube, rte.ds)
-        assert rte_pods, f"cannot find any pods for daemonset {rte.key}"
-        log.info("RTE pods before updating tolerations: %s", h.pod_names(rte_pods))
+        log.info("list RTE pods before the CR update")
+        rte_pods = h.pods_of_daemonset(kube, rte.ds_namespace, rte.ds_name)
+        log.info("RTE pods before reverting tolerations: %s", h.pod_names(rte_pods))
+        log.info("adding extra tolerations")
         updated_nrop = rte.set_tolerations([h.sriov_toleration()])
-        try:
+
+        def revert() -> None:
+            log.info("list RTE pods before the CR update")
+            ds_ref = updated_nrop["status"]["daemonsets"][0]
+            pods = h.pods_of_daemonset(kube, ds_ref["namespace"], ds_ref["name"])
+            log.info("RTE pods before reverting tolerations: %s", h.pod_names(pods))
+            log.info("removing extra tolerations")
+            rte.set_tolerations([])
+            log.info("ensure that RTE pods are recreated and DS is ready")
+            h.wait_for_daemonset_update(kube, ds_ref["namespace"], ds_ref["name"], pods, target=rte.target)
+
+        with _deferred(revert):
+            log.info("ensure that RTE pods are recreated and DS is ready")
             h.wait_for_daemonset_update(kube, rte.ds_namespace, rte.ds_name, rte_pods, target=rte.target)
-            ds = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
+            log.info("checking the tolerations in the owned DaemonSet")
+            try:
+                ds = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
+            except ApiError as err:
+                raise AssertionError(f'cannot get "{rte.key}" in the cluster: {err}') from None
             _expect_equal_tolerations(
                 ds["spec"]["template"]["spec"].get("tolerations"),
                 updated_nrop["spec"]["nodeGroups"][0]["config"]["tolerations"],
             )
-        finally:
-            current = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
-            pods = waiters.pods_of_daemonset(kube, current)
-            log.info("RTE pods before reverting tolerations: %s", h.pod_names(pods))
-            rte.set_tolerations([])
-            h.wait_for_daemonset_update(kube, rte.ds_namespace, rte.ds_name, pods, target=rte.target)
 
     class TestWhenAddingTolerationsToTheTargetMCP:
         pytestmark = spec("when adding tolerations to the target MCP")

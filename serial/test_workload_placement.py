@@ -15,10 +15,11 @@ from typing import Any
 
 import _placement_helpers as h
 import pytest
+import yaml
 from _placement_helpers import DEFAULT_SCHEDULER, MINUTE, MULTI_NUMA_LABEL, SCOPE_FUNCS, q
 
 from nrop.api.quantity import Quantity
-from nrop.suite import baseload, nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
+from nrop.suite import baseload, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
@@ -148,10 +149,13 @@ def _expect_consumed(
     pod: Any,
     what: str,
 ) -> None:
+    """``Expect(match).ToNot(BeEmpty(), "inconsistent accounting: ...")`` with both NRTs
+    printed as YAML (sigs.k8s.io/yaml), as upstream marshals them for this message."""
+    data_before, data_after = yaml.safe_dump(dict(before)), yaml.safe_dump(dict(after))
     match = check(before, after, rl.of(required), objects.pod_qos(pod))
     assert match, (
         f"inconsistent accounting: no resources consumed by the {what} pod,\n"
-        f"NRT before test's pod: {nrtcompare.to_string_nrt(before)} \nNRT after: {nrtcompare.to_string_nrt(after)} \n"
+        f"NRT before test's pod: {data_before} \nNRT after: {data_after} \n"
         f" total required resources: {h.to_string(required)}"
     )
 

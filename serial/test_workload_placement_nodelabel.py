@@ -287,9 +287,12 @@ class TestWithTwoLabeledNodesWithTwoNumaZones:
             assert pods, f"cannot find any pods for DP {ns}/test-dp"
             for pod in pods:
                 node = pod["spec"]["nodeName"]
+                # upstream's text as Go prints it: the target fills the first %q, nothing the
+                # second; the node the pod is on follows, as Gomega's Equal reports it
                 assert node == target, (
-                    f"pod {ns}/{pod['metadata']['name']} is scheduled on node {q(node)} "
-                    f"but expected to be on the target node {q(target)}"
+                    f"pod {ns}/{pod['metadata']['name']} is scheduled on node {q(target)} "
+                    "but expected to be on the target node %!q(MISSING)\n"
+                    f"Expected\n    <string>: {node}\nto equal\n    <string>: {target}"
                 )
                 h.expect_scheduled_by(kube, pod, scheduler)
 
