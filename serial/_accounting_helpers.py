@@ -15,13 +15,13 @@ event checks, operator-object reads. Waiting goes through ``nrop.suite.waiters``
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nrop.api.durations import parse_duration
+from nrop.api.fielderrors import go_quote
 from nrop.api.quantity import Quantity, coerce
 from nrop.suite import baseload, fixture, nrtcompare, nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import kube as k8s
@@ -331,8 +331,8 @@ def round_seconds(seconds: float) -> float:
 
 
 def q(text: object) -> str:
-    """Go's ``%q`` for messages that quote names the way upstream prints them."""
-    return json.dumps(str(text))
+    """Go's ``%q`` of a value's text, for messages that quote names the way upstream prints them."""
+    return go_quote(str(text))
 
 
 # ----------------------------------------------------------------------------- workloads

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from _accounting_helpers import q
+
 from nrop.suite import baseload, nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
@@ -42,11 +44,6 @@ DEFAULT_SCHEDULER = "default-scheduler"
 MINUTE = 60.0
 
 DEVICE_PLACEHOLDERS = ("DEV1", "DEV2", "DEV3")
-
-
-def q(text: object) -> str:
-    """Go's ``%q`` for the plain names the upstream messages quote."""
-    return f'"{text}"'
 
 
 # ----------------------------------------------------------------- resource lists

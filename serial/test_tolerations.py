@@ -8,7 +8,6 @@ the NROP it changed.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ import _config_helpers as h
 import _openshift_helpers as ocp
 import pytest
 
+from nrop.api.fielderrors import go_quote
 from nrop.api.tolerations import parse_taint, sorted_tolerations
 from nrop.suite import waiters
 from nrop.suite.fixture import pick_node_index
@@ -336,7 +336,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.pods_creation(workers, timeout=180, interval=1, message=PODS_NUMBER.format(expected=workers))
             rte.ready()
             pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
-            assert pod_on_node is not None, f"no RTE pod found on node {_q(node_name)}"
+            assert pod_on_node is not None, f"no RTE pod found on node {go_quote(node_name)}"
 
             rte.set_tolerations([h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val2")])
             log.info("ensuring the RTE DS was created with expected pods count=%d", workers - 1)
@@ -366,7 +366,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.pods_creation(workers, timeout=180, interval=1, message=PODS_NUMBER.format(expected=workers))
             rte.ready()
             pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
-            assert pod_on_node is not None, f"no RTE pod found on node {_q(node_name)}"
+            assert pod_on_node is not None, f"no RTE pod found on node {go_quote(node_name)}"
 
             taint2 = parse_taint(f"{h.TEST_KEY}=val2:NoExecute")
             rte.taints = [taint2]  # AddOrUpdateTaint replaced val1 by val2 (same key and effect)
@@ -452,7 +452,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 f"pods number is not as expected for RTE daemonset: expected {workers} found {len(pods)}"
             )
             to_delete = next((pod for pod in pods if pod["spec"].get("nodeName") == node_name), None)
-            assert to_delete is not None, f"RTE pod was not found on node {_q(node_name)}"
+            assert to_delete is not None, f"RTE pod was not found on node {go_quote(node_name)}"
             kube.delete(POD, to_delete["metadata"]["name"], to_delete["metadata"]["namespace"])
             rte.wait_pod_deleted(to_delete, timeout=120)
 
@@ -462,7 +462,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
             rte.ready(message=NOT_READY)
             assert h.rte_pod_on_node(kube, node_name) is None, (
-                f"RTE pod was found on node {_q(node_name)} while expected not to be found"
+                f"RTE pod was found on node {go_quote(node_name)} while expected not to be found"
             )
 
         class TestWhenRTEPodsAreNotRunningYet:
@@ -550,7 +550,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 )
                 rte.ready()
                 assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
-                    f"no RTE pod was found on node {_q(tainted_without_nrop)}"
+                    f"no RTE pod was found on node {go_quote(tainted_without_nrop)}"
                 )
 
             @spec(
@@ -578,7 +578,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 )
                 rte.ready()
                 assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
-                    f"RTE pod is not found on node {_q(tainted_without_nrop)}"
+                    f"RTE pod is not found on node {go_quote(tainted_without_nrop)}"
                 )
 
         @spec(
@@ -613,7 +613,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
             rte.ready(message=NOT_READY)
             assert h.rte_pod_on_node(kube, node_name) is not None, (
-                f"RTE pod is not found on node {_q(node_name)}"
+                f"RTE pod is not found on node {go_quote(node_name)}"
             )
 
 
@@ -628,11 +628,6 @@ def _wait_machine_count_update(rte: RteTarget) -> None:
     infos = h.mcps_info(rte.kube, rte.nrop)
     assert infos, "no MachineConfigPool found for the NROP node groups"
     h.wait_for_mcp_update(rte.kube, rte.suite_config, infos, config_update=False)
-
-
-def _q(text: str) -> str:
-    """Go's ``%q``."""
-    return json.dumps(text)
 
 
 def _fresh_nrop(nrop: dict[str, Any]) -> dict[str, Any]:
