@@ -152,6 +152,30 @@ def _append_node_group(
     )
 
 
+def _set_node_groups(
+    kube: Kube,
+    name: str,
+    groups: list[Any],
+    target: str,
+    description: str | None = "failed to update node groups",
+) -> dict[str, Any]:
+    """Replace the NROP node groups with ``groups`` (``Eventually`` Get/set/Update, 10m / 30s polls);
+    ``description`` is the Eventually's failure message (upstream's, or none where it gives none)."""
+
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["spec"]["nodeGroups"] = [dict(group) for group in groups]
+
+    return h.update_object(
+        kube,
+        NROP,
+        name,
+        mutate,
+        timeout=600,
+        interval=h.poll(target, 30),
+        description=description,
+    )
+
+
 def _create_test_mcp(
     kube: Kube, machine_config_selector: Mapping[str, Any], name: str = h.ROLE_MCP_TEST
 ) -> dict[str, Any]:
@@ -923,30 +947,16 @@ class TestClusterHasAtLeastOneSuitableNode:
                 }
                 expected = h.merged_config(conf)
 
-                def set_groups(groups: list[Any], description: str | None = None) -> dict[str, Any]:
-                    def mutate(obj: dict[str, Any]) -> None:
-                        obj["spec"]["nodeGroups"] = groups
-
-                    return h.update_object(
-                        kube,
-                        NROP,
-                        name,
-                        mutate,
-                        timeout=600,
-                        interval=h.poll(target, 30),
-                        description=description,
-                    )
-
-                applied = set_groups(
-                    [*orig_groups, {"poolName": pool, "config": conf}], "failed to update node groups"
+                applied = _set_node_groups(
+                    kube, name, [*orig_groups, {"poolName": pool, "config": conf}], target
                 )
                 try:
                     _verify_status_update(kube, target, name, applied, pool, expected)
 
                     conf2 = {"podsFingerprinting": "Disabled", "infoRefreshMode": "Events"}
                     expected2 = h.merged_config(conf2)
-                    applied = set_groups(
-                        [*orig_groups, {"poolName": pool, "config": conf2}], "failed to update node groups"
+                    applied = _set_node_groups(
+                        kube, name, [*orig_groups, {"poolName": pool, "config": conf2}], target
                     )
                     _verify_status_update(kube, target, name, applied, pool, expected2)
 
@@ -955,7 +965,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                     assert group_status is not None
                     ds_ref = group_status["daemonsets"]
 
-                    set_groups(orig_groups)
+                    _set_node_groups(kube, name, orig_groups, target, None)
                     waiters.for_daemonset_deleted(
                         kube, ds_ref["namespace"], ds_ref["name"], timeout=60, interval=h.poll(target, 10)
                     )
@@ -976,7 +986,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                         assert mcp.get("name") != pool, f"status MCPs still contain deleted node group: {mcp}"
                 finally:
                     if kube.get(NROP, name)["spec"].get("nodeGroups") != orig_groups:
-                        set_groups(orig_groups)
+                        _set_node_groups(kube, name, orig_groups, target, None)
                     assert (
                         h.find_condition(
                             (kube.get(NROP, name).get("status") or {}).get("conditions"),
@@ -1134,20 +1144,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                     h.wait_mcp_condition(kube, suite_config, mcp, "Updated")
                 except WaitTimeout as exc:
                     raise AssertionError(f"MCP {worker_cnf!r} did not reach Updated state: {exc}") from exc
-                groups = [{"poolName": "master"}, {"poolName": worker_cnf}]
-
-                def mutate(obj: dict[str, Any]) -> None:
-                    obj["spec"]["nodeGroups"] = groups
-
-                h.update_object(
-                    kube,
-                    NROP,
-                    name,
-                    mutate,
-                    timeout=600,
-                    interval=h.poll(target, 30),
-                    description="failed to update node groups",
-                )
+                _set_node_groups(kube, name, [{"poolName": "master"}, {"poolName": worker_cnf}], target)
                 try:
                     updated: dict[str, Any] = {}
 
@@ -1223,18 +1220,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             name = suite_config.nrop["metadata"]["name"]
             initial = _nrop(kube, suite_config)
 
-            def mutate(obj: dict[str, Any]) -> None:
-                obj["spec"]["nodeGroups"] = [{"poolName": "master"}, {"poolName": "worker"}]
-
-            h.update_object(
-                kube,
-                NROP,
-                name,
-                mutate,
-                timeout=600,
-                interval=h.poll(target, 30),
-                description="failed to update node groups",
-            )
+            _set_node_groups(kube, name, [{"poolName": "master"}, {"poolName": "worker"}], target)
             try:
                 namespace = initial["status"]["daemonsets"][0]["namespace"]
                 master, worker = f"{name}-master", f"{name}-worker"
