@@ -15,6 +15,7 @@ event checks, operator-object reads. Waiting goes through ``nrop.suite.waiters``
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -131,10 +132,19 @@ def create_all(kube: Kube, manifests: Iterable[Manifest]) -> list[Manifest]:
 
 
 def describe_pods(pods: Iterable[Mapping[str, Any]]) -> str:
+    """``describePods``: each pod's key, uid and ``describePodStatus`` (QoS class, phase and reason
+    from its status, then its container statuses as JSON)."""
     return ", ".join(
-        f"pod {pod_key(p)} (uid={p['metadata'].get('uid')}) status=<qos={objects.pod_qos(p)} phase={phase(p)} "
-        f"reason={(p.get('status') or {}).get('reason', '')}>"
-        for p in pods
+        f"pod {pod_key(p)} (uid={p['metadata'].get('uid')}) status={_describe_status(p)}" for p in pods
+    )
+
+
+def _describe_status(pod: Mapping[str, Any]) -> str:
+    status = pod.get("status") or {}
+    containers = json.dumps(status.get("containerStatuses"), separators=(",", ":"))
+    return (
+        f"<qos={status.get('qosClass', '')} phase={status.get('phase', '')} reason={status.get('reason', '')} "
+        f"containerStatuses={containers}>"
     )
 
 
@@ -287,7 +297,10 @@ def check_periodic_node_group(fxt: Any, kube: Any, nrop_name: str, pfp_skip: str
     single MachineConfigPool has pod fingerprinting and Periodic refresh; returns the refresh
     period. ``pfp_skip`` starts the family's skip reason for the fingerprint mode (upstream's
     two files word it differently)."""
-    nrop = kube.get(k8s.NROP, nrop_name)
+    try:
+        nrop = kube.get(k8s.NROP, nrop_name)
+    except k8s.ApiError as err:
+        raise AssertionError(f'cannot get "/{nrop_name}" in the cluster: {err}') from None
     count, pool = single_pool_config(nrop)
     if pool is None:
         fxt.skip(f"more than one MCP not yet supported, found {count}")

@@ -177,10 +177,18 @@ def create_padding_pod(
     ``label_node`` is the value of the ``e2e-serial-pad-node`` label: upstream passes the
     pod's base name there in some tests and the node name in others.
     """
-    pod = padding.make_padding_pod(
-        fxt.namespace, label_node, zone, rl.of(leave), image=fxt.config.pause_image
-    )
-    return fxt.kube.create(objects.pin_pod_to(pod, node_name, zone.name))
+    name, zone_name = q(label_node), q(zone.name)
+    try:
+        pod = padding.make_padding_pod(
+            fxt.namespace, label_node, zone, rl.of(leave), image=fxt.config.pause_image
+        )
+    except ValueError as err:
+        raise AssertionError(f"unable to create padding pod {name} on zone {zone_name}: {err}") from None
+    pod = objects.pin_pod_to(pod, node_name, zone.name)  # cannot fail here, unlike upstream's pinPodTo
+    try:
+        return fxt.kube.create(pod)
+    except k.ApiError as err:
+        raise AssertionError(f"unable to create pod {name} on zone {zone_name}: {err}") from None
 
 
 def expect_padding_pods_running(fxt: Any, pods: Sequence[Mapping[str, Any]]) -> None:
@@ -188,9 +196,15 @@ def expect_padding_pods_running(fxt: Any, pods: Sequence[Mapping[str, Any]]) -> 
     assert not failed, f"some padding pods have failed to run: {failed}"
 
 
-def with_baseload(kube: k.Kube, node_name: str, values: Resources) -> rl.ResourceList:
-    """``values`` plus the node's base load (``baseload.ForNode`` + ``AddTo``)."""
-    load = baseload.for_node(kube, node_name)
+def with_baseload(
+    kube: k.Kube, node_name: str, values: Resources, *, failure: str = "missing node load info for"
+) -> rl.ResourceList:
+    """``values`` plus the node's base load (``baseload.ForNode`` + ``AddTo``); a failed read
+    fails with ``failure`` and the node's name, as upstream's Expect does."""
+    try:
+        load = baseload.for_node(kube, node_name)
+    except k.ApiError as err:
+        raise AssertionError(f"{failure} {q(node_name)}: {err}") from None
     log.info("computed base load: %s", load)
     return add(values, load.resources)
 

@@ -8,7 +8,7 @@ from typing import Any
 import _config_helpers as h
 import pytest
 
-from nrop.suite.kube import NROP, Kube
+from nrop.suite.kube import NROP, ApiError, Kube
 from nrop.suite.specs import spec
 
 pytestmark = spec("[serial] numaresources operator introspection", "Serial", "tier3", "feature:introspection")
@@ -19,7 +19,11 @@ class TestWhenCheckingTheNumaresourcesOperatorPodProper:
 
     @pytest.fixture
     def nrop(self, kube: Kube, suite_config: Any) -> dict[str, Any]:
-        return kube.get(NROP, suite_config.nrop["metadata"]["name"])
+        name = suite_config.nrop["metadata"]["name"]
+        try:
+            return kube.get(NROP, name)
+        except ApiError as err:
+            raise AssertionError(f"failed to get the NRO resource: /{name}: {err}") from None
 
     @spec("should verify the terminationMessagePolicy", "terminationMessage")
     def test_operator_termination_message_policy(self, kube: Kube, nrop: dict[str, Any]) -> None:

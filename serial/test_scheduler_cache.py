@@ -289,7 +289,7 @@ class TestUsingANodeGroupWithPeriodicUneventedUpdates:
             target = random.choice(running)
             expected_running = [failed[0]] + [p for p in running if acct.pod_key(p) != acct.pod_key(target)]
             log.info("Deleting pod %s", acct.pod_key(target))
-            kube.delete(k8s.POD, target["metadata"]["name"], fxt.namespace)
+            kube.delete(k8s.POD, target["metadata"]["name"], fxt.namespace, missing_ok=False)
             waiters.for_pod_deleted(kube, fxt.namespace, target["metadata"]["name"], timeout=300)
 
             # the NRT updater, the resync loop and the scheduler's retries interplay: be generous

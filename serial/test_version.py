@@ -43,14 +43,18 @@ class TestWhenCheckingTheVersions:
     @spec("[test_id:85791] should verify all the components", "tier1", "versioncheck")
     def test_85791_verify_all_components(self, kube: Kube, suite_config: Any) -> None:
         log.info("running the testsuite %s %s", "numaresources-operator-tests", package_version())
-        platform = ocp.detect_platform(kube)
+        try:
+            platform = ocp.detect_platform(kube).describe()
+        except ApiException as exc:  # upstream logs a failed cluster discovery and goes on
+            log.error("failed to discover cluster: %s", exc)
+            platform = "UNKNOWN"
         try:
             server = client.VersionApi(kube.api_client).get_code().git_version
         except ApiException as exc:
             # upstream logs a failed cluster discovery and goes on
             log.error("failed to discover cluster: %s", exc)
             server = "UNKNOWN"
-        log.info("running against cluster %s (kubernetes %s)", platform.describe(), server)
+        log.info("running against cluster %s (kubernetes %s)", platform, server)
 
         raw: str | None = None
         path = os.environ.get(BUILDINFO_ENV, "")

@@ -97,10 +97,7 @@ def _pad_zones(fxt: Any, node_name: str, nrt: Any, *, zone0_only: bool = False) 
     pods = []
     for zone_idx, zone in enumerate(e2enrt.zones_of(nrt)):
         if zone_idx == 0:  # any zone is fine for the base load
-            try:
-                leave = h.with_baseload(fxt.kube, node_name, MIN_RES)
-            except k.ApiError as err:
-                raise AssertionError(f"cannot get the base load for {q(node_name)}: {err}") from None
+            leave = h.with_baseload(fxt.kube, node_name, MIN_RES, failure="cannot get the base load for")
         elif zone0_only:
             continue
         else:

@@ -16,10 +16,9 @@ import _config_helpers as h
 import _openshift_helpers as ocp
 import pytest
 
-from nrop.suite import nrt as e2enrt
 from nrop.suite import nrtwaiters, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.kube import DAEMONSET, NROP, NRT, Kube
+from nrop.suite.kube import NROP, NRT, Kube
 from nrop.suite.objects import new_test_pod_pause
 from nrop.suite.specs import spec
 
@@ -54,9 +53,7 @@ def update_info_refresh_pause(
         log.info("profile already has the updated InfoRefreshPause %s", value)
         return
     ds_ref = current["status"]["daemonsets"][0]
-    ds = kube.get(DAEMONSET, ds_ref["name"], ds_ref["namespace"])
-    rte_pods = waiters.pods_of_daemonset(kube, ds)
-    assert rte_pods, f"cannot find any pods for daemonset {ds_ref}"
+    rte_pods = h.pods_of_daemonset(kube, ds_ref["namespace"], ds_ref["name"])
     log.info("RTE pods before update: %s", h.pod_names(rte_pods))
 
     def mutate(obj: dict[str, Any]) -> None:
@@ -83,8 +80,8 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
         platform = ocp.detect_platform(kube)
         initial = _info_refresh_pause(nrop, platform)
         nrts = kube.list(NRT)
-        update_info_refresh_pause(kube, suite_config, platform, "Enabled")
-        try:
+        try:  # upstream's AfterEach restores even when its BeforeEach failed half-way
+            update_info_refresh_pause(kube, suite_config, platform, "Enabled")
             yield nrts, platform, initial
         finally:
             update_info_refresh_pause(kube, suite_config, platform, initial)
@@ -127,6 +124,5 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
         update_info_refresh_pause(kube, suite_config, platform, initial)
         fxt.settle_nrts()
         node_name = pod["spec"]["nodeName"]
-        before = e2enrt.find(nrts, node_name)
-        assert before is not None, f"missing NRT for node {node_name!r}"
+        before = acct.find_from_list(nrts, node_name)
         acct.expect_nrt_consumed(kube, before, rl.of(required), pod)

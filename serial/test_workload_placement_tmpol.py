@@ -386,8 +386,15 @@ def _expect_pending(fxt: Any, pod: dict[str, Any], target: str, err_msg: str) ->
             logged_events = True
         return False
 
+    def events() -> Sequence[Mapping[str, Any]]:
+        try:
+            return kube.events_for(fxt.namespace, "testpod")
+        except k.ApiError as err:  # logged, and the poll goes on, as upstream's
+            log.error("failed to get events for pod %s/testpod: %s", fxt.namespace, err)
+            return []
+
     h.eventually(
-        lambda: kube.events_for(fxt.namespace, "testpod"),
+        events,
         found,
         f"pod {fxt.namespace}/testpod doesn't contains the expected event error",
         2 * MINUTE,
@@ -418,7 +425,7 @@ def _run_table_entry(
     else:
         _expect_pending(fxt, pod, target, err_msg)
 
-    kube.delete(k.POD, "testpod", fxt.namespace)
+    kube.delete(k.POD, "testpod", fxt.namespace, missing_ok=False)
     waiters.for_pod_deleted(kube, fxt.namespace, "testpod", timeout=3 * MINUTE)
     if placed is not None:
         h.expect_resources_restored(fxt, *placed)
