@@ -85,7 +85,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         limits = rl.from_container_limits(updated["spec"]["containers"])
         nrt_post_create = acct.expect_nrt_consumed(kube, nrt_initial, limits, updated)
 
-        kube.delete(k8s.POD, "testpod", fxt.namespace)
+        kube.delete(k8s.POD, "testpod", fxt.namespace, missing_ok=False)
         # the updaters MAY be slow to report a removal: tolerate some delay
         nrt_post_delete = nrtupdates.get_updated_for_node(
             kube, nrt_post_create, 60, interval=fxt.config.timeouts.poll(5)
@@ -156,7 +156,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             f" total required resources: {rl.to_string(limits)}"
         )
 
-        kube.delete(k8s.DEPLOYMENT, "testdp", fxt.namespace)
+        kube.delete(k8s.DEPLOYMENT, "testdp", fxt.namespace, missing_ok=False)
 
         # the updaters MAY be slow to report a removal: tolerate some delay
         def restored() -> bool:

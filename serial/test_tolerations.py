@@ -299,7 +299,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
             rte.ready()
             # extra check, not required by the test case: the operator recreates a deleted DS
-            kube.delete(DAEMONSET, rte.ds_name, rte.ds_namespace)
+            kube.delete(DAEMONSET, rte.ds_name, rte.ds_namespace, missing_ok=False)
             log.info("checking that the DaemonSet is recreated with matching worker nodes count %d", workers)
             rte.pods_creation(workers, timeout=120, interval=1, message=PODS_NUMBER.format(expected=workers))
             ready = rte.ready()
@@ -453,7 +453,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
             to_delete = next((pod for pod in pods if pod["spec"].get("nodeName") == node_name), None)
             assert to_delete is not None, f"RTE pod was not found on node {go_quote(node_name)}"
-            kube.delete(POD, to_delete["metadata"]["name"], to_delete["metadata"]["namespace"])
+            kube.delete(
+                POD, to_delete["metadata"]["name"], to_delete["metadata"]["namespace"], missing_ok=False
+            )
             rte.wait_pod_deleted(to_delete, timeout=120)
 
             log.info("waiting for daemonset %s to report correct pods' number", rte.key)
@@ -483,7 +485,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 infos = h.mcps_info(kube, rte.nrop) if custom else []
                 if custom:
                     assert infos, "no MachineConfigPool found for the NROP node groups"
-                kube.delete(NROP, rte.nrop_name)
+                kube.delete(NROP, rte.nrop_name, missing_ok=False)
                 try:
                     if custom:
                         h.wait_for_mcp_update(kube, rte.suite_config, infos, config_update=True)

@@ -327,7 +327,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         _expect_consumed(funcs.check_consumed, nrt_reorganized, nrt_last_update, used, pod, "updated")
 
         log.info("deleting the deployment")
-        kube.delete(k.DEPLOYMENT, "testdp47591", ns)
+        kube.delete(k.DEPLOYMENT, "testdp47591", ns, missing_ok=False)
         _expect_restored_in_list(fxt, node, nrt_reorganized, nrt_last_update_list)
 
 
@@ -438,7 +438,7 @@ class TestClusterHasAtLeastOneSuitableNodeWithSingleNumaPolicy:
         log.info("deleting the padder pods")
         padder.clean()
         log.info("deleting the deployment")
-        kube.delete(k.DEPLOYMENT, "testdp48746", ns)
+        kube.delete(k.DEPLOYMENT, "testdp48746", ns, missing_ok=False)
         _expect_restored_in_list(fxt, target, nrt_initial, nrt_post_update_list)
 
 
@@ -524,7 +524,7 @@ class TestClusterWithAtLeastTwoAvailableNodes:
         assert match, "inconsistent accounting when checking NRTs consumed resources"
 
         log.info("deleting replicaset %s/testrs", ns)
-        kube.delete(k.REPLICASET, "testrs", ns)
+        kube.delete(k.REPLICASET, "testrs", ns, missing_ok=False)
         for pod in pods:
             meta = pod["metadata"]
             try:
@@ -565,4 +565,4 @@ class TestClusterWithAtLeastTwoAvailableNodes:
         assert diff_ms < 2000, (
             f"expected the difference between scheduling times to be 2000 at max; actual diff: {diff_ms} milliseconds"
         )
-        kube.delete(k.REPLICASET, "testrs", ns)
+        kube.delete(k.REPLICASET, "testrs", ns, missing_ok=False)
