@@ -22,7 +22,7 @@ from typing import Any
 
 import urllib3
 
-from nrop.api.metatime import rfc3339_micro
+from nrop.api.metatime import parse_time, rfc3339_micro
 from nrop.operator.kubeapi import Api, ApiException
 
 __all__ = ["LeaderElector", "decide"]
@@ -35,8 +35,7 @@ _TRANSIENT = (ApiException, urllib3.exceptions.HTTPError, OSError)
 def _parse(ts: str | None) -> float:
     if not ts:
         return 0.0
-    text = ts.replace("Z", "+00:00")
-    return datetime.datetime.fromisoformat(text).timestamp()
+    return parse_time(ts).timestamp()
 
 
 def _format(now: float) -> str:

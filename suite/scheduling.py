@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nrop.api.fielderrors import go_quote
+from nrop.api.metatime import parse_time
 
 from . import kube as k
 from .waiting import wait_for
@@ -175,13 +176,9 @@ def leader_pod_name(holder_identity: str | None) -> str:
     return pod
 
 
-def _timestamp(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def log_window_seconds(creation_timestamps: Iterable[str], now: dt.datetime) -> int:
     """Seconds of logs to fetch: since the earliest creation minus 5s, else the last 30s."""
-    stamps = [_timestamp(ts) for ts in creation_timestamps if ts]
+    stamps = [parse_time(ts) for ts in creation_timestamps if ts]
     if not stamps:
         return int(LOG_WINDOW)
     since = min(stamps) - dt.timedelta(seconds=LOG_SAFETY_MARGIN)

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from nrop.api import metatime
+
 __all__ = [
     "AGE_DESCRIPTION",
     "NAME_DESCRIPTION",
@@ -91,7 +93,7 @@ def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return _aware(datetime.fromisoformat(value))
+        return metatime.parse_time(value)
     except ValueError:
         return None
 

@@ -28,7 +28,6 @@ import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -38,7 +37,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
 from nrop.api import kubeproto
-from nrop.api.metatime import from_unix_nanos, rfc3339, rfc3339_micro
+from nrop.api.metatime import from_unix_nanos, parse_time, rfc3339, rfc3339_micro
 
 __all__ = ["MAGIC", "Undecodable", "decode", "encode", "type_meta", "watch_frame"]
 
@@ -144,9 +143,7 @@ def _decimal(value: int, size: int) -> str:
 
 
 def _parse_time(text: str) -> tuple[int, int]:
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+    moment = parse_time(text)
     return int(moment.timestamp() // 1), moment.microsecond * 1000
 
 
