@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from nrop.api.durations import parse_duration
 from nrop.api.fielderrors import go_quote
@@ -31,6 +32,7 @@ from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
 from nrop.suite.kube import Kube, Manifest
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 ResList = rl.ResourceList
@@ -191,16 +193,21 @@ def expect_scheduled_with(kube: Kube, pods: Iterable[Mapping[str, Any]], schedul
 # ----------------------------------------------------------------------------- node load
 
 
+def expect_ok(call: Callable[[], T], failure: str) -> T:
+    """``Expect(err).ToNot(HaveOccurred(), failure)`` around an API call: an API error fails
+    with upstream's message, the error after it."""
+    try:
+        return call()
+    except k8s.ApiError as err:
+        raise AssertionError(f"{failure}: {err}") from None
+
+
 def baseload_for_node(kube: Kube, node_name: str, failure: str | None = None) -> ResList:
     """``baseload.ForNode`` as a resource list (logged as upstream does). ``failure`` is the
     message upstream asserts the lookup's error with (the API error follows it); without it the
     API error is raised as it is."""
-    try:
-        load = baseload.for_node(kube, node_name)
-    except k8s.ApiError as err:
-        if failure is None:
-            raise
-        raise AssertionError(f"{failure}: {err}") from None
+    lookup = partial(baseload.for_node, kube, node_name)
+    load = lookup() if failure is None else expect_ok(lookup, failure)
     log.info("%s", load)
     return dict(load.resources)
 
@@ -297,10 +304,7 @@ def check_periodic_node_group(fxt: Any, kube: Any, nrop_name: str, pfp_skip: str
     single MachineConfigPool has pod fingerprinting and Periodic refresh; returns the refresh
     period. ``pfp_skip`` starts the family's skip reason for the fingerprint mode (upstream's
     two files word it differently)."""
-    try:
-        nrop = kube.get(k8s.NROP, nrop_name)
-    except k8s.ApiError as err:
-        raise AssertionError(f'cannot get "/{nrop_name}" in the cluster: {err}') from None
+    nrop = expect_ok(lambda: kube.get(k8s.NROP, nrop_name), f'cannot get "/{nrop_name}" in the cluster')
     count, pool = single_pool_config(nrop)
     if pool is None:
         fxt.skip(f"more than one MCP not yet supported, found {count}")

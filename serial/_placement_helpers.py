@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from _accounting_helpers import q
+from _accounting_helpers import baseload_for_node, expect_ok, q
 
-from nrop.suite import baseload, nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
+from nrop.suite import nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import resourcelist as rl
 from nrop.suite.infra import MULTI_NUMA_LABEL
 from nrop.suite.nrt import SCOPE_CONTAINER, SCOPE_POD, SINGLE_NUMA_NODE
@@ -185,10 +185,7 @@ def create_padding_pod(
     except ValueError as err:
         raise AssertionError(f"unable to create padding pod {name} on zone {zone_name}: {err}") from None
     pod = objects.pin_pod_to(pod, node_name, zone.name)  # cannot fail here, unlike upstream's pinPodTo
-    try:
-        return fxt.kube.create(pod)
-    except k.ApiError as err:
-        raise AssertionError(f"unable to create pod {name} on zone {zone_name}: {err}") from None
+    return expect_ok(lambda: fxt.kube.create(pod), f"unable to create pod {name} on zone {zone_name}")
 
 
 def expect_padding_pods_running(fxt: Any, pods: Sequence[Mapping[str, Any]]) -> None:
@@ -201,12 +198,7 @@ def with_baseload(
 ) -> rl.ResourceList:
     """``values`` plus the node's base load (``baseload.ForNode`` + ``AddTo``); a failed read
     fails with ``failure`` and the node's name, as upstream's Expect does."""
-    try:
-        load = baseload.for_node(kube, node_name)
-    except k.ApiError as err:
-        raise AssertionError(f"{failure} {q(node_name)}: {err}") from None
-    log.info("computed base load: %s", load)
-    return add(values, load.resources)
+    return add(values, baseload_for_node(kube, node_name, f"{failure} {q(node_name)}"))
 
 
 def pad_nodes(

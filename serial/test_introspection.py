@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import _accounting_helpers as acct
 import _config_helpers as h
 import pytest
 
-from nrop.suite.kube import NROP, ApiError, Kube
+from nrop.suite.kube import NROP, Kube
 from nrop.suite.specs import spec
 
 pytestmark = spec("[serial] numaresources operator introspection", "Serial", "tier3", "feature:introspection")
@@ -20,10 +21,7 @@ class TestWhenCheckingTheNumaresourcesOperatorPodProper:
     @pytest.fixture
     def nrop(self, kube: Kube, suite_config: Any) -> dict[str, Any]:
         name = suite_config.nrop["metadata"]["name"]
-        try:
-            return kube.get(NROP, name)
-        except ApiError as err:
-            raise AssertionError(f"failed to get the NRO resource: /{name}: {err}") from None
+        return acct.expect_ok(lambda: kube.get(NROP, name), f"failed to get the NRO resource: /{name}")
 
     @spec("should verify the terminationMessagePolicy", "terminationMessage")
     def test_operator_termination_message_policy(self, kube: Kube, nrop: dict[str, Any]) -> None:

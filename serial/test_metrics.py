@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import _accounting_helpers as acct
 import _config_helpers as h
 import _podexec_helpers as podexec
 import pytest
 
-from nrop.suite.kube import NROP, POD, ApiError, Kube
+from nrop.suite.kube import NROP, POD, Kube
 from nrop.suite.specs import spec
 
 log = logging.getLogger(__name__)
@@ -28,10 +29,9 @@ RTE_METRICS_PORT = "2112"
 
 @pytest.fixture
 def nrop(kube: Kube, suite_config: Any) -> dict[str, Any]:
-    try:
-        obj = kube.get(NROP, suite_config.nrop["metadata"]["name"])
-    except ApiError as err:
-        raise AssertionError(f"failed to get the NRO resource: {err}") from None
+    obj = acct.expect_ok(
+        lambda: kube.get(NROP, suite_config.nrop["metadata"]["name"]), "failed to get the NRO resource"
+    )
     assert (obj.get("status") or {}).get("nodeGroups"), "node groups not reported, nothing to do"
     return obj
 

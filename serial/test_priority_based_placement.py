@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import _accounting_helpers as acct
 import _config_helpers as cfg
@@ -26,8 +26,6 @@ from nrop.suite.specs import entry, spec
 from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 pytestmark = spec(
     "[serial][disruptive][preemption] priority-based workload placement functionality",
@@ -77,24 +75,16 @@ def priority_classes(fxt: Any) -> Iterator[list[dict]]:
         yield nrt_list
     finally:
         for name in (CUSTOM_LOW, CUSTOM_MEDIUM, CUSTOM_HIGH):
-            try:
-                found = kube.get_or_none(k8s.PRIORITYCLASS, name)
-            except k8s.ApiError as err:
-                raise AssertionError(f"cannot get priority class {acct.q(name)}: {err}") from None
+            found = acct.expect_ok(
+                lambda name=name: kube.get_or_none(k8s.PRIORITYCLASS, name),
+                f"cannot get priority class {acct.q(name)}",
+            )
             if found is None:
                 continue
-            _expect_ok(
+            acct.expect_ok(
                 lambda name=name: kube.delete(k8s.PRIORITYCLASS, name, missing_ok=False),
                 f"cannot delete priority class {acct.q(name)}",
             )
-
-
-def _expect_ok(call: Callable[[], T], failure: str) -> T:
-    """``Expect(call).To(Succeed(), failure)``: an API error fails with upstream's message."""
-    try:
-        return call()
-    except k8s.ApiError as err:
-        raise AssertionError(f"{failure}: {err}") from None
 
 
 def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
@@ -132,10 +122,9 @@ def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
 def preemption_enabled(fxt: Any, suite_config: Any, priority_classes: list[dict]) -> Iterator[None]:
     """ "when preemptionMode is set to Enabled": set it, and put the initial value back after."""
     name = suite_config.nrosched["metadata"]["name"]
-    try:
-        initial_obj = fxt.kube.get(k8s.NROSCHED, name)
-    except k8s.ApiError as err:
-        raise AssertionError(f"cannot get {acct.q(name)} in the cluster: {err}") from None
+    initial_obj = acct.expect_ok(
+        lambda: fxt.kube.get(k8s.NROSCHED, name), f"cannot get {acct.q(name)} in the cluster"
+    )
     initial = (initial_obj.get("spec") or {}).get("preemptionMode")
     if initial == "Enabled":
         yield
@@ -174,13 +163,13 @@ def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> 
     log.info("target node for preemption test: %s", target_node)
 
     cordoned: list[str] = []
-    nodes = _expect_ok(lambda: kube.list(k8s.NODE), "cannot list cluster nodes")
+    nodes = acct.expect_ok(lambda: kube.list(k8s.NODE), "cannot list cluster nodes")
     try:
         for node in nodes:
             name = node["metadata"]["name"]
             if name == target_node or (node.get("spec") or {}).get("unschedulable"):
                 continue
-            _expect_ok(
+            acct.expect_ok(
                 lambda name=name: kube.patch(k8s.NODE, name, {"spec": {"unschedulable": True}}),
                 f"cannot cordon node {acct.q(name)}",
             )
@@ -189,7 +178,7 @@ def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> 
         yield Target(node=target_node, nrt_list=nrt_list)
     finally:
         for name in cordoned:
-            _expect_ok(
+            acct.expect_ok(
                 lambda name=name: kube.patch(k8s.NODE, name, {"spec": {"unschedulable": False}}),
                 f"cannot uncordon node {acct.q(name)}",
             )
@@ -219,7 +208,7 @@ def _uids(kube: Any, pods: list[dict]) -> dict[str, str]:
     for p in pods:
         meta = p["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
-        pod = _expect_ok(
+        pod = acct.expect_ok(
             lambda meta=meta: kube.get(k8s.POD, meta["name"], meta["namespace"]),
             f"cannot get filler pod {key}",
         )
@@ -371,7 +360,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 pod["spec"]["schedulerName"] = scheduler
                 objects.pin_pod_to(pod, target.node, zone["name"])
                 fillers.append(
-                    _expect_ok(
+                    acct.expect_ok(
                         lambda pod=pod: kube.create(pod),
                         f"cannot create filler pod for zone {acct.q(zone['name'])}",
                     )
@@ -392,7 +381,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 "limits": limits,
                 "requests": copy.deepcopy(limits),
             }
-            test_pod = _expect_ok(lambda: kube.create(test_pod), "cannot create test workload pod")
+            test_pod = acct.expect_ok(lambda: kube.create(test_pod), "cannot create test workload pod")
 
             if not eviction_expected:
                 _eviction_not_expected(kube, test_pod, fillers, uids)
@@ -495,7 +484,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     pod["spec"]["containers"] = [first, second]
                     default_pods.append(pod)
                 fillers = [
-                    _expect_ok(lambda pod=pod: kube.create(pod), f"cannot create victim pod {idx}")
+                    acct.expect_ok(lambda pod=pod: kube.create(pod), f"cannot create victim pod {idx}")
                     for idx, pod in enumerate(default_pods, start=1)
                 ]
                 assert not e2epad.wait_for_padding_pods_running(kube, fillers), (
@@ -514,7 +503,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     pod["spec"]["schedulerName"] = scheduler
                     objects.pin_pod_to(pod, target.node, zone["name"])
                     medium.append(
-                        _expect_ok(
+                        acct.expect_ok(
                             lambda pod=pod: kube.create(pod),
                             f"cannot create filler pod for zone {acct.q(zone['name'])}",
                         )
@@ -538,7 +527,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 # phase 1: a low-priority preemptor stays pending, evicting the default fillers is not enough
                 phase1 = copy.deepcopy(template)
                 phase1["metadata"]["name"] = "preemptor-phase-1"
-                phase1 = _expect_ok(lambda: kube.create(phase1), "cannot create test workload pod")
+                phase1 = acct.expect_ok(lambda: kube.create(phase1), "cannot create test workload pod")
                 _eviction_not_expected(kube, phase1, fillers, uids)
                 kube.delete(k8s.POD, "preemptor-phase-1", fxt.namespace, missing_ok=False)
                 try:
@@ -550,7 +539,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 phase2 = copy.deepcopy(template)
                 phase2["metadata"]["name"] = "preemptor-phase-2"
                 phase2["spec"]["priorityClassName"] = CUSTOM_HIGH
-                _expect_ok(lambda: kube.create(phase2), "cannot create preemptor pod phase 2")
+                acct.expect_ok(lambda: kube.create(phase2), "cannot create preemptor pod phase 2")
                 try:
                     waiters.for_pod_phase(
                         kube, fxt.namespace, "preemptor-phase-2", "Running", timeout=PENDING_TIMEOUT
@@ -622,7 +611,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                         "requests": dict(resources),
                     }
                     pods.append(
-                        _expect_ok(lambda pod=pod: kube.create(pod), "cannot create test workload pod")
+                        acct.expect_ok(lambda pod=pod: kube.create(pod), "cannot create test workload pod")
                     )
                 assert not e2epad.wait_for_padding_pods_running(kube, pods), (
                     "some padding pods have failed to run"
@@ -631,7 +620,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                 log.info("ensure all pods are kept running")
                 for pod in pods:
                     name = pod["metadata"]["name"]
-                    current = _expect_ok(
+                    current = acct.expect_ok(
                         lambda name=name: kube.get(k8s.POD, name, fxt.namespace),
                         f"cannot get pod {acct.q(name)}",
                     )
