@@ -5,7 +5,10 @@ revision, stamps it into ``metadata.resourceVersion`` and appends an event to a
 bounded history that watches resume from; a watch asking for a revision older
 than the history gets ``410 Expired``.  Subscribers (watch streams, controllers)
 are called synchronously on every write, so a subscriber that registers and
-then reads the current state in the same event-loop step misses nothing.
+then reads the current state in the same event-loop step misses nothing.  An in-process
+subscriber that plays a remote component (a controller manager's informer, a kubelet's pod
+source) acts on an event :data:`WATCH_DELIVERY` later: the one watch hop that component is
+away from the API server.
 
 Stored objects are never mutated in place: a write hands over a fresh dict and
 readers may serialise what they get without copying it.
@@ -30,6 +33,13 @@ Key = tuple[str, str]  # (namespace or "", name)
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
+
+#: Seconds between a write and the moment an in-process subscriber that plays a remote
+#: component acts on it: one watch hop (API server watch cache to an informer) on a quiet
+#: cluster.  Reacting in the same instant would let chains such as Deployment → ReplicaSet →
+#: pods → statuses, or create → bind → kubelet rejection, finish faster than any cluster and
+#: before remote watchers (a secondary scheduler, the controllers) have seen the steps.
+WATCH_DELIVERY = 0.01
 
 
 @dataclass

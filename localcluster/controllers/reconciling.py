@@ -3,11 +3,8 @@
 Plays client-go's informer + workqueue for in-process controllers.  The store is the
 informer cache: subscribers are called synchronously on every write, so a controller's
 callbacks only map an event to the keys (``namespace/name``) it concerns and enqueue them
-:data:`WATCH_DELIVERY` later (a real controller manager learns of a change through a watch,
-one network hop after the write; reacting in the same instant would let a chain such as
-Deployment → ReplicaSet → pods → both statuses finish before a client's next request, faster
-than any cluster, and before remote watchers such as a secondary scheduler have seen the
-pods); the loop then calls :meth:`Controller.sync` for each key, which reads the current objects
+one watch hop later (the store's ``WATCH_DELIVERY``: a real controller manager learns of a
+change through a watch); the loop then calls :meth:`Controller.sync` for each key, which reads the current objects
 from the store and writes through ``server.rest`` (validation, admission, generation and
 watch events apply, as for any client).  Store calls never await, so a sync runs to
 completion between two awaits and always sees its own writes: no expectations bookkeeping
@@ -32,7 +29,7 @@ from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
-from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.apiserver.store import WATCH_DELIVERY, WatchEvent
 from nrop.localcluster.clock import Clock
 
 if TYPE_CHECKING:
@@ -47,9 +44,6 @@ Obj = dict[str, Any]
 FIELD_MANAGER = "kube-controller-manager"
 _BACKOFF_BASE = 0.005
 _BACKOFF_MAX = 10.0
-#: Seconds between a write and a controller's reaction to it: one watch hop of a controller
-#: manager on a quiet cluster (API server watch cache to an informer).
-WATCH_DELIVERY = 0.01
 
 
 def key_of(obj: Obj) -> str:

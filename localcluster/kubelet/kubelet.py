@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
-from nrop.localcluster.apiserver.store import WatchEvent
+from nrop.localcluster.apiserver.store import WATCH_DELIVERY, WatchEvent
 from nrop.localcluster.clock import Clock, SystemClock
 from nrop.localcluster.kubelet import launching, nodeobjects, nodestatus, staticpods
 from nrop.localcluster.kubelet.admission import NodeResourceManagers
@@ -126,7 +126,9 @@ class Kubelet:
         self.managers = NodeResourceManagers(spec)
         self.views = ResourceViews()
         self._lock = threading.RLock()
-        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        # Items with the loop time they may be handled at: a pod event one watch hop after
+        # its write (a kubelet's pod source is a watch), the kubelet's own items at once.
+        self._queue: asyncio.Queue[tuple[float, tuple[Any, ...]]] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._unsubscribe: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -174,7 +176,7 @@ class Kubelet:
                 event_kind=self._event_kind,
             ),
             publish=self._publish,
-            put=self._queue.put_nowait,
+            put=self._put,
         )
         self.static_pods = staticpods.StaticPods(
             server,
@@ -213,7 +215,7 @@ class Kubelet:
         self._unsubscribe = self.server.store.subscribe(self._pod_kind.storage, self._on_pod_event)
         for pod in self.server.store.list(self._pod_kind.storage):
             if (pod.get("spec") or {}).get("nodeName") == self.name:
-                self._queue.put_nowait(("ADDED", pod))
+                self._put(("ADDED", pod))
         self._tasks = [
             asyncio.create_task(self._work(), name=f"kubelet-{self.name}"),
             asyncio.create_task(self._lease_loop(), name=f"kubelet-{self.name}-lease"),
@@ -265,16 +267,22 @@ class Kubelet:
 
     def _on_pod_event(self, event: WatchEvent) -> None:
         spec = event.obj.get("spec") or {}
-        if spec.get("nodeName") == self.name and not self._stopping:
-            self._queue.put_nowait((event.type, event.obj))
+        if spec.get("nodeName") == self.name and not self._stopping and self._loop is not None:
+            self._queue.put_nowait((self._loop.time() + WATCH_DELIVERY, (event.type, event.obj)))
+
+    def _put(self, item: tuple[Any, ...]) -> None:
+        self._queue.put_nowait((0.0, item))
 
     def _enqueue(self, item: tuple[Any, ...]) -> None:
         if not self._stopping:
-            self._queue.put_nowait(item)
+            self._put(item)
 
     async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
-            item = await self._queue.get()
+            due, item = await self._queue.get()
+            if due > loop.time():
+                await asyncio.sleep(due - loop.time())
             try:
                 await self.pods.handle(item)
             except asyncio.CancelledError:

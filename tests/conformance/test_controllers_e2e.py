@@ -263,6 +263,33 @@ def test_recreate_replaces_all_pods_and_replicaset_keeps_count(kubectl, apis, na
     )
 
 
+def test_a_deployment_whose_pods_the_kubelet_rejects_still_shows_its_replica(kubectl, apis, namespace):  # type: ignore[no-untyped-def]
+    """Upstream's 47619 on a real cluster: the ReplicaSet replaces each pod the kubelet rejects
+    (TopologyAffinityError), and the Deployment's ``status.replicas`` shows the Pending one
+    between two rejections. The kubelet learns of a binding one watch hop after it is written,
+    so the ReplicaSet counts the pod before it fails."""
+    core, apps, _ = apis
+    manifest = json.loads(deployment_yaml("wide", "pause:1", replicas=1))
+    # More CPUs than one NUMA zone of a worker holds, fewer than the node: single-numa-node rejects.
+    manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "30", "memory": "1Gi"}
+    }
+    kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(manifest))
+    failed = wait_for(
+        lambda: [p for p in core.list_namespaced_pod(namespace).items if p.status.phase == "Failed"],
+        lambda pods: len(pods) >= 2,
+        "pods rejected by the kubelet",
+    )
+    assert {p.status.reason for p in failed} == {"TopologyAffinityError"}
+    seen: set[int] = set()
+    deadline = time.monotonic() + 10
+    while 1 not in seen and time.monotonic() < deadline:
+        seen.add(apps.read_namespaced_deployment("wide", namespace).status.replicas or 0)
+        time.sleep(0.05)
+    kubectl("delete", "-n", namespace, "deployment/wide", "--wait=false")
+    assert 1 in seen, f"the Deployment's status.replicas only showed {sorted(seen)} in 10 s"
+
+
 # -- DaemonSet ---------------------------------------------------------------------------------------------
 
 
