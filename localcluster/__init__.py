@@ -9,4 +9,5 @@ __all__ = [
     "controllers",
     "kubelet",
     "profiles",
+    "prometheus",
 ]

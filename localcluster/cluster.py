@@ -28,11 +28,12 @@ from nrop.sched.scheduler import Scheduler
 from .apiserver import kubeconfig, tls
 from .apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
 from .apiserver.server import APIServer
-from .controllers import ControllerManager, ControllerSettings
+from .controllers import ControllerManager, ControllerSettings, clustermonitoring
 from .controllers.machineconfigoperator import MachineConfigOperator, booted_specs
 from .controllers.machineconfigoperator import install as install_machine_configs
 from .controllers.olmoperator import install as install_olm
 from .controllers.openshiftconfig import install as install_openshift_config
+from .controllers.openshiftconfig import install_platform as install_openshift_platform
 from .kubelet.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
 from .kubelet.fleet import Fleet
 from .profiles import Profile, load_profile
@@ -56,7 +57,9 @@ class ClusterConfig:
     default_scheduler: bool = True
     #: Serve the OpenShift APIs the specs use: MachineConfigPools and KubeletConfigs, applied by
     #: rebooting the kubelets (see controllers/machineconfigoperator.py), and the cluster type's
-    #: Infrastructure and Scheduler objects (controllers/openshiftconfig.py).
+    #: Infrastructure and Scheduler objects (controllers/openshiftconfig.py); on a profile of the
+    #: OpenShift flavour also its ClusterVersion and the monitoring namespace's Prometheus pod
+    #: (clustermonitoring.py).
     machine_configs: bool = True
 
 
@@ -122,6 +125,9 @@ class LocalCluster:
         await self.fleet.start()
         if self.config.machine_configs:
             install_openshift_config(self.server, self.profile.nodes(), self.url)
+            if self.profile.openshift_version:
+                install_openshift_platform(self.server, self.profile.openshift_version)
+                clustermonitoring.install(self.server)
             install_machine_configs(self.server, self.profile.nodes())
             self.machine_configs = MachineConfigOperator(self.server, self.server.clock, self.fleet)
             self.machine_configs.start()

@@ -22,6 +22,9 @@ SELINUX_POLICY_CUSTOM = "custom"
 MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")
 CLUSTERVERSION = Kind("config.openshift.io/v1", "ClusterVersion")
+CLUSTEROPERATOR = Kind("config.openshift.io/v1", "ClusterOperator")
+#: The ClusterOperator whose first operand version upstream takes for the platform's.
+OPENSHIFT_APISERVER = "openshift-apiserver"
 INFRASTRUCTURE = Kind("config.openshift.io/v1", "Infrastructure")
 SCHEDULER_CONFIG = Kind("config.openshift.io/v1", "Scheduler")
 APISERVER_CONFIG = Kind("config.openshift.io/v1", "APIServer")
@@ -77,19 +80,21 @@ def serves(kube: Kube, kind: Kind) -> bool:
 
 
 def detect_platform(kube: Kube) -> ClusterPlatform:
-    """OpenShift when ``config.openshift.io`` ClusterVersion is served, HyperShift when its
-    Infrastructure reports an External control plane, else Kubernetes (with the server version)."""
-    if serves(kube, CLUSTERVERSION):
-        version = None
-        cv = kube.get_or_none(CLUSTERVERSION, "version")
-        desired = ((cv or {}).get("status") or {}).get("desired") or {}
-        if desired.get("version"):
-            version = parse_version(str(desired["version"]))
-        infra = kube.get_or_none(INFRASTRUCTURE, "cluster") or {}
-        topology = (infra.get("status") or {}).get("controlPlaneTopology")
-        platform = Platform.HYPERSHIFT if topology == "External" else Platform.OPENSHIFT
-        return ClusterPlatform(platform, version)
-    return ClusterPlatform(Platform.KUBERNETES, None)
+    """Upstream's ``detect.PlatformFromEnv`` and ``VersionFromEnv``: OpenShift when any
+    ClusterVersion exists (a kind not served lists as NotFound: Kubernetes), HyperShift when
+    ``Infrastructure/cluster`` reports an External control plane; an OpenShift-like cluster's
+    version is the first operand version of ``ClusterOperator/openshift-apiserver``."""
+    if not serves(kube, CLUSTERVERSION) or not kube.list(CLUSTERVERSION):
+        return ClusterPlatform(Platform.KUBERNETES, None)
+    infra = kube.get(INFRASTRUCTURE, "cluster")
+    topology = (infra.get("status") or {}).get("controlPlaneTopology")
+    platform = Platform.HYPERSHIFT if topology == "External" else Platform.OPENSHIFT
+    operator = (
+        kube.get_or_none(CLUSTEROPERATOR, OPENSHIFT_APISERVER) if serves(kube, CLUSTEROPERATOR) else None
+    )
+    versions = ((operator or {}).get("status") or {}).get("versions") or []
+    version = parse_version(str(versions[0]["version"])) if versions else None
+    return ClusterPlatform(platform, version)
 
 
 def openshift_kinds_missing(kube: Kube, *kinds: Kind) -> str | None:

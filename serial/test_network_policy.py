@@ -5,7 +5,9 @@ endpoints; the three "must be denied" cases are known broken upstream and always
 Traffic is probed from inside the source pod through ``pods/exec``, as upstream, by opening a
 TCP connection with a 5 s timeout (upstream runs ``curl --connect-timeout 5``; the image has
 Python, not curl). A cluster that refuses ``pods/exec`` cannot run a probe, and the Prometheus
-cases need OpenShift's ``openshift-monitoring`` Prometheus: those skip saying so.
+cases need OpenShift's ``openshift-monitoring`` Prometheus: on a Kubernetes cluster without one
+those skip saying so. On embedded clusters the specs run on the ``openshift`` profile, which
+has that Prometheus pod, as upstream's lanes do.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from nrop.suite.specs import entry, spec
 
 log = logging.getLogger(__name__)
 
-pytestmark = spec("network policies are applied", "feature:netpols")
+pytestmark = [spec("network policies are applied", "feature:netpols"), pytest.mark.nrop_profile("openshift")]
 
 PROMETHEUS_NAMESPACE = "openshift-monitoring"
 # the answers of an API server that does not serve pods/exec (unknown subresource, no upgrade)

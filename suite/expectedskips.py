@@ -34,8 +34,6 @@ _KNOWN_BROKEN = "upstream skips it itself"
 EXPECTED: tuple[ExpectedSkip, ...] = (
     ExpectedSkip("80823", "requires HyperShift", _HYPERSHIFT),
     ExpectedSkip("80912", "requires HyperShift", _HYPERSHIFT),
-    ExpectedSkip("85774", "requires OpenShift", _OPENSHIFT),
-    ExpectedSkip("85775", "requires OpenShift", _OPENSHIFT),
     ExpectedSkip("test_mixed_selinux_policy", "mixed SELinux policy test requires platform", _OPENSHIFT),
     ExpectedSkip("85776", "currently known broken", _KNOWN_BROKEN),
     ExpectedSkip("85777", "currently known broken", _KNOWN_BROKEN),

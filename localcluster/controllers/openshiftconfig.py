@@ -17,19 +17,26 @@ and ``Scheduler.spec.mastersSchedulable`` is what labels the masters as workers 
 * :func:`masters_schedulable`: every control-plane node carries the worker role and no
   ``NoSchedule``/``NoExecute`` taint.
 
-No ``ClusterVersion`` is served, so platform detection (upstream's ``detect.Platform`` lists
-ClusterVersions) still finds a Kubernetes cluster and the operator behaves as it does there.
 :func:`install` serves both kinds (cluster scoped, status subresource, loose schemas as
 upstream's CRDs are for the fields the specs do not read), and ``apiservers``, and creates the
-three objects.
+three objects. That alone leaves the platform Kubernetes: upstream's detection
+(``detect.PlatformFromEnv``) lists ClusterVersions and finds none served.
+
+Profiles of the OpenShift flavour (an ``openshift`` section naming a version) also get
+:func:`install_platform`: ``ClusterVersion/version`` (any item makes the platform OpenShift)
+and ``ClusterOperator/openshift-apiserver``, whose first operand version is where upstream reads
+the platform version (``OpenshiftVersionFromEnv``), both as an installed cluster reports them
+at that version.
 """
 
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.nodestatus import node_labels
@@ -43,10 +50,13 @@ if TYPE_CHECKING:
 __all__ = [
     "GROUP",
     "apiserver",
+    "cluster_operator",
+    "cluster_version",
     "control_plane_topology",
     "infrastructure",
     "infrastructure_topology",
     "install",
+    "install_platform",
     "masters_schedulable",
     "scheduler",
 ]
@@ -58,6 +68,9 @@ API_VERSION = f"{GROUP}/v1"
 CLUSTER = "cluster"
 HIGHLY_AVAILABLE = "HighlyAvailable"
 SINGLE_REPLICA = "SingleReplica"
+#: The name of the ClusterVersion object, and of the ClusterOperator upstream reads the version of.
+CLUSTER_VERSION = "version"
+OPENSHIFT_APISERVER = "openshift-apiserver"
 _WORKER_ROLE = "node-role.kubernetes.io/worker"
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 _FIELD_MANAGER = "cluster-config-operator"
@@ -127,29 +140,114 @@ def apiserver() -> Obj:
     }
 
 
+def _conditions(now: str, available_message: str) -> list[Obj]:
+    return [
+        {"type": "Available", "status": "True", "lastTransitionTime": now, "message": available_message},
+        {"type": "Failing", "status": "False", "lastTransitionTime": now},
+        {"type": "Progressing", "status": "False", "lastTransitionTime": now, "message": available_message},
+    ]
+
+
+def cluster_version(version: str, cluster_id: str, now: str) -> Obj:
+    """``ClusterVersion/version`` of a cluster installed at ``version`` and done installing."""
+    image = f"quay.io/openshift-release-dev/ocp-release:{version}-x86_64"
+    minor = ".".join(version.split(".")[:2])
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterVersion",
+        "metadata": {"name": CLUSTER_VERSION},
+        "spec": {"channel": f"stable-{minor}", "clusterID": cluster_id},
+        "status": {
+            "availableUpdates": None,
+            "conditions": _conditions(now, f"Done applying {version}"),
+            "desired": {"image": image, "version": version},
+            "history": [
+                {
+                    "completionTime": now,
+                    "image": image,
+                    "startedTime": now,
+                    "state": "Completed",
+                    "verified": False,
+                    "version": version,
+                }
+            ],
+            "observedGeneration": 1,
+            "versionHash": "",
+        },
+    }
+
+
+def cluster_operator(version: str, now: str) -> Obj:
+    """``ClusterOperator/openshift-apiserver`` at ``version``: its ``operator`` operand first."""
+    conditions = [
+        {"type": "Available", "status": "True", "lastTransitionTime": now, "reason": "AsExpected"},
+        {"type": "Degraded", "status": "False", "lastTransitionTime": now, "reason": "AsExpected"},
+        {"type": "Progressing", "status": "False", "lastTransitionTime": now, "reason": "AsExpected"},
+    ]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterOperator",
+        "metadata": {"name": OPENSHIFT_APISERVER},
+        "spec": {},
+        "status": {
+            "conditions": conditions,
+            "versions": [
+                {"name": "operator", "version": version},
+                {"name": OPENSHIFT_APISERVER, "version": version},
+            ],
+        },
+    }
+
+
 CRDS: tuple[Obj, ...] = (
     cluster_crd(GROUP, "Infrastructure", "infrastructures"),
     cluster_crd(GROUP, "Scheduler", "schedulers"),
     cluster_crd(GROUP, "APIServer", "apiservers"),
+)
+PLATFORM_CRDS: tuple[Obj, ...] = (
+    cluster_crd(GROUP, "ClusterVersion", "clusterversions"),
+    cluster_crd(GROUP, "ClusterOperator", "clusteroperators"),
 )
 
 
 def install(server: APIServer, specs: Iterable[NodeSpec], api_url: str) -> None:
     """Serve ``infrastructures``, ``schedulers`` and ``apiservers`` and create their ``cluster`` objects."""
     nodes = list(specs)
+    _create_all(
+        server,
+        CRDS,
+        {
+            "infrastructures": infrastructure(nodes, api_url),
+            "schedulers": scheduler(nodes),
+            "apiservers": apiserver(),
+        },
+    )
+
+
+def install_platform(server: APIServer, version: str) -> None:
+    """Make the cluster an OpenShift one at ``version``: ``clusterversions`` and ``clusteroperators``."""
+    now = rfc3339(server.clock.now())
+    _create_all(
+        server,
+        PLATFORM_CRDS,
+        {
+            "clusterversions": cluster_version(version, str(uuid.uuid4()), now),
+            "clusteroperators": cluster_operator(version, now),
+        },
+    )
+
+
+def _create_all(server: APIServer, crds: Iterable[Obj], objects: Mapping[str, Obj]) -> None:
+    """Serve ``crds``, then create each object (by plural) and write its status."""
     opts = WriteOptions(field_manager=_FIELD_MANAGER)
     crd_kind = kind_of(server, "apiextensions.k8s.io", "customresourcedefinitions")
-    for crd in CRDS:
+    for crd in crds:
         server.rest.create(crd_kind, "", copy.deepcopy(crd), opts)
-    objects: Mapping[str, Obj] = {
-        "infrastructures": infrastructure(nodes, api_url),
-        "schedulers": scheduler(nodes),
-        "apiservers": apiserver(),
-    }
-    for plural, obj in objects.items():
+    for plural, given in objects.items():
         kind = kind_of(server, GROUP, plural)
+        obj = copy.deepcopy(given)
         status = obj.pop("status")
         created = server.rest.create(kind, "", obj, opts)
         if status:
             created["status"] = status
-            server.rest.update(kind, "", CLUSTER, created, opts, subresource="status")
+            server.rest.update(kind, "", obj["metadata"]["name"], created, opts, subresource="status")

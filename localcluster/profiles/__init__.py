@@ -21,7 +21,7 @@ import yaml
 
 from nrop.localcluster.kubelet.machine import NodeSpec
 
-from .schema import ProfileError, build_nodes
+from .schema import ProfileError, build_nodes, openshift_version
 
 __all__ = ["Profile", "ProfileError", "build_nodes", "load_profile", "parse_profile", "schema", "shipped"]
 
@@ -34,6 +34,8 @@ class Profile:
     pools: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
     node_specs: tuple[NodeSpec, ...] = ()
+    #: The OpenShift flavour: the version the cluster reports (``None``: plain Kubernetes).
+    openshift_version: str | None = None
 
     def nodes(self) -> list[NodeSpec]:
         """Every node of every pool, in pool order (validated when the profile was loaded)."""
@@ -75,6 +77,7 @@ def parse_profile(text: str, source: str, *, name: str | None = None) -> Profile
     if not isinstance(data, dict):
         raise ProfileError(f"{source}: a profile must be a mapping")
     nodes = build_nodes(data, source)
+    version = openshift_version(data, source)
     pools = data.get("pools") or []
     return Profile(
         name=name if name is not None else Path(source).stem,
@@ -83,4 +86,5 @@ def parse_profile(text: str, source: str, *, name: str | None = None) -> Profile
         pools=pools,
         raw=data,
         node_specs=tuple(nodes),
+        openshift_version=version,
     )

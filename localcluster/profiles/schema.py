@@ -35,7 +35,7 @@ from nrop.localcluster.kubelet.machine import (
 from nrop.localcluster.kubelet.nodestatus import KubeletConfigError, validate_kubelet_config
 from nrop.localcluster.kubelet.sysfs import default_distances
 
-__all__ = ["KUBELET_FIELDS", "ProfileError", "build_nodes", "parse_kubelet_config"]
+__all__ = ["KUBELET_FIELDS", "ProfileError", "build_nodes", "openshift_version", "parse_kubelet_config"]
 
 T = TypeVar("T")
 
@@ -50,7 +50,9 @@ _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
 
-_TOP_FIELDS = ("summary", "pools")
+_TOP_FIELDS = ("summary", "pools", "openshift")
+_OPENSHIFT_FIELDS = ("version",)
+_OPENSHIFT_VERSION = re.compile(r"4\.\d+\.\d+")
 _POOL_FIELDS = ("name", "namePrefix", "count", "controlPlane", "labels", "taints", "machine", "kubelet")
 _MACHINE_FIELDS = ("cpus", "numaNodes", "devices", "ephemeralStorage")
 _SCHEME_FIELDS = ("numbering", "sockets", "numaNodesPerSocket", "coresPerNumaNode", "threadsPerCore")
@@ -518,3 +520,19 @@ def build_nodes(data: Mapping[str, Any], source: str) -> list[NodeSpec]:
                 )
             )
     return nodes
+
+
+def openshift_version(data: Mapping[str, Any], source: str) -> str | None:
+    """The OpenShift version a profile of the OpenShift flavour states (``openshift.version``,
+    ``4.<minor>.<patch>``), or ``None`` for a Kubernetes profile."""
+    r = _Reader(source)
+    top = r.mapping(data, "", _TOP_FIELDS)
+    if "openshift" not in top:
+        return None
+    fields = r.mapping(top["openshift"], "openshift", _OPENSHIFT_FIELDS)
+    if "version" not in fields:
+        raise r.fail("openshift.version", "is required (the OpenShift version the cluster reports)")
+    version = r.string(fields["version"], "openshift.version")
+    if not _OPENSHIFT_VERSION.fullmatch(version):
+        raise r.fail("openshift.version", f"must be an OpenShift version such as 4.22.0, not {version!r}")
+    return version

@@ -87,6 +87,7 @@ def test_topologies_and_masters_schedulable(
         ("container-scope", "mno"),
         ("compact", "compact"),
         ("mno-masters-schedulable", "mno-masters-schedulable"),
+        ("openshift", "mno"),
     ],
 )
 def test_shipped_profiles_state_their_cluster_type(profile: str, cluster_type: str) -> None:
@@ -107,3 +108,25 @@ def test_the_objects_are_what_the_installer_writes() -> None:
         "apiservers.config.openshift.io",
     ]
     assert "tlsSecurityProfile" not in oc.apiserver()["spec"]  # unset: Intermediate
+
+
+def test_the_platform_objects_are_what_an_installed_cluster_reports() -> None:
+    now = "2026-11-29T10:00:00Z"
+    cv = oc.cluster_version("4.22.0", "11111111-2222-3333-4444-555555555555", now)
+    assert (cv["kind"], cv["metadata"]["name"]) == ("ClusterVersion", "version")
+    assert cv["spec"] == {"channel": "stable-4.22", "clusterID": "11111111-2222-3333-4444-555555555555"}
+    assert cv["status"]["desired"]["version"] == "4.22.0"
+    assert [(h["state"], h["version"]) for h in cv["status"]["history"]] == [("Completed", "4.22.0")]
+    assert {c["type"]: c["status"] for c in cv["status"]["conditions"]} == {
+        "Available": "True",
+        "Failing": "False",
+        "Progressing": "False",
+    }
+    co = oc.cluster_operator("4.22.0", now)
+    assert (co["kind"], co["metadata"]["name"]) == ("ClusterOperator", "openshift-apiserver")
+    # upstream's OpenshiftVersionFromEnv reads status.versions[0]
+    assert co["status"]["versions"][0] == {"name": "operator", "version": "4.22.0"}
+    assert [crd["metadata"]["name"] for crd in oc.PLATFORM_CRDS] == [
+        "clusterversions.config.openshift.io",
+        "clusteroperators.config.openshift.io",
+    ]

@@ -29,6 +29,7 @@ SHIPPED = [
     "mno",
     "mno-masters-schedulable",
     "none",
+    "openshift",
     "restricted",
     "smt-aligned",
     "wide-zones",
@@ -84,7 +85,9 @@ def test_default_profile_shape() -> None:
         assert not worker.taints and not worker.control_plane
 
 
-@pytest.mark.parametrize("name", ["container-scope", "restricted", "best-effort", "none", "smt-aligned"])
+@pytest.mark.parametrize(
+    "name", ["container-scope", "restricted", "best-effort", "none", "smt-aligned", "openshift"]
+)
 def test_variants_keep_the_default_machine(name: str) -> None:
     default, variant = load_profile("default").nodes(), load_profile(name).nodes()
     assert [n.name for n in variant] == [n.name for n in default]
@@ -370,7 +373,7 @@ KUBELET = "the kubelet of pool 'worker' would not start: "
         ),
         pytest.param(
             _set(["pool"], []),
-            "pool: unknown field (known: summary, pools)",
+            "pool: unknown field (known: summary, pools, openshift)",
             id="unknown-top-field",
         ),
         pytest.param(
@@ -487,3 +490,33 @@ def test_readme_example_is_a_valid_profile() -> None:
     nodes = parse_profile(example, "example.yaml").nodes()
     assert [n.name for n in nodes] == ["control-plane", "worker-0"]
     assert nodes[1].labels == {"example.com/pool": "numa"}
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        pytest.param(None, None, id="kubernetes"),
+        pytest.param({"version": "4.22.0"}, "4.22.0", id="openshift"),
+        pytest.param({}, "bad.yaml: openshift.version: is required", id="no-version"),
+        pytest.param({"version": 4.22}, "bad.yaml: openshift.version: must be an OpenShift version such as 4.22.0, not '4.22'", id="float"),
+        pytest.param({"version": "1.33.0"}, "bad.yaml: openshift.version: must be an OpenShift version", id="kubernetes-version"),
+        pytest.param({"version": "4.22.0", "channel": "x"}, "bad.yaml: openshift.channel: unknown field (known: version)", id="unknown-field"),
+        pytest.param("4.22.0", "bad.yaml: openshift: must be a mapping", id="not-a-mapping"),
+    ],
+)  # fmt: skip
+def test_openshift_flavour(section: Any, expected: str | None) -> None:
+    data = _default()
+    if section is not None:
+        data["openshift"] = section
+    text = yaml.safe_dump(data)
+    if expected is None or not expected.startswith("bad.yaml"):
+        assert parse_profile(text, "bad.yaml").openshift_version == expected
+        return
+    with pytest.raises(ProfileError) as info:
+        parse_profile(text, "bad.yaml")
+    assert str(info.value).startswith(expected)
+
+
+def test_only_the_openshift_profile_is_of_the_openshift_flavour() -> None:
+    assert [name for name in SHIPPED if load_profile(name).openshift_version] == ["openshift"]
+    assert load_profile("openshift").openshift_version == "4.22.0"

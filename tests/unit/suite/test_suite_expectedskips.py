@@ -12,8 +12,10 @@ from nrop.suite import expectedskips as es
     [
         pytest.param("85776", "test_traffic", "currently known broken: scheduler should NOT access operator", True,
                      id="upstream's own skip"),
-        pytest.param("85774", "test_traffic", "requires OpenShift: no Prometheus pod in openshift-monitoring", True,
-                     id="an OpenShift component not served yet"),
+        pytest.param("80823", "test_80823", "requires HyperShift: a spec of the hypershift lane", True,
+                     id="a flavour not served yet"),
+        pytest.param("85774", "test_traffic", "requires OpenShift: no Prometheus pod in openshift-monitoring", False,
+                     id="the openshift profile has its Prometheus pod"),
         pytest.param("88383", "test_88383", "requires OpenShift: APIServer.config.openshift.io/v1 not served", False,
                      id="a spec the profiles now serve"),
         pytest.param(None, "test_mixed_selinux_policy", "mixed SELinux policy test requires platform >= 4.18", True,
