@@ -19,6 +19,7 @@ __all__ = [
     "nodeaffinity",
     "nrt",
     "numaplacement",
+    "platform",
     "podrequests",
     "podresources",
     "qos",

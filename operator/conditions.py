@@ -51,6 +51,7 @@ class Reason(StrEnum):
     INCORRECT_NRS_NAME = "IncorrectNUMAResourcesSchedulerResourceName"
     DAEMONSET_UPDATING = "DaemonSetIsUpdating"
     DEPLOYMENT_UPDATING = "DeploymentIsUpdating"
+    MCP_UPDATING = "MachineConfigPoolIsUpdating"
 
 
 BASE_TYPES: Final = (Type.AVAILABLE, Type.UPGRADEABLE, Type.PROGRESSING, Type.DEGRADED)
@@ -136,11 +137,11 @@ def compute(
 
 
 def set_extra(
-    conditions: Sequence[Condition], type_: Type, status: bool, generation: int, now: str
+    conditions: Sequence[Condition], type_: Type, status: bool, generation: int, now: str, message: str = ""
 ) -> list[Condition]:
     """Set a non-base condition (reason = its type)."""
     result = [dict(c) for c in conditions]
-    _set(result, _condition(type_, "True" if status else "False", type_, "", generation, now))
+    _set(result, _condition(type_, "True" if status else "False", type_, message, generation, now))
     return result
 
 

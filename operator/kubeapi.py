@@ -71,7 +71,10 @@ KINDS: Final = {
         Kind("nodetopology.openshift.io/v1", "NUMAResourcesScheduler", "numaresourcesschedulers", False),
         Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool", "machineconfigpools", False),
         Kind("machineconfiguration.openshift.io/v1", "KubeletConfig", "kubeletconfigs", False),
+        Kind("machineconfiguration.openshift.io/v1", "MachineConfig", "machineconfigs", False),
         Kind("config.openshift.io/v1", "APIServer", "apiservers", False),
+        Kind("config.openshift.io/v1", "ClusterVersion", "clusterversions", False),
+        Kind("config.openshift.io/v1", "Infrastructure", "infrastructures", False),
     )
 }
 

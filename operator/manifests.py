@@ -62,8 +62,16 @@ OPERATOR_RULES: list[Manifest] = [
         "resources": ["machineconfigpools", "kubeletconfigs"],
         "verbs": _READ,
     },
+    # on OpenShift: the exporters' custom SELinux policy MachineConfigs
+    {"apiGroups": ["machineconfiguration.openshift.io"], "resources": ["machineconfigs"], "verbs": _ALL},
     # the cluster's TLS security profile (upstream's SecurityProfileWatcher)
     {"apiGroups": ["config.openshift.io"], "resources": ["apiservers"], "verbs": _READ},
+    # the platform detection (ClusterVersions, then the Infrastructure's control plane topology)
+    {
+        "apiGroups": ["config.openshift.io"],
+        "resources": ["clusterversions", "infrastructures"],
+        "verbs": _READ,
+    },
     # the exporter ConfigMaps a KubeletConfig controls carry a blocking owner reference to it
     {
         "apiGroups": ["machineconfiguration.openshift.io"],

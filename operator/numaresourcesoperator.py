@@ -11,10 +11,15 @@ Where the cluster serves KubeletConfigs, a pool's exporter ConfigMap may be cont
 KubeletConfig (:mod:`kubeletconfigcontroller`): this controller then leaves it alone and
 only hashes its ``config.yaml`` into the pool's DaemonSet, so the exporters follow it.
 
+On OpenShift (:mod:`nrop.api.platform`, detected at start) the node groups' pools first get
+the exporters' MachineConfigs (:mod:`machineconfigs`: the custom SELinux policy where a group
+asks for it), and the exporters wait until every pool runs what it should; MachineConfigs of
+pools that left the node groups are deleted.
+
 Triggers: any event of the CR, any event of a DaemonSet it owns (labelled with its name) or
-of an exporter ConfigMap (labelled with the operator name, whoever controls it), and a
-periodic resync. Deletion removes every object the CR owns, then the
-finalizer goes.
+of an exporter ConfigMap (labelled with the operator name, whoever controls it), on OpenShift
+any event of a MachineConfigPool, and a periodic resync. Deletion removes every object the CR
+owns, then the finalizer goes.
 """
 
 from __future__ import annotations
@@ -27,10 +32,13 @@ from typing import Any
 import kopf
 
 from nrop.api import crds
+from nrop.api.platform import Platform
 from nrop.operator import (
     certificates,
+    conditions,
     kubeletconfig,
     kubeletconfigcontroller,
+    machineconfigs,
     naming,
     nropspec,
     rtemanifests,
@@ -41,6 +49,7 @@ from nrop.operator.reconciling import (
     Context,
     CustomResource,
     delete_owned,
+    now,
     reconcile_cr,
     register_cr_controller,
 )
@@ -52,6 +61,7 @@ CONTROLLER = "numaresourcesoperator"
 NROP = kind(naming.API_VERSION, naming.NROP_KIND)
 NODE = kind("v1", "Node")
 MCP = kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
+MACHINECONFIG = kind("machineconfiguration.openshift.io/v1", "MachineConfig")
 DAEMONSET = kind("apps/v1", "DaemonSet")
 CONFIGMAP = kind("v1", "ConfigMap")
 SECRET = kind("v1", "Secret")
@@ -119,14 +129,17 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     if step is not None:
         return step
     nodes = api.list(NODE)
-    groups, errors = nropspec.resolve_groups(
-        obj, api.list(MCP) if has_mcps else [], nodes, node_overlap=not has_mcps
-    )
+    mcps = api.list(MCP) if has_mcps else []
+    groups, errors = nropspec.resolve_groups(obj, mcps, nodes, node_overlap=not has_mcps)
     if errors:
         return Step.degraded(Reason.NODE_GROUPS_ERROR, "\n".join(errors))
     annotations = obj["metadata"].get("annotations") or {}
     if annotations.get(naming.NRT_API_DEFINITION_ANNOTATION) != "cluster":
         api.apply(crds.load("noderesourcetopologies"))
+    if ctx.platform is Platform.OPENSHIFT:
+        step = _sync_machine_configs(ctx, obj, groups, mcps, status)
+        if step is not None:
+            return step
     image = (obj.get("spec") or {}).get("imageSpec") or ctx.image
     kubelets = kubeletconfig.group_settings(api, groups, nodes)
     metrics_mode = ctx.environ.get(naming.ENV_EXPORTER_METRICS_MODE) or rtemanifests.DEFAULT_METRICS_MODE
@@ -142,6 +155,10 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
         if manifest["kind"] == "DaemonSet":
             live_daemonsets.append(live)
     _delete_stale(ctx, obj["metadata"]["name"], desired)
+    if ctx.platform is Platform.OPENSHIFT:
+        for name in machineconfigs.unused(api.list(MACHINECONFIG), obj, [g.pool_name for g in groups]):
+            log.info("deleting dangling MachineConfig %s", name)
+            api.delete(MACHINECONFIG, name)
     names = [ds["metadata"]["name"] for ds in live_daemonsets]
     status["daemonsets"] = [{"name": n, "namespace": ctx.namespace} for n in names]
     status["nodeGroups"] = [
@@ -154,6 +171,57 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     status["machineconfigpools"] = [{"name": g.pool_name, "config": g.config} for g in groups]
     status["relatedObjects"] = related_objects(ctx.namespace, names)
     return daemonset_step(live_daemonsets)
+
+
+def _sync_machine_configs(
+    ctx: Context,
+    obj: Mapping[str, Any],
+    groups: Sequence[nropspec.NodeGroup],
+    mcps: Sequence[Mapping[str, Any]],
+    status: dict[str, Any],
+) -> Step | None:
+    """The node groups' pools get or lose the custom policy's MachineConfig; Progressing while
+    a pool has not caught up (None: every pool runs what it should)."""
+    name = obj["metadata"]["name"]
+    by_name = {m["metadata"]["name"]: m for m in mcps}
+    paused: list[str] = []
+    pending = ""
+    for group in groups:
+        mcp = by_name.get(group.pool_name)
+        if mcp is None:
+            continue
+        if (mcp.get("spec") or {}).get("paused"):
+            paused.append(group.pool_name)
+            continue
+        if (mcp.get("spec") or {}).get("machineConfigSelector") is None:
+            log.warning("the machine config pool %s does not have machine config selector", group.pool_name)
+            continue
+        custom = machineconfigs.custom_policy(group.annotations)
+        mc_name = machineconfigs.machine_config_name(name, group.pool_name)
+        if custom:
+            desired = machineconfigs.desired_machine_config(obj, mcp)
+            problem = machineconfigs.labels_problem(mc_name, desired["metadata"]["labels"], mcps)
+            if problem:
+                return Step.degraded(Reason.INTERNAL_ERROR, f"failed to sync machine configs: {problem}")
+            ctx.api.apply(desired)
+        elif ctx.api.get(MACHINECONFIG, mc_name) is not None:
+            log.info("deleting MachineConfig %s: its node group does not ask for the custom policy", mc_name)
+            ctx.api.delete(MACHINECONFIG, mc_name)
+        if not pending and not machineconfigs.pool_updated(name, mcp, custom):
+            pending = group.pool_name
+    status["machineconfigpools"] = [{"name": g.pool_name} for g in groups if g.pool_name in by_name]
+    generation = obj["metadata"].get("generation", 0)
+    status["conditions"] = conditions.set_extra(
+        status.get("conditions") or [],
+        Type.MCP_PAUSED,
+        bool(paused),
+        generation,
+        now(),
+        machineconfigs.paused_message(paused),
+    )
+    if pending:
+        return Step.progressing(Reason.MCP_UPDATING, f"{pending} is updating")
+    return None
 
 
 def _kubeletconfig_configs(ctx: Context, name: str) -> dict[str, str]:
@@ -215,6 +283,16 @@ def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> No
         reconcile=lambda name: reconcile(ctx, name), cleanup=lambda name: cleanup(ctx, name),
         owned=(("apps", "v1", "daemonsets"),),
     )  # fmt: skip
+
+    if ctx.platform is Platform.OPENSHIFT:
+        # upstream's mcpToNUMAResourceOperator: a pool's change (its roll-out among them)
+        # reconciles the NUMAResourcesOperators at once instead of at the next resync
+        @kopf.on.event(
+            "machineconfiguration.openshift.io", "v1", "machineconfigpools", id="nrop-mcps", registry=registry
+        )
+        def mcp_event(**_: Any) -> None:
+            for nrop in ctx.api.list(NROP):
+                reconcile(ctx, nrop["metadata"]["name"])
 
     # The exporter ConfigMaps, whoever controls them (this controller or a KubeletConfig): their
     # content is hashed into the DaemonSets (upstream's ``configMapToNUMAResourceOperator``).

@@ -22,6 +22,7 @@ import kopf
 
 from nrop.api.backoff import Backoff
 from nrop.api.metatime import rfc3339
+from nrop.api.platform import Platform
 from nrop.api.tlsprofiles import Settings
 from nrop.operator import conditions, metrics, naming
 from nrop.operator.conditions import Reason, Step, Type
@@ -52,14 +53,17 @@ def now() -> str:
 
 @dataclass
 class Context:
-    """One operator process: its client, namespace, image and environment, and the exporters'
-    metrics TLS settings from the cluster's TLS profile (None: the cluster has no profile)."""
+    """One operator process: its client, namespace, image and environment, the exporters'
+    metrics TLS settings from the cluster's TLS profile (None: the cluster has no profile), and
+    the platform."""
 
     api: Api
     namespace: str
     image: str
     environ: Mapping[str, str]
     metrics_tls: Settings | None = None
+    #: The cluster's platform, detected at start (upstream's operator does the same).
+    platform: Platform = Platform.KUBERNETES
     _locks: dict[tuple[str, str], threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock))
     _guard: threading.Lock = field(default_factory=threading.Lock)
 

@@ -5,7 +5,8 @@ kopf watches the two CRs and the objects they own cluster-wide (and, where the c
 ``reconcile`` functions. Where the cluster serves ``config.openshift.io/v1`` APIServer, its TLS
 profile, read at start, sets the exporters' metrics TLS flags, and a change of it stops the
 process (exit 0) so that its pod restarts with the new one (:mod:`tlsprofilewatcher`). kopf's own peering is off (``standalone``): one
-replica leads through the Lease ``numaresources-controller-manager`` instead.
+replica leads through the Lease ``numaresources-controller-manager`` instead. The platform is
+detected once at start, as upstream's operator does (:func:`detect_platform`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import kopf
 
+from nrop.api.platform import Platform, platform_of
 from nrop.api.tlsprofiles import ProfileError, TLSProfileSpec
 from nrop.operator import (
     kubeletconfigcontroller,
@@ -29,16 +31,18 @@ from nrop.operator import (
     numaresourcesscheduler,
     tlsprofilewatcher,
 )
-from nrop.operator.kubeapi import Api, load_client
+from nrop.operator.kubeapi import Api, kind, load_client
 from nrop.operator.leaderelection import LeaderElector
 from nrop.operator.reconciling import Context
 from nrop.operator.serving import serve_health, serve_metrics
 
-__all__ = ["RESYNC_SECONDS", "Options", "build_registry", "run"]
+__all__ = ["RESYNC_SECONDS", "Options", "build_registry", "detect_platform", "run"]
 
 log = logging.getLogger(__name__)
 #: Periodic re-reconciliation of every CR (node changes, drift of objects no event covers).
 RESYNC_SECONDS = 10.0
+CLUSTERVERSION = kind("config.openshift.io/v1", "ClusterVersion")
+INFRASTRUCTURE = kind("config.openshift.io/v1", "Infrastructure")
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,15 @@ def build_registry(
     return registry
 
 
+def detect_platform(api: Api) -> Platform:
+    """Upstream's ``detect.PlatformFromEnv`` through :mod:`nrop.api.platform`: ClusterVersions
+    (a cluster that does not serve them is Kubernetes), then ``Infrastructure/cluster``."""
+    if not api.serves(CLUSTERVERSION):
+        return Platform.KUBERNETES
+    count = len(api.list(CLUSTERVERSION))
+    return platform_of(count, api.get(INFRASTRUCTURE, "cluster") if count else None)
+
+
 def run(options: Options, environ: Mapping[str, str]) -> int:
     if options.kubeconfig:
         os.environ["KUBECONFIG"] = options.kubeconfig
@@ -127,12 +140,15 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     except ProfileError as exc:
         log.error("%s", exc)
         return 1
+    platform = detect_platform(api)
+    log.info("platform detection: %s", platform)
     ctx = Context(
         api=api,
         namespace=options.namespace,
         image=options.image,
         environ=dict(environ),
         metrics_tls=tls.metrics_tls,
+        platform=platform,
     )
     stop = threading.Event()
     elector: LeaderElector | None = None

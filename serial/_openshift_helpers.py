@@ -6,14 +6,13 @@ cluster, never unconditionally.
 
 from __future__ import annotations
 
-import enum
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from nrop.api.platform import CLUSTER_OPERATOR, Platform, parse_version, platform_of, version_of
 from nrop.suite.kube import Kind, Kube
 
 SELINUX_POLICY_ANNOTATION = "config.node.openshift-kni.io/selinux-policy"
@@ -23,20 +22,12 @@ MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")
 CLUSTERVERSION = Kind("config.openshift.io/v1", "ClusterVersion")
 CLUSTEROPERATOR = Kind("config.openshift.io/v1", "ClusterOperator")
-#: The ClusterOperator whose first operand version upstream takes for the platform's.
-OPENSHIFT_APISERVER = "openshift-apiserver"
 INFRASTRUCTURE = Kind("config.openshift.io/v1", "Infrastructure")
 SCHEDULER_CONFIG = Kind("config.openshift.io/v1", "Scheduler")
 APISERVER_CONFIG = Kind("config.openshift.io/v1", "APIServer")
 
 
 # -- platform -------------------------------------------------------------------------------
-
-
-class Platform(enum.StrEnum):
-    KUBERNETES = "Kubernetes"
-    OPENSHIFT = "OpenShift"
-    HYPERSHIFT = "HyperShift"
 
 
 @dataclass(frozen=True)
@@ -62,14 +53,6 @@ class ClusterPlatform:
         return f"{self.platform.value} {'.'.join(str(part) for part in self.version)}"
 
 
-def parse_version(text: str) -> tuple[int, ...]:
-    """``4.18.3`` / ``v1.30.0+k3s`` -> ``(4, 18, 3)``: the leading numeric dotted part."""
-    match = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
-    if not match:
-        raise ValueError(f"not a version: {text!r}")
-    return tuple(int(part) for part in match.group(1).split("."))
-
-
 def serves(kube: Kube, kind: Kind) -> bool:
     """Whether the API server serves ``kind`` (discovery knows it)."""
     try:
@@ -80,21 +63,18 @@ def serves(kube: Kube, kind: Kind) -> bool:
 
 
 def detect_platform(kube: Kube) -> ClusterPlatform:
-    """Upstream's ``detect.PlatformFromEnv`` and ``VersionFromEnv``: OpenShift when any
-    ClusterVersion exists (a kind not served lists as NotFound: Kubernetes), HyperShift when
-    ``Infrastructure/cluster`` reports an External control plane; an OpenShift-like cluster's
-    version is the first operand version of ``ClusterOperator/openshift-apiserver``."""
-    if not serves(kube, CLUSTERVERSION) or not kube.list(CLUSTERVERSION):
+    """The cluster's platform and version as upstream detects them (:mod:`nrop.api.platform`);
+    on Kubernetes upstream takes the server version, the port none (both compare lower than 4.x)."""
+    if not serves(kube, CLUSTERVERSION):
         return ClusterPlatform(Platform.KUBERNETES, None)
-    infra = kube.get(INFRASTRUCTURE, "cluster")
-    topology = (infra.get("status") or {}).get("controlPlaneTopology")
-    platform = Platform.HYPERSHIFT if topology == "External" else Platform.OPENSHIFT
-    operator = (
-        kube.get_or_none(CLUSTEROPERATOR, OPENSHIFT_APISERVER) if serves(kube, CLUSTEROPERATOR) else None
-    )
-    versions = ((operator or {}).get("status") or {}).get("versions") or []
-    version = parse_version(str(versions[0]["version"])) if versions else None
-    return ClusterPlatform(platform, version)
+    cluster_versions = len(kube.list(CLUSTERVERSION))
+    infra = kube.get(INFRASTRUCTURE, "cluster") if cluster_versions else None
+    platform = platform_of(cluster_versions, infra)
+    if platform is Platform.KUBERNETES:
+        return ClusterPlatform(platform, None)
+    operator = kube.get_or_none(CLUSTEROPERATOR, CLUSTER_OPERATOR) if serves(kube, CLUSTEROPERATOR) else None
+    version = version_of(operator)
+    return ClusterPlatform(platform, parse_version(version) if version else None)
 
 
 def openshift_kinds_missing(kube: Kube, *kinds: Kind) -> str | None:

@@ -411,6 +411,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 _delete_mcp(kube, suite_config, h.ROLE_MCP_TEST)
 
     @spec("should converge with mixed SELinux policy across node groups", "tier2", "openshift")
+    @pytest.mark.nrop_profile("openshift")
     def test_mixed_selinux_policy(
         self, fxt: Any, kube: Kube, suite_config: Any, platform: ocp.ClusterPlatform
     ) -> None:

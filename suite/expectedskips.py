@@ -6,7 +6,7 @@ embedded cluster's profiles are built to run every spec, so there a skip means t
 test hid something the profile provides (an exporter that reports hugepages wrong makes the
 hugepages specs skip "not enough nodes", and a CI gate would stay green). On an embedded
 target the plugin therefore turns a skip into a failure unless it is listed here: the specs
-that need what no embedded profile serves yet (OpenShift, HyperShift), and
+that need what no embedded profile serves yet (HyperShift), and
 upstream's own "currently known broken" cases. Pure: the plugin asks :func:`is_expected`.
 """
 
@@ -27,14 +27,12 @@ class ExpectedSkip:
     why: str
 
 
-_OPENSHIFT = "no embedded profile serves the OpenShift APIs this spec needs yet"
 _HYPERSHIFT = "no embedded profile is a HyperShift hosted cluster yet"
 _KNOWN_BROKEN = "upstream skips it itself"
 
 EXPECTED: tuple[ExpectedSkip, ...] = (
     ExpectedSkip("80823", "requires HyperShift", _HYPERSHIFT),
     ExpectedSkip("80912", "requires HyperShift", _HYPERSHIFT),
-    ExpectedSkip("test_mixed_selinux_policy", "mixed SELinux policy test requires platform", _OPENSHIFT),
     ExpectedSkip("85776", "currently known broken", _KNOWN_BROKEN),
     ExpectedSkip("85777", "currently known broken", _KNOWN_BROKEN),
     ExpectedSkip("85778", "currently known broken", _KNOWN_BROKEN),

@@ -3,7 +3,7 @@
 Plays the part of OpenShift's machine-config-operator that the NUMA specs exercise, so that a
 KubeletConfig change is a roll-out of seconds instead of an hour of node reboots:
 
-* :func:`install` serves ``machineconfigpools`` and ``kubeletconfigs``
+* :func:`install` serves ``machineconfigpools``, ``kubeletconfigs`` and ``machineconfigs``
   (``machineconfiguration.openshift.io/v1``, cluster scoped, status subresource, schemas as
   loose as upstream's), creates the default pools ``master`` and ``worker`` as an OpenShift
   cluster has them, and a KubeletConfig ``worker-numa-topology`` for the ``worker`` pool that
@@ -11,8 +11,9 @@ KubeletConfig change is a roll-out of seconds instead of an hour of node reboots
   NUMA-tuned OpenShift cluster has, which upstream's suite uses with
   ``E2E_NROP_INSTALL_SKIP_KC``), and ``master-numa-topology`` likewise when the masters are
   schedulable workers (compact clusters);
-* :class:`MachineConfigOperator` renders each pool (its KubeletConfigs merged, named
-  ``rendered-<pool>-<hash>``), reports each KubeletConfig's condition (``Success``, or
+* :class:`MachineConfigOperator` renders each pool (its KubeletConfigs merged, and the
+  MachineConfig objects its ``machineConfigSelector`` selects, named ``rendered-<pool>-<hash>``;
+  the pool's ``configuration.source`` lists them by name with the generated ones), reports each KubeletConfig's condition (``Success``, or
   ``Failure`` with the reason it cannot apply), moves the nodes' ``desiredConfig`` one node at a
   time, and plays each node's machine-config daemon: the node's kubelet stops, stays down
   :data:`REBOOT_DOWNTIME` seconds and starts with the rendered configuration
@@ -21,8 +22,9 @@ KubeletConfig change is a roll-out of seconds instead of an hour of node reboots
   ``Updated``/``Updating``, ``configuration``) is written as MCO writes it.
 
 Decisions are in :mod:`.machineconfigs`; this module reads the store and writes through the
-API. Differences from MCO: no MachineConfig objects (rendered configs are kept in memory), no
-drain or cordon before a reboot, no KubeletConfig finalizer, ``maxUnavailable`` and ``paused``
+API. Differences from MCO: the rendered configs are kept in memory (no ``rendered-*`` objects),
+the content of a MachineConfig object (files, units, kernel arguments) changes nothing on the
+emulated nodes beyond the reboot that applies it, no drain or cordon before a reboot, no KubeletConfig finalizer, ``maxUnavailable`` and ``paused``
 are not read (one node at a time, always).
 """
 
@@ -60,6 +62,7 @@ GROUP = "machineconfiguration.openshift.io"
 API_VERSION = f"{GROUP}/v1"
 _MCPS = (GROUP, "machineconfigpools")
 _KCS = (GROUP, "kubeletconfigs")
+_MCS = (GROUP, "machineconfigs")
 _NODES = ("", "nodes")
 _APISERVERS = ("config.openshift.io", "apiservers")
 _KEY = "pools"
@@ -109,6 +112,19 @@ CRDS = (
             "autoSizingReserved": {"type": "boolean"},
             "logLevel": {"type": "integer"},
             "tlsSecurityProfile": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    ),
+    _crd(
+        "MachineConfig",
+        "machineconfigs",
+        ["mc"],
+        {
+            "config": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "extensions": {"type": "array", "items": {"type": "string"}},
+            "fips": {"type": "boolean"},
+            "kernelArguments": {"type": "array", "items": {"type": "string"}},
+            "kernelType": {"type": "string"},
+            "osImageURL": {"type": "string"},
         },
     ),
 )
@@ -240,6 +256,7 @@ class MachineConfigOperator(Controller):
         return (
             (_MCPS, lambda _: [_KEY]),
             (_KCS, lambda _: [_KEY]),
+            (_MCS, lambda _: [_KEY]),
             (_NODES, lambda _: [_KEY]),
             (_APISERVERS, lambda _: [_KEY]),
         )
@@ -293,15 +310,25 @@ class MachineConfigOperator(Controller):
             for pool in targets:
                 payloads[pool].append(mc.payload_of(kc))
         cluster_tls = mc.tls_payload(cluster_tls_profile(self.store.get(_APISERVERS, "", _CLUSTER)))
+        machine_configs = self.store.list(_MCS)
         for pool in pools:
-            self._sync_pool(pool, members.get(pool["metadata"]["name"], []), payloads, cluster_tls, now)
+            selected = mc.selected_machine_configs(pool, machine_configs)
+            self._sync_pool(
+                pool, members.get(pool["metadata"]["name"], []), payloads, selected, cluster_tls, now
+            )
 
     def _sync_pool(
-        self, pool: Obj, nodes: list[Obj], payloads: Mapping[str, list[Obj]], cluster_tls: Obj, now: str
+        self,
+        pool: Obj,
+        nodes: list[Obj],
+        payloads: Mapping[str, list[Obj]],
+        selected: list[Mapping[str, Any]],
+        cluster_tls: Obj,
+        now: str,
     ) -> None:
         name = pool["metadata"]["name"]
         overlay = mc.merge_payloads([cluster_tls, *payloads.get(name, [])])
-        target = mc.rendered_name(name, overlay)
+        target = mc.rendered_name(name, overlay, selected)
         self._rendered[target] = overlay
         states = [self._node_state(node, name, target) for node in nodes]
         for node_name in mc.nodes_to_update(states, target):
@@ -311,7 +338,9 @@ class MachineConfigOperator(Controller):
         for state in states:
             if state.current != state.desired and state.name not in self._updating:
                 self._start_update(state.name, state.desired)
-        sources = mc.generated_sources(name, len(payloads.get(name, [])))
+        sources = mc.generated_sources(
+            name, len(payloads.get(name, [])), [m["metadata"]["name"] for m in selected]
+        )
         status = mc.pool_status(pool, states, target, sources, now)
         spec_configuration = {"name": target, "source": status["configuration"]["source"]}
         if (pool.get("spec") or {}).get("configuration") != spec_configuration:

@@ -58,6 +58,7 @@ __all__ = [
     "pool_of_node",
     "pool_status",
     "rendered_name",
+    "selected_machine_configs",
     "tls_payload",
 ]
 
@@ -166,10 +167,33 @@ def overlay_kubelet(spec: NodeSpec, overlay: Mapping[str, Any]) -> KubeletConfig
     return kubelet
 
 
-def rendered_name(pool: str, overlay: Mapping[str, Any]) -> str:
-    """The rendered MachineConfig name of ``pool`` with the merged KubeletConfig ``overlay``."""
-    digest = hashlib.md5(json.dumps(overlay, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
+def rendered_name(
+    pool: str, overlay: Mapping[str, Any], machine_configs: Sequence[Mapping[str, Any]] = ()
+) -> str:
+    """The rendered MachineConfig name of ``pool`` with the merged KubeletConfig ``overlay`` and
+    the MachineConfig objects the pool selects (their names and specs)."""
+    content: Any = overlay
+    if machine_configs:
+        selected = [{"name": m["metadata"]["name"], "spec": m.get("spec") or {}} for m in machine_configs]
+        content = {"kubelet": overlay, "machineConfigs": selected}
+    digest = hashlib.md5(json.dumps(content, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
     return f"rendered-{pool}-{digest}"
+
+
+def selected_machine_configs(
+    pool: Mapping[str, Any], machine_configs: Iterable[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The MachineConfig objects the pool's ``machineConfigSelector`` selects, by name (the order
+    MCO merges them in); none when the pool has no selector."""
+    selector = (pool.get("spec") or {}).get("machineConfigSelector")
+    if selector is None:
+        return []
+    chosen = [
+        m
+        for m in machine_configs
+        if not m["metadata"].get("deletionTimestamp") and matches(selector, m["metadata"].get("labels") or {})
+    ]
+    return sorted(chosen, key=lambda m: m["metadata"]["name"])
 
 
 # -- KubeletConfigs ---------------------------------------------------------------------------------
@@ -323,8 +347,9 @@ def pool_status(
     }
 
 
-def generated_sources(pool: str, kc_count: int) -> list[str]:
-    """The MachineConfigs a pool's rendered config is made of: the base ones and one per KubeletConfig."""
-    names = [f"00-{pool}", f"01-{pool}-kubelet"]
+def generated_sources(pool: str, kc_count: int, selected: Iterable[str] = ()) -> list[str]:
+    """The MachineConfigs a pool's rendered config is made of, by name: the base ones, one per
+    KubeletConfig, and the MachineConfig objects it selects."""
+    names = [f"00-{pool}", f"01-{pool}-kubelet", *selected]
     names += [f"99-{pool}-generated-kubelet" + (f"-{i}" if i else "") for i in range(kc_count)]
-    return names
+    return sorted(names)

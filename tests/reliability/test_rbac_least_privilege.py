@@ -172,7 +172,9 @@ DOCUMENTED: dict[str, list[Rule]] = {
         ),
         _c([MCO_GROUP], ["machineconfigpools", "kubeletconfigs"], _R),
         _c([MCO_GROUP], ["kubeletconfigs/finalizers"], ["update"]),
+        _c([MCO_GROUP], ["machineconfigs"], _ALL),
         _c(["config.openshift.io"], ["apiservers"], _R),
+        _c(["config.openshift.io"], ["clusterversions", "infrastructures"], _R),
     ],
 }
 

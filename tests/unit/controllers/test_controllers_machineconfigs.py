@@ -156,6 +156,35 @@ def test_rendered_name_is_per_pool_and_content() -> None:
     assert name != mc.rendered_name("master", {"a": 1, "b": 2})
 
 
+def test_machine_config_objects_join_the_pools_that_select_them() -> None:
+    def obj(name: str, role: str, spec: dict | None = None, deleting: bool = False) -> dict:
+        meta = {"name": name, "labels": {"machineconfiguration.openshift.io/role": role}}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-11-29T10:00:00Z"
+        return {"metadata": meta, "spec": spec or {}}
+
+    objects = [obj("51-x-test", "mcp-test"), obj("50-w", "worker"), obj("52-gone", "worker", deleting=True)]
+    expressions = {"matchExpressions": [{"key": "machineconfiguration.openshift.io/role", "operator": "In",
+                                         "values": ["mcp-test", "worker"]}]}  # fmt: skip
+    test_pool = {"metadata": {"name": "mcp-test"}, "spec": {"machineConfigSelector": expressions}}
+    worker = {"metadata": {"name": "worker"}, "spec": {"machineConfigSelector": {"matchLabels": {
+        "machineconfiguration.openshift.io/role": "worker"}}}}  # fmt: skip
+    selected = mc.selected_machine_configs(test_pool, objects)
+    assert [m["metadata"]["name"] for m in selected] == ["50-w", "51-x-test"]
+    assert [m["metadata"]["name"] for m in mc.selected_machine_configs(worker, objects)] == ["50-w"]
+    assert mc.selected_machine_configs({"metadata": {"name": "p"}, "spec": {}}, objects) == []
+    # the objects are part of the rendered config: their names and content change its name
+    assert mc.rendered_name("mcp-test", {}, selected) != mc.rendered_name("mcp-test", {})
+    changed = [selected[0], obj("51-x-test", "mcp-test", {"kernelArguments": ["a"]})]
+    assert mc.rendered_name("mcp-test", {}, selected) != mc.rendered_name("mcp-test", {}, changed)
+    assert mc.generated_sources("mcp-test", 1, ["51-x-test"]) == [
+        "00-mcp-test",
+        "01-mcp-test-kubelet",
+        "51-x-test",
+        "99-mcp-test-generated-kubelet",
+    ]
+
+
 def kc(name: str, selector: dict[str, Any] | None, payload: dict[str, Any] | None = None) -> dict:
     spec: dict[str, Any] = {"machineConfigPoolSelector": selector}
     if payload is not None:
