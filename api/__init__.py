@@ -4,6 +4,7 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 """
 
 __all__ = [
+    "annotations",
     "backoff",
     "checkpoints",
     "crds",

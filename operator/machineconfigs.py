@@ -1,7 +1,8 @@
 """The exporters' MachineConfigs on OpenShift: upstream's ``reconcileResourceMachineConfig``.
 
 From OpenShift 4.18 the exporters run with the platform's built-in SELinux policy; a node
-group annotated ``config.node.openshift-kni.io/selinux-policy: custom`` asks for the exporter's
+group annotated ``config.node.openshift-kni.io/selinux-policy: custom``
+(:func:`nrop.api.annotations.custom_policy`) asks for the exporter's
 own policy instead, which reaches the nodes as a MachineConfig of the group's pool:
 ``51-<NUMAResourcesOperator>-<pool>``, labelled so the pool's ``machineConfigSelector`` picks it
 (its ``matchLabels``, else the pool's role label, checked against the selector), controlled by the
@@ -13,7 +14,8 @@ Per pool of a node group (paused pools are left alone and reported in the
 operator waits until the pool runs it (its rendered configuration lists it and ``Updated`` is
 not False); any other pool loses a MachineConfig of that name and the operator waits until the
 pool no longer lists it. A pool still updating keeps the NUMAResourcesOperator Progressing
-(``MachineConfigPoolIsUpdating``) and re-checks a minute later, or at the pool's next change.
+(``MachineConfigPoolIsUpdating``) until the pool's next change or the periodic resync (upstream
+re-checks a minute later).
 
 Pure: the controller reads and writes the objects.
 """
@@ -29,11 +31,7 @@ from nrop.api.selectors import matches
 
 __all__ = [
     "POLICY_PATH",
-    "RETRY_PERIOD",
     "ROLE_LABEL",
-    "SELINUX_POLICY_ANNOTATION",
-    "SELINUX_POLICY_CUSTOM",
-    "custom_policy",
     "desired_machine_config",
     "ignition_config",
     "labels_problem",
@@ -45,13 +43,9 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-SELINUX_POLICY_ANNOTATION: Final = "config.node.openshift-kni.io/selinux-policy"
-SELINUX_POLICY_CUSTOM: Final = "custom"
 ROLE_LABEL: Final = "machineconfiguration.openshift.io/role"
 POLICY_PATH: Final = "/etc/selinux/rte.cil"
 INSTALL_SERVICE: Final = "rte-selinux-policy-install.service"
-#: Seconds before a pool still updating is checked again (upstream's ``numaResourcesRetryPeriod``).
-RETRY_PERIOD: Final = 60.0
 _IGNITION_VERSION = "3.2.0"
 
 #: The exporter's SELinux policy module (CIL): its process type, a container domain that may
@@ -84,11 +78,6 @@ ExecStart=/usr/sbin/semodule -i {POLICY_PATH}
 [Install]
 WantedBy=multi-user.target
 """
-
-
-def custom_policy(annotations: Mapping[str, str] | None) -> bool:
-    """Whether a node group's annotations ask for the exporter's own SELinux policy."""
-    return (annotations or {}).get(SELINUX_POLICY_ANNOTATION) == SELINUX_POLICY_CUSTOM
 
 
 def machine_config_name(nrop_name: str, pool: str) -> str:

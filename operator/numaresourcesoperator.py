@@ -32,6 +32,7 @@ from typing import Any
 import kopf
 
 from nrop.api import crds
+from nrop.api.annotations import custom_policy
 from nrop.api.platform import Platform
 from nrop.operator import (
     certificates,
@@ -196,7 +197,7 @@ def _sync_machine_configs(
         if (mcp.get("spec") or {}).get("machineConfigSelector") is None:
             log.warning("the machine config pool %s does not have machine config selector", group.pool_name)
             continue
-        custom = machineconfigs.custom_policy(group.annotations)
+        custom = custom_policy(group.annotations)
         mc_name = machineconfigs.machine_config_name(name, group.pool_name)
         if custom:
             desired = machineconfigs.desired_machine_config(obj, mcp)

@@ -12,11 +12,12 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from nrop.api import annotations
 from nrop.api.platform import CLUSTER_OPERATOR, Platform, parse_version, platform_of, version_of
 from nrop.suite.kube import Kind, Kube
 
-SELINUX_POLICY_ANNOTATION = "config.node.openshift-kni.io/selinux-policy"
-SELINUX_POLICY_CUSTOM = "custom"
+SELINUX_POLICY_ANNOTATION = annotations.SELINUX_POLICY_ANNOTATION
+SELINUX_POLICY_CUSTOM = annotations.SELINUX_POLICY_CUSTOM
 
 MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")
@@ -98,8 +99,4 @@ def custom_policy_support_enabled(platform: ClusterPlatform, nrop: Mapping[str, 
         return False
     if not platform.at_least("4.18"):
         return True
-    groups = (nrop.get("spec") or {}).get("nodeGroups") or []
-    return any(
-        ((group.get("annotations") or {}).get(SELINUX_POLICY_ANNOTATION)) == SELINUX_POLICY_CUSTOM
-        for group in groups
-    )
+    return annotations.any_custom_policy(nrop)

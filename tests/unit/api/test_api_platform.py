@@ -1,4 +1,4 @@
-"""Platform and version detection, as upstream's deployer decides them."""
+"""Platform and version detection, as upstream's deployer decides them, and the node-group annotations."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from nrop.api import annotations
 from nrop.api.platform import Platform, parse_version, platform_of, version_of
 
 
@@ -46,3 +47,20 @@ def test_parse_version(text: str, expected: tuple[int, ...]) -> None:
 def test_parse_version_refuses_text() -> None:
     with pytest.raises(ValueError, match="not a version"):
         parse_version("latest")
+
+
+@pytest.mark.parametrize(
+    ("groups", "expected"),
+    [
+        ([{"annotations": {annotations.SELINUX_POLICY_ANNOTATION: "custom"}}], True),
+        ([{}, {"annotations": {annotations.SELINUX_POLICY_ANNOTATION: "custom"}}], True),
+        ([{"annotations": {annotations.SELINUX_POLICY_ANNOTATION: "default"}}], False),
+        ([{"annotations": None}], False),
+        ([], False),
+    ],
+)
+def test_custom_selinux_policy_annotation(groups: list[dict[str, Any]], expected: bool) -> None:
+    assert annotations.any_custom_policy({"spec": {"nodeGroups": groups}}) is expected
+    assert [annotations.custom_policy(g.get("annotations")) for g in groups].count(True) == (
+        1 if expected else 0
+    )

@@ -96,18 +96,6 @@ def test_desired_machine_config() -> None:
     assert "ExecStart=/usr/sbin/semodule -i /etc/selinux/rte.cil" in unit["contents"]
 
 
-@pytest.mark.parametrize(
-    ("annotations", "expected"),
-    [
-        ({mcs.SELINUX_POLICY_ANNOTATION: "custom"}, True),
-        ({mcs.SELINUX_POLICY_ANNOTATION: "default"}, False),
-        (None, False),
-    ],
-)
-def test_custom_policy(annotations: dict | None, expected: bool) -> None:
-    assert mcs.custom_policy(annotations) is expected
-
-
 def test_paused_message() -> None:
     assert mcs.paused_message([]) == ""
     assert mcs.paused_message(["worker", "mcp-test"]) == "detected paused MCPs: worker, mcp-test"
