@@ -277,10 +277,10 @@ def cleanup(ctx: Context, name: str) -> None:
         delete_owned(ctx, OWNED, _owner_labels(name))
 
 
-def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:
+def register(registry: kopf.OperatorRegistry, ctx: Context) -> None:
     """The kopf handlers of this controller."""
     register_cr_controller(
-        registry, prefix="nrop", plural=naming.NROP_PLURAL, kind_name=naming.NROP_KIND, resync=resync,
+        registry, prefix="nrop", plural=naming.NROP_PLURAL, kind_name=naming.NROP_KIND,
         reconcile=lambda name: reconcile(ctx, name), cleanup=lambda name: cleanup(ctx, name),
         owned=(("apps", "v1", "daemonsets"),),
     )  # fmt: skip

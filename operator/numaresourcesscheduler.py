@@ -127,10 +127,10 @@ def cleanup(ctx: Context, name: str) -> None:
         delete_owned(ctx, OWNED, _owner_labels(name))
 
 
-def register(registry: kopf.OperatorRegistry, ctx: Context, resync: float) -> None:
+def register(registry: kopf.OperatorRegistry, ctx: Context) -> None:
     """The kopf handlers of this controller."""
     register_cr_controller(
-        registry, prefix="nrs", plural=naming.NRS_PLURAL, kind_name=naming.NRS_KIND, resync=resync,
+        registry, prefix="nrs", plural=naming.NRS_PLURAL, kind_name=naming.NRS_KIND,
         reconcile=lambda name: reconcile(ctx, name), cleanup=lambda name: cleanup(ctx, name),
         owned=(("apps", "v1", "deployments"), ("", "v1", "configmaps")),
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """What both controllers share: the context of a run, one lock per object, the reconciliation of a
-CR (:func:`reconcile_cr`), status writes, and how a CR controller hooks into kopf
-(:func:`register_cr_controller`).
+CR (:func:`reconcile_cr`), status writes, how a CR controller hooks into kopf
+(:func:`register_cr_controller`), and the periodic resync of every CR (:func:`resync_forever`).
 
 A reconciliation reads its CR afresh, decides, applies and writes the status only when it
 changed (conditions compared without ``lastTransitionTime``), so the watch event its
@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -35,6 +35,7 @@ __all__ = [
     "now",
     "reconcile_cr",
     "register_cr_controller",
+    "resync_forever",
     "retrying",
     "write_status",
 ]
@@ -178,24 +179,20 @@ def register_cr_controller(
     prefix: str,
     plural: str,
     kind_name: str,
-    resync: float,
     reconcile: Callable[[str], Any],
     cleanup: Callable[[str], Any],
     owned: tuple[tuple[str, str, str], ...],
 ) -> None:
     """The kopf handlers of one CR controller (handler ids ``<prefix>_event`` etc., as before).
 
-    Every event of a live CR and a timer every ``resync`` seconds reconcile it; its deletion
-    runs ``cleanup``; an event on an ``owned`` ``(group, version, plural)`` object labelled as
+    Every event of a live CR reconciles it (the periodic resync is the process's, see
+    :func:`resync_forever`); its deletion runs ``cleanup``; an event on an ``owned`` ``(group, version, plural)`` object labelled as
     owned by a ``kind_name`` reconciles the owner the label names.
     """
 
     def on_event(name: str, type: str | None, **_: Any) -> None:
         if type != "DELETED":
             reconcile(name)
-
-    def on_timer(name: str, **_: Any) -> None:
-        reconcile(name)
 
     def on_delete(name: str, **_: Any) -> None:
         cleanup(name)
@@ -205,10 +202,35 @@ def register_cr_controller(
 
     group, version = naming.GROUP, naming.VERSION
     kopf.on.event(group, version, plural, id=f"{prefix}_event", registry=registry)(on_event)
-    kopf.timer(group, version, plural, id=f"{prefix}_resync", interval=resync, registry=registry)(on_timer)
     kopf.on.delete(group, version, plural, id=f"{prefix}_deleted", registry=registry)(on_delete)
     for owned_group, owned_version, owned_plural in owned:
         kopf.on.event(
             owned_group, owned_version, owned_plural, id=f"{prefix}-owned-{owned_plural}",
             labels={naming.OWNER_KIND_LABEL: kind_name}, registry=registry,
         )(on_owned)  # fmt: skip
+
+
+def resync_forever(
+    ctx: Context,
+    controllers: Sequence[tuple[Kind, Callable[[str], Any]]],
+    interval: float,
+    stop: threading.Event,
+) -> None:
+    """Reconcile every CR of each controller every ``interval`` seconds until ``stop`` is set:
+    controller-runtime's periodic resync (``SyncPeriod``), which catches what no event covers
+    (node changes, drifted objects). One loop for the process, not a timer per object: kopf's
+    per-object timers could outlive the operator's stop by seconds."""
+    while not stop.wait(interval):
+        for kind, reconcile in controllers:
+            try:
+                names = [obj["metadata"]["name"] for obj in ctx.api.list(kind)]
+            except ApiException as exc:
+                log.warning("periodic resync: listing %s: %s", kind.plural, exc.reason)
+                continue
+            for name in names:
+                if stop.is_set():
+                    return
+                try:
+                    reconcile(name)
+                except Exception:
+                    log.exception("periodic resync of %s %s failed", kind.kind, name)

@@ -33,13 +33,14 @@ from nrop.operator import (
 )
 from nrop.operator.kubeapi import Api, kind, load_client
 from nrop.operator.leaderelection import LeaderElector
-from nrop.operator.reconciling import Context
+from nrop.operator.reconciling import Context, resync_forever
 from nrop.operator.serving import serve_health, serve_metrics
 
 __all__ = ["RESYNC_SECONDS", "Options", "build_registry", "detect_platform", "run"]
 
 log = logging.getLogger(__name__)
-#: Periodic re-reconciliation of every CR (node changes, drift of objects no event covers).
+#: Periodic re-reconciliation of every CR (node changes, drift of objects no event covers), by
+#: one loop for the process (:func:`~nrop.operator.reconciling.resync_forever`).
 RESYNC_SECONDS = 10.0
 CLUSTERVERSION = kind("config.openshift.io/v1", "ClusterVersion")
 INFRASTRUCTURE = kind("config.openshift.io/v1", "Infrastructure")
@@ -59,7 +60,6 @@ class Options:
 def build_registry(
     ctx: Context,
     kubeconfig: str | None,
-    resync: float = RESYNC_SECONDS,
     *,
     kubeletconfigs: bool = False,
     tls_profile: TLSProfileSpec | None = None,
@@ -93,8 +93,8 @@ def build_registry(
         )
         settings.execution.max_workers = 8
 
-    numaresourcesoperator.register(registry, ctx, resync)
-    numaresourcesscheduler.register(registry, ctx, resync)
+    numaresourcesoperator.register(registry, ctx)
+    numaresourcesscheduler.register(registry, ctx)
     if kubeletconfigs:
         kubeletconfigcontroller.register(registry, ctx)
     if tls_profile is not None:
@@ -164,6 +164,13 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             return 0
         threading.Thread(target=elector.keep, args=(stop,), name="lease", daemon=True).start()
     log.info("reconciling in namespace %s with image %s", options.namespace, options.image)
+    controllers = (
+        (numaresourcesoperator.NROP, lambda name: numaresourcesoperator.reconcile(ctx, name)),
+        (numaresourcesscheduler.NRS, lambda name: numaresourcesscheduler.reconcile(ctx, name)),
+    )
+    threading.Thread(
+        target=resync_forever, args=(ctx, controllers, RESYNC_SECONDS, stop), name="resync", daemon=True
+    ).start()
     try:
         kubeletconfigs = api.has_api(kubeletconfigcontroller.GROUP_VERSION)
         if kubeletconfigs:
