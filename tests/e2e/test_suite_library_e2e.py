@@ -171,7 +171,16 @@ def test_cooldown_fails_with_the_nrt_diff_and_skip_bypasses_it(suite_config: Sui
         waiters.for_pod_phase(kube, outside.namespace, "keeps", "Running", interval=0.25, timeout=60)
         reference = nrtutil.find(fxt.initial_nrts, WORKERS[0])
         assert reference is not None
-        nrtupdates.get_updated_for_node(kube, reference, 30.0, interval=0.5)
+        # GetUpdated's test takes a refresh that only reorders the zone's resources (as upstream's
+        # exporter writes them) for an update: wait for the pod's CPUs, as the cooldown compares.
+        nrtwaiters.for_nrts(
+            kube,
+            [WORKERS[0]],
+            lambda nrt: not nrtcompare.is_nrt_equal(reference, nrt),
+            "to account the pod outside the test namespace",
+            30.0,
+            interval=0.5,
+        )
         with pytest.raises(AssertionError) as failure:
             fxt.teardown()
         text = str(failure.value)
