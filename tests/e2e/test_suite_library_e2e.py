@@ -10,7 +10,7 @@ Pods are scheduled by the cluster's ``default-scheduler``. What is checked, thro
 library's public API only:
 
 * ``Fixture.setup``/``teardown``: the labelled namespace ``<base>-<n>``, the NRTs settle
-  (``settle_nrts``), a guaranteed pod consumes from one zone (``get_updated_for_node`` +
+  (``settle_nrts``), a guaranteed pod consumes from one zone (the NRT once its zones differ +
   ``check_zone_consumed_resources_at_least``), teardown removes the namespace and the
   cooldown sees the NRTs back at the initial state;
 * the cooldown fails with upstream's message and an NRT diff when something outside the
@@ -117,6 +117,22 @@ def _nrt(kube: k.Kube, node: str) -> NodeResourceTopology:
     return nrtutil.parse(nrtutil.get_nrt(kube, node))
 
 
+def nrt_accounting_change(kube: k.Kube, reference: dict[str, Any], node: str) -> dict[str, Any]:
+    """The node's NRT once its zones differ from ``reference``'s (as the cooldown compares them).
+
+    Upstream's ``GetUpdatedForNode`` also returns a refresh that only reorders a zone's
+    resources, as upstream's exporter writes them, which may come before the exporter has
+    accounted a new pod; these tests need the accounting itself."""
+    return nrtwaiters.for_nrts(
+        kube,
+        [node],
+        lambda nrt: not nrtcompare.is_nrt_equal(reference, nrt),
+        "to account the change",
+        30.0,
+        interval=0.5,
+    )[node]
+
+
 # ----------------------------------------------------------------------------- the fixture
 
 
@@ -138,7 +154,7 @@ def test_fixture_lifecycle_accounts_a_pod_and_cools_down(suite_config: SuiteConf
     assert scheduling.check_pod_was_scheduled_with(kube, fxt.namespace, "gu", SCHEDULER)
     reference = nrtutil.find(before, node)
     assert reference is not None
-    updated = nrtupdates.get_updated_for_node(kube, reference, 30.0, interval=0.5)
+    updated = nrt_accounting_change(kube, reference, node)
     required = objects.from_guaranteed_pod(pod)
     zone = nrtconsumed.check_zone_consumed_resources_at_least(reference, updated, required, "Guaranteed")
     assert zone in ("node-0", "node-1"), nrtcompare.nrt_diff([reference], [updated])
@@ -171,16 +187,7 @@ def test_cooldown_fails_with_the_nrt_diff_and_skip_bypasses_it(suite_config: Sui
         waiters.for_pod_phase(kube, outside.namespace, "keeps", "Running", interval=0.25, timeout=60)
         reference = nrtutil.find(fxt.initial_nrts, WORKERS[0])
         assert reference is not None
-        # GetUpdated's test takes a refresh that only reorders the zone's resources (as upstream's
-        # exporter writes them) for an update: wait for the pod's CPUs, as the cooldown compares.
-        nrtwaiters.for_nrts(
-            kube,
-            [WORKERS[0]],
-            lambda nrt: not nrtcompare.is_nrt_equal(reference, nrt),
-            "to account the pod outside the test namespace",
-            30.0,
-            interval=0.5,
-        )
+        nrt_accounting_change(kube, reference, WORKERS[0])
         with pytest.raises(AssertionError) as failure:
             fxt.teardown()
         text = str(failure.value)
@@ -315,7 +322,7 @@ def test_pin_pod_to_places_the_pod_in_that_zone(fxt: Fixture) -> None:
         pod = objects.pin_pod_to(guaranteed_pod(ns, name, 2), WORKERS[0], zone_id)
         kube.create(pod)
         waiters.for_pod_phase(kube, ns, name, "Running", interval=0.25, timeout=60)
-        updated = nrtupdates.get_updated_for_node(kube, reference, 30.0, interval=0.5)
+        updated = nrt_accounting_change(kube, reference, WORKERS[0])
         consumed = nrtconsumed.check_zone_consumed_resources_at_least(
             reference, updated, objects.from_guaranteed_pod(pod), "Guaranteed"
         )
