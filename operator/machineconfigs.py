@@ -23,11 +23,13 @@ Pure: the controller reads and writes the objects.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from nrop.api.fielderrors import go_quote
 from nrop.api.selectors import matches
+from nrop.operator.conditions import find
+from nrop.operator.rtemanifests import owner_references
 
 __all__ = [
     "POLICY_PATH",
@@ -104,8 +106,8 @@ def labels_problem(name: str, labels: Mapping[str, str], mcps: Iterable[Mapping[
             continue
         if not matches((mcp.get("spec") or {}).get("machineConfigSelector"), labels):
             return (
-                f"machine config {json.dumps(name)} labels does not match the machine config pool "
-                f"{json.dumps(role)} machine config selector"
+                f"machine config {go_quote(name)} labels does not match the machine config pool "
+                f"{go_quote(role)} machine config selector"
             )
     return None
 
@@ -137,16 +139,7 @@ def desired_machine_config(nrop: Mapping[str, Any], mcp: Mapping[str, Any]) -> O
         "metadata": {
             "name": machine_config_name(meta["name"], mcp["metadata"]["name"]),
             "labels": machine_config_labels(mcp),
-            "ownerReferences": [
-                {
-                    "apiVersion": nrop["apiVersion"],
-                    "kind": nrop["kind"],
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": owner_references(nrop),
         },
         "spec": {"config": ignition_config()},
     }
@@ -160,10 +153,8 @@ def _lists(nrop_name: str, mcp: Mapping[str, Any]) -> bool:
 
 
 def _not_updated(mcp: Mapping[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Updated" and c.get("status") == "False"
-        for c in (mcp.get("status") or {}).get("conditions") or ()
-    )
+    updated = find((mcp.get("status") or {}).get("conditions") or [], "Updated")
+    return updated is not None and updated.get("status") == "False"
 
 
 def pool_updated(nrop_name: str, mcp: Mapping[str, Any], custom: bool) -> bool:

@@ -137,8 +137,10 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     annotations = obj["metadata"].get("annotations") or {}
     if annotations.get(naming.NRT_API_DEFINITION_ANNOTATION) != "cluster":
         api.apply(crds.load("noderesourcetopologies"))
+    machine_configs: list[dict[str, Any]] = []
     if ctx.platform is Platform.OPENSHIFT:
-        step = _sync_machine_configs(ctx, obj, groups, mcps, status)
+        machine_configs = api.list(MACHINECONFIG)
+        step = _sync_machine_configs(ctx, obj, groups, mcps, machine_configs, status)
         if step is not None:
             return step
     image = (obj.get("spec") or {}).get("imageSpec") or ctx.image
@@ -157,7 +159,7 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
             live_daemonsets.append(live)
     _delete_stale(ctx, obj["metadata"]["name"], desired)
     if ctx.platform is Platform.OPENSHIFT:
-        for name in machineconfigs.unused(api.list(MACHINECONFIG), obj, [g.pool_name for g in groups]):
+        for name in machineconfigs.unused(machine_configs, obj, [g.pool_name for g in groups]):
             log.info("deleting dangling MachineConfig %s", name)
             api.delete(MACHINECONFIG, name)
     names = [ds["metadata"]["name"] for ds in live_daemonsets]
@@ -179,11 +181,14 @@ def _sync_machine_configs(
     obj: Mapping[str, Any],
     groups: Sequence[nropspec.NodeGroup],
     mcps: Sequence[Mapping[str, Any]],
+    machine_configs: Sequence[Mapping[str, Any]],
     status: dict[str, Any],
 ) -> Step | None:
-    """The node groups' pools get or lose the custom policy's MachineConfig; Progressing while
-    a pool has not caught up (None: every pool runs what it should)."""
+    """The node groups' pools get or lose the custom policy's MachineConfig (``machine_configs``:
+    those the cluster has); Progressing while a pool has not caught up (None: every pool runs
+    what it should)."""
     name = obj["metadata"]["name"]
+    existing = {m["metadata"]["name"] for m in machine_configs}
     by_name = {m["metadata"]["name"]: m for m in mcps}
     paused: list[str] = []
     pending = ""
@@ -205,7 +210,7 @@ def _sync_machine_configs(
             if problem:
                 return Step.degraded(Reason.INTERNAL_ERROR, f"failed to sync machine configs: {problem}")
             ctx.api.apply(desired)
-        elif ctx.api.get(MACHINECONFIG, mc_name) is not None:
+        elif mc_name in existing:
             log.info("deleting MachineConfig %s: its node group does not ask for the custom policy", mc_name)
             ctx.api.delete(MACHINECONFIG, mc_name)
         if not pending and not machineconfigs.pool_updated(name, mcp, custom):

@@ -49,6 +49,7 @@ __all__ = [
     "KubeletSettings",
     "exporter_args",
     "owned_metadata",
+    "owner_references",
     "render",
     "rte_config",
 ]
@@ -78,7 +79,8 @@ class KubeletSettings:
     topology_manager_scope: str = "container"
 
 
-def _owner(nrop: Mapping[str, Any]) -> list[Manifest]:
+def owner_references(nrop: Mapping[str, Any]) -> list[Manifest]:
+    """The controller reference of an object ``nrop`` owns."""
     meta = nrop["metadata"]
     return [
         {
@@ -98,7 +100,12 @@ def _labels(nrop: Mapping[str, Any]) -> dict[str, str]:
 
 def owned_metadata(nrop: Mapping[str, Any], name: str, namespace: str) -> Manifest:
     """Metadata of an object ``nrop`` owns: its owner labels and controller reference."""
-    return {"name": name, "namespace": namespace, "labels": _labels(nrop), "ownerReferences": _owner(nrop)}
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": _labels(nrop),
+        "ownerReferences": owner_references(nrop),
+    }
 
 
 def rte_config(kubelet: KubeletSettings, pod_excludes: Sequence[Mapping[str, str]]) -> str:
@@ -255,7 +262,7 @@ def _daemonset(
             "name": name,
             "namespace": namespace,
             "labels": {**_labels(nrop), **naming.RTE_POD_LABELS},
-            "ownerReferences": _owner(nrop),
+            "ownerReferences": owner_references(nrop),
         },
         "spec": {
             "selector": {"matchLabels": pod_labels},
@@ -282,13 +289,13 @@ def _shared(nrop: Mapping[str, Any], namespace: str) -> list[Manifest]:
                 "name": name,
                 "namespace": namespace,
                 "labels": labels,
-                "ownerReferences": _owner(nrop),
+                "ownerReferences": owner_references(nrop),
             },
         },
         {
             "apiVersion": rbac,
             "kind": "ClusterRole",
-            "metadata": {"name": name, "labels": labels, "ownerReferences": _owner(nrop)},
+            "metadata": {"name": name, "labels": labels, "ownerReferences": owner_references(nrop)},
             "rules": [
                 {
                     "apiGroups": ["topology.node.k8s.io"],
@@ -302,7 +309,7 @@ def _shared(nrop: Mapping[str, Any], namespace: str) -> list[Manifest]:
         {
             "apiVersion": rbac,
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": labels, "ownerReferences": _owner(nrop)},
+            "metadata": {"name": name, "labels": labels, "ownerReferences": owner_references(nrop)},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
             "subjects": subject,
         },
@@ -313,7 +320,7 @@ def _shared(nrop: Mapping[str, Any], namespace: str) -> list[Manifest]:
                 "name": name,
                 "namespace": namespace,
                 "labels": labels,
-                "ownerReferences": _owner(nrop),
+                "ownerReferences": owner_references(nrop),
             },
             "rules": [
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
@@ -327,7 +334,7 @@ def _shared(nrop: Mapping[str, Any], namespace: str) -> list[Manifest]:
                 "name": name,
                 "namespace": namespace,
                 "labels": labels,
-                "ownerReferences": _owner(nrop),
+                "ownerReferences": owner_references(nrop),
             },
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": subject,
@@ -377,7 +384,7 @@ def render(
                         naming.RTE_OPERATOR_NAME_LABEL: nrop["metadata"]["name"],
                         naming.RTE_POOL_LABEL: group.pool_name,
                     },
-                    "ownerReferences": _owner(nrop),
+                    "ownerReferences": owner_references(nrop),
                 },
                 "data": {naming.RTE_CONFIG_KEY: text},
             }

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nrop.api.metatime import rfc3339
+from nrop.api.platform import CLUSTER_OPERATOR
 from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.kubelet.machine import NodeSpec
 from nrop.localcluster.kubelet.nodestatus import node_labels
@@ -68,9 +69,8 @@ API_VERSION = f"{GROUP}/v1"
 CLUSTER = "cluster"
 HIGHLY_AVAILABLE = "HighlyAvailable"
 SINGLE_REPLICA = "SingleReplica"
-#: The name of the ClusterVersion object, and of the ClusterOperator upstream reads the version of.
+#: The name of the ClusterVersion object.
 CLUSTER_VERSION = "version"
-OPENSHIFT_APISERVER = "openshift-apiserver"
 _WORKER_ROLE = "node-role.kubernetes.io/worker"
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 _FIELD_MANAGER = "cluster-config-operator"
@@ -187,13 +187,13 @@ def cluster_operator(version: str, now: str) -> Obj:
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterOperator",
-        "metadata": {"name": OPENSHIFT_APISERVER},
+        "metadata": {"name": CLUSTER_OPERATOR},
         "spec": {},
         "status": {
             "conditions": conditions,
             "versions": [
                 {"name": "operator", "version": version},
-                {"name": OPENSHIFT_APISERVER, "version": version},
+                {"name": CLUSTER_OPERATOR, "version": version},
             ],
         },
     }
