@@ -12,12 +12,9 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-from nrop.api import annotations
+from nrop.api.annotations import any_custom_policy
 from nrop.api.platform import CLUSTER_OPERATOR, Platform, parse_version, platform_of, version_of
 from nrop.suite.kube import Kind, Kube
-
-SELINUX_POLICY_ANNOTATION = annotations.SELINUX_POLICY_ANNOTATION
-SELINUX_POLICY_CUSTOM = annotations.SELINUX_POLICY_CUSTOM
 
 MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")
@@ -99,4 +96,4 @@ def custom_policy_support_enabled(platform: ClusterPlatform, nrop: Mapping[str, 
         return False
     if not platform.at_least("4.18"):
         return True
-    return annotations.any_custom_policy(nrop)
+    return any_custom_policy(nrop)

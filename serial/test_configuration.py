@@ -26,6 +26,7 @@ import urllib3
 import yaml
 
 from nrop.api import quantity
+from nrop.api.annotations import SELINUX_POLICY_ANNOTATION, SELINUX_POLICY_CUSTOM
 from nrop.suite import nrt as e2enrt
 from nrop.suite import nrtupdates, scheduling, waiters
 from nrop.suite import resourcelist as rl
@@ -439,7 +440,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         try:
             test_group = {
                 "machineConfigPoolSelector": {"matchLabels": dict(mcp["metadata"]["labels"])},
-                "annotations": {ocp.SELINUX_POLICY_ANNOTATION: ocp.SELINUX_POLICY_CUSTOM},
+                "annotations": {SELINUX_POLICY_ANNOTATION: SELINUX_POLICY_CUSTOM},
             }
             applied = _append_node_group(kube, name, test_group, target, timeout=300)
             try:

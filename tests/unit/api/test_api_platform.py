@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nrop.api import annotations
+from nrop.api.annotations import SELINUX_POLICY_ANNOTATION, any_custom_policy, custom_policy
 from nrop.api.platform import Platform, parse_version, platform_of, version_of
 
 
@@ -52,15 +52,13 @@ def test_parse_version_refuses_text() -> None:
 @pytest.mark.parametrize(
     ("groups", "expected"),
     [
-        ([{"annotations": {annotations.SELINUX_POLICY_ANNOTATION: "custom"}}], True),
-        ([{}, {"annotations": {annotations.SELINUX_POLICY_ANNOTATION: "custom"}}], True),
-        ([{"annotations": {annotations.SELINUX_POLICY_ANNOTATION: "default"}}], False),
+        ([{"annotations": {SELINUX_POLICY_ANNOTATION: "custom"}}], True),
+        ([{}, {"annotations": {SELINUX_POLICY_ANNOTATION: "custom"}}], True),
+        ([{"annotations": {SELINUX_POLICY_ANNOTATION: "default"}}], False),
         ([{"annotations": None}], False),
         ([], False),
     ],
 )
 def test_custom_selinux_policy_annotation(groups: list[dict[str, Any]], expected: bool) -> None:
-    assert annotations.any_custom_policy({"spec": {"nodeGroups": groups}}) is expected
-    assert [annotations.custom_policy(g.get("annotations")) for g in groups].count(True) == (
-        1 if expected else 0
-    )
+    assert any_custom_policy({"spec": {"nodeGroups": groups}}) is expected
+    assert [custom_policy(g.get("annotations")) for g in groups].count(True) == (1 if expected else 0)
