@@ -631,9 +631,16 @@ def test_operator_env_rollout_hands_over_and_disables_image_validation(stack: Cl
     }
     deployment = stack.api.get(kind("apps/v1", "Deployment"), "numaresources-controller-manager", NS)
     assert deployment is not None
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    container["env"].append({"name": "SCHEDULER_IMAGE_VALIDATION", "value": "false"})
-    stack.api.replace(deployment)
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    containers[0]["env"].append({"name": "SCHEDULER_IMAGE_VALIDATION", "value": "false"})
+    # a patch of the pod template (`kubectl set env` patches too): a replace of what was read
+    # lost the race with the controllers' status writes after the previous test's restart (409)
+    stack.api.patch(
+        kind("apps/v1", "Deployment"),
+        "numaresources-controller-manager",
+        {"spec": {"template": {"spec": {"containers": containers}}}},
+        NS,
+    )
 
     def new_leader_ready() -> bool:
         pods = stack.core.list_namespaced_pod(NS, label_selector="app=numaresources-operator").items
