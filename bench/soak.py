@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nrop.suite import target  # noqa: E402  (after the path: run as a script from the checkout)
+from nrop.suite.plugin import target  # noqa: E402  (after the path: run as a script from the checkout)
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors)")
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -14,7 +14,7 @@ its reports (junit, report.html with the timeline, cluster logs) into its own te
 directory, named in the output.
 
 ``--update-durations`` writes the measured spec durations into the suite's ``durations.json``
-(:data:`nrop.suite.distributing.DURATIONS_FILE`, which the suite plans its workers with),
+(:data:`nrop.suite.plugin.distributing.DURATIONS_FILE`, which the suite plans its workers with),
 merged over what is there: the specs that passed (a failure may end a spec early), each less
 what its setup waited for its cluster to start (the JUnit property ``target_seconds``).
 ``--junit FILE`` takes an earlier run's junit instead of running. Never run in CI: the
@@ -40,7 +40,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nrop.suite import distributing, lanes
+from nrop.suite.plugin import distributing, lanes
 
 ROOT = Path(__file__).resolve().parent.parent
 JUNIT = "e2e-serial-run.xml"
@@ -62,7 +62,7 @@ _SAMPLE_SECONDS = 0.5
 class Case:
     """One test case of a junit file."""
 
-    key: str  # nrop.suite.lanes.spec_key of its node id
+    key: str  # nrop.suite.plugin.lanes.spec_key of its node id
     family: str
     seconds: float
     outcome: str  # passed | failure | error | skipped

@@ -300,7 +300,7 @@ class _Collector:
         self.specs: list[CollectedSpec] = []
 
     def pytest_collection_modifyitems(self, items: list) -> None:
-        from nrop.suite.specs import spec_info
+        from nrop.suite.plugin.specs import spec_info
 
         for item in items:
             info = spec_info(item)

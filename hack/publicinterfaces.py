@@ -48,6 +48,7 @@ UNIT_TESTS: Mapping[str, str] = {
     "operator": "nrop.operator",
     "rte": "nrop.rte",
     "sched": "nrop.sched",
+    "numacell": "nrop.numacell",
     "suite": "nrop.suite",
 }
 

@@ -4,13 +4,13 @@ scheduler_cache_stall,non_regression,non_regression_fundamentals,workload_unsche
 priority_based_placement,scheduler_removal}.py).
 
 The rules themselves live once in the suite library: resource arithmetic in
-``nrop.suite.resourcelist``, NRT reads and filters in ``nrop.suite.nrt``, NRT comparisons in
-``nrop.suite.nrtcompare`` and ``nrop.suite.nrtconsumed``, padding pods in
-``nrop.suite.padding``, test objects and QoS in ``nrop.suite.objects``, event predicates in
-``nrop.suite.scheduling``, the base load in ``nrop.suite.baseload``. What stays here is how
+``nrop.suite.e2e.resourcelist``, NRT reads and filters in ``nrop.suite.e2e.nrt.topologies``, NRT comparisons in
+``nrop.suite.e2e.nrt.compare`` and ``nrop.suite.e2e.nrt.consumed``, padding pods in
+``nrop.suite.e2e.padding``, test objects and QoS in ``nrop.suite.e2e.objects``, event predicates in
+``nrop.suite.e2e.scheduling``, the base load in ``nrop.suite.e2e.baseload``. What stays here is how
 these specs use them over plain dict manifests and the suite's ``Kube`` client: NRT reads,
-event checks, operator-object reads. Waiting goes through ``nrop.suite.waiters`` and
-``nrop.suite.nrtwaiters``, each call site with its upstream timeout and interval.
+event checks, operator-object reads. Waiting goes through ``nrop.suite.e2e.wait.waiters`` and
+``nrop.suite.e2e.nrt.waiters``, each call site with its upstream timeout and interval.
 """
 
 from __future__ import annotations
@@ -25,12 +25,22 @@ from typing import Any, TypeVar
 from nrop.api.durations import parse_duration
 from nrop.api.fielderrors import go_quote
 from nrop.api.quantity import Quantity, coerce
-from nrop.suite import baseload, fixture, nrtcompare, nrtconsumed, nrtupdates, objects, scheduling, waiters
+from nrop.suite import (
+    Kube,
+    baseload,
+    fixture,
+    nrtcompare,
+    nrtconsumed,
+    nrtupdates,
+    objects,
+    scheduling,
+    waiters,
+)
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
-from nrop.suite.kube import Kube, Manifest
+from nrop.suite.e2e.kube import Manifest
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -59,7 +69,7 @@ def find_from_list(nrts: Iterable[Manifest], name: str) -> Manifest:
 
 
 def pop_node_name(names: set[str]) -> str:
-    """``PopNodeName`` (:func:`nrop.suite.fixture.pop_node_name`) with its ``ok`` asserted."""
+    """``PopNodeName`` (:func:`nrop.suite.e2e.fixture.pop_node_name`) with its ``ok`` asserted."""
     name = fixture.pop_node_name(names)
     if name is None:
         raise AssertionError("cannot select a target node among no candidates")
@@ -158,7 +168,7 @@ def pod_names(pods: Iterable[Mapping[str, Any]]) -> str:
 
 
 def check_pod_was_scheduled_with(kube: Kube, namespace: str, name: str, scheduler: str) -> bool:
-    """``nrosched.CheckPODWasScheduledWith`` (:mod:`nrop.suite.scheduling`): no events at all fails at once."""
+    """``nrosched.CheckPODWasScheduledWith`` (:mod:`nrop.suite.e2e.scheduling`): no events at all fails at once."""
     return bool(scheduling.check_pod_was_scheduled_with(kube, namespace, name, scheduler))
 
 

@@ -7,7 +7,7 @@ conditions and status), to RTE DaemonSets and their pods, to node taints and to
 MachineConfigPools. Which platform the cluster is lives in :mod:`_openshift_helpers`, commands
 in pods in :mod:`_podexec_helpers`. Pure decisions (condition checks, RTE config parsing,
 related-object lists) are plain functions over dicts; the rest are thin loops on
-:func:`nrop.suite.waiting.wait_for`.
+:func:`nrop.suite.e2e.wait.polling.wait_for`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ from nrop.api.tolerations import (
     parse_taint,  # noqa: F401  (test_workload_placement_taint reads cfg.parse_taint)
     remove_taint,
 )
-from nrop.suite import waiters
-from nrop.suite.kube import DAEMONSET, NODE, NROP, POD, ApiError, Kind, Kube, Manifest
-from nrop.suite.timeouts import spec_poll
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite import Kube, WaitTimeout, wait_for, waiters
+from nrop.suite.e2e.kube import DAEMONSET, NODE, NROP, POD, ApiError, Kind, Manifest
+from nrop.suite.e2e.timeouts import spec_poll
 
 log = logging.getLogger(__name__)
 
@@ -538,7 +537,7 @@ def object_refs(refs: Iterable[Mapping[str, Any]] | None) -> list[str]:
 def for_mcp_condition(
     kube: Kube, mcp: Mapping[str, Any] | str, ctype: str, timeout: float, interval: float
 ) -> Manifest:
-    """``wait.ForMachineConfigPoolCondition`` (:func:`nrop.suite.waiters.for_mcp_condition`):
+    """``wait.ForMachineConfigPoolCondition`` (:func:`nrop.suite.e2e.wait.waiters.for_mcp_condition`):
     ``mcp`` is the pool as read before the change, or a name (read now)."""
     return waiters.for_mcp_condition(kube, mcp, ctype, interval=interval, timeout=timeout)
 

@@ -14,7 +14,8 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from nrop.api.annotations import any_custom_policy
 from nrop.api.platform import CLUSTER_OPERATOR, Platform, parse_version, platform_of, version_of
-from nrop.suite.kube import Kind, Kube
+from nrop.suite import Kube
+from nrop.suite.e2e.kube import Kind
 
 MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 KUBELETCONFIG = Kind("machineconfiguration.openshift.io/v1", "KubeletConfig")

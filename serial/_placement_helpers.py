@@ -24,13 +24,22 @@ from typing import Any, TypeVar
 
 from _accounting_helpers import baseload_for_node, expect_ok, q
 
+from nrop.suite import (
+    WaitTimeout,
+    nrtcompare,
+    nrtconsumed,
+    nrtupdates,
+    objects,
+    padding,
+    scheduling,
+    wait_for,
+    waiters,
+)
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtcompare, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.infra import MULTI_NUMA_LABEL
-from nrop.suite.nrt import SCOPE_CONTAINER, SCOPE_POD, SINGLE_NUMA_NODE
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite.e2e.config import MULTI_NUMA_LABEL
+from nrop.suite.e2e.nrt.topologies import SCOPE_CONTAINER, SCOPE_POD, SINGLE_NUMA_NODE
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +168,7 @@ def multi_container_pod(
 
 def pods_by_labels(kube: k.Kube, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
     """The pods of a workload selecting ``labels`` in ``namespace`` (``podlist.ByDeployment`` /
-    ``ByReplicaSet``, :func:`nrop.suite.waiters.pods_of_workload`): terminating ones included."""
+    ``ByReplicaSet``, :func:`nrop.suite.e2e.wait.waiters.pods_of_workload`): terminating ones included."""
     selector = {"matchLabels": dict(labels)}
     return waiters.pods_of_workload(
         kube, {"metadata": {"namespace": namespace}, "spec": {"selector": selector}}

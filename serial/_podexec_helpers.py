@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nrop.suite.kube import Kube
+from nrop.suite import Kube
 
 
 @dataclass(frozen=True)

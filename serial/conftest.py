@@ -1,4 +1,4 @@
-"""Declares this directory the serial suite for the ``nrop`` pytest plugin (``nrop.suite.plugin``),
+"""Declares this directory the serial suite for the ``nrop`` pytest plugin (``nrop.suite.plugin.entrypoint``),
 and the padder its specs share.
 
 With the flag set, a run that collects these tests is a run of the suite: the JUnit file

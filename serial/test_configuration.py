@@ -27,10 +27,10 @@ import yaml
 
 from nrop.api import quantity
 from nrop.api.annotations import SELINUX_POLICY_ANNOTATION, SELINUX_POLICY_CUSTOM
+from nrop.suite import Kube, WaitTimeout, entry, nrtupdates, scheduling, spec, wait_for, waiters
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtupdates, scheduling, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.kube import (
+from nrop.suite.e2e.kube import (
     CONFIGMAP,
     DAEMONSET,
     DEPLOYMENT,
@@ -41,12 +41,9 @@ from nrop.suite.kube import (
     POD,
     ApiError,
     Kind,
-    Kube,
     UnknownKindError,
 )
-from nrop.suite.objects import new_test_deployment, new_test_pod_pause, randomize_name
-from nrop.suite.specs import entry, spec
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite.e2e.objects import new_test_deployment, new_test_pod_pause, randomize_name
 
 log = logging.getLogger(__name__)
 

@@ -17,14 +17,12 @@ from typing import Any
 import _accounting_helpers as acct
 import _config_helpers as cfg
 
+from nrop.suite import WaitTimeout, objects, scheduling, spec, wait_for, waiters
 from nrop.suite import nrt as e2enrt
-from nrop.suite import objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_node_name
-from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NROP, NROSCHED, POD
-from nrop.suite.specs import spec
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite.e2e.fixture import pop_node_name
+from nrop.suite.e2e.kube import DAEMONSET, DEPLOYMENT, NROP, NROSCHED, POD
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ import _accounting_helpers as acct
 import _config_helpers as h
 import pytest
 
-from nrop.suite.kube import NROP, Kube
-from nrop.suite.specs import spec
+from nrop.suite import Kube, spec
+from nrop.suite.e2e.kube import NROP
 
 pytestmark = spec("[serial] numaresources operator introspection", "Serial", "tier3", "feature:introspection")
 

@@ -16,8 +16,8 @@ import _config_helpers as h
 import _podexec_helpers as podexec
 import pytest
 
-from nrop.suite.kube import NROP, POD, Kube
-from nrop.suite.specs import spec
+from nrop.suite import Kube, spec
+from nrop.suite.e2e.kube import NROP, POD
 
 log = logging.getLogger(__name__)
 

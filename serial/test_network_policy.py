@@ -23,8 +23,8 @@ import _podexec_helpers as podexec
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from nrop.suite.kube import NROP, NROSCHED, POD, Kube
-from nrop.suite.specs import entry, spec
+from nrop.suite import Kube, entry, spec
+from nrop.suite.e2e.kube import NROP, NROSCHED, POD
 
 log = logging.getLogger(__name__)
 

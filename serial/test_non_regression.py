@@ -14,14 +14,22 @@ import pytest
 import yaml
 
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
-from nrop.suite import fixture, nrtconsumed, nrtupdates, objects, scheduling, waiters
+from nrop.suite import (
+    WaitTimeout,
+    fixture,
+    nrtconsumed,
+    nrtupdates,
+    objects,
+    scheduling,
+    spec,
+    wait_for,
+    waiters,
+)
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
-from nrop.suite.infra import MULTI_NUMA_LABEL
-from nrop.suite.specs import spec
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite.e2e.config import MULTI_NUMA_LABEL
 
 log = logging.getLogger(__name__)
 

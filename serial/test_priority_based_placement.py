@@ -17,13 +17,11 @@ import _config_helpers as cfg
 import pytest
 
 from nrop.api.quantity import Quantity, coerce
+from nrop.suite import WaitTimeout, entry, nrtupdates, objects, spec, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtupdates, objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
-from nrop.suite.specs import entry, spec
-from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
 

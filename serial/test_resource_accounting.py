@@ -15,14 +15,12 @@ import yaml
 
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_POLICY, ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.api.quantity import Quantity
+from nrop.suite import WaitTimeout, nrtconsumed, nrtupdates, nrtwaiters, objects, spec, wait_for, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, objects, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
-from nrop.suite.infra import MULTI_NUMA_LABEL
-from nrop.suite.specs import spec
-from nrop.suite.waiting import WaitTimeout, wait_for
+from nrop.suite.e2e.config import MULTI_NUMA_LABEL
 
 log = logging.getLogger(__name__)
 

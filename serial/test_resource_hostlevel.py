@@ -14,13 +14,11 @@ import _accounting_helpers as acct
 import pytest
 
 from nrop.api.quantity import Quantity
+from nrop.suite import WaitTimeout, entry, spec, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
-from nrop.suite import waiters
-from nrop.suite.specs import entry, spec
-from nrop.suite.waiting import WaitTimeout
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,11 @@ import pytest
 
 from nrop.api.durations import parse_duration
 from nrop.api.quantity import Quantity
+from nrop.suite import entry, spec, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
-from nrop.suite import waiters
-from nrop.suite.infra import MULTI_NUMA_LABEL
-from nrop.suite.specs import entry, spec
+from nrop.suite.e2e.config import MULTI_NUMA_LABEL
 
 log = logging.getLogger(__name__)
 

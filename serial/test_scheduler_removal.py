@@ -14,9 +14,7 @@ import _accounting_helpers as acct
 import pytest
 
 from nrop.suite import kube as k8s
-from nrop.suite import objects, scheduling, waiters
-from nrop.suite.specs import spec
-from nrop.suite.waiting import wait_for
+from nrop.suite import objects, scheduling, spec, wait_for, waiters
 
 log = logging.getLogger(__name__)
 

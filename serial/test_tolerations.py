@@ -19,11 +19,9 @@ import pytest
 
 from nrop.api.fielderrors import go_quote
 from nrop.api.tolerations import parse_taint, sorted_tolerations
-from nrop.suite import waiters
-from nrop.suite.fixture import pick_node_index
-from nrop.suite.kube import DAEMONSET, NROP, POD, ApiError, Kube
-from nrop.suite.specs import spec
-from nrop.suite.waiting import WaitTimeout
+from nrop.suite import Kube, WaitTimeout, spec, waiters
+from nrop.suite.e2e.fixture import pick_node_index
+from nrop.suite.e2e.kube import DAEMONSET, NROP, POD, ApiError
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nrop.api.distribution import package_version
-from nrop.suite.kube import NROP, Kube
-from nrop.suite.specs import spec
+from nrop.suite import Kube, spec
+from nrop.suite.e2e.kube import NROP
 
 log = logging.getLogger(__name__)
 

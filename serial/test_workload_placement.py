@@ -19,13 +19,21 @@ import yaml
 from _placement_helpers import DEFAULT_SCHEDULER, MINUTE, MULTI_NUMA_LABEL, SCOPE_FUNCS, q
 
 from nrop.api.quantity import Quantity
-from nrop.suite import baseload, nrtconsumed, nrtupdates, objects, padding, scheduling, waiters
+from nrop.suite import (
+    WaitTimeout,
+    baseload,
+    nrtconsumed,
+    nrtupdates,
+    objects,
+    padding,
+    scheduling,
+    spec,
+    waiters,
+)
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_node_name
-from nrop.suite.specs import spec
-from nrop.suite.waiting import WaitTimeout
+from nrop.suite.e2e.fixture import pop_node_name
 
 log = logging.getLogger(__name__)
 

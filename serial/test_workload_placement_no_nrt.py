@@ -16,11 +16,10 @@ import _config_helpers as h
 import _openshift_helpers as ocp
 import pytest
 
-from nrop.suite import nrtwaiters, waiters
+from nrop.suite import Kube, nrtwaiters, spec, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.kube import NROP, NRT, Kube
-from nrop.suite.objects import new_test_pod_pause
-from nrop.suite.specs import spec
+from nrop.suite.e2e.kube import NROP, NRT
+from nrop.suite.e2e.objects import new_test_pod_pause
 
 log = logging.getLogger(__name__)
 

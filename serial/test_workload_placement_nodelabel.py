@@ -19,13 +19,11 @@ import pytest
 import yaml
 from _placement_helpers import MINUTE, q
 
+from nrop.suite import entry, nrtconsumed, nrtupdates, objects, spec, wait_for, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtconsumed, nrtupdates, objects, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_any, pop_node_name
-from nrop.suite.specs import entry, spec
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e.fixture import pop_any, pop_node_name
 
 log = logging.getLogger(__name__)
 

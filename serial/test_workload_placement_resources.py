@@ -17,10 +17,10 @@ import _placement_helpers as h
 import pytest
 from _placement_helpers import MINUTE, q
 
+from nrop.suite import entry, spec
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_node_name
-from nrop.suite.specs import entry, spec
+from nrop.suite.e2e.fixture import pop_node_name
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,9 @@ from _placement_helpers import MINUTE, MULTI_NUMA_LABEL, q
 
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import padding, waiters
+from nrop.suite import padding, spec, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_node_name
-from nrop.suite.specs import spec
+from nrop.suite.e2e.fixture import pop_node_name
 
 log = logging.getLogger(__name__)
 

@@ -24,13 +24,12 @@ from _placement_helpers import (
     q,
 )
 
+from nrop.suite import entry, nrtcompare, nrtconsumed, nrtupdates, objects, scheduling, spec, waiters
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtcompare, nrtconsumed, nrtupdates, objects, scheduling, waiters
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_node_name
-from nrop.suite.scheduling import ERROR_CANNOT_ALIGN_CONTAINER, ERROR_CANNOT_ALIGN_POD
-from nrop.suite.specs import entry, spec
+from nrop.suite.e2e.fixture import pop_node_name
+from nrop.suite.e2e.scheduling import ERROR_CANNOT_ALIGN_CONTAINER, ERROR_CANNOT_ALIGN_POD
 
 log = logging.getLogger(__name__)
 

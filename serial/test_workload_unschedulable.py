@@ -18,15 +18,13 @@ import yaml
 
 from nrop.api.nrt import ATTR_TOPOLOGY_MANAGER_SCOPE
 from nrop.api.quantity import Quantity
+from nrop.suite import WaitTimeout, nrtconsumed, nrtupdates, nrtwaiters, objects, scheduling, spec, waiters
 from nrop.suite import kube as k8s
 from nrop.suite import nrt as e2enrt
-from nrop.suite import nrtconsumed, nrtupdates, nrtwaiters, objects, scheduling, waiters
 from nrop.suite import padding as e2epad
 from nrop.suite import resourcelist as rl
-from nrop.suite.fixture import pop_node_name
-from nrop.suite.infra import MULTI_NUMA_LABEL
-from nrop.suite.specs import spec
-from nrop.suite.waiting import WaitTimeout
+from nrop.suite.e2e.config import MULTI_NUMA_LABEL
+from nrop.suite.e2e.fixture import pop_node_name
 
 log = logging.getLogger(__name__)
 

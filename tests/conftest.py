@@ -9,7 +9,7 @@ Two kinds of cluster, one per test module:
   ``cluster_config`` fixture, and only that;
 * a module marked ``pytest.mark.cluster_profile("<profile>")`` runs against ``embedded``:
   the embedded cluster of that profile started exactly as the suite starts its target
-  (:func:`nrop.suite.target.start`, ``nrop-cluster up`` as a child process), its node
+  (:func:`nrop.suite.plugin.target.start`, ``nrop-cluster up`` as a child process), its node
   roots below ``state_dir``.
 
 ``kubeconfig`` is the admin kubeconfig of whichever the module uses; ``kubectl`` runs
@@ -37,7 +37,7 @@ import pytest
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.suite import target
+from nrop.suite.plugin import target
 
 KUBECTL = shutil.which("kubectl")
 
@@ -214,11 +214,11 @@ def core(api_client):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def kube(api_client):  # type: ignore[no-untyped-def]
-    """The suite's client (``nrop.suite.kube.Kube``) on the module's cluster, nothing installed.
+    """The suite's client (``nrop.suite.e2e.kube.Kube``) on the module's cluster, nothing installed.
 
     It stands in for the suite plugin's session ``kube``, which would install the whole stack.
     """
-    from nrop.suite.kube import Kube
+    from nrop.suite.e2e.kube import Kube
 
     return Kube(api_client)
 

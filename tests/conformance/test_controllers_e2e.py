@@ -23,7 +23,7 @@ import pytest
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.suite import waiting
+from nrop.suite.e2e.wait import polling as waiting
 
 T = TypeVar("T")
 TIMEOUT = 30.0

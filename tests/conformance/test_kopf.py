@@ -32,7 +32,7 @@ import yaml
 from kopf.testing import KopfRunner
 from kubernetes import client
 
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e.wait.polling import wait_for
 
 GROUP = "kopftest.nrop.dev"
 VERSION = "v1"

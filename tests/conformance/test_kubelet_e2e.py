@@ -27,7 +27,7 @@ from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.kubelet.cm.cpumanagerstate import decode_checkpoint
 from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers import DevicePluginStub, device_plugin_dir, kubelet_socket
-from nrop.suite import waiting
+from nrop.suite.e2e.wait import polling as waiting
 
 WORKER = "worker-0"
 TIMEOUT = 10.0

@@ -33,7 +33,8 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client, watch
 
-from nrop.suite import target, waiting
+from nrop.suite.e2e.wait import polling as waiting
+from nrop.suite.plugin import target
 
 pytestmark = pytest.mark.cluster_profile("default")
 

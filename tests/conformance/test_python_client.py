@@ -20,7 +20,7 @@ import pytest
 from kubernetes import client, dynamic, watch
 from kubernetes.client import ApiClient, ApiException
 
-from nrop.suite.waiting import wait_for as wait_for_state
+from nrop.suite.e2e.wait.polling import wait_for as wait_for_state
 
 GROUP = "conformance.nrop.io"
 VERSION = "v1"

@@ -35,7 +35,7 @@ import pytest
 from kubernetes import client
 
 from nrop.localcluster.cluster import ClusterConfig
-from nrop.suite import waiting
+from nrop.suite.e2e.wait import polling as waiting
 
 T = TypeVar("T")
 IMAGE = "quay.io/x/numaresources-operator-tests:latest"

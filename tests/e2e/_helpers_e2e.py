@@ -6,10 +6,10 @@ worker's node root, so that what they check is the program itself. What they sha
 lives here once: where a node's root and podresources socket are, what the kubelet reports
 there for a pod, how a program of this
 installation is started, a subprocess with its log in a file, the NRT CRD (created here,
-awaited with :func:`nrop.suite.stack.wait_crds_established`), the KubeletConfiguration file
+awaited with :func:`nrop.suite.install.stack.wait_crds_established`), the KubeletConfiguration file
 an exporter reads, one exporter per worker stopped cleanly at the end, and numacell on the
-workers (:func:`nrop.suite.numacelldeploy.deploy_numacell`). NRTs are awaited with
-:func:`nrop.suite.nrtwaiters.for_nrts`.
+workers (:func:`nrop.suite.install.numacelldeploy.deploy_numacell`). NRTs are awaited with
+:func:`nrop.suite.e2e.nrt.waiters.for_nrts`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import yaml
 from nrop.api import crds
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra, numacelldeploy, objects, stack
-from nrop.suite.kube import Kube
-from nrop.suite.target import EmbeddedCluster
+from nrop.suite.e2e import objects
+from nrop.suite.e2e.kube import Kube
+from nrop.suite.install import infra, numacelldeploy, stack
+from nrop.suite.plugin.target import EmbeddedCluster
 
 #: Where ``nrop-cluster up`` keeps each node's root below its state directory.
 NODES_DIR = "nodes"
@@ -163,7 +164,7 @@ def start_exporter(
 
 def deploy_numacell(kube: Kube, namespace: str, timeout: float = 30.0) -> Manifest:
     """numacell (the project's image and program) on every worker, as the suite deploys it
-    (:func:`nrop.suite.numacelldeploy.deploy_numacell`); the ready DaemonSet. The namespace is
+    (:func:`nrop.suite.install.numacelldeploy.deploy_numacell`); the ready DaemonSet. The namespace is
     created here and deleting it removes everything."""
     kube.create(objects.new_namespace(namespace))
     (daemonset,) = numacelldeploy.deploy_numacell(

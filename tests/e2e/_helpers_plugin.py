@@ -32,7 +32,7 @@ BASE_ARGS = ("-p", "no:cacheprovider", "-p", "no:asyncio")
 SPECS = textwrap.dedent(
     """
     import pytest
-    from nrop.suite.specs import entry, spec
+    from nrop.suite.plugin.specs import entry, spec
 
     pytestmark = spec("[serial][disruptive] numaresources workload placement", "feature:wlplacement")
 
@@ -62,7 +62,7 @@ def placement_specs() -> str:
 TABLE = textwrap.dedent(
     """
     import pytest
-    from nrop.suite.specs import entry, spec
+    from nrop.suite.plugin.specs import entry, spec
 
     pytestmark = spec("[serial] numaresources workload unschedulable", "feature:unsched")
 

@@ -12,7 +12,7 @@ the suite relies on: the ``kni.node/numacellNN`` resources in node capacity and 
 a pod asking for one landing on that NUMA cell (read on the kubelet's podresources socket),
 the resources in the NRT zones written by a real ``resource-topology-exporter``,
 re-registration when the plugin's pod is replaced, and that the suite deploys the same
-manifests (:func:`nrop.suite.numacelldeploy.numacell_manifests`).
+manifests (:func:`nrop.suite.install.numacelldeploy.numacell_manifests`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,14 @@ from _helpers_e2e import (
 )
 
 from nrop.api.nrt import NodeResourceTopology
+from nrop.numacell import deviceplugin as numacell
 from nrop.rte.sysinfo import parse_cpulist
-from nrop.suite import config as suite_config
-from nrop.suite import infra, numacell, numacelldeploy, objects
-from nrop.suite.kube import DAEMONSET, EVENT, NAMESPACE, NODE, NRT, POD, Kube
-from nrop.suite.target import EmbeddedCluster
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e import config as suite_config
+from nrop.suite.e2e import objects
+from nrop.suite.e2e.kube import DAEMONSET, EVENT, NAMESPACE, NODE, NRT, POD, Kube
+from nrop.suite.e2e.wait.polling import wait_for
+from nrop.suite.install import infra, numacelldeploy
+from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 

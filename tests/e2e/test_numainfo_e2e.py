@@ -30,9 +30,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from nrop.api.checkpoints import encode_cpu_manager_checkpoint
 from nrop.localcluster.apiserver.tls import client_context, generate_ca, issue_server_cert
-from nrop.suite import waiters, waiting
-from nrop.suite.kube import POD, Kube
-from nrop.suite.target import EmbeddedCluster
+from nrop.suite.e2e.kube import POD, Kube
+from nrop.suite.e2e.wait import polling as waiting
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("devices")]
 

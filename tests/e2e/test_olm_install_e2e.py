@@ -6,15 +6,15 @@ Deployment while OLM is installing it, which OLM only repairs once that timeout 
 CSV. In file order:
 
 0. OLM's kinds are served and empty: a directly installed operator has no Subscription, so
-   :mod:`nrop.suite.operatorenv` (upstream's ``SetOperatorEnvVar``) changes and restores a
-   variable on the Deployment; :func:`nrop.suite.stack.teardown` removes it;
-1. :func:`nrop.suite.stack.olm_manifests` applied: the CSV reaches ``Succeeded``, the
+   :mod:`nrop.suite.install.operatorenv` (upstream's ``SetOperatorEnvVar``) changes and restores a
+   variable on the Deployment; :func:`nrop.suite.install.stack.teardown` removes it;
+1. :func:`nrop.suite.install.stack.olm_manifests` applied: the CSV reaches ``Succeeded``, the
    Subscription records it as installed, and the operator Deployment OLM rendered from the CSV
    carries OLM's labels, a non-blocking owner reference to the CSV and the Subscription's env;
-2. :func:`nrop.suite.operatorenv.set_operator_env` changes one variable through the Subscription
-   (the Deployment rolls out with it) and :func:`~nrop.suite.operatorenv.restore_operator_env`
+2. :func:`nrop.suite.install.operatorenv.set_operator_env` changes one variable through the Subscription
+   (the Deployment rolls out with it) and :func:`~nrop.suite.install.operatorenv.restore_operator_env`
    puts it back;
-3. deleting the CSV deletes its Deployment; :func:`nrop.suite.stack.teardown` removes the rest.
+3. deleting the CSV deletes its Deployment; :func:`nrop.suite.install.stack.teardown` removes the rest.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import pytest
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.cluster import ClusterConfig
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.suite import operatorenv, stack
-from nrop.suite.kube import DEPLOYMENT, NAMESPACE, Kube
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e.kube import DEPLOYMENT, NAMESPACE, Kube
+from nrop.suite.e2e.wait.polling import wait_for
+from nrop.suite.install import operatorenv, stack
 
 pytestmark = [pytest.mark.slow]
 

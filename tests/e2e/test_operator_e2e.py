@@ -47,8 +47,8 @@ from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.operator import samples
 from nrop.operator.kubeapi import Api, kind
 from nrop.operator.manifests import install_manifests
-from nrop.suite.waiting import WaitTimeout
-from nrop.suite.waiting import wait_for as _wait_for
+from nrop.suite.e2e.wait.polling import WaitTimeout
+from nrop.suite.e2e.wait.polling import wait_for as _wait_for
 
 pytestmark = pytest.mark.slow
 

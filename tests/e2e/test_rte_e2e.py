@@ -53,11 +53,11 @@ from kubernetes import client, config, watch
 from nrop.api import crds, fingerprint
 from nrop.api.nrt import GROUP, PLURAL, VERSION, NodeResourceTopology
 from nrop.rte.terminalpods import TerminalPods
-from nrop.suite import waiters
-from nrop.suite.kube import NRT, POD, Kube
-from nrop.suite.nrtwaiters import for_nrts
-from nrop.suite.target import EmbeddedCluster
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e.kube import NRT, POD, Kube
+from nrop.suite.e2e.nrt.waiters import for_nrts
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.e2e.wait.polling import wait_for
+from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("devices")]
 

@@ -40,11 +40,11 @@ from _helpers_e2e import (
 from kubernetes import client
 
 from nrop.api.nrt import NodeResourceTopology
-from nrop.suite import infra
-from nrop.suite.kube import NRT, Kube
-from nrop.suite.nrtwaiters import for_nrts
-from nrop.suite.target import EmbeddedCluster
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e.kube import NRT, Kube
+from nrop.suite.e2e.nrt.waiters import for_nrts
+from nrop.suite.e2e.wait.polling import wait_for
+from nrop.suite.install import infra
+from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 

@@ -35,26 +35,22 @@ from _helpers_e2e import deploy_numacell, install_nrt_crd, start_exporter, stopp
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.api.nrt import NodeResourceTopology
-from nrop.suite import (
-    baseload,
-    nrtcompare,
-    nrtconsumed,
-    nrtupdates,
-    nrtwaiters,
-    numacelldeploy,
-    objects,
-    scheduling,
-    waiters,
-)
-from nrop.suite import kube as k
-from nrop.suite import nrt as nrtutil
-from nrop.suite.config import SuiteConfig
-from nrop.suite.fixture import COOLDOWN_FAILED, Fixture
-from nrop.suite.padding import PADDER_LABEL, Padder
-from nrop.suite.resourcelist import of
-from nrop.suite.target import EmbeddedCluster
-from nrop.suite.timeouts import Timeouts
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e import baseload, objects, scheduling
+from nrop.suite.e2e import kube as k
+from nrop.suite.e2e.config import SuiteConfig
+from nrop.suite.e2e.fixture import COOLDOWN_FAILED, Fixture
+from nrop.suite.e2e.nrt import compare as nrtcompare
+from nrop.suite.e2e.nrt import consumed as nrtconsumed
+from nrop.suite.e2e.nrt import topologies as nrtutil
+from nrop.suite.e2e.nrt import updates as nrtupdates
+from nrop.suite.e2e.nrt import waiters as nrtwaiters
+from nrop.suite.e2e.padding import PADDER_LABEL, Padder
+from nrop.suite.e2e.resourcelist import of
+from nrop.suite.e2e.timeouts import Timeouts
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.e2e.wait.polling import wait_for
+from nrop.suite.install import numacelldeploy
+from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 

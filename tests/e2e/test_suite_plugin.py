@@ -60,7 +60,7 @@ def test_effective_labels_are_inherited_and_include_the_suite_label(suite: pytes
 def test_unknown_label_fails_the_import_naming_it(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(SUITE_CONFTEST)
     pytester.makepyfile(
-        "from nrop.suite.specs import spec\n@spec('x', 'tier0', 'nodelabel')\ndef test_x():\n    pass\n"
+        "from nrop.suite.plugin.specs import spec\n@spec('x', 'tier0', 'nodelabel')\ndef test_x():\n    pass\n"
     )
     result = run(pytester)
     assert result.ret == pytest.ExitCode.INTERRUPTED
@@ -259,7 +259,7 @@ def test_summary_counts_per_tier_and_groups_skip_reasons(pytester: pytest.Pytest
         textwrap.dedent(
             """
             import pytest
-            from nrop.suite.specs import spec
+            from nrop.suite.plugin.specs import spec
 
             pytestmark = spec("summary")
 
@@ -309,7 +309,7 @@ FAKE_FXT = textwrap.dedent(
     """
     import types
     import pytest
-    from nrop.suite import kube as k
+    from nrop.suite.e2e import kube as k
 
     NROP_SERIAL_SUITE = True
 
@@ -337,7 +337,7 @@ FAKE_FXT = textwrap.dedent(
 def test_a_failed_spec_gets_events_nrt_diff_and_scheduler_logs(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(FAKE_FXT)
     pytester.makepyfile(
-        "from nrop.suite.specs import spec\n"
+        "from nrop.suite.plugin.specs import spec\n"
         "@spec('[test_id:9] fails', 'tier0')\n"
         "def test_fails(fxt):\n    assert False, 'placement went wrong'\n"
         "@spec('[test_id:10] passes', 'tier0')\n"
@@ -364,7 +364,7 @@ NRT_FXT = textwrap.dedent(
     """
     import types
     import pytest
-    from nrop.suite import kube as k
+    from nrop.suite.e2e import kube as k
 
     NROP_SERIAL_SUITE = True
 
@@ -398,7 +398,7 @@ def test_report_html_shows_the_failed_spec_with_nrt_diff_and_zone_pictures(
     pytester.makeconftest(NRT_FXT)
     pytester.makepyfile(
         "import pytest\n"
-        "from nrop.suite.specs import spec\n"
+        "from nrop.suite.plugin.specs import spec\n"
         "@spec('[test_id:9] fails on purpose', 'tier0', 'feature:tmpol')\n"
         "def test_fails(fxt):\n    assert False, 'pod stayed Pending'\n"
         "@spec('[test_id:10] passes', 'tier0')\n"
@@ -434,7 +434,7 @@ def test_report_html_shows_the_failed_spec_with_nrt_diff_and_zone_pictures(
 def test_allure_gets_the_zone_pictures_of_a_failed_spec(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(NRT_FXT)
     pytester.makepyfile(
-        "from nrop.suite.specs import spec\n"
+        "from nrop.suite.plugin.specs import spec\n"
         "@spec('[test_id:9] fails on purpose', 'tier0')\n"
         "def test_fails(fxt):\n    assert False\n"
     )

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from _helpers_plugin import BASE_ARGS, SUITE_CONFTEST, _clean_env, placement_specs, run
 
-from nrop.suite import options as suite_options
-from nrop.suite import target
+from nrop.suite.plugin import options as suite_options
+from nrop.suite.plugin import target
 
 pytest_plugins = ("pytester",)
 
@@ -59,7 +59,7 @@ def test_a_suite_fixture_starts_the_embedded_cluster_of_the_spec_profile(
     pytester.makepyfile(
         textwrap.dedent(
             """
-            from nrop.suite.specs import spec
+            from nrop.suite.plugin.specs import spec
 
             @spec("needs the cluster", "tier0")
             def test_uses_kube(kube):
@@ -80,7 +80,7 @@ def test_a_suite_fixture_starts_the_embedded_cluster_of_the_spec_profile(
 FAKE_TARGETS = textwrap.dedent(
     """
     import os
-    from nrop.suite import session
+    from nrop.suite.plugin import session
 
     NROP_SERIAL_SUITE = True
     LOG = os.path.join(os.path.dirname(__file__), "targets.log")
@@ -110,7 +110,7 @@ FAKE_TARGETS = textwrap.dedent(
 PROFILED = textwrap.dedent(
     """
     import os
-    from nrop.suite.specs import spec
+    from nrop.suite.plugin.specs import spec
 
     pytestmark = spec("profiles")
 
@@ -214,8 +214,8 @@ def test_with_xdist_each_worker_prepares_the_target_of_its_lane_as_it_starts(
 LANED = textwrap.dedent(
     """
     import os
-    from nrop.suite import distributing
-    from nrop.suite.specs import spec
+    from nrop.suite.plugin import distributing
+    from nrop.suite.plugin.specs import spec
 
     pytestmark = spec("lanes")
 
@@ -239,7 +239,7 @@ def _laned_suite(pytester: pytest.Pytester, specs: dict[str, tuple[float, str]])
     (pytester.path / "durations.json").write_text(json.dumps(durations))
     pytester.makeconftest(
         FAKE_TARGETS
-        + "\nfrom nrop.suite import distributing\n"
+        + "\nfrom nrop.suite.plugin import distributing\n"
         + f"distributing.DURATIONS_FILE = distributing.Path({str(pytester.path / 'durations.json')!r})\n"
     )
 
@@ -256,7 +256,7 @@ def test_with_xdist_workers_take_the_longest_specs_first(pytester: pytest.Pytest
     _laned_suite(pytester, {"short_a": (10, ""), "long": (100, ""), "short_b": (10, ""), "medium": (50, "")})
     result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
     assert result.ret == 0, result.stdout.str()
-    # the plan (nrop.suite.lanes): the longest alone on gw0, the others after the medium one on gw1
+    # the plan (nrop.suite.plugin.lanes): the longest alone on gw0, the others after the medium one on gw1
     assert _order(pytester) == {"gw0": ["long"], "gw1": ["medium", "short_a", "short_b"]}
 
 
@@ -374,7 +374,8 @@ def test_xdist_against_a_real_cluster_is_not_refused_outside_the_suite(
 UNSUITABLE_TARGETS = textwrap.dedent(
     """
     import pytest
-    from nrop.suite import infra, session
+    from nrop.suite.install import infra
+    from nrop.suite.plugin import session
 
     NROP_SERIAL_SUITE = True
     _patched = pytest.MonkeyPatch()
@@ -416,7 +417,7 @@ def test_a_cluster_the_suite_cannot_run_on_skips_unless_it_is_embedded(
     pytester.makepyfile(
         textwrap.dedent(
             """
-            from nrop.suite.specs import spec
+            from nrop.suite.plugin.specs import spec
 
             pytestmark = spec("needs BeforeSuite", "tier0")
 
@@ -436,7 +437,7 @@ def test_a_cluster_the_suite_cannot_run_on_skips_unless_it_is_embedded(
 EMBEDDED_TARGETS = textwrap.dedent(
     """
     import pytest
-    from nrop.suite import session
+    from nrop.suite.plugin import session
 
     NROP_SERIAL_SUITE = True
     _patched = pytest.MonkeyPatch()
@@ -459,7 +460,7 @@ EMBEDDED_TARGETS = textwrap.dedent(
 SKIPPING_SPECS = textwrap.dedent(
     """
     import pytest
-    from nrop.suite.specs import spec
+    from nrop.suite.plugin.specs import spec
 
     pytestmark = spec("skips", "tier0")
 
@@ -564,7 +565,7 @@ def test_specs_get_a_long_timeout_and_the_run_upstream_s_5h_unless_given(
 ) -> None:
     pytester.makeconftest(SUITE_CONFTEST)
     pytester.makepyfile(
-        "from nrop.suite.specs import spec\n"
+        "from nrop.suite.plugin.specs import spec\n"
         "@spec('a slow spec', 'tier0')\n"
         "def test_spec(request):\n"
         "    mark = request.node.get_closest_marker('timeout')\n"
@@ -606,7 +607,8 @@ def test_in_process_runs_leave_the_suite_modules_as_they_found_them(pytester: py
     pytester.makepyfile(
         textwrap.dedent(
             """
-            from nrop.suite import infra, session
+            from nrop.suite.install import infra
+            from nrop.suite.plugin import session
 
             def test_untouched():
                 replaced = [

@@ -6,15 +6,15 @@ order, as a run of the suite does:
 
 0. a kind whose CRD went away reads as not served even while the client's discovery cache still
    knows it; without the stack, the preconditions name what is missing and teardown has nothing to do;
-1. :func:`nrop.suite.stack.setup` installs the operator from its rendered manifests, creates
+1. :func:`nrop.suite.install.stack.setup` installs the operator from its rendered manifests, creates
    the NROP and NRS samples and returns once both report healthy conditions, the exporter
    DaemonSet is ready, every worker has an NRT and the scheduler Deployment is ready;
-2. :func:`nrop.suite.infra.check_nodes_topology` finds nothing missing on that cluster;
-3. :func:`nrop.suite.infra.before_suite` deploys numacell (the project's image), labels the
+2. :func:`nrop.suite.install.infra.check_nodes_topology` finds nothing missing on that cluster;
+3. :func:`nrop.suite.install.infra.before_suite` deploys numacell (the project's image), labels the
    nodes, records the NRT reference (with the numacell resources in every zone) and turns
-   the operator's scheduler image validation off; :func:`~nrop.suite.infra.after_suite`
+   the operator's scheduler image validation off; :func:`~nrop.suite.install.infra.after_suite`
    undoes all of it (and keeps the infrastructure when told to);
-4. :func:`nrop.suite.stack.teardown` removes the NRS, the NROP and the operator, leaving
+4. :func:`nrop.suite.install.stack.teardown` removes the NRS, the NROP and the operator, leaving
    none of their objects.
 """
 
@@ -27,8 +27,9 @@ import pytest
 from _helpers_e2e import POLL_INTERVAL, install_nrt_crd
 
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.suite import infra, numacell, numacelldeploy, objects, stack
-from nrop.suite.kube import (
+from nrop.numacell import deviceplugin as numacell
+from nrop.suite.e2e import config, objects
+from nrop.suite.e2e.kube import (
     CRD,
     DAEMONSET,
     DEPLOYMENT,
@@ -41,8 +42,9 @@ from nrop.suite.kube import (
     Kube,
     UnknownKindError,
 )
-from nrop.suite.nrtwaiters import for_nrts
-from nrop.suite.waiting import wait_for
+from nrop.suite.e2e.nrt.waiters import for_nrts
+from nrop.suite.e2e.wait.polling import wait_for
+from nrop.suite.install import infra, numacelldeploy, stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 
@@ -137,14 +139,14 @@ def test_before_suite_sets_up_the_infra_and_after_suite_removes_it(
                 assert (res["name"], str(res["capacity"])) == (numacell.resource_name(cell), "15")
         assert sorted(data.labelled_nodes) == WORKERS
         for node in WORKERS:
-            assert _labels(kube, node)[infra.MULTI_NUMA_LABEL] == "2"
+            assert _labels(kube, node)[config.MULTI_NUMA_LABEL] == "2"
         assert _env_of_manager(kube).get("SCHEDULER_IMAGE_VALIDATION") == "false"
         assert data.env_restore is not None
     finally:
         assert infra.after_suite(kube, data, environ={}, timings=INFRA_TIMINGS) is True
     assert kube.get_or_none(NAMESPACE, data.namespace) is None
     for node in WORKERS:
-        assert infra.MULTI_NUMA_LABEL not in _labels(kube, node)
+        assert config.MULTI_NUMA_LABEL not in _labels(kube, node)
     assert _env_of_manager(kube) == before_env
 
 
@@ -154,7 +156,7 @@ def test_after_suite_keeps_the_infra_when_told_to(kube: Kube, installed: stack.S
     assert data.env_restore is None, "validation kept on: the operator env is not touched"
     assert infra.after_suite(kube, data, environ={"E2E_NROP_INFRA_TEARDOWN_SKIP": ""}) is False
     assert kube.get_or_none(NAMESPACE, data.namespace) is not None
-    assert _labels(kube, WORKERS[0])[infra.MULTI_NUMA_LABEL] == "2"
+    assert _labels(kube, WORKERS[0])[config.MULTI_NUMA_LABEL] == "2"
     assert infra.after_suite(kube, data, environ={}, timings=INFRA_TIMINGS) is True
     assert kube.get_or_none(NAMESPACE, data.namespace) is None
 
@@ -188,7 +190,7 @@ def test_a_failed_before_suite_removes_what_it_created(kube: Kube, installed: st
     ]
     assert leftovers == []
     for node in WORKERS:
-        assert infra.MULTI_NUMA_LABEL not in _labels(kube, node)
+        assert config.MULTI_NUMA_LABEL not in _labels(kube, node)
 
 
 def test_teardown_removes_the_stack(kube: Kube, installed: stack.Stack) -> None:

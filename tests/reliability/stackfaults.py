@@ -5,8 +5,8 @@ They run against one embedded cluster on the shipped ``default`` profile in the 
 (``tests/conftest.py``'s ``cluster_thread``, configured by :func:`cluster_config` here: a kubelet
 restart needs :meth:`~nrop.localcluster.kubelet.fleet.Fleet.restart`, which only the cluster's
 own loop can call). The stack is installed through the operator as the suite's ``--setup`` does
-(:func:`nrop.suite.stack.setup`), and numacell runs on the workers as the suite's BeforeSuite
-deploys it (:func:`nrop.suite.numacelldeploy.deploy_numacell`), so the operator, the exporters,
+(:func:`nrop.suite.install.stack.setup`), and numacell runs on the workers as the suite's BeforeSuite
+deploys it (:func:`nrop.suite.install.numacelldeploy.deploy_numacell`), so the operator, the exporters,
 the secondary scheduler and the device plugins are real processes of the project's image on the
 emulated nodes.
 
@@ -35,10 +35,9 @@ from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
 from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
-from nrop.suite import infra, nrtwaiters, numacelldeploy, objects, operatorenv, stack, waiters
-from nrop.suite import nrt as nrtlib
-from nrop.suite import resourcelist as rl
-from nrop.suite.kube import (
+from nrop.suite.e2e import objects
+from nrop.suite.e2e import resourcelist as rl
+from nrop.suite.e2e.kube import (
     EVENT,
     NROP,
     NROSCHED,
@@ -48,7 +47,11 @@ from nrop.suite.kube import (
     Kube,
     Manifest,
 )
-from nrop.suite.waiting import wait_for as _wait_for
+from nrop.suite.e2e.nrt import topologies as nrtlib
+from nrop.suite.e2e.nrt import waiters as nrtwaiters
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.e2e.wait.polling import wait_for as _wait_for
+from nrop.suite.install import infra, numacelldeploy, operatorenv, stack
 
 TARGET = "worker-0"
 OTHER = "worker-1"

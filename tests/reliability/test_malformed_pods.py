@@ -61,8 +61,10 @@ from stackfaults import (
 )
 
 from nrop.localcluster.cluster import LocalCluster
-from nrop.suite import objects, stack, waiters
-from nrop.suite.kube import POD, Kube, Manifest
+from nrop.suite.e2e import objects
+from nrop.suite.e2e.kube import POD, Kube, Manifest
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.install import stack
 
 # The shared fixtures, used by name only.
 __all__ = ["cluster_config", "installed"]

@@ -3,7 +3,7 @@
 The cluster, the stack and the readers are those of :mod:`stackfaults` (imported, not
 copied): one embedded cluster on the ``default`` profile runs in this process as a
 :class:`~nrop.localcluster.cluster.ClusterThread`, the stack is installed through the operator
-(:func:`nrop.suite.stack.setup`) and numacell runs on the workers. Only the cluster differs:
+(:func:`nrop.suite.install.stack.setup`) and numacell runs on the workers. Only the cluster differs:
 its node lifecycle controller (``--node-monitor-grace-period``) gives up on a node after
 :data:`GRACE` seconds instead of 40, and the kubelets renew their Lease every
 :data:`LEASE_RENEW` seconds (upstream renews at a quarter of the lease duration; the ratio to the
@@ -84,9 +84,11 @@ from nrop.localcluster.kubelet.checkpointfiles import (
 from nrop.localcluster.kubelet.cm.devicemanager import DeviceCheckpoint
 from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
-from nrop.suite import objects, stack, waiters
-from nrop.suite import resourcelist as rl
-from nrop.suite.kube import EVENT, NODE, POD, Kube, Manifest
+from nrop.suite.e2e import objects
+from nrop.suite.e2e import resourcelist as rl
+from nrop.suite.e2e.kube import EVENT, NODE, POD, Kube, Manifest
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.install import stack
 
 # The shared fixtures, used by name only.
 __all__ = ["installed", "reference"]

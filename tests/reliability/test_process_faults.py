@@ -58,14 +58,15 @@ from stackfaults import (
 
 from nrop.localcluster.cluster import ClusterThread, LocalCluster
 from nrop.operator.naming import SCHEDULER_DEPLOYMENT
-from nrop.suite import resourcelist as rl
-from nrop.suite import stack, waiters
-from nrop.suite.kube import (
+from nrop.suite.e2e import resourcelist as rl
+from nrop.suite.e2e.kube import (
     DAEMONSET,
     DEPLOYMENT,
     POD,
     Kube,
 )
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.install import stack
 
 # The shared fixtures, used by name only.
 __all__ = ["cluster_config", "installed", "reference"]

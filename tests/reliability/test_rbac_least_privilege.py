@@ -3,7 +3,7 @@
 One embedded cluster on the shipped ``default`` profile runs in this process (a
 :class:`~nrop.localcluster.cluster.ClusterThread`, as ``test_process_faults`` starts it); the
 stack is installed through the operator exactly as the suite's ``--setup`` does
-(:func:`nrop.suite.stack.setup`), so the operator, the exporters and the secondary scheduler
+(:func:`nrop.suite.install.stack.setup`), so the operator, the exporters and the secondary scheduler
 are real processes, each with a token of its own service account, under RBAC.
 
 * **auth**: the API server listens on 127.0.0.1 only, serves TLS signed by the cluster's own
@@ -58,10 +58,12 @@ from nrop.localcluster.apiserver.audit import DenialLog
 from nrop.localcluster.apiserver.rbac import Attributes, service_account_user
 from nrop.localcluster.cluster import LocalCluster
 from nrop.operator import naming
-from nrop.suite import nrt as nrtlib
-from nrop.suite import objects, stack, waiters
-from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NRT, POD, Kind, Kube
-from nrop.suite.waiting import wait_for as _wait_for
+from nrop.suite.e2e import objects
+from nrop.suite.e2e.kube import DAEMONSET, DEPLOYMENT, NRT, POD, Kind, Kube
+from nrop.suite.e2e.nrt import topologies as nrtlib
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.e2e.wait.polling import wait_for as _wait_for
+from nrop.suite.install import stack
 
 # The shared fixture, used by name only.
 __all__ = ["cluster_config"]

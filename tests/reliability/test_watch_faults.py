@@ -73,9 +73,11 @@ from nrop.localcluster.cluster import LocalCluster
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
 from nrop.operator.naming import OPERATOR_NAME, SCHEDULER_DEPLOYMENT
 from nrop.rte.terminalpods import TerminalPods
-from nrop.suite import objects, stack, waiters
-from nrop.suite import resourcelist as rl
-from nrop.suite.kube import DAEMONSET, DEPLOYMENT, NODE, POD, Kube
+from nrop.suite.e2e import objects
+from nrop.suite.e2e import resourcelist as rl
+from nrop.suite.e2e.kube import DAEMONSET, DEPLOYMENT, NODE, POD, Kube
+from nrop.suite.e2e.wait import waiters
+from nrop.suite.install import stack
 
 # The fixtures taken from stackfaults, used by name only.
 __all__ = ["cluster_config", "installed", "reference"]

@@ -31,7 +31,7 @@ LEDGER = f"""# Ledger
 
 | helper | upstream | ours | verdict |
 |---|---|---|---|
-| get_updated | `test/internal/nrts.go:1` | `suite/nrtupdates.py:9` | same |
+| get_updated | `test/internal/nrts.go:1` | `suite/e2e/nrt/updates.py:9` | same |
 """
 
 GO = [
@@ -56,7 +56,7 @@ def test_parse_reads_both_tables() -> None:
     assert specs[0].upstream == fl.Location("test/e2e/serial/tests/x.go", 2)
     assert specs[0].at == 5
     assert specs[1].verdict == "poll 1 s: embedded"
-    assert [(row.helper, str(row.ours)) for row in helpers] == [("get_updated", "suite/nrtupdates.py:9")]
+    assert [(row.helper, str(row.ours)) for row in helpers] == [("get_updated", "suite/e2e/nrt/updates.py:9")]
 
 
 @pytest.mark.parametrize(

@@ -136,7 +136,7 @@ def test_every_program_of_the_table_is_a_console_script() -> None:
 
 
 def test_numacell_default_path_flags_are_its_defaults() -> None:
-    from nrop.suite import numacell
+    from nrop.numacell import deviceplugin as numacell
 
     assert DEFAULT_PATH_FLAGS["numacell"] == (
         f"--sysfs={numacell.DEFAULT_SYSFS}",

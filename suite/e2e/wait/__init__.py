@@ -1,0 +1,9 @@
+"""Waiting for cluster state: the generic ``wait_for`` (``polling``) and the waiters built on it.
+
+Every poll of the suite goes through :func:`wait_for`, so every wait fails the same way: what was
+expected, and what was seen instead.
+"""
+
+from nrop.suite.e2e.wait.polling import WaitTimeout, wait_for
+
+__all__ = ["WaitTimeout", "polling", "wait_for", "waiters"]

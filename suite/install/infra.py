@@ -1,0 +1,514 @@
+"""The serial suite's BeforeSuite and AfterSuite: preconditions and shared infrastructure.
+
+Owns what upstream's ``test/e2e/serial/config`` and ``e2e_serial_test.go`` do around the
+whole run, in the same order, talking to the cluster only through :class:`~nrop.suite.e2e.kube.Kube`:
+
+1. :func:`dump_environment` — every ``E2E_NROP_*`` / ``E2E_RTE_*`` variable;
+2. :func:`check_nodes_topology` — ≥ 2 NRTs with ``single-numa-node``; on every node of the
+   NROP node groups the NRT's topology-manager attributes equal the kubelet's configuration
+   (read from ``/api/v1/nodes/<n>/proxy/configz``); an NRT for every worker;
+   ``full-pcpus-only`` not enabled. Problems come back as upstream's messages, so the
+   plugin can skip with the reason instead of failing;
+3. :func:`before_suite` — the infra namespace ``e2e-test-infra-<rand>``, the **numacell**
+   device plugin (ServiceAccount, Role, RoleBinding and one DaemonSet per node-group pool,
+   ``numacell-dp-<pool>-ds``), waits for the DaemonSets and for every NRT zone to expose a
+   ``kni.node/numacellNN`` resource, labels every NRT node
+   ``numa.hardware.openshift-kni.io/cell-count=<#zones>``, records the reference NRT list,
+   and (unless ``E2E_VALIDATE_SCHEDULER_IMAGE=true``) sets ``SCHEDULER_IMAGE_VALIDATION=false``
+   in the operator's environment (:func:`nrop.suite.install.operatorenv.set_operator_env`);
+4. :func:`after_suite` — restores the operator env, then (unless
+   ``E2E_NROP_INFRA_TEARDOWN_SKIP`` / ``E2E_INFRA_NO_TEARDOWN``) removes the labels and the
+   namespace (the DaemonSets go with it).
+
+Checks are pure functions over plain dicts (tested with tables); numacell is deployed by
+:func:`nrop.suite.install.numacelldeploy.deploy_numacell` and the NRTs awaited by
+:func:`nrop.suite.e2e.nrt.waiters.for_nrts`; the other I/O functions are thin loops built on
+:func:`nrop.suite.e2e.wait.polling.wait_for`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+
+from nrop.api.fielderrors import go_quote
+from nrop.api.selectors import label_selector_from_dict
+from nrop.suite.e2e.config import MULTI_NUMA_LABEL, NUMACELL_IMAGE_VARS, numacell_image
+from nrop.suite.e2e.kube import (
+    NAMESPACE,
+    NODE,
+    NROP,
+    NROSCHED,
+    NRT,
+    ApiError,
+    Kind,
+    Kube,
+    Manifest,
+    UnknownKindError,
+)
+from nrop.suite.e2e.nrt import waiters as nrtwaiters
+from nrop.suite.e2e.nrt.topologies import attribute as nrt_attribute
+from nrop.suite.e2e.objects import NROP_NAME, NROSCHED_NAME, NUMACELL_RESOURCE_NAMESPACE, new_namespace
+from nrop.suite.e2e.wait.polling import wait_for
+from nrop.suite.install import numacelldeploy, operatorenv
+
+__all__ = [
+    "INFRA_NAMESPACE_BASE",
+    "MIN_SNN_NODES",
+    "Infra",
+    "InfraError",
+    "InfraTimings",
+    "NodeGroupPool",
+    "after_suite",
+    "before_suite",
+    "check_nodes_topology",
+    "dump_environment",
+    "kubelet_configuration",
+    "node_group_pools",
+    "pool_of_mcp",
+    "scheduler_image_validation_enabled",
+    "teardown_skipped",
+    "topology_problems",
+]
+
+log = logging.getLogger(__name__)
+
+INFRA_NAMESPACE_BASE = "e2e-test-infra"
+#: ``minNumberOfNodesWithSameTopology``.
+MIN_SNN_NODES = 2
+SINGLE_NUMA_NODE = "single-numa-node"
+TM_POLICY_ATTR = "topologyManagerPolicy"
+TM_SCOPE_ATTR = "topologyManagerScope"
+#: What the kubelet uses when its configuration leaves them empty.
+TM_POLICY_DEFAULT = "none"
+TM_SCOPE_DEFAULT = "container"
+FULL_PCPUS_ONLY = "full-pcpus-only"
+WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
+ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
+SCHEDULER_IMAGE_VALIDATION = "SCHEDULER_IMAGE_VALIDATION"
+
+
+MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
+
+
+class InfraError(AssertionError):
+    """The suite infrastructure could not be set up (what upstream's BeforeSuite fails with)."""
+
+
+# -- environment ------------------------------------------------------------------------------------
+
+
+def dump_environment(environ: Mapping[str, str]) -> str:
+    """``DumpEnvironment``: the ``E2E_NROP_*`` and ``E2E_RTE_*`` variables between two markers."""
+    lines = ["E2E NROP environment variables dump BEGIN"]
+    lines += [
+        f"- {key}={value}"
+        for key, value in environ.items()
+        if key.startswith("E2E_NROP_") or key.startswith("E2E_RTE_")
+    ]
+    lines.append("E2E NROP environment variables dump END")
+    return "\n".join(lines) + "\n"
+
+
+def teardown_skipped(environ: Mapping[str, str]) -> bool:
+    """Presence of ``E2E_NROP_INFRA_TEARDOWN_SKIP`` (or legacy ``E2E_INFRA_NO_TEARDOWN``)."""
+    return "E2E_NROP_INFRA_TEARDOWN_SKIP" in environ or "E2E_INFRA_NO_TEARDOWN" in environ
+
+
+def scheduler_image_validation_enabled(environ: Mapping[str, str]) -> bool:
+    """``E2E_VALIDATE_SCHEDULER_IMAGE=true`` keeps the operator's scheduler image validation on."""
+    return environ.get("E2E_VALIDATE_SCHEDULER_IMAGE", "").strip().lower() == "true"
+
+
+# -- preconditions (pure) ---------------------------------------------------------------------------
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def topology_problems(
+    kconfigs: Mapping[str, Mapping[str, Any] | None],
+    nrts: Sequence[Mapping[str, Any]],
+    workers: Iterable[str],
+) -> list[str]:
+    """Everything ``CheckNodesTopology`` would reject, in its order and with its messages.
+
+    ``kconfigs`` maps each node of the NROP node groups to its ``KubeletConfiguration``
+    (``None``: it could not be read). Unlike upstream, which stops at the first failing
+    step, every problem is reported, so that one skip reason names all that is missing.
+    """
+    problems: list[str] = []
+    snn = [n for n in nrts if nrt_attribute(n, TM_POLICY_ATTR) == SINGLE_NUMA_NODE]
+    if len(snn) < MIN_SNN_NODES:
+        problems.append(
+            f"Not enough nodes with {go_quote(SINGLE_NUMA_NODE)} topology found {len(snn)} needed {MIN_SNN_NODES}"
+        )
+    by_name = {_name(n): n for n in nrts}
+    for node, kconfig in sorted(kconfigs.items()):
+        nrt = by_name.get(node)
+        if nrt is None:
+            problems.append(f"Unable to find NRT for node {go_quote(node)}")
+            continue
+        if kconfig is None:
+            continue  # reported below as a missing KubeletConfig
+        for attr, key, default, what in (
+            (TM_POLICY_ATTR, "topologyManagerPolicy", TM_POLICY_DEFAULT, "policy"),
+            (TM_SCOPE_ATTR, "topologyManagerScope", TM_SCOPE_DEFAULT, "scope"),
+        ):
+            value = nrt_attribute(nrt, attr)
+            if value is None:
+                problems.append(f"Attribute {go_quote(attr)} not reported on NRT {go_quote(node)}")
+                break
+            expected = str(kconfig.get(key) or default)
+            if value != expected:
+                problems.append(
+                    f"Inconsistent topology manager {what} for node {go_quote(node)}: "
+                    f"NRT={go_quote(value)} KConfig={go_quote(expected)}"
+                )
+                break
+    for name in sorted(by_name):
+        if kconfigs.get(name) is None:
+            problems.append(f"Unable to find KubeletConfig for node {go_quote(name)}")
+    for worker in sorted(workers):
+        if worker not in by_name:
+            problems.append(f"failed to find NRT for {go_quote(worker)}")
+    for node, kconfig in sorted(kconfigs.items()):
+        options = (kconfig or {}).get("cpuManagerPolicyOptions") or {}
+        if str(options.get(FULL_PCPUS_ONLY, "false")).strip().lower() in ("true", "1", "t"):
+            problems.append(f"SMT alignment enabled for node {go_quote(node)}")
+    return problems
+
+
+# -- node groups (pure) ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeGroupPool:
+    """A node group of the NROP as the suite uses it: a pool name and the nodes it selects."""
+
+    name: str
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def selector(self) -> str:
+        """The pool's nodes as a ``labelSelector`` query parameter."""
+        return _selector_query(
+            {"matchLabels": dict(self.match_labels), "matchExpressions": list(self.match_expressions)}
+        )
+
+
+def _selector_query(selector: Mapping[str, Any]) -> str:
+    """A ``metav1.LabelSelector`` as the ``labelSelector`` query parameter (``Selector.String()``)."""
+    return str(label_selector_from_dict(selector))
+
+
+def pool_of_mcp(mcp: Mapping[str, Any]) -> NodeGroupPool:
+    """A MachineConfigPool as a pool: its name, and the nodes its ``spec.nodeSelector`` selects."""
+    selector = (mcp.get("spec") or {}).get("nodeSelector") or {}
+    return NodeGroupPool(
+        _name(mcp), dict(selector.get("matchLabels") or {}), tuple(selector.get("matchExpressions") or ())
+    )
+
+
+def node_group_pools(
+    node_groups: Sequence[Mapping[str, Any]],
+    find_mcps: Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]] | None = None,
+) -> list[NodeGroupPool]:
+    """Pools of the NROP's ``spec.nodeGroups`` (upstream ``GetPoolNamesFrom`` + ``NodeSelectorFromPoolName``).
+
+    ``poolName: P`` selects the nodes labelled ``node-role.kubernetes.io/P`` (what the
+    MachineConfigPool ``P`` selects on OpenShift, and what the operator uses on Kubernetes);
+    a ``machineConfigPoolSelector`` group is each MachineConfigPool ``find_mcps(selector)``
+    returns (``None``: the cluster has no MachineConfigPool API).
+    """
+    pools: dict[str, NodeGroupPool] = {}
+    for index, group in enumerate(node_groups):
+        if group.get("poolName"):
+            pool = str(group["poolName"])
+            pools.setdefault(pool, NodeGroupPool(pool, {ROLE_LABEL_PREFIX + pool: ""}))
+        elif group.get("machineConfigPoolSelector") is not None and find_mcps is not None:
+            for mcp in find_mcps(group["machineConfigPoolSelector"]):
+                pools.setdefault(_name(mcp), pool_of_mcp(mcp))
+        else:
+            raise InfraError(
+                f"spec.nodeGroups[{index}]: cannot autodetect the TAS nodes of this node group "
+                "(a machineConfigPoolSelector needs the MachineConfigPool API)"
+            )
+    return list(pools.values())
+
+
+def _mcp_finder(kube: Kube) -> Callable[[Mapping[str, Any]], list[Manifest]] | None:
+    """``find_mcps`` for :func:`node_group_pools` when the cluster serves MachineConfigPools."""
+    try:
+        kube.list(MCP)
+    except UnknownKindError:  # not an OpenShift cluster
+        return None
+    return lambda selector: kube.list(MCP, label_selector=_selector_query(selector) or None)
+
+
+# -- cluster reads ------------------------------------------------------------------------------------
+
+
+def kubelet_configuration(kube: Kube, node: str) -> dict[str, Any] | None:
+    """The node's ``KubeletConfiguration`` from ``/api/v1/nodes/<node>/proxy/configz``; ``None`` if unreadable."""
+    try:
+        core = client.CoreV1Api(kube.api_client)
+        response = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False)
+        body = json.loads(response.data)
+    except Exception as err:  # an API error, a refused proxy or a body that is not JSON
+        log.warning("cannot read the kubelet configuration of node %s: %s", node, err)
+        return None
+    config = body.get("kubeletconfig") if isinstance(body, dict) else None
+    return dict(config) if isinstance(config, dict) else None
+
+
+def _get_optional(kube: Kube, kind: Kind, name: str) -> Manifest | None:
+    """``kube.get_or_none``, also ``None`` when the cluster does not know the kind (no CRD)."""
+    try:
+        return kube.get_or_none(kind, name)
+    except UnknownKindError:
+        return None
+
+
+def _node_names(kube: Kube, selector: str) -> list[str]:
+    return sorted(_name(n) for n in kube.list(NODE, label_selector=selector or None))
+
+
+def check_nodes_topology(kube: Kube, nrop: Mapping[str, Any] | None = None) -> list[str]:
+    """``CheckNodesTopology`` against the cluster: the problems (upstream's messages), empty when fine.
+
+    The TAS nodes are those of the NROP's node groups (``nrop`` or the cluster's
+    ``numaresourcesoperator``); without an NROP there are none, and only the NRT checks apply.
+    """
+    if nrop is None:
+        nrop = _get_optional(kube, NROP, NROP_NAME)
+    problems: list[str] = []
+    tas_nodes: set[str] = set()
+    if nrop is None:
+        problems.append(f"NUMAResourcesOperator {go_quote(NROP_NAME)} not found: no TAS-enabled nodes")
+    else:
+        try:
+            node_groups = nrop.get("spec", {}).get("nodeGroups") or ()
+            for pool in node_group_pools(node_groups, _mcp_finder(kube)):
+                tas_nodes.update(_node_names(kube, pool.selector))
+        except InfraError as err:
+            problems.append(str(err))
+    kconfigs = {node: kubelet_configuration(kube, node) for node in sorted(tas_nodes)}
+    try:
+        nrts = kube.list(NRT)
+    except UnknownKindError:
+        problems.append(f"the cluster does not serve {NRT.kind} objects ({NRT.api_version})")
+        nrts = []
+    workers = _node_names(kube, WORKER_ROLE_LABEL)
+    problems += topology_problems(kconfigs, nrts, workers)
+    return problems
+
+
+# -- BeforeSuite / AfterSuite ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InfraTimings:
+    """Upstream's waits of the infra setup (``test/e2e/serial/config``); the embedded target polls faster."""
+
+    #: numacell DaemonSets ready and NRT exposure (3m, polls 10s / 11s).
+    ready_timeout: float = 180.0
+    daemonset_interval: float = 10.0
+    nrt_interval: float = 11.0
+    #: Infra namespace deletion (E2E_NROP_TEST_TEARDOWN, 180s, polled every 1s).
+    namespace_timeout: float = 180.0
+    #: Operator Deployment rollout after an env change (15m).
+    rollout_timeout: float = 900.0
+
+    @classmethod
+    def local(cls) -> InfraTimings:
+        return cls(daemonset_interval=0.5, nrt_interval=0.5)
+
+
+@dataclass
+class Infra:
+    """What :func:`before_suite` set up and found: the data of ``SuiteConfig`` and what to undo."""
+
+    namespace: str
+    nrop: Manifest
+    nrosched: Manifest
+    scheduler_name: str
+    nrt_reference: list[Manifest]
+    labelled_nodes: list[str]
+    numacell_daemonsets: list[str]
+    numacell_image: str
+    env_restore: operatorenv.EnvRestore | None = None
+
+
+def _progress(step: str, started: float) -> None:
+    log.info("e2e infra: %s (%.1fs)", step, time.monotonic() - started)
+
+
+def before_suite(
+    kube: Kube,
+    *,
+    environ: Mapping[str, str],
+    image: str | None = None,
+    program: numacelldeploy.NumacellProgram | None = None,
+    timings: InfraTimings = InfraTimings(),
+    rand: Callable[[], int] = lambda: random.randrange(10000),
+) -> Infra:
+    """Steps 4 and 5 of upstream's BeforeSuite (call :func:`check_nodes_topology` first).
+
+    ``image`` defaults to :func:`numacell_image` of ``environ``; ``program`` to
+    :func:`~nrop.suite.install.numacelldeploy.numacell_program` of the image. Raises :class:`InfraError` when the stack is not
+    there (no NROP / NRS / scheduler name) or the numacell resources never show up.
+    """
+    started = time.monotonic()
+    nrop = _get_optional(kube, NROP, NROP_NAME)
+    nrosched = _get_optional(kube, NROSCHED, NROSCHED_NAME)
+    if nrop is None or nrosched is None:
+        raise InfraError(
+            "NUMA fixture initialization failed: "
+            + ", ".join(
+                f"{kind} {go_quote(name)} not found"
+                for kind, name, obj in (
+                    ("NUMAResourcesOperator", NROP_NAME, nrop),
+                    ("NUMAResourcesScheduler", NROSCHED_NAME, nrosched),
+                )
+                if obj is None
+            )
+        )
+    scheduler_name = str((nrosched.get("status") or {}).get("schedulerName") or "")
+    if not scheduler_name:
+        raise InfraError(
+            "NUMA fixture initialization failed: NUMAResourcesScheduler reports no schedulerName"
+        )
+    log.info("detected scheduler name: %s", scheduler_name)
+    node_groups = nrop.get("spec", {}).get("nodeGroups") or []
+    if not node_groups:
+        raise InfraError("cannot autodetect the TAS node groups from the cluster")
+    pools = node_group_pools(node_groups, _mcp_finder(kube))
+
+    namespace = f"{INFRA_NAMESPACE_BASE}-{rand()}"
+    kube.create(new_namespace(namespace))
+    _progress(f"namespace {namespace} created", started)
+    image = image or numacell_image(environ)
+    infra = Infra(
+        namespace=namespace,
+        nrop=nrop,
+        nrosched=nrosched,
+        scheduler_name=scheduler_name,
+        nrt_reference=[],
+        labelled_nodes=[],
+        numacell_daemonsets=[],
+        numacell_image=image,
+    )
+    try:
+        _set_up(
+            kube, infra, pools, program or numacelldeploy.numacell_program(image), environ, timings, started
+        )
+    except BaseException:
+        if not teardown_skipped(environ):
+            log.info("e2e infra setup failed: removing what it created")
+            try:
+                _undo(kube, infra, timings, wait=False)
+            except Exception:
+                log.exception("e2e infra: cleaning up after the failed setup failed too")
+        raise
+    _progress("setup completed", started)
+    return infra
+
+
+def _set_up(
+    kube: Kube,
+    infra: Infra,
+    pools: Sequence[NodeGroupPool],
+    program: numacelldeploy.NumacellProgram,
+    environ: Mapping[str, str],
+    timings: InfraTimings,
+    started: float,
+) -> None:
+    namespace = infra.namespace
+    infra_nrts = kube.list(NRT)
+    log.info("using NUMACell image %s (command %s)", infra.numacell_image, " ".join(program.command))
+    ready = numacelldeploy.deploy_numacell(
+        kube,
+        namespace,
+        pools,
+        infra.numacell_image,
+        program,
+        timeout=timings.ready_timeout,
+        interval=timings.daemonset_interval,
+        progress=lambda step: _progress(step, started),
+    )
+    infra.numacell_daemonsets = [_name(ds) for ds in ready]
+    nrtwaiters.for_nrts(
+        kube,
+        [_name(nrt) for nrt in infra_nrts],
+        numacelldeploy.zones_expose_numacell,
+        f"to expose numacell resources in every zone (the numacell image {infra.numacell_image} must run "
+        f"a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; {NUMACELL_IMAGE_VARS[0]} "
+        "picks another)",
+        timings.ready_timeout,
+        interval=timings.nrt_interval,
+    )
+    _progress(f"numacell resources available on {len(infra_nrts)} NRTs", started)
+
+    for nrt in infra_nrts:
+        node, zones = _name(nrt), len(nrt.get("zones") or ())
+        log.info("adding label %s=%d to node %s", MULTI_NUMA_LABEL, zones, node)
+        kube.patch(NODE, node, {"metadata": {"labels": {MULTI_NUMA_LABEL: str(zones)}}})
+        infra.labelled_nodes.append(node)
+    infra.nrt_reference = kube.list(NRT)
+    _progress(f"recorded reference NRT data ({len(infra.nrt_reference)} objects)", started)
+
+    if not scheduler_image_validation_enabled(environ):
+        infra.env_restore = operatorenv.set_operator_env(
+            kube, SCHEDULER_IMAGE_VALIDATION, "false", environ, timeout=timings.rollout_timeout
+        )
+        _progress("scheduler image validation disabled", started)
+
+
+def _undo(kube: Kube, infra: Infra, timings: InfraTimings, *, wait: bool) -> None:
+    """Remove the node labels and the infra namespace (the DaemonSets go with it)."""
+    for node in infra.labelled_nodes:
+        log.info("removing label %s from node %s", MULTI_NUMA_LABEL, node)
+        try:
+            kube.patch(NODE, node, {"metadata": {"labels": {MULTI_NUMA_LABEL: None}}})
+        except ApiError as err:
+            if getattr(err, "status", None) != 404:
+                raise
+    kube.delete(NAMESPACE, infra.namespace)
+    if wait:
+        wait_for(
+            lambda: kube.get_or_none(NAMESPACE, infra.namespace),
+            lambda ns: ns is None,
+            f"namespace {infra.namespace} deleted",
+            timings.namespace_timeout,
+            interval=1.0,
+        )
+
+
+def after_suite(
+    kube: Kube, infra: Infra, *, environ: Mapping[str, str], timings: InfraTimings = InfraTimings()
+) -> bool:
+    """Restore the operator env, then remove labels and the infra namespace unless told to keep them.
+
+    Returns whether the infrastructure was torn down.
+    """
+    started = time.monotonic()
+    if infra.env_restore is not None:
+        operatorenv.restore_operator_env(kube, infra.env_restore, timeout=timings.rollout_timeout)
+        infra.env_restore = None
+        _progress("scheduler image validation settings restored", started)
+    if teardown_skipped(environ):
+        log.info("e2e infra teardown skipped (E2E_NROP_INFRA_TEARDOWN_SKIP / E2E_INFRA_NO_TEARDOWN)")
+        return False
+    _undo(kube, infra, timings, wait=True)
+    _progress(f"namespace {infra.namespace} deleted", started)
+    return True

@@ -1,0 +1,329 @@
+"""How a run of the serial suite on embedded clusters is spread over xdist workers (hooks of the ``nrop`` plugin).
+
+A suite run without a kubeconfig collects in the pytest process itself, as a serial run does;
+then, knowing the selection, it decides how many workers to start (:func:`nrop.suite.plugin.lanes.worker_count`
+over the spec durations in ``durations.json``, the machine's available memory and its cores, or ``-n N`` when
+given: the plugin holds xdist back until this point) and starts them itself. Each worker gets a
+*lane* of the plan (:func:`nrop.suite.plugin.lanes.plan`): its specs longest first, one cluster per
+profile it needs; :class:`LaneScheduling`, the xdist scheduler of such a run, hands every worker
+its lane one spec ahead (xdist runs a spec once it knows the next one), and a worker whose lane
+is done takes the shortest spec of its current profile not yet handed out from the lane
+expected to end last, when that ends the run sooner, so an estimate that was off costs no
+extra cluster. A worker starts preparing its first cluster as it starts (told its profile
+here, :data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and its next one while its current
+spec runs (:mod:`nrop.suite.plugin.targeting`).
+
+A run that chose one worker or none stays in the pytest process (serial), as does ``-n 0``, a run against a
+kubeconfig (the specs disturb the whole cluster), a dry run and ``--collect-only``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nrop.suite.plugin import lanes
+from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, FIRST_PROFILE_INPUT, PROFILE, state
+
+__all__ = ["DIST", "DURATIONS_FILE", "LaneScheduling", "available_memory", "load_durations"]
+
+log = logging.getLogger(__name__)
+
+#: The measured spec durations, by :func:`nrop.suite.plugin.lanes.spec_key` (``bench/suite.py --update-durations``).
+DURATIONS_FILE = Path(__file__).with_name("durations.json")
+#: xdist's ``--dist`` of a run spread by this module (shown by ``-v``; no ``--dist`` choice: the plugin sets it).
+DIST = "nrop-lanes"
+
+
+def load_durations(path: Path | None = None) -> dict[str, float]:
+    """The measured spec durations (:data:`DURATIONS_FILE` unless ``path``); none (every spec
+    estimated alike) if the file is missing or broken."""
+    path = path or DURATIONS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {str(key): float(value) for key, value in data.items()}
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        log.warning("no spec durations from %s (%s): every spec is estimated alike", path, exc)
+        return {}
+
+
+def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """Bytes of memory the machine can give without swapping (``MemAvailable``)."""
+    try:
+        for line in meminfo.read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _specs(items: Sequence[pytest.Item], durations: Mapping[str, float]) -> list[lanes.Spec]:
+    specs = []
+    for item in items:
+        profile = (
+            item.stash.get(PROFILE, None) if CONTEXT_FIXTURE in getattr(item, "fixturenames", ()) else None
+        )
+        specs.append(lanes.Spec(item.nodeid, profile, lanes.estimate(lanes.spec_key(item.nodeid), durations)))
+    return specs
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """After selection, in the pytest process of a run that may be spread: choose the workers, start them."""
+    config = session.config
+    run = state(config)
+    if not run.spreads or not session.items:
+        return
+    specs = _specs(session.items, load_durations())
+    requested = run.requested_workers
+    cores = os.cpu_count() or 1
+    workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)
+    if workers < 1 or (requested is None and workers < 2):
+        return
+    plan = lanes.plan(specs, workers, lanes.cluster_start(workers, cores))
+    run.lanes = {f"gw{index}": [spec.nodeid for spec in lane.specs] for index, lane in enumerate(plan)}
+    run.estimates = {spec.nodeid: spec for spec in specs}
+    how = "-n" if requested is not None else "chosen for the selection and this machine"
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.write_line(
+            f"nrop: {workers} workers ({how}), each with its own embedded clusters; "
+            f"planned {lanes.makespan(plan):.0f}s of wall time for {sum(s.seconds for s in specs):.0f}s of specs"
+        )
+    _start_workers(session, workers)
+
+
+def _start_workers(session: pytest.Session, workers: int) -> None:
+    """Start xdist now, as ``-n workers`` would have at the start of the session."""
+    from xdist.dsession import DSession
+
+    config = session.config
+    config.option.numprocesses = workers
+    config.option.tx = ["popen"] * workers
+    config.option.dist = DIST
+    dsession = DSession(config)
+    # registered after pytest's own plugins, its pytest_runtestloop runs the loop instead of theirs
+    config.pluginmanager.register(dsession, "dsession")
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.showfspath = False
+    dsession.pytest_sessionstart(session)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: tell each worker the profile of its lane's first cluster."""
+    run = state(node.config)
+    if run.lanes is None:
+        return
+    for nodeid in run.lanes.get(node.workerinput["workerid"], []):
+        profile = run.estimates[nodeid].profile
+        if profile is not None:
+            node.workerinput[FIRST_PROFILE_INPUT] = profile
+            return
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LaneScheduling | None:
+    run = state(config)
+    if run.lanes is None:
+        return None
+    return LaneScheduling(config, run.lanes, run.estimates)
+
+
+class LaneScheduling:
+    """xdist scheduling of a planned run: each worker its lane, one spec ahead; then same-profile help.
+
+    ``lanes`` maps worker ids (``gw0``…) to node ids in run order; ``estimates`` gives each node
+    id's profile and expected seconds. A worker that crashed leaves its unfinished specs to
+    the others (any profile), a replacement worker has no lane of its own.
+    """
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        lanes_by_worker: Mapping[str, Sequence[str]],
+        estimates: Mapping[str, lanes.Spec],
+    ) -> None:
+        from xdist.workermanage import parse_tx_spec_config
+
+        self.config = config
+        self.numnodes = len(parse_tx_spec_config(config))
+        self.lanes = {worker: deque(ids) for worker, ids in lanes_by_worker.items()}
+        self.estimates = estimates
+        self.orphans: deque[str] = deque()
+        self.node2pending: dict[Any, list[int]] = {}
+        self.collections: dict[Any, list[str]] = {}
+        self.collection: list[str] | None = None
+        self.current: dict[Any, str | None] = {}
+
+    @property
+    def nodes(self) -> list[Any]:
+        return list(self.node2pending)
+
+    @property
+    def collection_is_completed(self) -> bool:
+        return len(self.collections) >= self.numnodes
+
+    def _unsent(self) -> bool:
+        return bool(self.orphans) or any(self.lanes.values())
+
+    @property
+    def tests_finished(self) -> bool:
+        if not self.collection_is_completed or self.collection is None or self._unsent():
+            return False
+        return all(len(pending) < 2 for pending in self.node2pending.values())
+
+    @property
+    def has_pending(self) -> bool:
+        return self._unsent() or any(self.node2pending.values())
+
+    def add_node(self, node: Any) -> None:
+        assert node not in self.node2pending
+        self.node2pending[node] = []
+
+    def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
+        assert node in self.node2pending
+        if self.collection is not None and list(collection) != self.collection:
+            from xdist.report import report_collection_diff
+
+            first = next(iter(self.collections))
+            log.warning(
+                "%s",
+                report_collection_diff(self.collection, collection, first.gateway.id, node.gateway.id),
+            )
+            return
+        self.collections[node] = list(collection)
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        self.node2pending[node].remove(item_index)
+        self._refill(node)
+
+    def mark_test_pending(self, item: str) -> None:
+        raise NotImplementedError
+
+    def remove_pending_tests_from_node(self, node: Any, indices: Sequence[int]) -> None:
+        raise NotImplementedError
+
+    def remove_node(self, node: Any) -> str | None:
+        pending = self.node2pending.pop(node)
+        self.current.pop(node, None)
+        left = self.lanes.pop(node.gateway.id, deque())
+        if not pending:
+            self.orphans.extend(left)
+            return None
+        assert self.collection is not None
+        crashed = self.collection[pending[0]]
+        self.orphans.extend([*(self.collection[index] for index in pending[1:]), *left])
+        for other in self.nodes:
+            self._refill(other)
+        return crashed
+
+    def schedule(self) -> None:
+        assert self.collection_is_completed
+        if self.collection is None:
+            collections = list(self.collections.values())
+            if any(collection != collections[0] for collection in collections[1:]):
+                self._report_different_collections()
+                return
+            self.collection = collections[0]
+            planned = {nodeid for ids in self.lanes.values() for nodeid in ids}
+            # what the workers collected but the plan does not know (a plan is made from the same
+            # selection: nothing, unless the workers' collection differs) runs wherever there is room
+            self.orphans.extend(nodeid for nodeid in self.collection if nodeid not in planned)
+            known = set(self.collection)
+            for ids in self.lanes.values():
+                for nodeid in [nodeid for nodeid in ids if nodeid not in known]:
+                    ids.remove(nodeid)
+        for node in self.nodes:  # every lane's first specs before any worker helps another
+            self._refill(node, helping=False)
+        for node in self.nodes:
+            self._refill(node)
+
+    def _report_different_collections(self) -> None:
+        from xdist.report import report_collection_diff
+
+        (first, col), *others = self.collections.items()
+        for node, collection in others:
+            message = report_collection_diff(col, collection, first.gateway.id, node.gateway.id)
+            if message:
+                self.config.hook.pytest_collectreport(
+                    report=pytest.CollectReport(node.gateway.id, "failed", longrepr=message, result=[])
+                )
+
+    def _refill(self, node: Any, *, helping: bool = True) -> None:
+        """Keep ``node`` two specs ahead from its lane (then orphans, then, ``helping``, another lane's);
+        with nothing more for it, shut it down: its last spec runs, then its clusters close."""
+        if node.shutting_down or self.collection is None:
+            return
+        pending = self.node2pending[node]
+        sent: list[int] = []
+        while len(pending) + len(sent) < 2:
+            nodeid = self._next_for(node, helping, [*pending, *sent])
+            if nodeid is None:
+                break
+            sent.append(self.collection.index(nodeid))
+        if sent:
+            pending.extend(sent)
+            node.send_runtest_some(sent)
+        elif helping and len(pending) < 2:
+            node.shutdown()
+
+    def _next_for(self, node: Any, helping: bool, queued: Sequence[int]) -> str | None:
+        own = self.lanes.get(node.gateway.id)
+        if own:
+            return self._take(node, own.popleft())
+        if self.orphans:
+            return self._take(node, self.orphans.popleft())
+        profile = self.current.get(node)
+        if not helping or profile is None:
+            return None
+        # help the lane expected to end last with its shortest spec of this worker's profile, if this
+        # worker, running it after what it has, still ends no later than that lane without it
+        assert self.collection is not None
+        ends = sum(self._seconds(self.collection[index]) for index in queued)
+        candidates = [
+            (self._lane_end(worker), worker, nodeid)
+            for worker, ids in self.lanes.items()
+            for nodeid in [next((n for n in reversed(ids) if self._profile(n) == profile), None)]
+            if nodeid is not None
+        ]
+        if not candidates:
+            return None
+        victim_ends, worker, nodeid = max(candidates, key=lambda c: c[0])
+        seconds = self._seconds(nodeid)
+        if ends + seconds > victim_ends - seconds:
+            return None
+        self.lanes[worker].remove(nodeid)
+        return self._take(node, nodeid)
+
+    def _lane_end(self, worker: str) -> float:
+        """Expected seconds until the worker's lane is done: its specs sent and not done, and the rest."""
+        assert self.collection is not None
+        node = next((n for n in self.node2pending if n.gateway.id == worker), None)
+        queued = self.node2pending.get(node, []) if node is not None else []
+        return sum(self._seconds(self.collection[i]) for i in queued) + sum(
+            self._seconds(n) for n in self.lanes[worker]
+        )
+
+    def _take(self, node: Any, nodeid: str) -> str:
+        profile = self._profile(nodeid)
+        if profile is not None:
+            self.current[node] = profile
+        return nodeid
+
+    def _profile(self, nodeid: str) -> str | None:
+        spec = self.estimates.get(nodeid)
+        return spec.profile if spec is not None else None
+
+    def _seconds(self, nodeid: str) -> float:
+        spec = self.estimates.get(nodeid)
+        return spec.seconds if spec is not None else 0.0

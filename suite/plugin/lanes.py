@@ -1,0 +1,211 @@
+"""How a run of the serial suite is spread over xdist workers: how many, and which specs each one runs.
+
+Pure decisions over plain data (no pytest, no I/O), used by :mod:`nrop.suite.plugin.distributing`:
+
+* the spec durations the project measured (``durations.json`` next to this module, refreshed
+  by ``bench/suite.py --update-durations`` from a run's JUnit file), keyed by :func:`spec_key`
+  (the node id without the tests directory, so it holds in the tree and in the image), less
+  the seconds the spec waited for its cluster (the JUnit property :data:`TARGET_SECONDS`: the
+  plan counts cluster starts apart), and the estimate of a spec never measured (:func:`estimate`:
+  what its module's specs took, or all of them);
+* :func:`worker_count`: how many workers a run on embedded clusters gets when ``-n`` is not
+  given: as many as memory allows and the selected specs can use, but no more than shorten
+  the planned run; the specs mostly wait on upstream's fixed windows, so cores do not bound
+  the count, they only make clusters that start together slower (:func:`cluster_start`);
+* :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where starting
+  a cluster of a profile the lane has not got yet costs a cluster start; so the
+  specs of a profile other than the run's are spread over several clusters of that profile
+  when that ends the run sooner, and each lane runs its profiles one after the other.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CLUSTER_START_CPU_SECONDS",
+    "CLUSTER_START_SECONDS",
+    "MEMORY_PER_WORKER",
+    "MEMORY_RESERVE",
+    "PLAN_TOLERANCE",
+    "TARGET_SECONDS",
+    "Lane",
+    "Spec",
+    "cluster_start",
+    "estimate",
+    "makespan",
+    "plan",
+    "spec_key",
+    "worker_count",
+]
+
+#: What one worker with its embedded cluster and stack takes at its peak: measured about 500 MiB
+#: (six workers of tier0 peaked at 3.4 GiB of used memory, 0.5 GiB of it the machine's own),
+#: plus room for the second cluster a worker holds while it switches profile.
+MEMORY_PER_WORKER = 768 * 2**20
+#: Memory left to the rest of the machine (the controller, the page cache, other jobs).
+MEMORY_RESERVE = 2 * 2**30
+#: Wall seconds from "start a cluster" to its first spec when it starts alone: the cluster, the
+#: stack through the operator and BeforeSuite (10 to 15 s measured on a 2-core machine).
+CLUSTER_START_SECONDS = 10.0
+#: CPU seconds one cluster start takes: clusters starting together share the cores (six at once
+#: took about 28 s each on 2 cores).
+CLUSTER_START_CPU_SECONDS = 6.0
+#: A worker (and the cluster it starts) must end the planned run this much sooner to be worth it.
+PLAN_TOLERANCE = 0.05
+#: The JUnit property (and report property) of the seconds a spec's setup waited for its target:
+#: the first spec on a cluster waits for it to start (the timeline draws that part apart).
+TARGET_SECONDS = "target_seconds"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One selected test as the plan sees it: its id, the profile of the cluster it needs (``None``:
+    no cluster), and how long it is expected to take."""
+
+    nodeid: str
+    profile: str | None
+    seconds: float
+
+
+@dataclass
+class Lane:
+    """The specs of one worker in the order it runs them, and its planned wall seconds."""
+
+    specs: list[Spec] = field(default_factory=list)
+    seconds: float = 0.0
+    #: the profiles of the lane's clusters, in the order it starts them
+    profiles: list[str] = field(default_factory=list)
+
+    def add(self, spec: Spec, startup: float) -> None:
+        self.seconds += spec.seconds + (0.0 if self.has_cluster_for(spec) else startup)
+        if spec.profile is not None and spec.profile not in self.profiles:
+            self.profiles.append(spec.profile)
+        self.specs.append(spec)
+
+    def has_cluster_for(self, spec: Spec) -> bool:
+        return spec.profile is None or spec.profile in self.profiles
+
+
+def cluster_start(workers: int, cores: int) -> float:
+    """Wall seconds until a worker's first cluster is ready when ``workers`` start theirs at once."""
+    return CLUSTER_START_SECONDS + CLUSTER_START_CPU_SECONDS * workers / max(cores, 1)
+
+
+def spec_key(nodeid: str) -> str:
+    """The key of a spec in ``durations.json``: its node id from the module file name on
+    (``serial/test_x.py::T::test[1]`` -> ``test_x.py::T::test[1]``)."""
+    path, sep, rest = nodeid.partition("::")
+    return path.rsplit("/", 1)[-1] + sep + rest
+
+
+def estimate(key: str, durations: Mapping[str, float]) -> float:
+    """The expected seconds of a spec: measured, else the median of what was measured of its module
+    (a family of specs alike), else of everything (0 if nothing was)."""
+    if key in durations:
+        return float(durations[key])
+    module = key.partition("::")[0] + "::"
+    family = [seconds for other, seconds in durations.items() if other.startswith(module)]
+    measured = family or list(durations.values())
+    return float(statistics.median(measured)) if measured else 0.0
+
+
+def plan(specs: Sequence[Spec], workers: int, startup: float) -> list[Lane]:
+    """``workers`` lanes (some maybe empty) running every spec, longest first: the better of two plans.
+
+    *Mixed*: each spec, longest first, goes to the lane where it would end soonest, counting
+    ``startup`` when the lane has no cluster of its profile yet (ties: a lane that has one, then
+    the lower index). *By profile* (when there are lanes enough): each lane one profile, a
+    profile getting lanes while it is the one that would end last; its specs longest first
+    to its lane ending soonest. Either way a lane runs its profiles in the order it got them,
+    each profile's specs longest first, so it starts each cluster once.
+    """
+    if workers < 1:
+        raise ValueError(f"a plan needs at least one worker, not {workers}")
+    ordered = sorted(specs, key=lambda s: (-s.seconds, s.nodeid))
+    candidates = [_mixed(ordered, workers, startup)]
+    by_profile = _by_profile(ordered, workers, startup)
+    if by_profile is not None:
+        candidates.append(by_profile)
+    best = min(candidates, key=makespan)  # the mixed plan on a tie
+    for lane in best:
+        rank = {profile: index for index, profile in enumerate(lane.profiles)}
+        lane.specs.sort(key=lambda s: -1 if s.profile is None else rank[s.profile])  # stable: longest first
+    return best
+
+
+def _soonest(lanes: Sequence[Lane], spec: Spec, startup: float) -> Lane:
+    def ends(index: int) -> tuple[float, bool, int]:
+        lane = lanes[index]
+        has = lane.has_cluster_for(spec)
+        return (lane.seconds + spec.seconds + (0.0 if has else startup), not has, index)
+
+    return lanes[min(range(len(lanes)), key=ends)]
+
+
+def _mixed(ordered: Sequence[Spec], workers: int, startup: float) -> list[Lane]:
+    lanes = [Lane() for _ in range(workers)]
+    for spec in ordered:
+        _soonest(lanes, spec, startup).add(spec, startup)
+    return lanes
+
+
+def _by_profile(ordered: Sequence[Spec], workers: int, startup: float) -> list[Lane] | None:
+    profiles = list(dict.fromkeys(s.profile for s in ordered if s.profile is not None))
+    if not profiles or len(profiles) > workers:
+        return None
+    counts = dict.fromkeys(profiles, 1)
+
+    def lanes_of(profile: str, count: int) -> list[Lane]:
+        lanes = [Lane() for _ in range(count)]
+        for spec in (s for s in ordered if s.profile == profile):
+            _soonest(lanes, spec, startup).add(spec, startup)
+        return lanes
+
+    planned = {profile: lanes_of(profile, 1) for profile in profiles}
+    for _ in range(workers - len(profiles)):
+        last = max(profiles, key=lambda p: (makespan(planned[p]), -profiles.index(p)))
+        more = lanes_of(last, counts[last] + 1)
+        if makespan(more) >= makespan(planned[last]):
+            break  # another cluster would not end that profile sooner
+        counts[last] += 1
+        planned[last] = more
+    lanes = [lane for profile in profiles for lane in planned[profile]]
+    lanes += [Lane() for _ in range(workers - len(lanes))]
+    for spec in (s for s in ordered if s.profile is None):
+        _soonest(lanes, spec, startup).add(spec, startup)
+    return lanes
+
+
+def makespan(lanes: Sequence[Lane]) -> float:
+    """The planned wall seconds of a run: its longest lane."""
+    return max((lane.seconds for lane in lanes), default=0.0)
+
+
+def worker_count(
+    specs: Sequence[Spec],
+    available_memory: int,
+    cores: int,
+    *,
+    memory_per_worker: int = MEMORY_PER_WORKER,
+    reserve: int = MEMORY_RESERVE,
+    tolerance: float = PLAN_TOLERANCE,
+) -> int:
+    """How many xdist workers a run on embedded clusters gets when ``-n`` is not given (0: serial).
+
+    At most what the memory holds (``available_memory`` less ``reserve``, ``memory_per_worker``
+    each) and one per spec that needs a cluster; of those, the fewest whose plan (clusters
+    starting together on ``cores``: :func:`cluster_start`) ends within ``tolerance`` of the
+    soonest (a worker that does not shorten the run costs a cluster for nothing). One worker
+    is no worker: the run stays in the pytest process.
+    """
+    needing = sum(1 for spec in specs if spec.profile is not None)
+    ceiling = min(max(0, available_memory - reserve) // memory_per_worker, needing)
+    if ceiling < 2:
+        return 0
+    ends = {n: makespan(plan(specs, n, cluster_start(n, cores))) for n in range(1, ceiling + 1)}
+    best = min(ends.values())
+    workers = min(n for n, end in ends.items() if end <= best * (1 + tolerance))
+    return 0 if workers == 1 else workers

@@ -1,0 +1,116 @@
+"""The xdist scheduling of a planned run (nrop.suite.plugin.distributing.LaneScheduling), with stand-in workers;
+and where the durations and the free memory come from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nrop.suite.plugin.distributing import LaneScheduling, available_memory, load_durations
+from nrop.suite.plugin.lanes import Spec
+
+
+@dataclass(eq=False)
+class Worker:
+    """What the scheduler uses of an xdist WorkerController: its id, what it was sent, shutdown."""
+
+    id: str
+    sent: list[int] = field(default_factory=list)
+    shutting_down: bool = False
+
+    @property
+    def gateway(self) -> SimpleNamespace:
+        return SimpleNamespace(id=self.id)
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def scheduling(
+    lanes: dict[str, list[str]], specs: list[Spec]
+) -> tuple[LaneScheduling, list[Worker], list[str]]:
+    config: Any = SimpleNamespace(getvalue=lambda name: ["popen"] * len(lanes))
+    sched = LaneScheduling(config, lanes, {spec.nodeid: spec for spec in specs})
+    workers = [Worker(worker) for worker in lanes]
+    collection = sorted(spec.nodeid for spec in specs)
+    for worker in workers:
+        sched.add_node(worker)
+    for worker in workers:
+        sched.add_node_collection(worker, collection)
+    assert sched.collection_is_completed
+    sched.schedule()
+    return sched, workers, collection
+
+
+def run_all(sched: LaneScheduling, workers: list[Worker], collection: list[str]) -> dict[str, list[str]]:
+    """Each worker finishes its specs in turn (one spec per worker per round) until all are done."""
+    done: dict[str, list[str]] = {w.id: [] for w in workers}
+    while sched.has_pending:
+        progressed = False
+        for worker in workers:
+            pending = sched.node2pending.get(worker, [])
+            if pending and (len(pending) >= 2 or worker.shutting_down):
+                done[worker.id].append(collection[pending[0]])
+                sched.mark_test_complete(worker, pending[0])
+                progressed = True
+        assert progressed, "a worker waits for its next spec while nothing else can move"
+    assert sched.tests_finished
+    return done
+
+
+def d(name: str, seconds: float) -> Spec:
+    return Spec(name, "default", seconds)
+
+
+@pytest.mark.parametrize(
+    ("lanes", "specs", "ran"),
+    [
+        pytest.param(
+            {"gw0": ["a"], "gw1": ["b", "c"]}, [d("a", 10), d("b", 5), d("c", 5)],
+            {"gw0": ["a"], "gw1": ["b", "c"]}, id="each-worker-its-lane",
+        ),
+        pytest.param(
+            {"gw0": ["a"], "gw1": ["b", "c", "d", "e"]}, [d("a", 10), d("b", 50), d("c", 10), d("d", 10), d("e", 10)],
+            {"gw0": ["a", "e", "d"], "gw1": ["b", "c"]}, id="a-worker-done-early-helps-the-last-lane",
+        ),
+        pytest.param(
+            {"gw0": ["a"], "gw1": ["b", "c", "d"]}, [d("a", 100), d("b", 50), d("c", 10), d("d", 10)],
+            {"gw0": ["a"], "gw1": ["b", "c", "d"]}, id="no-help-that-would-end-later",
+        ),
+        pytest.param(
+            {"gw0": ["a"], "gw1": ["b", "c", "d", "e"]},
+            [d("a", 10), Spec("b", "container-scope", 50)] + [Spec(n, "container-scope", 10) for n in "cde"],
+            {"gw0": ["a"], "gw1": ["b", "c", "d", "e"]}, id="no-help-that-needs-another-cluster",
+        ),
+    ],
+)  # fmt: skip
+def test_lane_scheduling(lanes: dict[str, list[str]], specs: list[Spec], ran: dict[str, list[str]]) -> None:
+    sched, workers, collection = scheduling(lanes, specs)
+    assert run_all(sched, workers, collection) == ran
+    assert all(worker.shutting_down for worker in workers)
+
+
+def test_a_crashed_worker_leaves_its_specs_to_the_others() -> None:
+    sched, (gw0, gw1), collection = scheduling(
+        {"gw0": ["a", "b", "c"], "gw1": ["d"]}, [d("a", 30), d("b", 20), d("c", 10), d("d", 5)]
+    )
+    assert [collection[i] for i in gw0.sent] == ["a", "b"]
+    assert [collection[i] for i in gw1.sent] == ["d", "c"]  # c: gw1 helps from the start
+    assert sched.remove_node(gw0) == "a"  # the spec it was running
+    assert run_all(sched, [gw1], collection) == {"gw1": ["d", "c", "b"]}
+
+
+def test_durations_and_memory_have_safe_fallbacks(tmp_path: Path) -> None:
+    (tmp_path / "durations.json").write_text('{"test_x.py::test_a": 12.5}')
+    assert load_durations(tmp_path / "durations.json") == {"test_x.py::test_a": 12.5}
+    assert load_durations(tmp_path / "missing.json") == {}
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable: 64 kB\n")
+    assert available_memory(tmp_path / "meminfo") == 64 * 1024
+    assert available_memory(tmp_path / "missing") > 0

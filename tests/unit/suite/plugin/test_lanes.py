@@ -1,0 +1,125 @@
+"""How a run is spread over workers (nrop.suite.plugin.lanes): the durations' keys and estimates, the plan, the worker count."""
+
+from __future__ import annotations
+
+import pytest
+
+from nrop.suite.plugin import lanes
+from nrop.suite.plugin.lanes import Spec
+
+GiB = 2**30
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "key"),
+    [
+        ("serial/test_x.py::T::test_y[84310]", "test_x.py::T::test_y[84310]"),
+        ("/tests/serial/test_x.py::test_y", "test_x.py::test_y"),
+        ("test_x.py::test_y", "test_x.py::test_y"),
+    ],
+)
+def test_spec_key_drops_the_tests_directory(nodeid: str, key: str) -> None:
+    assert lanes.spec_key(nodeid) == key
+
+
+@pytest.mark.parametrize(
+    ("key", "durations", "seconds"),
+    [
+        ("t.py::a", {"t.py::a": 12.5, "t.py::b": 1.0}, 12.5),
+        ("t.py::new", {"t.py::a": 10.0, "t.py::b": 30.0, "u.py::c": 90.0}, 20.0),
+        ("v.py::new", {"t.py::a": 10.0, "t.py::b": 20.0, "u.py::c": 90.0}, 20.0),
+        ("t.py::nothing-on-file", {}, 0.0),
+    ],
+)
+def test_estimate(key: str, durations: dict[str, float], seconds: float) -> None:
+    assert lanes.estimate(key, durations) == seconds
+
+
+def d(name: str, seconds: float) -> Spec:
+    return Spec(name, "default", seconds)
+
+
+def c(name: str, seconds: float) -> Spec:
+    return Spec(name, "container-scope", seconds)
+
+
+def ids(plan: list[lanes.Lane]) -> list[list[str]]:
+    return [[spec.nodeid for spec in lane.specs] for lane in plan]
+
+
+@pytest.mark.parametrize(
+    ("specs", "workers", "startup", "expected", "makespan"),
+    [
+        pytest.param(
+            [d("short", 10), d("long", 100), d("medium", 50), d("short2", 10)], 2, 0,
+            [["long"], ["medium", "short", "short2"]], 100, id="longest-first",
+        ),
+        pytest.param(
+            [c("c1", 60), c("c2", 60), c("c3", 60), d("d1", 30), d("d2", 30)], 4, 25,
+            [["c1"], ["c2"], ["c3"], ["d1", "d2"]], 85, id="a-profile-spread-over-clusters-of-its-own",
+        ),
+        pytest.param(
+            [c("c1", 10), c("c2", 10), d("d1", 10), d("d2", 10)], 2, 25,
+            [["c1", "c2"], ["d1", "d2"]], 45, id="short-specs-share-a-cluster-rather-than-start-one",
+        ),
+        pytest.param(
+            [d("d1", 100), c("c1", 30), d("d2", 20), d("d3", 20)], 2, 10,
+            [["d1"], ["c1", "d2", "d3"]], 110, id="a-lane-runs-its-profiles-one-after-the-other",
+        ),
+        pytest.param(
+            [Spec("plain", None, 1), d("d1", 5)], 1, 25,
+            [["plain", "d1"]], 31, id="a-test-without-a-cluster-costs-no-start",
+        ),
+        pytest.param([d("d1", 5)], 3, 25, [["d1"], [], []], 30, id="more-workers-than-specs"),
+    ],
+)  # fmt: skip
+def test_plan(
+    specs: list[Spec], workers: int, startup: float, expected: list[list[str]], makespan: float
+) -> None:
+    plan = lanes.plan(specs, workers, startup)
+    assert ids(plan) == expected
+    assert lanes.makespan(plan) == makespan
+    assert sorted(n for lane in ids(plan) for n in lane) == sorted(s.nodeid for s in specs)
+
+
+def test_plan_needs_a_worker() -> None:
+    with pytest.raises(ValueError, match="at least one worker"):
+        lanes.plan([d("d1", 1)], 0, 10)
+
+
+def test_a_lane_lists_its_profiles_in_the_order_it_starts_them() -> None:
+    (lane,) = lanes.plan([d("d1", 100), c("c1", 30), Spec("plain", None, 1)], 1, 10)
+    assert lane.profiles == ["default", "container-scope"]
+    assert [s.nodeid for s in lane.specs] == ["plain", "d1", "c1"]
+
+
+TIER0_LIKE = [c("unsched1", 56), c("unsched2", 56), c("unsched3", 56), c("cnt", 16)] + [
+    d(f"d{i}", seconds)
+    for i, seconds in enumerate((44, 34, 33, 31, 29, 18, 16, 16, 15, 13, 10, 10, 10, 8, 6, 6))
+]
+
+
+@pytest.mark.parametrize(
+    ("specs", "memory", "workers"),
+    [
+        pytest.param(TIER0_LIKE, 16 * GiB, 9, id="tier0-like-enough-memory"),
+        pytest.param(TIER0_LIKE, 2 * GiB + 3 * lanes.MEMORY_PER_WORKER, 3, id="tier0-like-memory-bound"),
+        pytest.param(TIER0_LIKE, 2 * GiB + lanes.MEMORY_PER_WORKER, 0, id="room-for-one-worker-is-serial"),
+        pytest.param(TIER0_LIKE, GiB, 0, id="below-the-reserve"),
+        pytest.param([d("d1", 60)], 16 * GiB, 0, id="one-spec-is-serial"),
+        pytest.param([d("d1", 60), d("d2", 60)], 16 * GiB, 2, id="two-long-specs"),
+        pytest.param([d("d1", 1), d("d2", 1)], 16 * GiB, 0, id="a-second-cluster-would-not-pay-off"),
+        pytest.param([Spec("a", None, 5), Spec("b", None, 5)], 16 * GiB, 0, id="nothing-needs-a-cluster"),
+        pytest.param([c("c1", 60), c("c2", 60), c("c3", 60), d("d1", 30), d("d2", 30)], 16 * GiB, 4, id="profiles"),
+    ],
+)  # fmt: skip
+def test_worker_count(specs: list[Spec], memory: int, workers: int) -> None:
+    assert lanes.worker_count(specs, memory, cores=2) == workers
+
+
+@pytest.mark.parametrize(
+    ("workers", "cores", "seconds"),
+    [(1, 2, 13.0), (6, 2, 28.0), (8, 4, 22.0), (3, 0, 28.0)],
+)
+def test_clusters_starting_together_share_the_cores(workers: int, cores: int, seconds: float) -> None:
+    assert lanes.cluster_start(workers, cores) == seconds
