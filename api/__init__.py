@@ -16,6 +16,7 @@ __all__ = [
     "grpc",
     "images",
     "kubeproto",
+    "leases",
     "metatime",
     "nodeaffinity",
     "nrt",
