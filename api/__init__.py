@@ -32,4 +32,5 @@ __all__ = [
     "status",
     "tlsprofiles",
     "tolerations",
+    "workloads",
 ]

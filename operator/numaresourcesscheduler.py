@@ -13,6 +13,7 @@ from typing import Any
 
 import kopf
 
+from nrop.api.workloads import deployment_complete
 from nrop.operator import conditions, naming, nrsspec, schedmanifests
 from nrop.operator.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import kind
@@ -48,18 +49,12 @@ def _owner_labels(name: str) -> dict[str, str]:
 
 
 def deployment_step(deployment: Mapping[str, Any]) -> Step:
-    """Available when the Deployment's ``Available`` condition is True and the rollout is done."""
+    """Available when the Deployment's ``Available`` condition is True and the rollout is complete."""
     status = deployment.get("status") or {}
-    replicas = deployment.get("spec", {}).get("replicas", 1)
     available = any(
         c.get("type") == "Available" and c.get("status") == "True" for c in status.get("conditions") or []
     )
-    rolled = (
-        status.get("observedGeneration", 0) >= deployment["metadata"].get("generation", 0)
-        and status.get("updatedReplicas", 0) >= replicas
-        and status.get("availableReplicas", 0) >= replicas
-    )
-    if available and rolled:
+    if available and deployment_complete(deployment):
         return Step.available()
     return Step.progressing()
 

@@ -83,20 +83,21 @@ def test_daemonset_step(daemonsets: list[dict[str, Any]], expected: Type) -> Non
 
 
 @pytest.mark.parametrize(
-    ("available", "observed", "updated", "expected"),
+    ("available", "observed", "replicas", "updated", "expected"),
     [
-        pytest.param("True", 2, 1, Type.AVAILABLE, id="ready"),
-        pytest.param("False", 2, 1, Type.PROGRESSING, id="unavailable"),
-        pytest.param("True", 1, 1, Type.PROGRESSING, id="not-observed"),
-        pytest.param("True", 2, 0, Type.PROGRESSING, id="rolling"),
+        pytest.param("True", 2, 1, 1, Type.AVAILABLE, id="ready"),
+        pytest.param("False", 2, 1, 1, Type.PROGRESSING, id="unavailable"),
+        pytest.param("True", 1, 1, 1, Type.PROGRESSING, id="not-observed"),
+        pytest.param("True", 2, 1, 0, Type.PROGRESSING, id="rolling"),
+        pytest.param("True", 2, 2, 1, Type.PROGRESSING, id="old-replica-terminating"),
     ],
 )
-def test_deployment_step(available: str, observed: int, updated: int, expected: Type) -> None:
+def test_deployment_step(available: str, observed: int, replicas: int, updated: int, expected: Type) -> None:
     deployment = {
         "metadata": {"generation": 2},
         "spec": {"replicas": 1},
-        "status": {"observedGeneration": observed, "updatedReplicas": updated, "availableReplicas": 1,
-                   "conditions": [{"type": "Available", "status": available}]},
+        "status": {"observedGeneration": observed, "replicas": replicas, "updatedReplicas": updated,
+                   "availableReplicas": replicas, "conditions": [{"type": "Available", "status": available}]},
     }  # fmt: skip
     assert deployment_step(deployment).type == expected
 
