@@ -16,6 +16,7 @@ __all__ = [
     "grpc",
     "images",
     "kubeproto",
+    "leases",
     "metatime",
     "nodeaffinity",
     "nrt",
@@ -31,4 +32,5 @@ __all__ = [
     "status",
     "tlsprofiles",
     "tolerations",
+    "workloads",
 ]

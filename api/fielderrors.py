@@ -74,18 +74,18 @@ class FieldError:
         return f"{self.field}: {self.body()}"
 
 
+#: The control characters strconv.Quote writes as a letter escape; the others are ``\xNN``.
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
 def go_quote(text: str) -> str:
     """Go's ``strconv.Quote`` (``%q``) for the characters label keys and values may hold."""
     out = []
     for char in text:
         if char in ('"', "\\"):
             out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\r":
-            out.append("\\r")
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
         elif not char.isprintable():
             code = ord(char)
             out.append(

@@ -30,6 +30,8 @@ from typing import Any, Final, Protocol
 
 import xxhash
 
+from .fielderrors import go_quote
+
 __all__ = [
     "ANNOTATION",
     "ATTRIBUTE",
@@ -110,7 +112,7 @@ class SignatureMismatchError(FingerprintError):
     def __init__(self, got: str, expected: str) -> None:
         self.got = got
         self.expected = expected
-        super().__init__(f"fingerprint mismatch got={json.dumps(got)} expected={json.dumps(expected)}")
+        super().__init__(f"fingerprint mismatch got={go_quote(got)} expected={go_quote(expected)}")
 
 
 def is_version_compatible(version: str) -> bool:
@@ -203,7 +205,7 @@ class Status:
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
 
     def render(self) -> str:
-        lines = [f"> processing node {json.dumps(self.node_name)}", f"> processing {len(self.pods)} pods"]
+        lines = [f"> processing node {go_quote(self.node_name)}", f"> processing {len(self.pods)} pods"]
         lines += [f"+ {pod}" for pod in self.pods]
         lines.append(f"= {self.fingerprint_computed}")
         if self.fingerprint_expected:

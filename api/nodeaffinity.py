@@ -63,10 +63,10 @@ def requirement_error(req: Mapping[str, Any], *, field: bool) -> tuple[str, str]
     values = req.get("values") or []
     if field:
         if op not in ("In", "NotIn"):
-            return "operator", f'Unsupported value: "{op}": supported values: "In", "NotIn"'
+            return "operator", fielderrors.not_supported("operator", str(op), ("In", "NotIn")).body()
         return None if len(values) == 1 else ("values", "must have one element")
     if op not in _LABEL_OPERATORS:
-        return "operator", f'Unsupported value: "{op}"'
+        return "operator", fielderrors.not_supported("operator", str(op), ()).body()
     if op in ("In", "NotIn") and not values:
         return "values", "for 'in', 'notin' operators, values set can't be empty"
     if op in ("Exists", "DoesNotExist") and values:

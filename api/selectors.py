@@ -12,11 +12,12 @@ strings and dicts in, booleans and :class:`SelectorError` out.
 from __future__ import annotations
 
 import enum
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .fielderrors import go_quote
 
 __all__ = [
     "EVERYTHING",
@@ -167,7 +168,7 @@ def label_value_errors(value: str) -> list[str]:
 
 def _invalid(path: str, value: str, detail: str) -> str:
     """A ``field.Invalid`` error rendered as text (``path: Invalid value: "v": detail``)."""
-    return f"{path}: Invalid value: {json.dumps(value, ensure_ascii=False)}: {detail}"
+    return f"{path}: Invalid value: {go_quote(value)}: {detail}"
 
 
 def _requirement_errors(key: str, op: Operator, values: tuple[str, ...]) -> list[str]:
@@ -494,9 +495,7 @@ def label_selector_from_dict(sel: Mapping[str, Any] | None, *, path: str = "") -
         op = _DICT_OPERATORS.get(operator)
         if op is None:
             prefix = f"{where}.operator: " if where else ""
-            raise SelectorError(
-                f"{prefix}{json.dumps(operator, ensure_ascii=False)} is not a valid label selector operator"
-            )
+            raise SelectorError(f"{prefix}{go_quote(operator)} is not a valid label selector operator")
         requirements.append(Requirement.make(expr.get("key", ""), op, expr.get("values") or (), where=where))
     return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
 

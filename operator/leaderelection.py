@@ -5,54 +5,40 @@ The identity is the pod name: a container restarted in the same pod (after a cra
 leader renews every ``retry`` seconds; if it cannot renew within ``renew_deadline`` it
 stops the process (the kubelet restarts it and it competes again).
 
-:func:`decide` (may this identity take the Lease now?) is pure; :class:`LeaderElector`
-does the reads and writes.
+The rule (may this identity take the Lease now?) is client-go's, as upstream's
+controller-runtime manager follows it, in :mod:`nrop.api.leases`: another holder's lease
+expires ``leaseDurationSeconds`` after this candidate *observed* its record change, by this
+process's monotonic clock, not by the ``renewTime`` written with another host's clock.
+:class:`LeaderElector` does the reads and writes.
 """
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
 
-from nrop.api.metatime import parse_time, rfc3339_micro
+from nrop.api.leases import Decision, LeaseRecord, Observation, decide, observe, record_for, released
+from nrop.api.metatime import from_unix_nanos, rfc3339_micro
 from nrop.operator.kubeapi import Api, ApiException
 
-__all__ = ["LeaderElector", "decide"]
+__all__ = ["LeaderElector"]
 
 log = logging.getLogger(__name__)
 #: Failures that end one attempt but not the process: the API server answering an error, or not at all.
 _TRANSIENT = (ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
-def _parse(ts: str | None) -> float:
-    if not ts:
-        return 0.0
-    return parse_time(ts).timestamp()
-
-
-def _format(now: float) -> str:
-    return rfc3339_micro(datetime.datetime.fromtimestamp(now, datetime.UTC))
-
-
-def decide(lease_spec: Mapping[str, Any], identity: str, now: float) -> bool:
-    """True when ``identity`` may hold the Lease: it holds it, nobody does, or it expired."""
-    holder = lease_spec.get("holderIdentity") or ""
-    if holder in ("", identity):
-        return True
-    renewed = _parse(lease_spec.get("renewTime") or lease_spec.get("acquireTime"))
-    return now > renewed + float(lease_spec.get("leaseDurationSeconds") or 15)
-
-
 @dataclass
 class LeaderElector:
+    """One candidate for one Lease; ``clock`` is monotonic seconds, ``wall_ns`` the wall time in ns."""
+
     api: Api
     namespace: str
     name: str
@@ -60,48 +46,58 @@ class LeaderElector:
     lease_duration: int = 15
     renew_deadline: float = 10.0
     retry: float = 2.0
-    clock: Callable[[], float] = time.time
+    clock: Callable[[], float] = time.monotonic
+    wall_ns: Callable[[], int] = time.time_ns
+    _observation: Observation | None = field(default=None, init=False, repr=False)
+    _leading: bool = field(default=False, init=False, repr=False)
 
     def _path(self, with_name: bool = True) -> str:
         base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
         return f"{base}/{self.name}" if with_name else base
 
+    def _stamp(self) -> str:
+        return rfc3339_micro(from_unix_nanos(self.wall_ns()))
+
     def try_acquire(self) -> bool:
+        """One round of client-go's tryAcquireOrRenew: True when this identity holds the Lease now."""
         now = self.clock()
         try:
-            lease = self.api.raw_get(self._path())
+            lease: dict[str, Any] | None = self.api.raw_get(self._path())
         except ApiException as exc:
             if exc.status != 404:
                 raise
             lease = None
-        spec = {
-            "holderIdentity": self.identity,
-            "leaseDurationSeconds": self.lease_duration,
-            "renewTime": _format(now),
-        }
         if lease is None:
+            record = record_for(Decision.CREATE, None, self.identity, self.lease_duration, self._stamp())
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": self.name},
-                    "spec": {**spec, "acquireTime": _format(now), "leaseTransitions": 0}}  # fmt: skip
+                    "spec": record.spec()}  # fmt: skip
             try:
                 self.api.raw_post(self._path(False), body)
             except ApiException as exc:
                 if exc.status == 409:
                     return False
                 raise
-            return True
-        current = lease.get("spec") or {}
-        if not decide(current, self.identity, now):
+            return self._won(record)
+        self._observation = observe(self._observation, LeaseRecord.from_lease(lease), now)
+        decision = decide(self._observation, now, self.identity, self._leading)
+        if decision in (Decision.WAIT, Decision.LOST):
+            self._leading = False
             return False
-        if current.get("holderIdentity") != self.identity:
-            spec["acquireTime"] = _format(now)
-            spec["leaseTransitions"] = int(current.get("leaseTransitions") or 0) + 1
-        lease["spec"] = {**current, **spec}
+        record = record_for(
+            decision, self._observation.record, self.identity, self.lease_duration, self._stamp()
+        )
+        lease["spec"] = {**(lease.get("spec") or {}), **record.spec()}
         try:
             self.api.raw_put(self._path(), lease)
         except ApiException as exc:
             if exc.status == 409:
                 return False
             raise
+        return self._won(record)
+
+    def _won(self, record: LeaseRecord) -> bool:
+        self._observation = Observation(record, self.clock())
+        self._leading = True
         return True
 
     def acquire(self, stop: threading.Event) -> bool:
@@ -117,14 +113,15 @@ class LeaderElector:
         return False
 
     def release(self) -> None:
-        """Give the Lease up (holder emptied) so that a successor leads at once; errors only logged."""
+        """Give the Lease up (client-go's release) so that a successor leads at once; errors only logged."""
         try:
             lease = self.api.raw_get(self._path())
-            spec = lease.get("spec") or {}
-            if spec.get("holderIdentity") != self.identity:
+            current = LeaseRecord.from_lease(lease)
+            if current.holder != self.identity:
                 return
-            lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1}
+            lease["spec"] = {**(lease.get("spec") or {}), **released(current, self._stamp()).spec()}
             self.api.raw_put(self._path(), lease)
+            self._leading = False
             log.info("released the Lease %s/%s", self.namespace, self.name)
         except _TRANSIENT as exc:
             log.warning("releasing the Lease: %s", getattr(exc, "reason", exc))

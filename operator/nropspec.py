@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from nrop.api import tolerations as tolerations_rules
 from nrop.api.durations import parse_duration
+from nrop.api.fielderrors import go_quote
 from nrop.api.selectors import SelectorError, label_selector_from_dict, matches
 from nrop.operator import naming
 from nrop.operator.conditions import Reason, Step
@@ -73,10 +74,6 @@ def _groups(spec: Obj) -> list[Obj]:
     return list(spec.get("nodeGroups") or [])
 
 
-def _quote(value: Any) -> str:
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _node_group_errors(groups: Sequence[Obj], has_mcps: bool) -> list[str]:
     """The first failing node-group rule's messages (upstream validators, in order)."""
     for idx, group in enumerate(groups):
@@ -98,7 +95,7 @@ def _node_group_errors(groups: Sequence[Obj], has_mcps: bool) -> list[str]:
     names = [g["poolName"] for g in groups if g.get("poolName") is not None]
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
-        return [f"the pool name {_quote(n)} has duplicates" for n in dups]
+        return [f"the pool name {go_quote(str(n))} has duplicates" for n in dups]
     many = [
         f"pool #{idx} has too many annotations {len(g['annotations'])} max {MAX_ANNOTATIONS}"
         for idx, g in enumerate(groups)
@@ -133,7 +130,7 @@ def _node_group_errors(groups: Sequence[Obj], has_mcps: bool) -> list[str]:
                 raise ValueError("must not be negative")
         except ValueError as exc:
             errors.append(
-                f"spec.nodeGroups[{idx}].config.infoRefreshPeriod: invalid duration {_quote(period)}: {exc}"
+                f"spec.nodeGroups[{idx}].config.infoRefreshPeriod: invalid duration {go_quote(str(period))}: {exc}"
             )
     return errors
 
@@ -198,7 +195,7 @@ def resolve_groups(
             mcp_name = mcp["metadata"]["name"]
             if mcp_owner.setdefault(mcp_name, idx) != idx:
                 errors.append(
-                    f"the MachineConfigPool {_quote(mcp_name)} selected by at least two node groups"
+                    f"the MachineConfigPool {go_quote(str(mcp_name))} selected by at least two node groups"
                 )
                 continue
             groups.append(NodeGroup(mcp_name, _mcp_node_selector(mcp), config, annotations))
@@ -211,6 +208,6 @@ def resolve_groups(
                 other = owners.setdefault(node_name, group.pool_name)
                 if other != group.pool_name:
                     errors.append(
-                        f"the node {_quote(node_name)} is selected by at least two node groups ({other}, {group.pool_name})"
+                        f"the node {go_quote(str(node_name))} is selected by at least two node groups ({other}, {group.pool_name})"
                     )
     return groups, errors

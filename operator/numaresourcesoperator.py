@@ -34,6 +34,7 @@ import kopf
 from nrop.api import crds
 from nrop.api.annotations import custom_policy
 from nrop.api.platform import Platform
+from nrop.api.workloads import daemonset_ready
 from nrop.operator import (
     certificates,
     conditions,
@@ -82,18 +83,6 @@ RESOURCE = CustomResource(NROP, CONTROLLER, (Type.MCP_PAUSED,))
 
 def _owner_labels(name: str) -> dict[str, str]:
     return {naming.OWNER_KIND_LABEL: naming.NROP_KIND, naming.OWNER_NAME_LABEL: name}
-
-
-def daemonset_ready(ds: Mapping[str, Any]) -> bool:
-    """Rolled out and every scheduled pod available (upstream's ``IsDaemonSetRunning``)."""
-    status = ds.get("status") or {}
-    desired = status.get("desiredNumberScheduled", 0)
-    return (
-        status.get("observedGeneration", 0) >= ds["metadata"].get("generation", 0)
-        and status.get("updatedNumberScheduled", 0) >= desired
-        and status.get("numberAvailable", 0) >= desired
-        and status.get("numberReady", 0) >= desired
-    )
 
 
 def daemonset_step(daemonsets: Sequence[Mapping[str, Any]]) -> Step:

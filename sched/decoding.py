@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from nrop.api.durations import parse_duration
+from nrop.api.fielderrors import go_quote
 from nrop.sched.errors import ConfigError
 
 __all__ = [
@@ -50,6 +51,8 @@ def show(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
+    if isinstance(value, str):
+        return go_quote(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

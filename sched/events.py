@@ -29,8 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nrop.api.metatime import from_unix_nanos, rfc3339_micro
+
 from .kubeclient import EVENTS, ApiConnectionError, ApiError, KubeClient, NotFoundError, PatchType
-from .leases import microtime
 
 __all__ = [
     "NOTE_LENGTH_LIMIT",
@@ -92,7 +93,7 @@ def make_event(
             "name": f"{regarding.get('name', '')}.{now_ns:x}",
             "namespace": regarding.get("namespace") or "default",
         },
-        "eventTime": microtime(now_ns),
+        "eventTime": rfc3339_micro(from_unix_nanos(now_ns)),
         "reportingController": controller,
         "reportingInstance": instance,
         "action": action,
@@ -255,7 +256,7 @@ class EventBroadcaster:
             return
         cached.last_seen = now
         series = cached.event.get("series")
-        stamp = microtime(self.wall_ns())
+        stamp = rfc3339_micro(from_unix_nanos(self.wall_ns()))
         if series is not None:
             # Counted only; the refresh or the end of the series writes the count.
             series["count"] += 1

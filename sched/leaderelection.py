@@ -1,4 +1,4 @@
-"""Lease-based leader election with client-go's semantics (the I/O loop around :mod:`nrop.sched.leases`).
+"""Lease-based leader election with client-go's semantics (the I/O loop around :mod:`nrop.api.leases`).
 
 :class:`LeaderElector` tries to acquire the Lease every ``retryPeriod`` (jittered by
 1.2, as client-go), calls ``on_started`` once it leads, renews every ``retryPeriod``,
@@ -28,20 +28,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kubeclient import LEASES, ApiError, KubeClient, NotFoundError
-from .leases import (
-    JITTER_FACTOR,
+from nrop.api.leases import (
     Decision,
-    ElectionTiming,
     LeaseRecord,
     Observation,
     decide,
     lease_valid,
-    microtime,
     observe,
     record_for,
     released,
 )
+from nrop.api.metatime import from_unix_nanos, rfc3339_micro
+
+from .kubeclient import LEASES, ApiError, KubeClient, NotFoundError
+from .leases import JITTER_FACTOR, ElectionTiming
 
 __all__ = ["LeaderElectionConfig", "LeaderElector", "default_identity"]
 
@@ -149,7 +149,7 @@ class LeaderElector:
     # -- one round
 
     def _stamp(self) -> str:
-        return microtime(self._wall_ns())
+        return rfc3339_micro(from_unix_nanos(self._wall_ns()))
 
     async def _write(self, lease: Obj, record: LeaseRecord) -> bool:
         body = {**lease, "spec": {**(lease.get("spec") or {}), **record.spec()}}

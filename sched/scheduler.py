@@ -428,7 +428,7 @@ class Scheduler:
                         "reason": reason,
                         "message": message,
                         "lastProbeTime": None,
-                        "lastTransitionTime": _now_rfc3339(),
+                        "lastTransitionTime": rfc3339(datetime.now(UTC)),
                     }
                 ]
             }
@@ -505,7 +505,3 @@ def _with_node(pod: Obj, node: str) -> Obj:
     spec = dict(pod.get("spec") or {})
     spec["nodeName"] = node
     return {**pod, "spec": spec}
-
-
-def _now_rfc3339() -> str:
-    return rfc3339(datetime.now(UTC))

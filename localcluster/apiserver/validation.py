@@ -358,6 +358,7 @@ def warning_headers(paths: list[str]) -> list[str]:
 
 
 def _quote(text: str) -> str:
+    """apimachinery's makeQuotedString (a Warning header's quoted-string): only ``"`` and ``\\`` escaped, not Go's ``%q``."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from nrop.api.workloads import deployment_complete
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock
@@ -310,7 +311,7 @@ class DeploymentController(Controller):
                     self._scale(rs, plan[rs["metadata"]["name"]], d, annotate_only_if_resized=True)
             self._sync_status(d, *self._refresh(new_rs, old_rs))
             return
-        if rolloutstatus.deployment_complete(d, d.get("status") or {}):
+        if deployment_complete(d):
             self._cleanup(d, old_rs)
         self._sync_status(d, *self._refresh(new_rs, old_rs))
 
@@ -330,7 +331,7 @@ class DeploymentController(Controller):
             if new_rs is None:
                 return
         self._scale(new_rs, rollout.replicas_of(d), d, annotate_only_if_resized=True)
-        if rolloutstatus.deployment_complete(d, d.get("status") or {}):
+        if deployment_complete(d):
             self._cleanup(d, old_rs)
         self._sync_status(d, *self._refresh(new_rs, old_rs))
 

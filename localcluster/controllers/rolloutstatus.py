@@ -7,8 +7,8 @@ upstream so the two can be read side by side:
 * :func:`calculate_status` (counts and ``Available``) and :func:`rollout_status`
   (``Progressing`` with ``NewReplicaSetAvailable``/``ReplicaSetUpdated``/
   ``ProgressDeadlineExceeded``, ``ReplicaFailure``);
-* :func:`deployment_complete`, :func:`progress_deadline` and :func:`requeue_after` for
-  deadlines;
+* :func:`progress_deadline` and :func:`requeue_after` for deadlines (whether a rollout is
+  complete is :func:`nrop.api.workloads.deployment_complete`, shared with the operator);
 * :func:`paused_condition` (``DeploymentPaused``/``DeploymentResumed``);
 * :func:`condition` and the reasons of the ``Progressing`` and ``Available`` conditions.
 """
@@ -20,13 +20,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nrop.api.metatime import parse_time, rfc3339
+from nrop.api.workloads import deployment_complete
 
 from .rollout import Obj, max_unavailable, replicas_of, spec_of, status_of
 from .workloads import get_condition, set_condition
 
 __all__ = [
     "calculate_status",
-    "deployment_complete",
     "paused_condition",
     "progress_deadline",
     "requeue_after",
@@ -85,16 +85,6 @@ def calculate_status(d: Mapping[str, Any], all_rs: Sequence[Obj], new_rs: Obj | 
     conditions = set_condition(conditions, wanted)
     status["conditions"] = conditions
     return status
-
-
-def deployment_complete(d: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    replicas = replicas_of(d)
-    return (
-        int(status.get("updatedReplicas") or 0) == replicas
-        and int(status.get("replicas") or 0) == replicas
-        and int(status.get("availableReplicas") or 0) == replicas
-        and int(status.get("observedGeneration") or 0) >= int(d["metadata"].get("generation") or 0)
-    )
 
 
 def _progressing(d: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

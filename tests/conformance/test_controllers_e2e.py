@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from nrop.api.metatime import rfc3339, rfc3339_micro
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
 from nrop.suite.e2e.wait import polling as waiting
@@ -531,10 +532,6 @@ def lifecycle_cluster(start_cluster: Callable[[str, ClusterConfig], ClusterThrea
     return start_cluster("nl", ClusterConfig(profile="empty", controllers=settings))
 
 
-def _micro(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def test_lease_expiry_marks_node_unknown_and_tainted_until_it_recovers(lifecycle_cluster):  # type: ignore[no-untyped-def]
     from kubernetes import client, config
 
@@ -547,13 +544,13 @@ def test_lease_expiry_marks_node_unknown_and_tainted_until_it_recovers(lifecycle
         "status": "True",
         "reason": "KubeletReady",
         "message": "kubelet is posting ready status",
-        "lastHeartbeatTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "lastHeartbeatTime": rfc3339(now),
+        "lastTransitionTime": rfc3339(now),
     }
     core.create_node({"metadata": {"name": name}, "status": {"conditions": [ready]}})
     lease_body = {
         "metadata": {"name": name},
-        "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": _micro(now)},
+        "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": rfc3339_micro(now)},
     }
     leases.create_namespaced_lease("kube-node-lease", lease_body)
 
@@ -592,7 +589,7 @@ def test_lease_expiry_marks_node_unknown_and_tainted_until_it_recovers(lifecycle
     lease = leases.read_namespaced_lease(name, "kube-node-lease")
     lease.spec.renew_time = datetime.now(UTC)
     leases.replace_namespaced_lease(name, "kube-node-lease", lease)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = rfc3339(datetime.now(UTC))
     core.patch_node_status(
         name, {"status": {"conditions": [{**ready, "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}]}}
     )

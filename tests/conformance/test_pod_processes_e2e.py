@@ -26,13 +26,13 @@ import subprocess
 import textwrap
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client, watch
 
+from nrop.api.metatime import parse_time
 from nrop.suite.e2e.wait import polling as waiting
 from nrop.suite.plugin import target
 
@@ -166,7 +166,7 @@ def alive(pid: int) -> bool:
 
 
 def seconds(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return parse_time(stamp).timestamp()
 
 
 # -- tests ----------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
+from nrop.api.fielderrors import go_quote, not_supported
 from nrop.sched.errors import ConfigError
 
 __all__ = [
@@ -120,7 +121,7 @@ class NodeResourceTopologyMatchArgs:
 def _render(value: Any) -> str:
     """A bad value the way Kubernetes field errors print it (strings quoted)."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -154,10 +155,7 @@ def _enum_value(kind: type[_E], value: Any, path: str) -> _E:
     try:
         return kind(text)
     except ValueError:
-        supported = ", ".join(json.dumps(m.value) for m in kind)
-        raise ConfigError(
-            path, f"Unsupported value: {_render(text)}: supported values: {supported}"
-        ) from None
+        raise ConfigError(path, not_supported(path, text, [m.value for m in kind]).body()) from None
 
 
 def _parse_resources(value: Any, path: str) -> tuple[ResourceSpec, ...]:

@@ -22,12 +22,12 @@ accounting`` error can depend on it).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from nrop.api.fielderrors import go_quote
 from nrop.api.nrt import (
     NodeResourceTopology,
     TopologyManagerConfig,
@@ -267,7 +267,7 @@ def subtract_from_numa_node(
             left = node.resources[name] - amount
             if left.sign() < 0:
                 return (
-                    f"resource {json.dumps(name)} request {amount} exceeds NUMA {numa_id} "
+                    f"resource {go_quote(name)} request {amount} exceeds NUMA {numa_id} "
                     f"availability {node.resources[name]}"
                 )
             node.resources[name] = left

@@ -60,6 +60,8 @@ def test_field_errors_print_like_apimachinery(error: FieldError, reason: str, te
         pytest.param('a"b\\c', '"a\\"b\\\\c"', id="quote-and-backslash"),
         pytest.param("a\nb\tc", '"a\\nb\\tc"', id="newline-tab"),
         pytest.param("\x01", '"\\x01"', id="control"),
+        pytest.param("\a\b\f\v\r", '"\\a\\b\\f\\v\\r"', id="letter-escapes"),
+        pytest.param("\x7f\x85\u00a0", '"\\x7f\\u0085\\u00a0"', id="delete-c1-nbsp"),
         pytest.param("é", '"é"', id="printable-unicode-kept"),
     ],
 )

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver.jsonpaths import JSONPathError, jsonpath_values, parse_jsonpath
 from nrop.localcluster.apiserver.tables import (
     BUILTIN_COLUMNS,
@@ -23,7 +24,7 @@ NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
 def ts(seconds_ago: float) -> str:
     """An RFC 3339 timestamp ``seconds_ago`` before ``NOW``."""
-    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(NOW - timedelta(seconds=seconds_ago))
 
 
 def meta(name: str, age: float = 300, **extra: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from nrop.api.metatime import rfc3339
 from nrop.localcluster.controllers import clusterserviceversions as olm
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -425,7 +426,7 @@ def test_next_phase(obj, groups, problem, expected) -> None:
 
 def test_phase_status_records_transitions() -> None:
     first = olm.phase_status({}, olm.Phase("Pending", "RequirementsUnknown", "m"), STAMP)
-    later = (NOW + timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    later = rfc3339(NOW + timedelta(seconds=5))
     second = olm.phase_status(first, olm.Phase("Pending", "RequirementsNotMet", "n"), later)
     assert second["lastTransitionTime"] == STAMP and second["lastUpdateTime"] == later
     third = olm.phase_status(second, olm.Phase("InstallReady", "AllRequirementsMet", "o"), later)

@@ -1,18 +1,15 @@
-"""Leader election decisions over a Lease (client-go's tryAcquireOrRenew), as tables."""
+"""The Lease rule both the operator and the scheduler follow (client-go's tryAcquireOrRenew), as tables."""
 
 from __future__ import annotations
 
 import pytest
 
-from nrop.sched.errors import ConfigError
-from nrop.sched.leases import (
+from nrop.api.leases import (
     Decision,
-    ElectionTiming,
     LeaseRecord,
     Observation,
     decide,
     lease_valid,
-    microtime,
     observe,
     record_for,
     released,
@@ -166,48 +163,3 @@ def test_lease_spec_round_trip() -> None:
     assert LeaseRecord.from_lease(lease) == record
     assert LeaseRecord.from_lease({"spec": {}}) == LeaseRecord()
     assert LeaseRecord.from_lease({}) == LeaseRecord()
-
-
-@pytest.mark.parametrize(
-    ("timing", "field", "text"),
-    [
-        pytest.param(
-            (15, 15, 2),
-            "leaderElection.leaseDuration",
-            "must be greater than renewDeadline",
-            id="lease-not-above-renew",
-        ),
-        pytest.param(
-            (15, 10, 9),
-            "leaderElection.renewDeadline",
-            "must be greater than retryPeriod*1.2",
-            id="renew-not-above-jittered-retry",
-        ),
-        pytest.param((15, 10, 0), "leaderElection.retryPeriod", "must be greater than zero", id="zero-retry"),
-        pytest.param(
-            (-1, 10, 2), "leaderElection.leaseDuration", "must be greater than zero", id="negative-lease"
-        ),
-    ],
-)
-def test_timing_validation(timing: tuple[float, float, float], field: str, text: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        ElectionTiming(*timing)
-    assert info.value.field == field and text in str(info.value)
-
-
-def test_timing_defaults_are_kube_schedulers() -> None:
-    timing = ElectionTiming()
-    assert (timing.lease_duration, timing.renew_deadline, timing.retry_period) == (15.0, 10.0, 2.0)
-    assert timing.lease_duration_seconds == 15
-    assert ElectionTiming(0.5, 0.4, 0.1).lease_duration_seconds == 1
-
-
-@pytest.mark.parametrize(
-    ("ns", "text"),
-    [
-        pytest.param(0, "1970-01-01T00:00:00.000000Z", id="epoch"),
-        pytest.param(1_735_689_600_123_456_789, "2025-01-01T00:00:00.123456Z", id="microseconds-truncated"),
-    ],
-)
-def test_microtime(ns: int, text: str) -> None:
-    assert microtime(ns) == text
