@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nrop.api.fielderrors import go_quote
+from nrop.api.workloads import deployment_complete
 from nrop.suite.e2e.kube import DEPLOYMENT, POD, Kube, Manifest, UnknownKindError
 from nrop.suite.e2e.wait.polling import wait_for
 from nrop.suite.install.stack import (
@@ -114,17 +115,8 @@ def env_pairs(env: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
 
 
 def _rolled_out(dp: Mapping[str, Any] | None) -> bool:
-    """``ForDeploymentComplete``: the current generation observed, every replica updated and available."""
-    if dp is None:
-        return False
-    spec, status = dp.get("spec") or {}, dp.get("status") or {}
-    want = int(spec.get("replicas", 1))
-    return (
-        int(status.get("observedGeneration") or 0) >= int(dp["metadata"].get("generation") or 0)
-        and int(status.get("updatedReplicas") or 0) == want
-        and int(status.get("replicas") or 0) == want
-        and int(status.get("availableReplicas") or 0) == want
-    )
+    """``ForDeploymentComplete``: Kubernetes' ``DeploymentComplete`` on the Deployment read now."""
+    return dp is not None and deployment_complete(dp)
 
 
 def _subscriptions(kube: Kube, namespace: str) -> list[Manifest]:
