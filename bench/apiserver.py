@@ -179,7 +179,7 @@ def _pod(name: str, wire: str) -> dict[str, Any]:
 
 async def run_wire_workload(target: Target, objects: int, concurrency: int, wire: str) -> dict[str, OpResult]:
     """Create, get and list Pods in one wire format: ``json`` or ``protobuf`` (as client-go does)."""
-    from nrop.localcluster.apiserver import protobuf
+    from nrop.localcluster.apiserver.wire import protobuf
 
     base = f"{target.url}/api/v1/namespaces/default/pods"
     if wire == "protobuf":

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .profiles import ProfileError, shipped
+from nrop.localcluster.profiles import ProfileError, shipped
 
 log = logging.getLogger("nrop-cluster")
 
@@ -126,7 +126,7 @@ def _parser() -> argparse.ArgumentParser:
 
 async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
     # Imported here, after main() catches stop signals: importing the server takes a while.
-    from .cluster import ClusterConfig, LocalCluster
+    from nrop.localcluster.cluster import ClusterConfig, LocalCluster
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -246,7 +246,7 @@ def _run_down(state_dir: Path, timeout: float) -> int:
 
 def _own_images(flags: list[str] | None) -> tuple[str, ...]:
     """``--own-image`` flags, else ``NROP_CLUSTER_OWN_IMAGES``, else the default pattern."""
-    from .kubelet.entrypoints import DEFAULT_OWN_IMAGES
+    from nrop.localcluster.kubelet.decisions.entrypoints import DEFAULT_OWN_IMAGES
 
     if flags:
         return tuple(flags)
@@ -259,7 +259,7 @@ def _run_nodes(kubeconfig: Path) -> int:
     from kubernetes.client import ApiException
     from urllib3.exceptions import HTTPError
 
-    from .nodereport import fetch_reports, format_reports
+    from nrop.localcluster.nodereport import fetch_reports, format_reports
 
     try:
         reports = fetch_reports(kubeconfig)

@@ -20,23 +20,22 @@ from pathlib import Path
 
 from aiohttp import web
 
+from nrop.localcluster.apiserver import kubeconfig, tls
+from nrop.localcluster.apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
+from nrop.localcluster.apiserver.server import APIServer
+from nrop.localcluster.controllers import ControllerManager, ControllerSettings, clustermonitoring
+from nrop.localcluster.controllers.machineconfigoperator import MachineConfigOperator, booted_specs
+from nrop.localcluster.controllers.machineconfigoperator import install as install_machine_configs
+from nrop.localcluster.controllers.olmoperator import install as install_olm
+from nrop.localcluster.controllers.openshiftconfig import install as install_openshift_config
+from nrop.localcluster.controllers.openshiftconfig import install_platform as install_openshift_platform
+from nrop.localcluster.kubelet.decisions.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
+from nrop.localcluster.kubelet.fleet import Fleet
+from nrop.localcluster.profiles import Profile, load_profile
 from nrop.sched.clientconfig import ClientConfig
 from nrop.sched.kubeclient import KubeClient
 from nrop.sched.main import default_configuration
 from nrop.sched.scheduler import Scheduler
-
-from .apiserver import kubeconfig, tls
-from .apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
-from .apiserver.server import APIServer
-from .controllers import ControllerManager, ControllerSettings, clustermonitoring
-from .controllers.machineconfigoperator import MachineConfigOperator, booted_specs
-from .controllers.machineconfigoperator import install as install_machine_configs
-from .controllers.olmoperator import install as install_olm
-from .controllers.openshiftconfig import install as install_openshift_config
-from .controllers.openshiftconfig import install_platform as install_openshift_platform
-from .kubelet.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
-from .kubelet.fleet import Fleet
-from .profiles import Profile, load_profile
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ class ClusterConfig:
     host: str = "127.0.0.1"
     bookmark_interval: float = 60.0
     history_size: int = 50_000
-    #: Images that run as real processes (fnmatch patterns; see kubelet/entrypoints.py).
+    #: Images that run as real processes (fnmatch patterns; see kubelet/decisions/entrypoints.py).
     own_images: tuple[str, ...] = DEFAULT_OWN_IMAGES
     controllers: ControllerSettings = field(default_factory=ControllerSettings)
     #: Run the project's scheduler in-process as ``default-scheduler`` (upstream's default profile).

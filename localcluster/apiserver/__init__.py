@@ -4,24 +4,18 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 """
 
 __all__ = [
-    "admission",
-    "audit",
-    "celrules",
-    "crdschema",
-    "definitions",
+    "crd",
+    "decisions",
     "discovery",
     "errors",
     "kubeconfig",
     "lifecycle",
+    "openapi",
     "podlogs",
-    "protobuf",
     "rbac",
     "registry",
-    "requestoptions",
-    "selectors",
     "server",
     "store",
-    "strategies",
     "tls",
-    "validation",
+    "wire",
 ]

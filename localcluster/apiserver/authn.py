@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from . import errors
-from .rbac import UserInfo, service_account_user
+from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.rbac import UserInfo, service_account_user
 
 ADMIN_USER = UserInfo(name="admin", groups=("system:masters", "system:authenticated"))
 ISSUER = "https://kubernetes.default.svc.cluster.local"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .registry import SUBRESOURCE_VERBS, Kind, Registry
+from nrop.localcluster.apiserver.registry import SUBRESOURCE_VERBS, Kind, Registry
 
 KUBE_MAJOR = "1"
 KUBE_MINOR = "33"

@@ -17,11 +17,12 @@ import orjson
 import yaml
 from aiohttp import web
 
-from . import errors, negotiation, protobuf, rbac
-from .negotiation import JSON, PROTOBUF, YAML, Endpoint, Outcome
-from .registry import Kind
-from .requestoptions import DeleteOptions, WriteOptions
-from .selectors import parse_field_selector, parse_label_selector
+from nrop.localcluster.apiserver import errors, rbac
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.decisions.selectors import parse_field_selector, parse_label_selector
+from nrop.localcluster.apiserver.registry import Kind
+from nrop.localcluster.apiserver.wire import negotiation, protobuf
+from nrop.localcluster.apiserver.wire.negotiation import JSON, PROTOBUF, YAML, Endpoint, Outcome
 
 Obj = dict[str, Any]
 #: The largest request body accepted (kube-apiserver's 3 MiB).

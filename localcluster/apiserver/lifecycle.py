@@ -28,15 +28,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import errors, rbac
-from .crdestablishing import CRD_CLEANUP_FINALIZER
-from .deletion import FOREGROUND, ORPHAN
-from .requestoptions import DeleteOptions, WriteOptions
-from .store import WatchEvent
+from nrop.localcluster.apiserver import errors, rbac
+from nrop.localcluster.apiserver.crd.establishing import CRD_CLEANUP_FINALIZER
+from nrop.localcluster.apiserver.decisions.deletion import FOREGROUND, ORPHAN
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.store import WatchEvent
 
 if TYPE_CHECKING:
-    from .registry import Kind
-    from .server import APIServer
+    from nrop.localcluster.apiserver.registry import Kind
+    from nrop.localcluster.apiserver.server import APIServer
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
-from . import errors
+from nrop.localcluster.apiserver import errors
 
 if TYPE_CHECKING:
-    from .server import APIServer
+    from nrop.localcluster.apiserver.server import APIServer
 
 __all__ = ["proxy_pod", "split_scheme_name_port"]
 

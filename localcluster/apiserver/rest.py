@@ -20,15 +20,17 @@ from typing import Any
 
 from nrop.api.metatime import rfc3339
 from nrop.api.status import Cause
+from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.crd import conversion
+from nrop.localcluster.apiserver.crd import establishing as crdestablishing
+from nrop.localcluster.apiserver.crd.establishing import CRDS
+from nrop.localcluster.apiserver.decisions import admission, deletion, patching, strategies
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.decisions.writechecks import WriteChecks
+from nrop.localcluster.apiserver.openapi.definitions import Definitions
+from nrop.localcluster.apiserver.registry import Kind, Registry
+from nrop.localcluster.apiserver.store import Store
 from nrop.localcluster.clock import Clock
-
-from . import admission, conversion, crdestablishing, deletion, errors, patching, strategies
-from .crdestablishing import CRDS
-from .definitions import Definitions
-from .registry import Kind, Registry
-from .requestoptions import DeleteOptions, WriteOptions
-from .store import Store
-from .writechecks import WriteChecks
 
 Obj = dict[str, Any]
 #: The API group of each resource admission reads.

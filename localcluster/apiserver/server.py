@@ -20,32 +20,22 @@ from typing import Any
 from aiohttp import web
 
 from nrop.api.metatime import rfc3339_micro
+from nrop.localcluster.apiserver import discovery, errors, httpio, rbac, routing, subresources, watching
+from nrop.localcluster.apiserver.authn import Authenticator, impersonated
+from nrop.localcluster.apiserver.crd import conversion
+from nrop.localcluster.apiserver.decisions import listing, patching
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
+from nrop.localcluster.apiserver.openapi import documents as openapi
+from nrop.localcluster.apiserver.openapi.definitions import load as load_definitions
+from nrop.localcluster.apiserver.podlogs import PodLogs
+from nrop.localcluster.apiserver.rbac.audit import DenialLog
+from nrop.localcluster.apiserver.registry import Kind, Registry
+from nrop.localcluster.apiserver.rest import Rest
+from nrop.localcluster.apiserver.store import Store
+from nrop.localcluster.apiserver.tables import output as tables
+from nrop.localcluster.apiserver.wire import protobuf
+from nrop.localcluster.apiserver.wire.negotiation import JSON, PROTOBUF, Endpoint, Outcome
 from nrop.localcluster.clock import Clock, SystemClock
-
-from . import (
-    conversion,
-    discovery,
-    errors,
-    httpio,
-    listing,
-    openapi,
-    patching,
-    protobuf,
-    rbac,
-    routing,
-    subresources,
-    tables,
-    watching,
-)
-from .audit import DenialLog
-from .authn import Authenticator, impersonated
-from .definitions import load as load_definitions
-from .negotiation import JSON, PROTOBUF, Endpoint, Outcome
-from .podlogs import PodLogs
-from .registry import Kind, Registry
-from .requestoptions import WriteOptions
-from .rest import Rest
-from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +384,7 @@ class APIServer:
     ) -> Obj:
         columns = None
         if kind.custom:
-            from .crdschema import printer_columns
+            from nrop.localcluster.apiserver.crd.schema import printer_columns
 
             columns = printer_columns(kind.crd, kind.version)
         group, plural = kind.group, kind.plural

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors
+from nrop.localcluster.apiserver import errors
 
 log = logging.getLogger(__name__)
 

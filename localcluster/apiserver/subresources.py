@@ -17,19 +17,19 @@ from aiohttp import web
 
 from nrop.api.metatime import rfc3339
 from nrop.api.status import Cause
-
-from . import errors, patching, rbac
-from .httpio import negotiated, read_body, respond, write_options
-from .negotiation import Endpoint
-from .podlogs import LogQuery
-from .podproxy import proxy_pod
-from .registry import Kind
-from .requestoptions import DeleteOptions
-from .selectors import label_selector_from_dict
+from nrop.localcluster.apiserver import errors, rbac
+from nrop.localcluster.apiserver.decisions import patching
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
+from nrop.localcluster.apiserver.decisions.selectors import label_selector_from_dict
+from nrop.localcluster.apiserver.httpio import negotiated, read_body, respond, write_options
+from nrop.localcluster.apiserver.podlogs import LogQuery
+from nrop.localcluster.apiserver.podproxy import proxy_pod
+from nrop.localcluster.apiserver.registry import Kind
+from nrop.localcluster.apiserver.wire.negotiation import Endpoint
 
 if TYPE_CHECKING:
-    from .routing import ResourcePath
-    from .server import APIServer
+    from nrop.localcluster.apiserver.routing import ResourcePath
+    from nrop.localcluster.apiserver.server import APIServer
 
 Obj = dict[str, Any]
 #: Pod subresources that need connection upgrades (``kubectl exec|attach|port-forward|cp``).
@@ -347,7 +347,7 @@ def finalize(server: APIServer, kind: Kind, name: str, body: Any) -> Obj:
     if updated == current:
         return current
     stored = server.store.update(("", "namespaces"), updated, current)
-    from .lifecycle import maybe_remove_namespace
+    from nrop.localcluster.apiserver.lifecycle import maybe_remove_namespace
 
     return maybe_remove_namespace(server, stored) or stored
 

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import errors
-from .store import ADDED, DELETED, MODIFIED, Store, WatchEvent
+from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.store import ADDED, DELETED, MODIFIED, Store, WatchEvent
 
 Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"

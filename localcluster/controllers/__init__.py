@@ -8,15 +8,15 @@ module here is internal.
 
 from __future__ import annotations
 
-from .manager import CONTROLLERS, ControllerManager, ControllerSettings
+from nrop.localcluster.controllers.manager import CONTROLLERS, ControllerManager, ControllerSettings
 
 __all__ = [
     "CONTROLLERS",
     "ControllerManager",
     "ControllerSettings",
     "clustermonitoring",
+    "decisions",
     "machineconfigoperator",
-    "machineconfigs",
     "olmoperator",
     "openshiftconfig",
 ]

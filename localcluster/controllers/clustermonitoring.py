@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

@@ -26,13 +26,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.requestoptions import DeleteOptions
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
 from nrop.localcluster.clock import Clock
-
-from . import daemonplacement as placement
-from .reconciling import Controller, key_of, kind_of, split_key
-from .replicasets import claim_objects, owner_subscriptions, selector_of
-from .workloads import compute_hash, controller_of, pod_from_template
+from nrop.localcluster.controllers.decisions import daemonplacement as placement
+from nrop.localcluster.controllers.decisions.workloads import compute_hash, controller_of, pod_from_template
+from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_of, split_key
+from nrop.localcluster.controllers.replicasets import claim_objects, owner_subscriptions, selector_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

@@ -27,11 +27,15 @@ from nrop.api.workloads import deployment_complete
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock
-
-from . import rollout, rolloutstatus
-from .reconciling import Controller, key_of, kind_of, split_key
-from .replicasets import claim_objects, owner_subscriptions, selector_of
-from .workloads import controller_of, get_condition, is_terminal, set_condition
+from nrop.localcluster.controllers.decisions import rollout, rolloutstatus
+from nrop.localcluster.controllers.decisions.workloads import (
+    controller_of,
+    get_condition,
+    is_terminal,
+    set_condition,
+)
+from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_of, split_key
+from nrop.localcluster.controllers.replicasets import claim_objects, owner_subscriptions, selector_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

@@ -28,14 +28,18 @@ from typing import TYPE_CHECKING, Any
 
 from nrop.api.metatime import parse_time, rfc3339
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.requestoptions import DeleteOptions
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
 from nrop.localcluster.clock import Clock
-
-from . import jobstatus
-from .reconciling import Controller, key_of, kind_of, split_key
-from .replicas import deletion_order
-from .replicasets import claim_objects, owner_subscriptions, selector_of
-from .workloads import controller_of, get_condition, pod_from_template, set_condition
+from nrop.localcluster.controllers.decisions import jobstatus
+from nrop.localcluster.controllers.decisions.replicas import deletion_order
+from nrop.localcluster.controllers.decisions.workloads import (
+    controller_of,
+    get_condition,
+    pod_from_template,
+    set_condition,
+)
+from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_of, split_key
+from nrop.localcluster.controllers.replicasets import claim_objects, owner_subscriptions, selector_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

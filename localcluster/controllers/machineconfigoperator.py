@@ -40,14 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.clock import Clock
+from nrop.localcluster.controllers.decisions import machineconfigs as mc
+from nrop.localcluster.controllers.decisions.crds import cluster_crd
+from nrop.localcluster.controllers.reconciling import Controller, kind_of
+from nrop.localcluster.kubelet.decisions.nodestatus import node_labels
 from nrop.localcluster.kubelet.machine import NodeSpec
-from nrop.localcluster.kubelet.nodestatus import node_labels
-
-from . import machineconfigs as mc
-from .crds import cluster_crd
-from .reconciling import Controller, kind_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nrop.localcluster.clock import Clock
-
-from .daemonsets import DaemonSetController
-from .deployments import DeploymentController
-from .jobs import JobController
-from .nodelifecycle import NodeLifecycleController
-from .olmoperator import OLMOperator
-from .reconciling import Controller
-from .replicasets import ReplicaSetController
-from .serviceaccounts import ServiceAccountsController
+from nrop.localcluster.controllers.daemonsets import DaemonSetController
+from nrop.localcluster.controllers.deployments import DeploymentController
+from nrop.localcluster.controllers.jobs import JobController
+from nrop.localcluster.controllers.nodelifecycle import NodeLifecycleController
+from nrop.localcluster.controllers.olmoperator import OLMOperator
+from nrop.localcluster.controllers.reconciling import Controller
+from nrop.localcluster.controllers.replicasets import ReplicaSetController
+from nrop.localcluster.controllers.serviceaccounts import ServiceAccountsController
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING
 
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock
-
-from . import nodehealth
-from .reconciling import Controller, kind_of
-from .workloads import get_condition
+from nrop.localcluster.controllers.decisions import nodehealth
+from nrop.localcluster.controllers.decisions.workloads import get_condition
+from nrop.localcluster.controllers.reconciling import Controller, kind_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

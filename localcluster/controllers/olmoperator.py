@@ -30,13 +30,12 @@ from typing import TYPE_CHECKING, Any
 from nrop.api import crds
 from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock
-
-from . import clusterserviceversions as olm
-from .reconciling import Controller, key_of, kind_of, split_key
+from nrop.localcluster.controllers.decisions import clusterserviceversions as olm
+from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_of, split_key
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

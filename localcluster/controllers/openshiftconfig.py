@@ -38,12 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from nrop.api.metatime import rfc3339
 from nrop.api.platform import CLUSTER_OPERATOR
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
+from nrop.localcluster.controllers.decisions.crds import cluster_crd
+from nrop.localcluster.controllers.reconciling import kind_of
+from nrop.localcluster.kubelet.decisions.nodestatus import node_labels
 from nrop.localcluster.kubelet.machine import NodeSpec
-from nrop.localcluster.kubelet.nodestatus import node_labels
-
-from .crds import cluster_crd
-from .reconciling import kind_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

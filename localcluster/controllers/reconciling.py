@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.store import WATCH_DELIVERY, WatchEvent
 from nrop.localcluster.clock import Clock
 

@@ -18,15 +18,27 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
+from nrop.localcluster.apiserver.decisions.selectors import LabelSelector, label_selector_from_dict
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.requestoptions import DeleteOptions
-from nrop.localcluster.apiserver.selectors import LabelSelector, label_selector_from_dict
 from nrop.localcluster.apiserver.store import Store, WatchEvent
 from nrop.localcluster.clock import Clock
-
-from .reconciling import Controller, key_of, kind_of, split_key
-from .replicas import deletion_order, replica_diff, replica_set_status, slow_start_batches
-from .workloads import Claim, available_at, claim, controller_of, controller_ref, is_active, pod_from_template
+from nrop.localcluster.controllers.decisions.replicas import (
+    deletion_order,
+    replica_diff,
+    replica_set_status,
+    slow_start_batches,
+)
+from nrop.localcluster.controllers.decisions.workloads import (
+    Claim,
+    available_at,
+    claim,
+    controller_of,
+    controller_ref,
+    is_active,
+    pod_from_template,
+)
+from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_of, split_key
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

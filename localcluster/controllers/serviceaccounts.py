@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock
-
-from .reconciling import Controller, kind_of
+from nrop.localcluster.controllers.reconciling import Controller, kind_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

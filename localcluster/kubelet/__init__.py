@@ -6,12 +6,9 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 __all__ = [
     "checkpointfiles",
     "cm",
-    "cpuset",
-    "entrypoints",
+    "decisions",
     "fleet",
     "grpcservers",
     "machine",
-    "nodeobjects",
-    "nodestatus",
     "sysfs",
 ]

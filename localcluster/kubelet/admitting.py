@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from nrop.localcluster.apiserver.store import Store
-from nrop.localcluster.kubelet import nodeobjects
-from nrop.localcluster.kubelet.admission import AdmissionResult, NodeResourceManagers
 from nrop.localcluster.kubelet.checkpointfiles import write_device_checkpoint
+from nrop.localcluster.kubelet.decisions import nodeobjects
+from nrop.localcluster.kubelet.decisions.admission import AdmissionResult, NodeResourceManagers
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import DevicePluginError
 from nrop.localcluster.kubelet.pluginendpoints import PluginEndpoints
 

@@ -39,9 +39,9 @@ from aiohttp import web
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.podlogs import LogQuery
 from nrop.localcluster.kubelet import execstreams
+from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.kubelet import Kubelet
 from nrop.localcluster.kubelet.machine import KubeletConfig, NodeSpec
-from nrop.localcluster.kubelet.nodenetwork import NodeNetwork
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

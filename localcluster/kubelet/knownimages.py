@@ -37,7 +37,7 @@ from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Any
 
-from nrop.localcluster.kubelet.podruntime import normalize_image
+from nrop.localcluster.kubelet.decisions.podruntime import normalize_image
 
 __all__ = [
     "DEFAULT_PATH_FLAGS",

@@ -43,12 +43,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.store import WATCH_DELIVERY, WatchEvent
 from nrop.localcluster.clock import Clock, SystemClock
-from nrop.localcluster.kubelet import launching, nodeobjects, nodestatus, staticpods
-from nrop.localcluster.kubelet.admission import NodeResourceManagers
+from nrop.localcluster.kubelet import launching, staticpods
 from nrop.localcluster.kubelet.admitting import PodAdmitter
 from nrop.localcluster.kubelet.checkpointfiles import (
     CPU_MANAGER_STATE,
@@ -56,7 +55,10 @@ from nrop.localcluster.kubelet.checkpointfiles import (
     MEMORY_MANAGER_STATE,
     write_checkpoints,
 )
-from nrop.localcluster.kubelet.entrypoints import RuntimeConfig
+from nrop.localcluster.kubelet.decisions import nodeobjects, nodestatus
+from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers
+from nrop.localcluster.kubelet.decisions.entrypoints import RuntimeConfig
+from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     RegistrationServer,
     device_plugin_dir,
@@ -64,7 +66,6 @@ from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
 )
 from nrop.localcluster.kubelet.grpcservers.podresources import PodResourcesServer, pod_resources_socket
 from nrop.localcluster.kubelet.machine import NodeSpec
-from nrop.localcluster.kubelet.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.nodereporting import NodeReporter
 from nrop.localcluster.kubelet.pluginendpoints import PluginEndpoints
 from nrop.localcluster.kubelet.podlifecycle import PodLifecycle

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cm import CPUTopology
+from nrop.localcluster.kubelet.cm import CPUTopology
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from nrop.api.metatime import rfc3339
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.clock import Clock
-from nrop.localcluster.kubelet import nodeobjects, nodestatus, podevents
+from nrop.localcluster.kubelet.decisions import nodeobjects, nodestatus, podevents
 from nrop.localcluster.kubelet.machine import NodeSpec
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ import asyncio
 import threading
 from collections.abc import Callable
 
-from nrop.localcluster.kubelet.admission import NodeResourceManagers, PodAllocation
 from nrop.localcluster.kubelet.cm import Device
+from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers, PodAllocation
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     ENDPOINT_STOP_GRACE_PERIOD,
     DevicePluginError,

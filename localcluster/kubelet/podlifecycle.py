@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from nrop.api.metatime import rfc3339
 from nrop.localcluster.clock import Clock
-from nrop.localcluster.kubelet import podevents, staticpods
-from nrop.localcluster.kubelet.admission import NodeResourceManagers
+from nrop.localcluster.kubelet import staticpods
 from nrop.localcluster.kubelet.admitting import PodAdmitter
-from nrop.localcluster.kubelet.nodenetwork import POD_ADDRESSES, NodeNetwork
+from nrop.localcluster.kubelet.decisions import podevents
+from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers
+from nrop.localcluster.kubelet.decisions.nodenetwork import POD_ADDRESSES, NodeNetwork
+from nrop.localcluster.kubelet.decisions.probes import ProbeKind, ProbeSpec
 from nrop.localcluster.kubelet.podreporting import PodReporter
 from nrop.localcluster.kubelet.podworker import PodWorker, RuntimeContext
-from nrop.localcluster.kubelet.probes import ProbeKind, ProbeSpec
 from nrop.localcluster.kubelet.processes import ProcessSpec
 
 if TYPE_CHECKING:

@@ -23,10 +23,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
 from nrop.localcluster.clock import Clock
-from nrop.localcluster.kubelet import nodeobjects, podevents, staticpods
+from nrop.localcluster.kubelet import staticpods
+from nrop.localcluster.kubelet.decisions import nodeobjects, podevents
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

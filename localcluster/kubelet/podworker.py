@@ -45,10 +45,15 @@ from typing import TYPE_CHECKING, Any
 from nrop.localcluster.apiserver import kubeconfig
 from nrop.localcluster.apiserver.podlogs import LogQuery
 from nrop.localcluster.clock import Clock
-from nrop.localcluster.kubelet import containerenv, podsite, volumes
-from nrop.localcluster.kubelet.entrypoints import EntryPoint, RuntimeConfig, entry_point, image_programs
-from nrop.localcluster.kubelet.knownimages import DEFAULT_PATH_FLAGS, container_argv, known_image
-from nrop.localcluster.kubelet.podruntime import (
+from nrop.localcluster.kubelet import podsite, volumes
+from nrop.localcluster.kubelet.decisions import containerenv
+from nrop.localcluster.kubelet.decisions.entrypoints import (
+    EntryPoint,
+    RuntimeConfig,
+    entry_point,
+    image_programs,
+)
+from nrop.localcluster.kubelet.decisions.podruntime import (
     FALLBACK_LOG_BYTES,
     FALLBACK_LOG_LINES,
     MAX_MESSAGE_BYTES,
@@ -56,10 +61,17 @@ from nrop.localcluster.kubelet.podruntime import (
     PodRun,
     termination_message,
 )
-from nrop.localcluster.kubelet.probes import ProbeError, ProbeKind, ProbeSpec, ProbeTracker, container_probes
+from nrop.localcluster.kubelet.decisions.probes import (
+    ProbeError,
+    ProbeKind,
+    ProbeSpec,
+    ProbeTracker,
+    container_probes,
+)
+from nrop.localcluster.kubelet.decisions.simulation import PROCESS, Behaviour, behaviour_of
+from nrop.localcluster.kubelet.knownimages import DEFAULT_PATH_FLAGS, container_argv, known_image
 from nrop.localcluster.kubelet.probing import ProbeTarget, run_probe
 from nrop.localcluster.kubelet.processes import Handle, ProcessSpec, Supervisor
-from nrop.localcluster.kubelet.simulation import PROCESS, Behaviour, behaviour_of
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.server import APIServer

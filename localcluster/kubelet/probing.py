@@ -25,7 +25,7 @@ import aiohttp
 import grpc
 
 from nrop.localcluster.apiserver.discovery import KUBE_MAJOR, KUBE_MINOR
-from nrop.localcluster.kubelet.probes import (
+from nrop.localcluster.kubelet.decisions.probes import (
     ExecAction,
     GRPCAction,
     HTTPGetAction,

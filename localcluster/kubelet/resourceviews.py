@@ -21,7 +21,7 @@ from nrop.api.podresources import (
     ContainerResources,
     PodResources,
 )
-from nrop.localcluster.kubelet.admission import (
+from nrop.localcluster.kubelet.decisions.admission import (
     Allocatable,
     ContainerKind,
     DeviceAllocation,

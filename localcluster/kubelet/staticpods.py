@@ -37,9 +37,11 @@ import yaml
 
 from nrop.api.metatime import rfc3339_micro
 from nrop.api.quantity import canonical
-from nrop.localcluster.apiserver import definitions, errors, validation
-from nrop.localcluster.apiserver.requestoptions import DeleteOptions, WriteOptions
-from nrop.localcluster.apiserver.strategies import default_pod_spec
+from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.decisions import validation
+from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions, WriteOptions
+from nrop.localcluster.apiserver.decisions.strategies import default_pod_spec
+from nrop.localcluster.apiserver.openapi import definitions
 from nrop.localcluster.clock import Clock
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from nrop.localcluster.kubelet.cpuset import CPUSet
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.machine import HUGEPAGE_SIZES, Machine, NUMANode
 
 __all__ = [

@@ -44,7 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from nrop.localcluster.kubelet.containerenv import ConfigError, DownwardFacts, field_value, resource_value
+from nrop.localcluster.kubelet.decisions.containerenv import (
+    ConfigError,
+    DownwardFacts,
+    field_value,
+    resource_value,
+)
 
 __all__ = [
     "DEFAULT_TERMINATION_MESSAGE_PATH",

@@ -20,8 +20,7 @@ from typing import Any
 import yaml
 
 from nrop.localcluster.kubelet.machine import NodeSpec
-
-from .schema import ProfileError, build_nodes, openshift_version
+from nrop.localcluster.profiles.schema import ProfileError, build_nodes, openshift_version
 
 __all__ = ["Profile", "ProfileError", "build_nodes", "load_profile", "parse_profile", "schema", "shipped"]
 

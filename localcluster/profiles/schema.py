@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from nrop.api.quantity import QuantityError, parse
 from nrop.api.selectors import label_value_errors, qualified_name_errors
 from nrop.localcluster.kubelet.cm import CPUTopology, TopologyError, format_binary_si
+from nrop.localcluster.kubelet.decisions.nodestatus import KubeletConfigError, validate_kubelet_config
 from nrop.localcluster.kubelet.machine import (
     HUGEPAGE_SIZES,
     DeviceGroup,
@@ -32,7 +33,6 @@ from nrop.localcluster.kubelet.machine import (
     NUMANode,
     Taint,
 )
-from nrop.localcluster.kubelet.nodestatus import KubeletConfigError, validate_kubelet_config
 from nrop.localcluster.kubelet.sysfs import default_distances
 
 __all__ = ["KUBELET_FIELDS", "ProfileError", "build_nodes", "openshift_version", "parse_kubelet_config"]

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread, LocalCluster
-from nrop.localcluster.controllers import machineconfigs as mc
+from nrop.localcluster.controllers.decisions import machineconfigs as mc
 from nrop.localcluster.controllers.machineconfigoperator import GROUP, INITIAL_KUBELETCONFIG
 
 KCS = (GROUP, "kubeletconfigs")

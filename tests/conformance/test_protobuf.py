@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from nrop.localcluster.apiserver import protobuf
+from nrop.localcluster.apiserver.wire import protobuf
 
 Obj = dict[str, Any]
 PROTOBUF = "application/vnd.kubernetes.protobuf"

@@ -31,7 +31,7 @@ import pytest
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.cluster import ClusterConfig, LocalCluster
-from nrop.localcluster.kubelet.cpuset import CPUSet
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
 from nrop.localcluster.kubelet.grpcservers.podresources import POD_RESOURCES_SOCKET as PODRESOURCES_SOCKET
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION

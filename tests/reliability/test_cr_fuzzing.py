@@ -44,7 +44,7 @@ from kubernetes import client
 
 from nrop.api import crds
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.localcluster.apiserver.celrules import BLOCKING_MESSAGE, ROOT
+from nrop.localcluster.apiserver.crd.celrules import BLOCKING_MESSAGE, ROOT
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
 from nrop.operator import naming, samples

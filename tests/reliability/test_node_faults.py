@@ -81,8 +81,8 @@ from nrop.localcluster.kubelet.checkpointfiles import (
     DEVICE_MANAGER_CHECKPOINT,
     MEMORY_MANAGER_STATE,
 )
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.cm.devicemanager import DeviceCheckpoint
-from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.fleet import node_root
 from nrop.suite.e2e import objects
 from nrop.suite.e2e import resourcelist as rl

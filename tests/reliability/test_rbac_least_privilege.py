@@ -54,8 +54,8 @@ from stackfaults import cluster_config, reverted_by_the_operator
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.apiserver import tls
-from nrop.localcluster.apiserver.audit import DenialLog
 from nrop.localcluster.apiserver.rbac import Attributes, service_account_user
+from nrop.localcluster.apiserver.rbac.audit import DenialLog
 from nrop.localcluster.cluster import LocalCluster
 from nrop.operator import naming
 from nrop.suite.e2e import objects

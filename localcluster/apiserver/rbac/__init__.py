@@ -22,11 +22,14 @@ what ``__all__`` lists; every other module here is internal.
 
 from __future__ import annotations
 
-from .aggregation import aggregate_cluster_roles
-from .attributes import Attributes, request_attributes
-from .bootstrap import BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES
-from .escalation import WriteGuard, check_write, write_guard
-from .identity import (
+from nrop.localcluster.apiserver.rbac.aggregation import aggregate_cluster_roles
+from nrop.localcluster.apiserver.rbac.attributes import Attributes, request_attributes
+from nrop.localcluster.apiserver.rbac.bootstrap import (
+    BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+    BOOTSTRAP_CLUSTER_ROLES,
+)
+from nrop.localcluster.apiserver.rbac.escalation import WriteGuard, check_write, write_guard
+from nrop.localcluster.apiserver.rbac.identity import (
     ANONYMOUS,
     RBAC_GROUP,
     SYSTEM_MASTERS,
@@ -34,9 +37,9 @@ from .identity import (
     parse_service_account_username,
     service_account_user,
 )
-from .messages import forbidden_error, forbidden_message
-from .policy import Decision, Policy, authorize
-from .rules import rule_allows
+from nrop.localcluster.apiserver.rbac.messages import forbidden_error, forbidden_message
+from nrop.localcluster.apiserver.rbac.policy import Decision, Policy, authorize
+from nrop.localcluster.apiserver.rbac.rules import rule_allows
 
 __all__ = [
     "ANONYMOUS",
@@ -50,6 +53,7 @@ __all__ = [
     "UserInfo",
     "WriteGuard",
     "aggregate_cluster_roles",
+    "audit",
     "authorize",
     "check_write",
     "forbidden_error",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nrop.localcluster.apiserver.decisions.selectors import parse_field_selector
 from nrop.localcluster.apiserver.errors import BadRequest
-from nrop.localcluster.apiserver.selectors import parse_field_selector
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from .aggregation import aggregate_cluster_roles
-from .identity import RBAC_GROUP
+from nrop.localcluster.apiserver.rbac.aggregation import aggregate_cluster_roles
+from nrop.localcluster.apiserver.rbac.identity import RBAC_GROUP
 
 BOOTSTRAP_LABEL = {"kubernetes.io/bootstrapping": "rbac-defaults"}
 AUTOUPDATE_ANNOTATION = {"rbac.authorization.kubernetes.io/autoupdate": "true"}

@@ -26,13 +26,12 @@ from typing import Any
 
 from nrop.api.fielderrors import go_quote
 from nrop.localcluster.apiserver.errors import Forbidden, InternalError, NotFound
-
-from .aggregation import has_aggregation_rule, name_of
-from .attributes import Attributes
-from .identity import RBAC_GROUP, SYSTEM_MASTERS, UserInfo
-from .messages import go_quote_list
-from .policy import MissingRole, Policy, aggregate_errors, authorize
-from .rules import covers
+from nrop.localcluster.apiserver.rbac.aggregation import has_aggregation_rule, name_of
+from nrop.localcluster.apiserver.rbac.attributes import Attributes
+from nrop.localcluster.apiserver.rbac.identity import RBAC_GROUP, SYSTEM_MASTERS, UserInfo
+from nrop.localcluster.apiserver.rbac.messages import go_quote_list
+from nrop.localcluster.apiserver.rbac.policy import MissingRole, Policy, aggregate_errors, authorize
+from nrop.localcluster.apiserver.rbac.rules import covers
 
 Obj = Mapping[str, Any]
 #: Called with the object about to be written and the stored one (``None`` on create).

@@ -11,9 +11,8 @@ from collections.abc import Iterable
 
 from nrop.api.fielderrors import go_quote
 from nrop.localcluster.apiserver.errors import Forbidden
-
-from .attributes import Attributes
-from .identity import UserInfo
+from nrop.localcluster.apiserver.rbac.attributes import Attributes
+from nrop.localcluster.apiserver.rbac.identity import UserInfo
 
 
 def go_quote_list(items: Iterable[str]) -> str:

@@ -11,12 +11,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from nrop.api.fielderrors import go_quote
-
-from .aggregation import Obj, aggregate_cluster_roles, name_of, namespace_of
-from .attributes import Attributes
-from .bootstrap import BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES
-from .identity import RBAC_GROUP, SERVICE_ACCOUNT_USERNAME_PREFIX, SYSTEM_MASTERS, UserInfo
-from .rules import rule_allows
+from nrop.localcluster.apiserver.rbac.aggregation import Obj, aggregate_cluster_roles, name_of, namespace_of
+from nrop.localcluster.apiserver.rbac.attributes import Attributes
+from nrop.localcluster.apiserver.rbac.bootstrap import (
+    BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+    BOOTSTRAP_CLUSTER_ROLES,
+)
+from nrop.localcluster.apiserver.rbac.identity import (
+    RBAC_GROUP,
+    SERVICE_ACCOUNT_USERNAME_PREFIX,
+    SYSTEM_MASTERS,
+    UserInfo,
+)
+from nrop.localcluster.apiserver.rbac.rules import rule_allows
 
 
 class MissingRole(LookupError):

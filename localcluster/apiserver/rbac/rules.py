@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .attributes import Attributes
+from nrop.localcluster.apiserver.rbac.attributes import Attributes
 
 Obj = Mapping[str, Any]
 ALL = "*"

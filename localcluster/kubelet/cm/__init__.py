@@ -13,9 +13,9 @@ pod is pinned or rejected here exactly as on a real node:
 * the topology manager (:mod:`.topologymanager`): policies, scopes and hint merging, over the
   :class:`TopologyHint` every provider returns (:mod:`.hints`) and NUMA bitmasks (:mod:`.bitmask`).
 
-No I/O: :mod:`nrop.localcluster.kubelet.admission` composes the managers and the kubelet shell
+No I/O: :mod:`nrop.localcluster.kubelet.decisions.admission` composes the managers and the kubelet shell
 (:mod:`nrop.localcluster.kubelet.kubelet`) writes their checkpoints and calls device plugins.
-CPU sets are :mod:`nrop.localcluster.kubelet.cpuset` (upstream ``k8s.io/utils/cpuset``), shared
+CPU sets are :mod:`nrop.localcluster.kubelet.cm.cpuset` (upstream ``k8s.io/utils/cpuset``), shared
 with the kubelet's sysfs tree and node status.
 
 Other packages use the names below, or the managers' modules for the names several managers
@@ -74,6 +74,7 @@ __all__ = [
     "TopologyManager",
     "cpumanager",
     "cpumanagerstate",
+    "cpuset",
     "devicemanager",
     "format_binary_si",
     "memorymanager",

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from itertools import combinations
 from typing import Literal
 
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.cm.cputopology import CPUTopology
-from nrop.localcluster.kubelet.cpuset import CPUSet
 
 __all__ = [
     "CPUAssignmentError",

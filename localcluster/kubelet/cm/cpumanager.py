@@ -26,9 +26,9 @@ from nrop.localcluster.kubelet.cm.cpuassignment import (
     take_by_topology_numa_packed,
 )
 from nrop.localcluster.kubelet.cm.cpumanagerstate import POLICY_STATIC, CPUManagerError, CPUManagerState
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.cm.cputopology import CPUTopology
 from nrop.localcluster.kubelet.cm.hints import TopologyHint
-from nrop.localcluster.kubelet.cpuset import CPUSet
 
 __all__ = [
     "ALIGN_BY_SOCKET",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from nrop.api import checkpoints
 from nrop.api.checkpoints import cpu_manager_checksum as checkpoint_checksum
-from nrop.localcluster.kubelet.cpuset import CPUSet, CPUSetParseError
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet, CPUSetParseError
 
 __all__ = [
     "POLICY_STATIC",

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from nrop.localcluster.kubelet.cpuset import CPUSet
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 
 __all__ = ["CPUDetails", "CPUInfo", "CPUTopology", "NumberingScheme", "TopologyError"]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.admission import SERVICE_ACCOUNT_DIR, admit_pod
+from nrop.localcluster.apiserver.decisions.admission import SERVICE_ACCOUNT_DIR, admit_pod
 
 RUNTIME_CLASSES = {
     "plain": {"handler": "runc"},

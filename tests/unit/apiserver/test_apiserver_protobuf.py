@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.apiserver import protobuf
+from nrop.localcluster.apiserver.wire import protobuf
 
 GOLDEN: list[dict[str, Any]] = json.loads((Path(__file__).parent / "protobuf_golden.json").read_text())
 BY_NAME = [pytest.param(entry, id=entry["name"]) for entry in GOLDEN]

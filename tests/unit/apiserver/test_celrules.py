@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nrop.api.status import Cause
-from nrop.localcluster.apiserver.celrules import BLOCKING_MESSAGE, validate_rules
+from nrop.localcluster.apiserver.crd.celrules import BLOCKING_MESSAGE, validate_rules
 
 SINGLETON = "This is a singleton resource and the object name must be 'numaresourcesoperator'."
 SCHEMA: dict[str, Any] = {

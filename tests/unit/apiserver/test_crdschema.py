@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from nrop.api.status import Cause
-from nrop.localcluster.apiserver import crdschema
+from nrop.localcluster.apiserver.crd import schema as crdschema
+from nrop.localcluster.apiserver.crd.structural import CustomResourceSchema
+from nrop.localcluster.apiserver.crd.violations import schema_violations
 from nrop.localcluster.apiserver.errors import Invalid, cause_text
-from nrop.localcluster.apiserver.schemaviolations import schema_violations
-from nrop.localcluster.apiserver.structural import CustomResourceSchema
 
 SCHEMA_PATH = "spec.versions[0].schema.openAPIV3Schema"
 

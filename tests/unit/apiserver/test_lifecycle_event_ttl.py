@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.lifecycle import EVENT_TTL, Lifecycle, bootstrap
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.server import APIServer
 
 EVENTS = ("", "events")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.negotiation import (
+from nrop.localcluster.apiserver.wire.negotiation import (
     JSON,
     PROTOBUF,
     YAML,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.apiserver.definitions import load
-from nrop.localcluster.apiserver.openapi import (
+from nrop.localcluster.apiserver.openapi.definitions import load
+from nrop.localcluster.apiserver.openapi.documents import (
     ServedKind,
     document_hash,
     openapi_document,

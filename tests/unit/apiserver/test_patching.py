@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nrop.localcluster.apiserver import definitions
-from nrop.localcluster.apiserver.errors import StatusError
-from nrop.localcluster.apiserver.patching import (
+from nrop.localcluster.apiserver.decisions.patching import (
     PATCH_TYPES,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
     patch_type_for,
 )
+from nrop.localcluster.apiserver.errors import StatusError
+from nrop.localcluster.apiserver.openapi import definitions
 
 DEFS = definitions.load()
 POD_SCHEMA = DEFS.get(DEFS.for_gvk("", "v1", "Pod") or "")

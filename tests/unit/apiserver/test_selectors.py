@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.apiserver.errors import BadRequest
-from nrop.localcluster.apiserver.selectors import (
+from nrop.localcluster.apiserver.decisions.selectors import (
     FieldSelector,
     check_field_selector,
     label_selector_from_dict,
@@ -16,6 +15,7 @@ from nrop.localcluster.apiserver.selectors import (
     parse_label_selector,
     supported_fields,
 )
+from nrop.localcluster.apiserver.errors import BadRequest
 
 # --- label selectors: the rules are nrop.api.selectors (tests/unit/api/test_api_selectors.py) ----
 

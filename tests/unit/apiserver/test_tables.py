@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from nrop.api.metatime import rfc3339
-from nrop.localcluster.apiserver.jsonpaths import JSONPathError, jsonpath_values, parse_jsonpath
-from nrop.localcluster.apiserver.tables import (
+from nrop.localcluster.apiserver.tables.jsonpaths import JSONPathError, jsonpath_values, parse_jsonpath
+from nrop.localcluster.apiserver.tables.output import (
     BUILTIN_COLUMNS,
     crd_printer_columns,
     format_age,

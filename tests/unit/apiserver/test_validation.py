@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.apiserver.definitions import load
-from nrop.localcluster.apiserver.errors import BadRequest
-from nrop.localcluster.apiserver.validation import (
+from nrop.localcluster.apiserver.decisions.validation import (
     pod_spec_causes,
     split_path,
     strict_decoding_error,
@@ -18,6 +16,8 @@ from nrop.localcluster.apiserver.validation import (
     validate_object_meta,
     warning_headers,
 )
+from nrop.localcluster.apiserver.errors import BadRequest
+from nrop.localcluster.apiserver.openapi.definitions import load
 
 POD = "io.k8s.api.core.v1.Pod"
 DEPLOYMENT = "io.k8s.api.apps.v1.Deployment"

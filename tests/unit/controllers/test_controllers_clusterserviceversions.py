@@ -1,6 +1,6 @@
 """The embedded OLM's decisions: config injection, CSV → Deployment rendering, install check, phases.
 
-Tables over :mod:`nrop.localcluster.controllers.clusterserviceversions` (the controller itself
+Tables over :mod:`nrop.localcluster.controllers.decisions.clusterserviceversions` (the controller itself
 runs in ``tests/e2e/test_olm_install_e2e.py``).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from nrop.api.metatime import rfc3339
-from nrop.localcluster.controllers import clusterserviceversions as olm
+from nrop.localcluster.controllers.decisions import clusterserviceversions as olm
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 STAMP = "2026-01-01T00:00:00Z"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nrop.localcluster.controllers import jobstatus as js
+from nrop.localcluster.controllers.decisions import jobstatus as js
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 

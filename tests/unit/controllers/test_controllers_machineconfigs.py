@@ -1,6 +1,6 @@
 """The embedded MachineConfig operator's decisions: pools, overlays, rendered names, roll-out, status.
 
-Tables over :mod:`nrop.localcluster.controllers.machineconfigs` (the controller itself runs in
+Tables over :mod:`nrop.localcluster.controllers.decisions.machineconfigs` (the controller itself runs in
 ``tests/conformance/test_machineconfigs_e2e.py``).
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.controllers import machineconfigs as mc
+from nrop.localcluster.controllers.decisions import machineconfigs as mc
 from nrop.localcluster.controllers.machineconfigoperator import (
     booted_specs,
     default_pools,

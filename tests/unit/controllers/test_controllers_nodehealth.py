@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from nrop.api.metatime import rfc3339, rfc3339_micro
+from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.lifecycle import bootstrap
-from nrop.localcluster.apiserver.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.server import APIServer
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.localcluster.controllers import nodehealth as nh
+from nrop.localcluster.controllers.decisions import nodehealth as nh
 from nrop.localcluster.controllers.nodelifecycle import NodeLifecycleController
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nrop.localcluster.controllers.replicas import (
+from nrop.localcluster.controllers.decisions.replicas import (
     BURST_REPLICAS,
     deletion_order,
     replica_diff,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nrop.localcluster.controllers import rollout, rolloutstatus
+from nrop.localcluster.controllers.decisions import rollout, rolloutstatus
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "v2"}]}}

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nrop.localcluster.controllers.workloads import (
+from nrop.localcluster.controllers.decisions.workloads import (
     Claim,
     claim,
     compute_hash,

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.admission import (
+from nrop.localcluster.kubelet.cm import CPUTopology
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
+from nrop.localcluster.kubelet.cm.devicemanager import Device
+from nrop.localcluster.kubelet.decisions.admission import (
     ContainerKind,
     DeviceAllocation,
     MemoryAllocation,
     NodeResourceManagers,
     machine_devices,
 )
-from nrop.localcluster.kubelet.cm import CPUTopology
-from nrop.localcluster.kubelet.cm.devicemanager import Device
-from nrop.localcluster.kubelet.cpuset import CPUSet
 from nrop.localcluster.kubelet.machine import (
     DeviceGroup,
     KubeletConfig,
@@ -701,7 +701,7 @@ def test_machine_devices_naming_and_health() -> None:
 def test_admission_checks_fit_against_the_allocatable_the_node_status_shows() -> None:
     """One computation of Node Allocatable: the fit predicate and ``status.allocatable`` agree."""
     from nrop.api import quantity
-    from nrop.localcluster.kubelet import nodestatus
+    from nrop.localcluster.kubelet.decisions import nodestatus
 
     managers = two_numa()
     shown = nodestatus.node_resources(managers.spec)

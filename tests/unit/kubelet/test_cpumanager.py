@@ -35,9 +35,9 @@ from nrop.localcluster.kubelet.cm.cpumanagerstate import (
     decode_checkpoint,
     encode_checkpoint,
 )
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.cm.cputopology import CPUTopology
 from nrop.localcluster.kubelet.cm.hints import TopologyHint
-from nrop.localcluster.kubelet.cpuset import CPUSet
 
 P = CPUSet.parse
 

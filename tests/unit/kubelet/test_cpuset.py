@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nrop.localcluster.kubelet.cpuset import CPUSet, CPUSetParseError
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet, CPUSetParseError
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.cm.cputopology import CPUInfo, CPUTopology, TopologyError
-from nrop.localcluster.kubelet.cpuset import CPUSet
 
 # Upstream cpumanager test machines (policy_test.go), rebuilt with the project's builders.
 TOPO_SINGLE_SOCKET_HT = CPUTopology.from_scheme("linux-interleaved", sockets=1, cores_per_numa_node=4)

@@ -1,4 +1,4 @@
-"""Table tests of container environments (``kubelet/containerenv.py``): envFrom, env, downward API, expansion."""
+"""Table tests of container environments (``kubelet/decisions/containerenv.py``): envFrom, env, downward API, expansion."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.containerenv import (
+from nrop.localcluster.kubelet.decisions.containerenv import (
     ConfigError,
     DownwardFacts,
     container_env,

@@ -1,5 +1,5 @@
 """Table tests of the own-image decision, the images that run processes and the entry-point
-resolution (``kubelet/entrypoints.py``)."""
+resolution (``kubelet/decisions/entrypoints.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nrop.localcluster.kubelet.entrypoints import (
+from nrop.localcluster.kubelet.decisions.entrypoints import (
     DEFAULT_OWN_IMAGES,
     EntryPoint,
     NotAnEntryPoint,

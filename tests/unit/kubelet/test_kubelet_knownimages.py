@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from nrop.localcluster.kubelet.decisions.simulation import PAUSE, UNKNOWN, Behaviour, behaviour_of
 from nrop.localcluster.kubelet.knownimages import (
     DEFAULT_PATH_FLAGS,
     KNOWN_IMAGES,
@@ -14,7 +15,6 @@ from nrop.localcluster.kubelet.knownimages import (
     known_image,
     repository,
 )
-from nrop.localcluster.kubelet.simulation import PAUSE, UNKNOWN, Behaviour, behaviour_of
 
 NUMACELL = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
 PAUSE_IMAGE = "quay.io/openshift-kni/pause:test-ci"

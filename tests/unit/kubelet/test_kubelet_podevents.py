@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.podevents import (
+from nrop.localcluster.kubelet.decisions.podevents import (
     ContainerEvent,
     container_events,
     killing,

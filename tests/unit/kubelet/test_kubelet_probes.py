@@ -1,4 +1,4 @@
-"""Table tests of probe specs and result thresholds (``kubelet/probes.py``)."""
+"""Table tests of probe specs and result thresholds (``kubelet/decisions/probes.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.probes import (
+from nrop.localcluster.kubelet.decisions.probes import (
     ExecAction,
     GRPCAction,
     HTTPGetAction,

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from nrop.api.podresources import ContainerDevices, ContainerMemory
-from nrop.localcluster.kubelet import nodeobjects
-from nrop.localcluster.kubelet.admission import (
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
+from nrop.localcluster.kubelet.decisions import nodeobjects
+from nrop.localcluster.kubelet.decisions.admission import (
     Allocatable,
     ContainerAllocation,
     ContainerKind,
@@ -17,8 +18,7 @@ from nrop.localcluster.kubelet.admission import (
     PodAllocation,
     ZoneSummary,
 )
-from nrop.localcluster.kubelet.cpuset import CPUSet
-from nrop.localcluster.kubelet.nodenetwork import NodeNetwork
+from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.nodereport import format_reports, human_bytes
 from nrop.localcluster.profiles import load_profile

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.containerenv import DownwardFacts
+from nrop.localcluster.kubelet.decisions.containerenv import DownwardFacts
 from nrop.localcluster.kubelet.volumes import (
     TOKEN_REFRESH_FRACTION,
     Mount,

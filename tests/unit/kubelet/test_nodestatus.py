@@ -8,6 +8,13 @@ from typing import Any
 import pytest
 
 from nrop.localcluster.kubelet.cm import CPUTopology
+from nrop.localcluster.kubelet.decisions.nodestatus import (
+    KubeletConfigError,
+    node_allocatable_reservation,
+    node_labels,
+    node_resources,
+    validate_kubelet_config,
+)
 from nrop.localcluster.kubelet.machine import (
     DeviceGroup,
     KubeletConfig,
@@ -15,13 +22,6 @@ from nrop.localcluster.kubelet.machine import (
     MemoryReservation,
     NodeSpec,
     NUMANode,
-)
-from nrop.localcluster.kubelet.nodestatus import (
-    KubeletConfigError,
-    node_allocatable_reservation,
-    node_labels,
-    node_resources,
-    validate_kubelet_config,
 )
 
 GiB = 1024**3

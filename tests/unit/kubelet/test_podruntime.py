@@ -1,4 +1,4 @@
-"""Table tests of the containers of a pod (``kubelet/podruntime.py`` and ``kubelet/simulation.py``):
+"""Table tests of the containers of a pod (``kubelet/decisions/podruntime.py`` and ``kubelet/decisions/simulation.py``):
 simulated commands, images, lifecycles, and process containers driven by reported events."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from nrop.localcluster.kubelet.podruntime import (
+from nrop.localcluster.kubelet.decisions.podruntime import (
     PodRun,
     image_id,
     normalize_image,
     termination_message,
 )
-from nrop.localcluster.kubelet.simulation import PAUSE, PROCESS, UNKNOWN, Behaviour, behaviour
+from nrop.localcluster.kubelet.decisions.simulation import PAUSE, PROCESS, UNKNOWN, Behaviour, behaviour
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ import yaml
 
 from nrop.api.qos import pod_qos_class
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.admission import admit_pod
+from nrop.localcluster.apiserver.decisions.admission import admit_pod
 from nrop.localcluster.kubelet.staticpods import (
     CONFIG_HASH,
     CONFIG_MIRROR,

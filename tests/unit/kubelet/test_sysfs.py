@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nrop.localcluster.kubelet.cm import CPUTopology
-from nrop.localcluster.kubelet.cpuset import CPUSet
+from nrop.localcluster.kubelet.cm.cpuset import CPUSet
 from nrop.localcluster.kubelet.machine import Machine, NUMANode
 from nrop.localcluster.kubelet.sysfs import (
     default_distances,

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from nrop.api import crds, tlsprofiles
-from nrop.localcluster.apiserver.crdschema import validate_crd
+from nrop.localcluster.apiserver.crd.schema import validate_crd
 from nrop.operator import main, naming, nropspec, nrsspec, rtemanifests, samples, schedmanifests
 from nrop.operator.manifests import OPERATOR_RULES, install_manifests
 from nrop.sched import config as schedconfig
