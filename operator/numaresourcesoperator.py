@@ -159,7 +159,7 @@ def _sync(ctx: Context, obj: Mapping[str, Any], status: dict[str, Any]) -> Step:
     ]
     # Upstream fills machineconfigpools only on OpenShift (reconcileResourceMachineConfig); this operator
     # fills it on every platform, the pool name standing for the MCP, so the specs that read it run on
-    # Kubernetes too (a known difference from upstream's operator, listed in README.md's known gaps).
+    # Kubernetes too (a known difference from upstream's operator, listed in docs/operator.md).
     status["machineconfigpools"] = [{"name": g.pool_name, "config": g.config} for g in groups]
     status["relatedObjects"] = related_objects(ctx.namespace, names)
     return daemonset_step(live_daemonsets)

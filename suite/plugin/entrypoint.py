@@ -21,7 +21,7 @@ the plan, longest spec first. A serial run orders the specs by profile, prepares
 cluster in the background (:data:`~nrop.suite.plugin.selecting.PREPARE_AHEAD` specs before it is
 needed) and closes the previous one in the background.
 
-Fixtures (see README.tests.md): ``kube`` (session) the client of the target, with the stack
+Fixtures (see docs/contributing.md): ``kube`` (session) the client of the target, with the stack
 installed; ``timeouts`` (session); ``suite_config`` (session) the BeforeSuite result,
 skipping the spec with the reason when the cluster lacks what the suite needs; ``fxt``
 (function) the per-test namespace and NRT cooldown, named after the module's

@@ -1,6 +1,6 @@
 """The targets the specs run against, and the suite's fixtures over them (hooks of the ``nrop`` plugin).
 
-Owns the session fixtures README.tests.md lists, ``kube`` (the client of the target, with the
+Owns the session fixtures docs/contributing.md lists, ``kube`` (the client of the target, with the
 stack installed), ``timeouts`` and ``suite_config`` (BeforeSuite's result, skipping the
 spec with the reason when the cluster lacks what the suite needs), and the per-test
 ``fxt`` (the namespace and NRT cooldown, named after the module's ``FIXTURE_BASENAME``,

@@ -13,7 +13,7 @@ are real processes, each with a token of its own service account, under RBAC.
   neither ever carries data, and the denial is in the API server's audit of denied requests
   (``GET /debug/nrop/denials``, admin only).
 * **least privilege**: the Roles and ClusterRoles the operator rendered are exactly the ones
-  documented (:data:`DOCUMENTED`, the README's table); a sweep of every served resource and
+  documented (:data:`DOCUMENTED`, the table in docs/operator.md); a sweep of every served resource and
   verb through ``SubjectAccessReview`` (the server's own authorizer) allows an operand's
   service account exactly what those rules grant, nothing through any other binding; no
   operand reads Secrets outside its namespace; real requests with the operands' tokens get
@@ -119,7 +119,7 @@ def _n(groups: Sequence[str], resources: Sequence[str], verbs: Sequence[str]) ->
 NRT_GROUP = "topology.node.k8s.io"
 MCO_GROUP = "machineconfiguration.openshift.io"
 
-#: Service account → the rules of the roles bound to it: the README's table, word for word.
+#: Service account → the rules of the roles bound to it: docs/operator.md's table, word for word.
 DOCUMENTED: dict[str, list[Rule]] = {
     naming.RTE_ROLE_NAME: [
         _c([NRT_GROUP], ["noderesourcetopologies"], ["create", "update", "patch", *_R]),
