@@ -74,20 +74,29 @@ def consistently(
     *,
     interval: float,
     steps: int | None = None,
+    last_look: bool = False,
     failure: Callable[[T], str] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """``predicate`` must hold for every value ``getter`` returns over a window; return the last.
 
-    With ``duration`` this is Gomega's ``Consistently(...).WithTimeout(duration).WithPolling(interval)``:
-    a first poll at once, the next ``interval`` after each poll ends, none once the window has
-    ended, and success when ``duration`` has elapsed (the wait lasts the whole window). With
-    ``steps`` instead, it is upstream's ``PollSteps`` loop (``WhileInPodPhase``, the specs'
-    ``for step < maxStep { time.Sleep(interval); ... }``): ``steps`` polls, each after sleeping
-    ``interval``. The first value the predicate rejects raises :class:`WaitTimeout` at once,
-    with ``failure(value)`` as its text when given (a spec's upstream message), else what was
-    expected and what was seen.
+    Three windows, each an upstream one:
+
+    * ``duration``: Gomega's ``Consistently(...).WithTimeout(duration).WithPolling(interval)``. A
+      first poll at once, the next ``interval`` after each poll ends, none once the window has
+      ended; success when ``duration`` has elapsed (the wait lasts the whole window).
+    * ``duration`` with ``last_look=True``: upstream's hand-written deadline loops
+      (``ensurePodsNotEvicted``: poll, return if that poll came after the deadline, else sleep
+      ``interval``). The polls go on until one comes once the window has ended; that one is
+      checked too, and the wait ends right after it.
+    * ``steps``: upstream's ``PollSteps`` loops (``WhileInPodPhase``, the specs'
+      ``for step < maxStep { time.Sleep(interval); ... }``): ``steps`` polls, each after sleeping
+      ``interval``.
+
+    The first value the predicate rejects raises :class:`WaitTimeout` at once, with
+    ``failure(value)`` as its text when given (a spec's upstream message), else what was expected
+    and what was seen. An error of the getter ends the check as it is.
     """
     if (duration is None) == (steps is None):
         raise ValueError("consistently: give exactly one of duration and steps")
@@ -120,7 +129,10 @@ def consistently(
     while True:
         check(value, polled)
         remaining = deadline - clock()
-        if remaining <= interval:  # the window ends before the next poll would come
+        if last_look:
+            if remaining <= 0:  # this poll came once the window had ended: it was the last
+                return value
+        elif remaining <= interval:  # the window ends before the next poll would come
             if remaining > 0:
                 sleep(remaining)
             return value

@@ -223,3 +223,23 @@ def test_a_getter_error_ends_consistently_as_it_is() -> None:
 
     with pytest.raises(KeyError, match="gone"):
         consistently(getter, lambda v: True, "x", 10.0, interval=1.0, sleep=lambda s: None)
+
+
+@pytest.mark.parametrize(
+    ("duration", "interval", "poll_cost", "looks", "ends"),
+    [
+        pytest.param(60, 10, 0.0, [10.0 * n for n in range(7)], 60.0, id="ensurePodsNotEvicted-1m/10s"),
+        pytest.param(25, 10, 0.0, [0.0, 10.0, 20.0, 30.0], 30.0, id="a-look-past-the-window"),
+        pytest.param(20, 10, 1.0, [0.0, 11.0, 22.0], 23.0, id="slow-polls"),
+    ],
+)
+def test_consistently_last_look_polls_once_the_window_has_ended(
+    duration: float, interval: float, poll_cost: float, looks: list[float], ends: float
+) -> None:
+    clock = PollClock(poll_cost)
+    consistently(
+        clock.getter(), lambda v: v == "Pending", "pod to stay Pending", duration, interval=interval,
+        last_look=True, clock=clock, sleep=clock.sleep,
+    )  # fmt: skip
+    assert clock.looks == looks
+    assert clock.now == pytest.approx(ends)
