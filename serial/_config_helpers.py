@@ -7,7 +7,7 @@ conditions and status), to RTE DaemonSets and their pods, to node taints and to
 MachineConfigPools. Which platform the cluster is lives in :mod:`_openshift_helpers`, commands
 in pods in :mod:`_podexec_helpers`. Pure decisions (condition checks, RTE config parsing,
 related-object lists) are plain functions over dicts; the rest are thin loops on
-:func:`nrop.suite.e2e.wait.polling.wait_for`.
+:func:`nrop.suite.e2e.wait.polling.wait_for` and :func:`~nrop.suite.e2e.wait.polling.consistently`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from nrop.api.tolerations import (
     remove_taint,
 )
 from nrop.suite import Kube, WaitTimeout, wait_for, waiters
+from nrop.suite import consistently as polling_consistently
 from nrop.suite.e2e.kube import DAEMONSET, NODE, NROP, POD, ApiError, Kind, Manifest
 from nrop.suite.e2e.timeouts import spec_poll
 
@@ -76,19 +77,26 @@ def eventually(attempt: Callable[[], str | None], description: str, timeout: flo
 
 
 def consistently(
-    attempt: Callable[[], str | None], description: str, duration: float, interval: float
+    attempt: Callable[[], str | None],
+    description: str,
+    duration: float,
+    interval: float,
+    *,
+    last_look: bool = False,
 ) -> None:
-    """Gomega ``Consistently``: ``attempt`` must return None on every poll for ``duration``."""
-    import time
-
-    deadline = time.monotonic() + duration
-    while True:
-        problem = attempt()
-        if problem is not None:
-            raise AssertionError(f"{description}: {problem}")
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(interval)
+    """Gomega ``Consistently(...).Should(Succeed(), description)``: ``attempt`` must return None on
+    every poll for ``duration``; the first problem fails with the description and that problem.
+    ``last_look=True``: an upstream hand-written deadline loop instead (one more poll once the
+    window has ended, :func:`~nrop.suite.e2e.wait.polling.consistently`)."""
+    polling_consistently(
+        attempt,
+        lambda problem: problem is None,
+        description,
+        duration,
+        interval=interval,
+        last_look=last_look,
+        failure=lambda problem: f"{description}: {problem}",
+    )
 
 
 # -- conditions -----------------------------------------------------------------------------

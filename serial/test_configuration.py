@@ -12,6 +12,7 @@ need "a pool with no machines" run there with no MCP object.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
@@ -27,7 +28,7 @@ import yaml
 
 from nrop.api import quantity
 from nrop.api.annotations import SELINUX_POLICY_ANNOTATION, SELINUX_POLICY_CUSTOM
-from nrop.suite import Kube, WaitTimeout, entry, nrtupdates, scheduling, spec, wait_for, waiters
+from nrop.suite import Kube, WaitTimeout, consistently, entry, nrtupdates, scheduling, spec, wait_for, waiters
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
 from nrop.suite.e2e.kube import (
@@ -836,16 +837,29 @@ class TestClusterHasAtLeastOneSuitableNode:
             deployment = kube.create(deployment)
             dp_name = deployment["metadata"]["name"]
             max_step = 3
-            for step in range(max_step):
-                time.sleep(10)
-                log.info("ensuring the deployment %r keep being pending %d/%d", dp_name, step + 1, max_step)
-                current = kube.get(DEPLOYMENT, dp_name, fxt.namespace)
-                complete = waiters.is_deployment_complete(
+            steps = itertools.count(1)
+
+            def look() -> dict[str, Any]:
+                log.info(
+                    "ensuring the deployment %r keep being pending %d/%d", dp_name, next(steps), max_step
+                )
+                return kube.get(DEPLOYMENT, dp_name, fxt.namespace)
+
+            def is_complete(current: Mapping[str, Any]) -> bool:
+                return waiters.is_deployment_complete(
                     int(deployment["metadata"].get("generation", 0)),
                     current.get("status") or {},
                     int(deployment["spec"]["replicas"]),
                 )
-                assert not complete, f"deployment {dp_name!r} become ready"
+
+            current = consistently(
+                look,
+                lambda current: not is_complete(current),
+                f"deployment {dp_name!r} to keep being pending",
+                interval=10,
+                steps=max_step,
+                failure=lambda _: f"deployment {dp_name!r} become ready",
+            )
             pods = _pods_by_deployment(kube, current)
             # pods with a Topology Affinity Error may come and go before the scheduler sees
             # the new policy; exactly one pending pod means the scheduler behaves

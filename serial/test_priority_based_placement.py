@@ -242,8 +242,13 @@ def _ensure_not_evicted(kube: Any, pods: list[dict], uids: dict[str, str]) -> No
                 )
         return None
 
+    # upstream's own loop, not Gomega's: a last poll once the window has ended
     cfg.consistently(
-        problem, "failed to have the filler pods running", NOT_EVICTED_WINDOW, NOT_EVICTED_INTERVAL
+        problem,
+        "failed to have the filler pods running",
+        NOT_EVICTED_WINDOW,
+        NOT_EVICTED_INTERVAL,
+        last_look=True,
     )
 
 

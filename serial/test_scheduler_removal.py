@@ -5,16 +5,16 @@ they are scheduled once the scheduler is created again.
 
 from __future__ import annotations
 
+import itertools
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import _accounting_helpers as acct
 import pytest
 
+from nrop.suite import consistently, objects, scheduling, spec, wait_for, waiters
 from nrop.suite import kube as k8s
-from nrop.suite import objects, scheduling, spec, wait_for, waiters
 
 log = logging.getLogger(__name__)
 
@@ -103,22 +103,28 @@ def create_deployment_sync(fxt: Any, suite_config: Any, name: str, scheduler: st
 
 
 def _expect_deployment_state(kube: Any, dp: dict, complete: bool) -> None:
-    """Three times, ten seconds apart: the deployment is (not) complete."""
-    for step in range(3):
-        time.sleep(10)
-        log.info(
-            "ensuring the deployment %s keeps being %s %d/3",
-            dp["metadata"]["name"],
-            "ready" if complete else "pending",
-            step + 1,
-        )
-        updated = kube.get(k8s.DEPLOYMENT, dp["metadata"]["name"], dp["metadata"]["namespace"])
-        state = waiters.is_deployment_complete(
+    """Three times, ten seconds apart (upstream's ``maxStep`` loop): the deployment is (not) complete."""
+    name, namespace = dp["metadata"]["name"], dp["metadata"]["namespace"]
+    state = "ready" if complete else "pending"
+    steps = itertools.count(1)
+
+    def look() -> dict:
+        log.info("ensuring the deployment %s keeps being %s %d/3", name, state, next(steps))
+        return kube.get(k8s.DEPLOYMENT, name, namespace)
+
+    def is_complete(updated: dict) -> bool:
+        return waiters.is_deployment_complete(
             int(dp["metadata"].get("generation", 0)), updated.get("status") or {}, int(dp["spec"]["replicas"])
         )
-        assert state == complete, (
-            f"deployment {acct.q(dp['metadata']['name'])} become {'unready' if complete else 'ready'}"
-        )
+
+    consistently(
+        look,
+        lambda updated: is_complete(updated) == complete,
+        f"deployment {acct.q(name)} to keep being {state}",
+        interval=10,
+        steps=3,
+        failure=lambda _: f"deployment {acct.q(name)} become {'unready' if complete else 'ready'}",
+    )
 
 
 class TestWhenRemovingTheTopologyAwareSchedulerFromALiveCluster:

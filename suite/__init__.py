@@ -23,7 +23,7 @@ from nrop.suite.e2e.nrt import consumed as nrtconsumed
 from nrop.suite.e2e.nrt import topologies as nrt
 from nrop.suite.e2e.nrt import updates as nrtupdates
 from nrop.suite.e2e.nrt import waiters as nrtwaiters
-from nrop.suite.e2e.wait import WaitTimeout, wait_for, waiters
+from nrop.suite.e2e.wait import WaitTimeout, consistently, wait_for, waiters
 from nrop.suite.plugin.specs import entry, spec
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "WaitTimeout",
     "baseload",
     "config",
+    "consistently",
     "e2e",
     "entry",
     "fixture",

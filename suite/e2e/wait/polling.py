@@ -1,9 +1,13 @@
-"""Waiting for cluster state: one generic ``wait_for`` that every specific waiter is built on.
+"""Waiting for cluster state: ``wait_for`` (Gomega's ``Eventually``) and ``consistently`` (its
+``Consistently``), the two polls every specific waiter and spec check is built on.
 
 A wait polls a getter until a predicate holds, stops early when a terminal
 predicate says the state can no longer come, and on failure says what was
 expected and what was seen instead ("expected pod ns/x to be Running, got
-instead: …"), so a failed test shows what to look at.
+instead: …"), so a failed test shows what to look at. A consistency check polls
+a getter for a whole window and fails at the first value the predicate rejects,
+in the same words. Both take their clock and sleep as arguments, so their timing
+is tested without sleeping.
 """
 
 from __future__ import annotations
@@ -60,3 +64,78 @@ def wait_for(
         sleep(interval)
         value = getter()
     return value
+
+
+def consistently(
+    getter: Callable[[], T],
+    predicate: Callable[[T], bool],
+    description: str,
+    duration: float | None = None,
+    *,
+    interval: float,
+    steps: int | None = None,
+    last_look: bool = False,
+    failure: Callable[[T], str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``predicate`` must hold for every value ``getter`` returns over a window; return the last.
+
+    Three windows, each an upstream one:
+
+    * ``duration``: Gomega's ``Consistently(...).WithTimeout(duration).WithPolling(interval)``. A
+      first poll at once, the next ``interval`` after each poll ends, none once the window has
+      ended; success when ``duration`` has elapsed (the wait lasts the whole window).
+    * ``duration`` with ``last_look=True``: upstream's hand-written deadline loops
+      (``ensurePodsNotEvicted``: poll, return if that poll came after the deadline, else sleep
+      ``interval``). The polls go on until one comes once the window has ended; that one is
+      checked too, and the wait ends right after it.
+    * ``steps``: upstream's ``PollSteps`` loops (``WhileInPodPhase``, the specs'
+      ``for step < maxStep { time.Sleep(interval); ... }``): ``steps`` polls, each after sleeping
+      ``interval``.
+
+    The first value the predicate rejects raises :class:`WaitTimeout` at once, with
+    ``failure(value)`` as its text when given (a spec's upstream message), else what was expected
+    and what was seen. An error of the getter ends the check as it is.
+    """
+    if (duration is None) == (steps is None):
+        raise ValueError("consistently: give exactly one of duration and steps")
+    if steps is not None and steps < 1:
+        raise ValueError(f"consistently: steps must be at least 1, got {steps}")
+    started = clock()
+
+    def check(value: T, polled: int) -> None:
+        if predicate(value):
+            return
+        if failure is not None:
+            raise WaitTimeout(failure(value))
+        if steps is not None:
+            window = f"for {steps} polls {interval:g}s apart, got instead at poll {polled}"
+        else:
+            window = f"for {duration:g}s, got instead after {clock() - started:.1f}s"
+        raise WaitTimeout(f"expected {description} {window}:\n{_dump(value)}")
+
+    if steps is not None:
+        for polled in range(1, steps + 1):
+            sleep(interval)
+            value = getter()
+            check(value, polled)
+        return value
+
+    assert duration is not None
+    deadline = started + duration
+    polled = 1
+    value = getter()
+    while True:
+        check(value, polled)
+        remaining = deadline - clock()
+        if last_look:
+            if remaining <= 0:  # this poll came once the window had ended: it was the last
+                return value
+        elif remaining <= interval:  # the window ends before the next poll would come
+            if remaining > 0:
+                sleep(remaining)
+            return value
+        sleep(interval)
+        polled += 1
+        value = getter()

@@ -14,6 +14,7 @@ objects live in :mod:`nrop.suite.e2e.nrt.waiters`. :func:`pods_of_workload` is u
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -24,7 +25,7 @@ from typing import Any
 from nrop.api.selectors import label_selector_from_dict
 from nrop.suite.e2e import kube as k
 from nrop.suite.e2e.scheduling import pod_events_text
-from nrop.suite.e2e.wait.polling import WaitTimeout, wait_for
+from nrop.suite.e2e.wait.polling import WaitTimeout, consistently, wait_for
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -147,6 +148,16 @@ def for_pod_phase(
 _ENDED_PHASES = frozenset({"Failed", "Succeeded"})
 
 
+@dataclass
+class _PodsView:
+    """The pods a ``for_pods_all_running`` poll has seen neither Running nor ended."""
+
+    pending: list[Manifest]
+
+    def to_dict(self) -> list[str]:
+        return [pod_summary(pod) for pod in self.pending]
+
+
 def for_pods_all_running(
     kube: k.Kube,
     pods: Iterable[Mapping[str, Any]],
@@ -168,8 +179,8 @@ def for_pods_all_running(
     running: dict[tuple[str, str], Manifest] = {}
     ended: set[tuple[str, str]] = set()
     namespaces = sorted({namespace for namespace, _ in keys})
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def look() -> _PodsView:
         for namespace in namespaces:
             for item in kube.list(k.POD, namespace):
                 key = _key(item)
@@ -181,9 +192,14 @@ def for_pods_all_running(
                     running[key] = item
                 elif phase in _ENDED_PHASES:
                     ended.add(key)
-        if len(running) + len(ended) == len(latest) or time.monotonic() >= deadline:
-            break
-        time.sleep(interval)
+        return _PodsView([latest[key] for key in keys if key not in running and key not in ended])
+
+    try:
+        wait_for(
+            look, lambda view: not view.pending, "every pod Running or ended", timeout, interval=interval
+        )
+    except WaitTimeout:
+        pass  # the pods not seen Running are the failed ones, as upstream's
     failed = [latest[key] for key in keys if key not in running]
     for pod in failed:
         log.warning("pod not running within %gs: %s", timeout, pod_summary(pod))
@@ -204,23 +220,33 @@ def while_in_pod_phase(
     Returns the pod last seen; ``WaitTimeout`` (with the pod's events) as soon as it is seen
     in another phase, e.g. a pod expected to stay Pending got scheduled.
     """
-    pod: Manifest | None = None
-    for step in range(steps):
-        time.sleep(interval)
+    if steps == 0:  # nothing to check: the pod as it is
+        return kube.get(k.POD, name, namespace)
+    polls = itertools.count(1)
+
+    def look() -> _PodView:
         log.info(
-            "ensuring the pod %s/%s keep being in phase %s %d/%d", namespace, name, phase, step + 1, steps
+            "ensuring the pod %s/%s keep being in phase %s %d/%d", namespace, name, phase, next(polls), steps
         )
-        pod = kube.get_or_none(k.POD, name, namespace)
-        seen = _PodView(pod).phase
-        if seen != phase:
-            log.warning("pod %s/%s unexpected phase %r expected %r", namespace, name, seen, phase)
-            raise WaitTimeout(
-                f"pod {namespace}/{name} unexpected phase {seen!r} expected {phase!r}: {pod_summary(pod)}\n"
-                f"events:\n{_events_text(kube, namespace, name)}"
-            )
-    if pod is None:  # steps == 0: nothing was checked, return the pod as it is
-        pod = kube.get(k.POD, name, namespace)
-    return pod
+        return _PodView(kube.get_or_none(k.POD, name, namespace))
+
+    def failure(view: _PodView) -> str:
+        log.warning("pod %s/%s unexpected phase %r expected %r", namespace, name, view.phase, phase)
+        return (
+            f"pod {namespace}/{name} unexpected phase {view.phase!r} expected {phase!r}: {pod_summary(view.pod)}\n"
+            f"events:\n{_events_text(kube, namespace, name)}"
+        )
+
+    view = consistently(
+        look,
+        lambda v: v.phase == phase,
+        f"pod {namespace}/{name} to keep being {phase}",
+        interval=interval,
+        steps=steps,
+        failure=failure,
+    )
+    assert view.pod is not None
+    return view.pod
 
 
 def _deleted(

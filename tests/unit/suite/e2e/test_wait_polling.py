@@ -1,10 +1,14 @@
-"""The generic waiter: returns the satisfying value, times out with a dump, stops early on terminal states."""
+"""The generic polls: wait_for returns the satisfying value, times out with a dump, stops early on
+terminal states; consistently holds for a window (Gomega's timing, or upstream's PollSteps) and fails
+at the first value that breaks it. A fake clock: nothing sleeps."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from nrop.suite.e2e.wait.polling import WaitTimeout, wait_for
+from nrop.suite.e2e.wait.polling import WaitTimeout, consistently, wait_for
 
 
 class FakeClock:
@@ -89,3 +93,153 @@ def test_timeout_message_names_expectation_and_last_value() -> None:
     with pytest.raises(WaitTimeout, match=r"expected the answer within 3s, got instead:\n41"):
         wait_for(lambda: 41, lambda v: v == 42, "the answer", 3.0, interval=1.0, immediate=False,
                  clock=lambda: clock.now, sleep=clock.sleep)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- consistently
+
+
+class PollClock:
+    """A fake clock whose getter takes ``poll_cost`` seconds, recording when each poll began."""
+
+    def __init__(self, poll_cost: float = 0.0) -> None:
+        self.now = 0.0
+        self.poll_cost = poll_cost
+        self.looks: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.now += seconds
+
+    def getter(self, values: list[str] | None = None) -> Callable[[], str]:
+        def get() -> str:
+            self.looks.append(self.now)
+            self.now += self.poll_cost
+            return values[len(self.looks) - 1] if values else "Pending"
+
+        return get
+
+
+@pytest.mark.parametrize(
+    ("duration", "interval", "poll_cost", "looks"),
+    [
+        pytest.param(60, 5, 0.0, [5.0 * n for n in range(12)], id="no-poll-at-the-deadline"),
+        pytest.param(30, 10, 0.0, [0.0, 10.0, 20.0], id="30s-window-10s-polls"),
+        pytest.param(25, 10, 0.0, [0.0, 10.0, 20.0], id="window-not-a-multiple"),
+        pytest.param(20, 10, 1.0, [0.0, 11.0], id="next-poll-after-the-last-one-ends"),
+        pytest.param(5, 10, 0.0, [0.0], id="window-shorter-than-interval"),
+    ],
+)
+def test_consistently_polls_like_gomega_and_lasts_the_window(
+    duration: float, interval: float, poll_cost: float, looks: list[float]
+) -> None:
+    clock = PollClock(poll_cost)
+    got = consistently(
+        clock.getter(),
+        lambda v: v == "Pending",
+        "pod to stay Pending",
+        duration,
+        interval=interval,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    assert got == "Pending"
+    assert clock.looks == looks
+    assert clock.now == pytest.approx(duration)
+
+
+@pytest.mark.parametrize(
+    ("steps", "interval", "looks"),
+    [
+        pytest.param(3, 10, [10.0, 20.0, 30.0], id="WhileInPodPhase-3x10s"),
+        pytest.param(1, 5, [5.0], id="one-step"),
+    ],
+)
+def test_consistently_steps_sleep_before_each_poll(steps: int, interval: float, looks: list[float]) -> None:
+    clock = PollClock()
+    consistently(
+        clock.getter(), lambda v: v == "Pending", "pod to stay Pending", interval=interval, steps=steps,
+        clock=clock, sleep=clock.sleep,
+    )  # fmt: skip
+    assert clock.looks == looks
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        pytest.param(
+            {"duration": 60.0},
+            "expected pod ns/x to stay Pending for 60s, got instead after 10.0s:\n'Running'",
+            id="duration",
+        ),
+        pytest.param(
+            {"steps": 3},
+            "expected pod ns/x to stay Pending for 3 polls 10s apart, got instead at poll 2:\n'Running'",
+            id="steps",
+        ),
+    ],
+)
+def test_consistently_fails_at_the_first_rejected_value(window: dict[str, float], message: str) -> None:
+    clock = PollClock()
+    values = ["Pending", "Running", "Pending", "Pending"]
+    with pytest.raises(WaitTimeout) as caught:
+        consistently(
+            clock.getter(values), lambda v: v == "Pending", "pod ns/x to stay Pending", interval=10.0,
+            clock=clock, sleep=clock.sleep, **window,
+        )  # fmt: skip
+    assert str(caught.value) == message
+    assert len(clock.looks) == 2
+
+
+def test_consistently_failure_text_is_the_callers_when_given() -> None:
+    clock = PollClock()
+    with pytest.raises(WaitTimeout) as caught:
+        consistently(
+            clock.getter(["Running"]), lambda v: v == "Pending", "pod to stay Pending", 60.0, interval=10.0,
+            failure=lambda v: f"pod unexpected phase {v!r}", clock=clock, sleep=clock.sleep,
+        )  # fmt: skip
+    assert str(caught.value) == "pod unexpected phase 'Running'"
+    assert clock.now == 0.0
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        pytest.param({}, id="neither"),
+        pytest.param({"duration": 10.0, "steps": 2}, id="both"),
+        pytest.param({"steps": 0}, id="no-steps"),
+    ],
+)
+def test_consistently_needs_one_window(window: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="consistently"):
+        consistently(lambda: 1, lambda v: True, "x", interval=1.0, sleep=lambda s: None, **window)
+
+
+def test_a_getter_error_ends_consistently_as_it_is() -> None:
+    def getter() -> str:
+        raise KeyError("gone")
+
+    with pytest.raises(KeyError, match="gone"):
+        consistently(getter, lambda v: True, "x", 10.0, interval=1.0, sleep=lambda s: None)
+
+
+@pytest.mark.parametrize(
+    ("duration", "interval", "poll_cost", "looks", "ends"),
+    [
+        pytest.param(60, 10, 0.0, [10.0 * n for n in range(7)], 60.0, id="ensurePodsNotEvicted-1m/10s"),
+        pytest.param(25, 10, 0.0, [0.0, 10.0, 20.0, 30.0], 30.0, id="a-look-past-the-window"),
+        pytest.param(20, 10, 1.0, [0.0, 11.0, 22.0], 23.0, id="slow-polls"),
+    ],
+)
+def test_consistently_last_look_polls_once_the_window_has_ended(
+    duration: float, interval: float, poll_cost: float, looks: list[float], ends: float
+) -> None:
+    clock = PollClock(poll_cost)
+    consistently(
+        clock.getter(), lambda v: v == "Pending", "pod to stay Pending", duration, interval=interval,
+        last_look=True, clock=clock, sleep=clock.sleep,
+    )  # fmt: skip
+    assert clock.looks == looks
+    assert clock.now == pytest.approx(ends)
