@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from nrop.api.selectors import label_selector_from_dict
+from nrop.api.workloads import deployment_complete
 from nrop.suite.e2e import kube as k
 from nrop.suite.e2e.scheduling import pod_events_text
 from nrop.suite.e2e.wait.polling import WaitTimeout, consistently, wait_for
@@ -315,11 +316,11 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_deployment_complete(generation: int, status: Mapping[str, Any], replicas: int) -> bool:
-    """Observed the generation, and replicas == updated == available == ``replicas``."""
-    if int(status.get("observedGeneration", 0)) < generation:
-        return False
-    return all(
-        int(status.get(key, 0)) == replicas for key in ("replicas", "updatedReplicas", "availableReplicas")
+    """Upstream's ``IsDeploymentComplete(oldGeneration, newStatus, expectedReplicas)``: Kubernetes'
+    ``DeploymentComplete`` (:func:`nrop.api.workloads.deployment_complete`) against the generation
+    and replica count the caller expects."""
+    return deployment_complete(
+        {"metadata": {"generation": generation}, "spec": {"replicas": replicas}}, status
     )
 
 
