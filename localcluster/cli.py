@@ -29,6 +29,8 @@ log = logging.getLogger("nrop-cluster")
 #: boot, field 22 of ``/proc/<pid>/stat``), so that ``down`` never signals a recycled PID.
 PID_FILE = "nrop-cluster.pid"
 DOWN_TIMEOUT = 60.0
+#: How often ``up --exit-with-parent`` checks that the process that started it is still there.
+PARENT_POLL = 1.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         "turns it off; default: on]",
     )
     up.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        default=os.environ.get("NROP_CLUSTER_EXIT_WITH_PARENT", "") not in ("", "0", "false"),
+        help="stop the cluster, as on SIGTERM, when the process that started it goes away (the suite "
+        "passes it, so that a test run killed with SIGKILL leaves no cluster behind) "
+        "[env NROP_CLUSTER_EXIT_WITH_PARENT=1]",
+    )
+    up.add_argument(
         "--bookmark-interval",
         type=float,
         default=60.0,
@@ -135,6 +145,7 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
     if early_signals:
         log.info("stopped before starting")
         return 0
+    watchdog = asyncio.create_task(_watch_parent(args.parent_pid, stop)) if args.exit_with_parent else None
     cluster = LocalCluster(
         ClusterConfig(
             profile=args.profile,
@@ -158,11 +169,23 @@ async def _run_up(args: argparse.Namespace, early_signals: list[int]) -> int:
         await stop.wait()
         log.info("shutting down")
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         await cluster.stop()
         if written and not args.keep_kubeconfig:
             _remove_if_unchanged(cluster.kubeconfig_path, written)
         pid_file.unlink(missing_ok=True)
     return 0
+
+
+async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
+    """Set ``stop`` once the process that started ``up`` is gone (this process is re-parented)."""
+    while not stop.is_set():
+        if os.getppid() != parent:
+            log.warning("the process that started nrop-cluster (pid %d) is gone: shutting down", parent)
+            stop.set()
+            return
+        await asyncio.sleep(PARENT_POLL)
 
 
 def _remove_if_unchanged(path: Path, written: bytes) -> None:
@@ -272,6 +295,7 @@ def _run_nodes(kubeconfig: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.parent_pid = os.getppid()  # before anything slow: the parent may be gone by the time we start
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -152,7 +152,11 @@ def start(
     """Start ``nrop-cluster up`` for ``profile`` in ``state_dir`` and wait until it serves."""
     state_dir.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / "nrop-cluster.log"
-    argv = [*(command or cluster_command()), "up", "--profile", profile, "--state-dir", str(state_dir)]
+    # --exit-with-parent: a run killed outright (SIGKILL, an xdist worker torn down) leaves no cluster behind
+    argv = [
+        *(command or cluster_command()), "up", "--profile", profile, "--state-dir", str(state_dir),
+        "--exit-with-parent",
+    ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NROP_CLUSTER_KUBECONFIG")}
     began = time.monotonic()
     process = subprocess.Popen(

@@ -445,3 +445,59 @@ def test_down_without_a_running_cluster(tmp_path: Path, content: str | None, cod
     assert "Traceback" not in result.stderr
     if code == 0:
         assert not pid_file.exists(), "a stale pid file was left behind"
+
+
+# A parent that starts `nrop-cluster up`, reports the child's pid and then waits to be killed.
+_PARENT = """
+import subprocess, sys
+child = subprocess.Popen([sys.argv[1], "up", "--profile", "empty", *sys.argv[2:]], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+print(child.pid, flush=True)
+for line in child.stdout:
+    print(line, end="", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "survives"), [("--exit-with-parent", False), (None, True)], ids=["exit-with-parent", "default"]
+)
+def test_exit_with_parent_stops_the_cluster_when_its_parent_is_killed(
+    tmp_path: Path, flag: str | None, survives: bool
+) -> None:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, str(NROP_CLUSTER), *([flag] if flag else [])],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    try:
+        ready = parent.stdout.readline()
+        assert ready.startswith(READY_PREFIX), f"expected the ready line, got {ready!r}"
+        state_dir = Path(ready[len(READY_PREFIX) :].rstrip("\n")).parent
+        parent.kill()  # SIGKILL: the parent cannot stop its child
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + EXIT_TIMEOUT + 2.0  # a poll of the parent, then the shutdown
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _alive(child) is survives
+        if not survives:
+            assert not state_dir.exists(), "the temporary state dir outlived the cluster"
+    finally:
+        if _alive(child):  # stopped as users stop it, so that its temporary state dir goes too
+            os.kill(child, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while _alive(child) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie left for init to reap counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
