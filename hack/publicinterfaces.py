@@ -5,9 +5,9 @@ is checked against every package that contains its target but not the importing 
 package P, the next component of the target below P (a submodule, a subpackage or a name the
 ``__init__`` binds) must be listed in P's ``__all__``; a package without ``__all__`` exports nothing.
 Code inside P may import anything of P's own modules, but its subpackages are checked in turn. A unit
-test of one package (``tests/unit/<dir>``, see :data:`UNIT_TESTS`) stands inside that package and
+test of one package (``tests/unit/<package path>``, see :func:`unit_tests_of`) stands inside that package and
 every package below it: unit tests test internals, and one folder holds the tests of a whole subtree
-(``tests/unit/kubelet`` tests ``nrop.localcluster.kubelet.cm`` too).
+(``tests/unit/localcluster/kubelet`` tests ``nrop.localcluster.kubelet.cm`` too).
 
 The rule itself is :func:`violations`, a pure function over :class:`ImportRecord`; two runners feed it:
 
@@ -37,20 +37,6 @@ from pathlib import Path
 from importlinter import Contract, ContractCheck, output
 
 ROOT = Path(__file__).resolve().parent.parent
-
-#: ``tests/unit/<dir>`` -> the package whose unit tests the folder holds.
-UNIT_TESTS: Mapping[str, str] = {
-    "api": "nrop.api",
-    "apiserver": "nrop.localcluster.apiserver",
-    "controllers": "nrop.localcluster.controllers",
-    "kubelet": "nrop.localcluster.kubelet",
-    "profiles": "nrop.localcluster.profiles",
-    "operator": "nrop.operator",
-    "rte": "nrop.rte",
-    "sched": "nrop.sched",
-    "numacell": "nrop.numacell",
-    "suite": "nrop.suite",
-}
 
 
 @dataclass(frozen=True)
@@ -288,11 +274,19 @@ def package_records(layout: Layout, names: Iterable[str], root: Path = ROOT) -> 
     return records
 
 
-def unit_tests_of(rel: Path) -> str | None:
-    """The package whose unit tests the file ``rel`` (relative to the repository) is, if any."""
+def unit_tests_of(rel: Path, root: Path = ROOT) -> str | None:
+    """The package whose unit tests the file ``rel`` (relative to the repository) is, if any.
+
+    ``tests/unit`` mirrors the package tree: ``tests/unit/<a>/<b>/test_x.py`` tests ``nrop.<a>.<b>``,
+    or the deepest package of that path the repository has (``<a>`` a top-level folder).
+    """
     parts = rel.parts
-    if len(parts) > 3 and parts[:2] == ("tests", "unit"):
-        return UNIT_TESTS.get(parts[2])
+    if len(parts) <= 3 or parts[:2] != ("tests", "unit"):
+        return None
+    folders = parts[2:-1]
+    for depth in range(len(folders), 0, -1):
+        if (root.joinpath(*folders[:depth]) / "__init__.py").is_file():
+            return "nrop." + ".".join(folders[:depth])
     return None
 
 

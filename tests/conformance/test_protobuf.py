@@ -3,7 +3,7 @@
 client-go sends ``Accept: application/vnd.kubernetes.protobuf, application/json`` and protobuf
 bodies for built-in kinds. Each test sends such raw requests (urllib3, the official client's
 pool, its kubeconfig credentials) and checks the media type, the status and the decoded body
-(with the server's codec, whose bytes ``tests/unit/apiserver/test_apiserver_protobuf.py`` pins
+(with the server's codec, whose bytes ``tests/unit/localcluster/apiserver/test_apiserver_protobuf.py`` pins
 against Go's), and the JSON view of the same objects. Negotiation follows kube-apiserver:
 custom resources are JSON only (406 for an ``Accept`` of protobuf alone), errors come back in
 protobuf when accepted, ``as=Table`` is JSON only, ``PartialObjectMetadata`` is any type.

@@ -160,9 +160,12 @@ def test_imports_in(source: str, module: str, path: str, expected: list[tuple[in
 @pytest.mark.parametrize(
     ("rel", "expected"),
     [
-        ("tests/unit/kubelet/test_cpumanager.py", "nrop.localcluster.kubelet"),
+        ("tests/unit/localcluster/kubelet/test_cpumanager.py", "nrop.localcluster.kubelet"),
+        ("tests/unit/localcluster/kubelet/cm/test_x.py", "nrop.localcluster.kubelet.cm"),
+        ("tests/unit/localcluster/test_x.py", "nrop.localcluster"),
         ("tests/unit/api/test_quantity.py", "nrop.api"),
-        ("tests/unit/suite/sub/test_x.py", "nrop.suite"),
+        ("tests/unit/suite/e2e/test_x.py", "nrop.suite.e2e"),
+        ("tests/unit/suite/nosuchfolder/test_x.py", "nrop.suite"),
         ("tests/unit/test_public_interfaces.py", None),
         ("tests/unit/unknown/test_x.py", None),
         ("tests/e2e/test_x.py", None),

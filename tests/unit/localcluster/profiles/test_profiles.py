@@ -485,7 +485,7 @@ def test_extension_fields_are_ignored() -> None:
 
 
 def test_readme_example_is_a_valid_profile() -> None:
-    readme = (Path(__file__).parents[3] / "localcluster/profiles/README.md").read_text()
+    readme = (Path(__file__).parents[4] / "localcluster/profiles/README.md").read_text()
     example = readme.split("## Example", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
     nodes = parse_profile(example, "example.yaml").nodes()
     assert [n.name for n in nodes] == ["control-plane", "worker-0"]
