@@ -1,7 +1,7 @@
 """The embedded MachineConfig operator's decisions: pools, overlays, rendered names, roll-out, status.
 
 Tables over :mod:`nrop.localcluster.controllers.decisions.machineconfigs` (the controller itself runs in
-``tests/conformance/test_machineconfigs_e2e.py``).
+``tests/conformance/test_machineconfig_operator.py``).
 """
 
 from __future__ import annotations
