@@ -20,14 +20,20 @@ from collections.abc import Mapping
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as h
+import _mcp_helpers as mcph
+import _node_helpers as nodeh
+import _nropcr_helpers as nropcr
 import _openshift_helpers as ocp
+import _operand_helpers as operands
+import _polling_helpers as polling
+import _tmconfig_helpers as tmconfig
 import pytest
 import urllib3
 import yaml
 
 from nrop.api import quantity
 from nrop.api.annotations import SELINUX_POLICY_ANNOTATION, SELINUX_POLICY_CUSTOM
+from nrop.api.selectors import matches as selector_matches
 from nrop.suite import Kube, WaitTimeout, consistently, entry, nrtupdates, scheduling, spec, wait_for, waiters
 from nrop.suite import nrt as e2enrt
 from nrop.suite import resourcelist as rl
@@ -107,7 +113,7 @@ def _revert_spec(
     def mutate(obj: dict[str, Any]) -> None:
         obj["spec"] = dict(initial_spec)
 
-    h.update_nrop(kube, name, mutate, timeout=timeout, interval=h.poll(target, 30))
+    nropcr.update_nrop(kube, name, mutate, timeout=timeout, interval=polling.poll(target, 30))
 
 
 def _revert_node_groups_and_wait_available(
@@ -118,17 +124,17 @@ def _revert_node_groups_and_wait_available(
     def mutate(obj: dict[str, Any]) -> None:
         obj["spec"]["nodeGroups"] = node_groups
 
-    h.update_nrop(kube, name, mutate, timeout=600, interval=h.poll(target, 30))
+    nropcr.update_nrop(kube, name, mutate, timeout=600, interval=polling.poll(target, 30))
 
     def available() -> str | None:
         obj, problem = _get_attempt(kube, NROP, name)
-        return problem if obj is None else h.available_true_problem(obj)
+        return problem if obj is None else nropcr.available_true_problem(obj)
 
-    h.eventually(
+    polling.eventually(
         available,
         "operator did not return to Available state in time",
         300,
-        h.poll(target, 5),
+        polling.poll(target, 5),
     )
 
 
@@ -146,8 +152,8 @@ def _append_node_group(
     def mutate(obj: dict[str, Any]) -> None:
         obj["spec"]["nodeGroups"] = [*obj["spec"].get("nodeGroups", []), dict(group)]
 
-    return h.update_object(
-        kube, NROP, name, mutate, timeout=timeout, interval=h.poll(target, 30), description=description
+    return polling.update_object(
+        kube, NROP, name, mutate, timeout=timeout, interval=polling.poll(target, 30), description=description
     )
 
 
@@ -164,19 +170,19 @@ def _set_node_groups(
     def mutate(obj: dict[str, Any]) -> None:
         obj["spec"]["nodeGroups"] = [dict(group) for group in groups]
 
-    return h.update_object(
+    return polling.update_object(
         kube,
         NROP,
         name,
         mutate,
         timeout=600,
-        interval=h.poll(target, 30),
+        interval=polling.poll(target, 30),
         description=description,
     )
 
 
 def _create_test_mcp(
-    kube: Kube, machine_config_selector: Mapping[str, Any], name: str = h.ROLE_MCP_TEST
+    kube: Kube, machine_config_selector: Mapping[str, Any], name: str = nodeh.ROLE_MCP_TEST
 ) -> dict[str, Any]:
     """``objects.TestMCP`` with the spec's selectors; zero machines (no node has the role)."""
     mcp = {
@@ -185,7 +191,7 @@ def _create_test_mcp(
         "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": name}},
         "spec": {
             "machineConfigSelector": dict(machine_config_selector),
-            "nodeSelector": {"matchLabels": {h.role_label(name): ""}},
+            "nodeSelector": {"matchLabels": {nodeh.role_label(name): ""}},
         },
     }
     return kube.create(mcp)
@@ -200,7 +206,7 @@ def _delete_mcp(kube: Kube, suite_config: Any, name: str) -> None:
         ocp.MCP,
         name,
         timeout=t.mcp_update_timeout,
-        interval=h.poll(suite_config.target, t.mcp_update_interval),
+        interval=polling.poll(suite_config.target, t.mcp_update_interval),
     )
 
 
@@ -220,7 +226,7 @@ def _is_transient_api_error(exc: BaseException) -> bool:
 def _for_mcp_condition_with_retry(
     kube: Kube, mcp: Mapping[str, Any], ctype: str, timeout: float, interval: float
 ) -> None:
-    """``waitForMCPConditionWithRetry``: :func:`h.for_mcp_condition`, retried after a transient
+    """``waitForMCPConditionWithRetry``: :func:`mcph.for_mcp_condition`, retried after a transient
     API error (:func:`_is_transient_api_error`) within one overall ``timeout``."""
     deadline = time.monotonic() + timeout
     last: BaseException | None = None
@@ -232,7 +238,7 @@ def _for_mcp_condition_with_retry(
                 f"timed out waiting for MCP {mcp['metadata']['name']!r} condition {ctype!r}{suffix}"
             )
         try:
-            h.for_mcp_condition(kube, mcp, ctype, remaining, interval)
+            mcph.for_mcp_condition(kube, mcp, ctype, remaining, interval)
             return
         except (ApiError, urllib3.exceptions.HTTPError) as exc:
             if not _is_transient_api_error(exc):
@@ -247,7 +253,7 @@ def _for_mcp_condition_with_retry(
             time.sleep(interval)
 
 
-PERFORMANCE_PROFILE = h.Kind("performance.openshift.io/v2", "PerformanceProfile")
+PERFORMANCE_PROFILE = Kind("performance.openshift.io/v2", "PerformanceProfile")
 
 
 def _kubelet_config_of(kc: Mapping[str, Any]) -> dict[str, Any]:
@@ -260,9 +266,9 @@ def _kubelet_config_of(kc: Mapping[str, Any]) -> dict[str, Any]:
 def _targeted_kubelet_config(kube: Kube, nrop: Mapping[str, Any]) -> dict[str, Any]:
     targeted = None
     kcs = kube.list(ocp.KUBELETCONFIG)
-    for mcp in h.nrop_mcps(kube, nrop):
+    for mcp in mcph.nrop_mcps(kube, nrop):
         for kc in kcs:
-            if h.selector_matches(
+            if selector_matches(
                 (kc.get("spec") or {}).get("machineConfigPoolSelector"), mcp["metadata"].get("labels") or {}
             ):
                 targeted = kc
@@ -284,7 +290,9 @@ def _set_kubelet_config_field(kube: Kube, target: str, kc_name: str, field_name:
         else:
             payload.pop(field_name, None)
 
-    h.update_object(kube, ocp.KUBELETCONFIG, kc_name, mutate, timeout=600, interval=h.poll(target, 30))
+    polling.update_object(
+        kube, ocp.KUBELETCONFIG, kc_name, mutate, timeout=600, interval=polling.poll(target, 30)
+    )
 
 
 def _update_performance_profile(kube: Kube, target: str, name: str, value: str, *path: str) -> None:
@@ -306,7 +314,9 @@ def _update_performance_profile(kube: Kube, target: str, name: str, value: str, 
             node = node[key]
         node[path[-1]] = value
 
-    h.update_object(kube, PERFORMANCE_PROFILE, name, mutate, timeout=600, interval=h.poll(target, 30))
+    polling.update_object(
+        kube, PERFORMANCE_PROFILE, name, mutate, timeout=600, interval=polling.poll(target, 30)
+    )
 
 
 def _new_tm_scope(old: str) -> str:
@@ -351,7 +361,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 kube,
                 {
                     "matchLabels": {
-                        "machineconfiguration.openshift.io/role": h.ROLE_WORKER,
+                        "machineconfiguration.openshift.io/role": nodeh.ROLE_WORKER,
                         "test-id": "47674",
                     }
                 },
@@ -361,8 +371,8 @@ class TestClusterHasAtLeastOneSuitableNode:
             }
             pool_selector = dict(mcp["spec"]["nodeSelector"]["matchLabels"])
         else:
-            test_group = {"poolName": h.ROLE_MCP_TEST}
-            pool_selector = {h.role_label(h.ROLE_MCP_TEST): ""}
+            test_group = {"poolName": nodeh.ROLE_MCP_TEST}
+            pool_selector = {nodeh.role_label(nodeh.ROLE_MCP_TEST): ""}
         try:
             new_level: list[str] = ["Trace"]
 
@@ -371,7 +381,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 new_level[0] = "Debug" if obj["spec"].get("logLevel") == "Trace" else "Trace"
                 obj["spec"]["logLevel"] = new_level[0]
 
-            applied = h.update_nrop(kube, name, mutate, timeout=300, interval=h.poll(target, 30))
+            applied = nropcr.update_nrop(kube, name, mutate, timeout=300, interval=polling.poll(target, 30))
             try:
                 updated: dict[str, Any] = {}
 
@@ -381,25 +391,27 @@ class TestClusterHasAtLeastOneSuitableNode:
                         return problem
                     updated.clear()
                     updated.update(obj)
-                    return h.synced_at_problem(
-                        updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                    return nropcr.synced_at_problem(
+                        updated.get("status"), nropcr.CONDITION_AVAILABLE, updated["metadata"]["generation"]
                     )
 
-                h.eventually(synced, "failed to update RTE daemonset node selector", 600, h.poll(target, 30))
-                dss = h.daemonsets_by_name(kube, updated["status"].get("daemonsets") or [])
+                polling.eventually(
+                    synced, "failed to update RTE daemonset node selector", 600, polling.poll(target, 30)
+                )
+                dss = operands.daemonsets_by_name(kube, updated["status"].get("daemonsets") or [])
                 assert len(dss) == len(applied["spec"]["nodeGroups"]), (
                     "daemonsets found owned by NRO object doesn't align with specified NodeGroups"
                 )
                 for ds in dss:
                     pod_spec = ds["spec"]["template"]["spec"]
-                    if ds["metadata"]["name"] == f"{name}-{h.ROLE_MCP_TEST}":
+                    if ds["metadata"]["name"] == f"{name}-{nodeh.ROLE_MCP_TEST}":
                         assert pod_spec.get("nodeSelector") == pool_selector
                     cnt = pod_spec["containers"][0]
-                    value = h.container_flag(cnt.get("args") or (), "-v")
+                    value = operands.container_flag(cnt.get("args") or (), "-v")
                     assert value is not None, (
                         f"-v flag doesn't exist in container {cnt['name']!r} args under DaemonSet: {ds['metadata']['name']!r}"
                     )
-                    assert value == h.KLOG_LEVELS[new_level[0]], (
+                    assert value == operands.KLOG_LEVELS[new_level[0]], (
                         f"LogLevel {updated['spec'].get('logLevel')} doesn't match the existing -v flag in container: "
                         f"{cnt['name']!r} managed by DaemonSet: {ds['metadata']['name']!r}"
                     )
@@ -407,7 +419,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 _revert_spec(kube, name, initial["spec"], target)
         finally:
             if mcp_served:
-                _delete_mcp(kube, suite_config, h.ROLE_MCP_TEST)
+                _delete_mcp(kube, suite_config, nodeh.ROLE_MCP_TEST)
 
     @spec("should converge with mixed SELinux policy across node groups", "tier2", "openshift")
     @pytest.mark.nrop_profile("openshift")
@@ -430,7 +442,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                     {
                         "key": "machineconfiguration.openshift.io/role",
                         "operator": "In",
-                        "values": [h.ROLE_MCP_TEST, h.ROLE_WORKER],
+                        "values": [nodeh.ROLE_MCP_TEST, nodeh.ROLE_WORKER],
                     }
                 ]
             },
@@ -450,12 +462,14 @@ class TestClusterHasAtLeastOneSuitableNode:
                         return problem
                     updated.clear()
                     updated.update(obj)
-                    return h.synced_at_problem(
-                        updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                    return nropcr.synced_at_problem(
+                        updated.get("status"), nropcr.CONDITION_AVAILABLE, updated["metadata"]["generation"]
                     )
 
-                h.eventually(synced, "operator to converge with mixed policy", 600, h.poll(target, 30))
-                dss = h.daemonsets_by_name(kube, updated["status"].get("daemonsets") or [])
+                polling.eventually(
+                    synced, "operator to converge with mixed policy", 600, polling.poll(target, 30)
+                )
+                dss = operands.daemonsets_by_name(kube, updated["status"].get("daemonsets") or [])
                 assert len(dss) == len(applied["spec"]["nodeGroups"]), (
                     "daemonsets found owned by NRO object doesn't align with specified NodeGroups"
                 )
@@ -480,13 +494,13 @@ class TestClusterHasAtLeastOneSuitableNode:
             def mutate(obj: dict[str, Any]) -> None:
                 obj["spec"]["schedulerName"] = value
 
-            h.update_object(
+            polling.update_object(
                 kube,
                 NROSCHED,
                 nrs_name,
                 mutate,
                 timeout=timeout,
-                interval=h.poll(target, interval),
+                interval=polling.poll(target, interval),
                 description=description,
             )
 
@@ -500,17 +514,21 @@ class TestClusterHasAtLeastOneSuitableNode:
                 if obj is None:
                     return problem
                 updated.update(obj)
-                return h.synced_at_problem(
-                    updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                return nropcr.synced_at_problem(
+                    updated.get("status"), nropcr.CONDITION_AVAILABLE, updated["metadata"]["generation"]
                 )
 
-            h.eventually(synced, "failed to update the schedulerName field", 60, h.poll(target, 15))
+            polling.eventually(
+                synced, "failed to update the schedulerName field", 60, polling.poll(target, 15)
+            )
             got = updated["status"].get("schedulerName")
             assert got == SCHEDULER_TEST_NAME, (
                 f"failed to update the schedulerName field,expected {SCHEDULER_TEST_NAME!r} but found {got!r}"
             )
 
-            h.consistently(synced, "unexpected mutation in NUMAResourcesScheduler", 60, h.poll(target, 5))
+            polling.consistently(
+                synced, "unexpected mutation in NUMAResourcesScheduler", 60, polling.poll(target, 5)
+            )
 
             pod = new_test_pod_pause(fxt.namespace, randomize_name("testpod"), image=suite_config.pause_image)
             pod["spec"]["schedulerName"] = SCHEDULER_TEST_NAME
@@ -521,7 +539,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 pod["metadata"]["name"],
                 "Running",
                 timeout=300,
-                interval=h.poll(target, 1),
+                interval=polling.poll(target, 1),
             )
             meta = running["metadata"]
             assert scheduling.check_pod_was_scheduled_with(
@@ -547,7 +565,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                     f"failed to revert the schedulerName field,expected {initial_name!r} but found {found!r}"
                 )
 
-            h.eventually(reverted, "the schedulerName field to be reverted", 60, h.poll(target, 15))
+            polling.eventually(
+                reverted, "the schedulerName field to be reverted", 60, polling.poll(target, 15)
+            )
 
     @spec("[test_id:84307] should report the NodeGroupConfig in the status", "tier2", "openshift")
     def test_84307_report_node_group_config(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
@@ -580,9 +600,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                 # is this a transient error or does the cluster not support the Config reporting?
                 return "the config is not reported in status.machineconfigpools yet", False
             seen[0] = True
-            expected = h.merged_config(spec_groups[0].get("config"))
-            match_mcp = h.config_equal(conf_from_mcp, expected)
-            match_group = h.config_equal(ng_status[0].get("config"), expected)
+            expected = nropcr.merged_config(spec_groups[0].get("config"))
+            match_mcp = nropcr.config_equal(conf_from_mcp, expected)
+            match_group = nropcr.config_equal(ng_status[0].get("config"), expected)
             log.info(
                 "status (MCP) %s status (group) %s spec %s",
                 conf_from_mcp,
@@ -597,7 +617,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 lambda result: result[0] is None,
                 "the NodeGroupConfig status to match the spec",
                 300,
-                interval=h.poll(suite_config.target, 10),
+                interval=polling.poll(suite_config.target, 10),
                 terminal=lambda result: result[1],
             )
         except WaitTimeout as exc:
@@ -614,17 +634,17 @@ class TestClusterHasAtLeastOneSuitableNode:
         if len(groups) != 1:
             fxt.skip(f"more than one NodeGroup not yet supported, found {len(groups)}")
         status = nrop.get("status") or {}
-        dss = h.daemonsets_by_name(kube, status.get("daemonsets") or [])
+        dss = operands.daemonsets_by_name(kube, status.get("daemonsets") or [])
         assert len(dss) == 1, f"unexpected DaemonSet count: {len(dss)}"
-        expected = h.related_objects_rte(dss[0]["metadata"]["namespace"], status.get("daemonsets") or [])
-        got = h.object_refs(status.get("relatedObjects"))
+        expected = nropcr.related_objects_rte(dss[0]["metadata"]["namespace"], status.get("daemonsets") or [])
+        got = nropcr.object_refs(status.get("relatedObjects"))
         assert got == expected, "mismatching related objects for NUMAResourcesOperator"
 
         nrs = _nrs(kube, suite_config)
         deployment = (nrs.get("status") or {}).get("deployment") or {}
         assert deployment.get("name"), "unexpected missing scheduler deployment"
-        expected_nrs = h.related_objects_scheduler(deployment["namespace"], deployment)
-        got_nrs = h.object_refs((nrs.get("status") or {}).get("relatedObjects"))
+        expected_nrs = nropcr.related_objects_scheduler(deployment["namespace"], deployment)
+        got_nrs = nropcr.object_refs((nrs.get("status") or {}).get("relatedObjects"))
         assert got_nrs == expected_nrs, "mismatching related objects for NUMAResourcesScheduler"
 
     @spec("[test_id:84310] ignores non-matching kubeletconfigs", "slow", "tier1", "openshift")
@@ -635,7 +655,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         nrop_name = suite_config.nrop["metadata"]["name"]
 
         def kc_configmap_names() -> list[str]:
-            cms = kube.list(CONFIGMAP, label_selector=f"{h.LABEL_OPERATOR_NAME}={nrop_name}")
+            cms = kube.list(CONFIGMAP, label_selector=f"{operands.LABEL_OPERATOR_NAME}={nrop_name}")
             return sorted({cm["metadata"]["name"] for cm in cms})
 
         before = kc_configmap_names()
@@ -649,11 +669,11 @@ class TestClusterHasAtLeastOneSuitableNode:
                 log.info("current set of configmaps from kubeletconfigs: %s", ",".join(current))
                 return None if current == before else f"expected {before}, got {current}"
 
-            h.consistently(
+            polling.consistently(
                 unchanged,
                 "the KubeletConfig ConfigMaps soft-owned by the NROP changed",
                 300,
-                h.poll(suite_config.target, 10),
+                polling.poll(suite_config.target, 10),
             )
         finally:
             # upstream: Delete must succeed, then ForMCOKubeletConfigDeleted (default 1s / 3m)
@@ -682,7 +702,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         nrop = _nrop(kube, suite_config)
         # upstream: GetUpdated of an empty reference is the current NRT list
         initial_nrts = nrtupdates.get_updated(kube, [], timeout=300)
-        infos = h.mcps_info(kube, nrop)
+        infos = mcph.mcps_info(kube, nrop)
         assert infos
         kc = _targeted_kubelet_config(kube, nrop)
         kc_name = kc["metadata"]["name"]
@@ -711,7 +731,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
         set_scope(new_scope)
         try:
-            h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+            mcph.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
             kc = kube.get(ocp.KUBELETCONFIG, kc_name)
             cm = next(
                 (
@@ -730,7 +750,7 @@ class TestClusterHasAtLeastOneSuitableNode:
 
             def cm_updated() -> str | None:
                 current = kube.get(CONFIGMAP, cm["metadata"]["name"], cm["metadata"]["namespace"])
-                data = (current.get("data") or {}).get(h.RTE_CONFIG_KEY)
+                data = (current.get("data") or {}).get(tmconfig.RTE_CONFIG_KEY)
                 assert data is not None, (
                     f"failed to obtain config.yaml key from ConfigMap {cm['metadata']['name']!r} data"
                 )
@@ -741,17 +761,19 @@ class TestClusterHasAtLeastOneSuitableNode:
                     else "ConfigMap not updated with the new TopologyManagerScope yet"
                 )
 
-            h.eventually(cm_updated, "the RTE ConfigMap to carry the new scope", 300, h.poll(target, 30))
+            polling.eventually(
+                cm_updated, "the RTE ConfigMap to carry the new scope", 300, polling.poll(target, 30)
+            )
             _schedule_gu_pod_and_check(fxt, kube, suite_config, initial_nrts)
         finally:
             kc_now = kube.get(ocp.KUBELETCONFIG, kc_name)
             current_scope = str(_kubelet_config_of(kc_now).get("topologyManagerScope", ""))
             assert len(kc_now["metadata"].get("ownerReferences") or []) < 2
-            infos = h.mcps_info(kube, nrop)
+            infos = mcph.mcps_info(kube, nrop)
             assert infos
             if current_scope != initial_scope:
                 set_scope(initial_scope)
-                h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+                mcph.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
 
     @spec(
         "[test_id:75354] should be able to correctly identify topology manager policy without scheduler restarting",
@@ -791,7 +813,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             pytest.skip(reason)
 
         nrop = _nrop(kube, suite_config)
-        infos = h.mcps_info(kube, nrop)
+        infos = mcph.mcps_info(kube, nrop)
         assert infos
         kc = _targeted_kubelet_config(kube, nrop)
         kc_name = kc["metadata"]["name"]
@@ -813,7 +835,7 @@ class TestClusterHasAtLeastOneSuitableNode:
         try:
             if initial_policy != "none":
                 set_policy("none")
-            h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+            mcph.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
             nrs = _nrs(kube, suite_config)
             dp = _deployment_by_owner_reference(kube, nrs["metadata"]["uid"])
             sched_pods = _pods_by_deployment(kube, dp)
@@ -824,11 +846,11 @@ class TestClusterHasAtLeastOneSuitableNode:
                 "deleting the scheduler pod to trigger its restart: %s", sched_pods[0]["metadata"]["name"]
             )
             kube.delete(POD, sched_pods[0]["metadata"]["name"], dp["metadata"]["namespace"], missing_ok=False)
-            waiters.for_deployment_complete(kube, dp, timeout=60, interval=h.poll(target, 10))
+            waiters.for_deployment_complete(kube, dp, timeout=60, interval=polling.poll(target, 10))
 
-            infos = h.mcps_info(kube, nrop)
+            infos = mcph.mcps_info(kube, nrop)
             set_policy(SNN)
-            h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+            mcph.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
 
             deployment = _tae_deployment(
                 fxt.namespace, "testdp", suite_config.scheduler_name, cpus, suite_config.pause_image
@@ -882,11 +904,11 @@ class TestClusterHasAtLeastOneSuitableNode:
         finally:
             kc_now = kube.get(ocp.KUBELETCONFIG, kc_name)
             current_policy = str(_kubelet_config_of(kc_now).get("topologyManagerPolicy", ""))
-            infos = h.mcps_info(kube, nrop)
+            infos = mcph.mcps_info(kube, nrop)
             assert infos
             if current_policy != initial_policy:
                 set_policy(initial_policy)
-                h.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
+                mcph.wait_for_mcp_update(kube, suite_config, infos, config_update=True)
 
     class TestNodeGroupWithPoolNameSupport:
         pytestmark = spec("[ngpoolname] node group with PoolName support", "ngpoolname", "feature:ngpoolname")
@@ -907,19 +929,21 @@ class TestClusterHasAtLeastOneSuitableNode:
                     obj, problem = _get_attempt(kube, NROP, name, what="failed to get updated NRO object")
                     if obj is None:
                         return problem
-                    problem = h.synced_at_problem(
-                        obj.get("status"), h.CONDITION_DEGRADED, obj["metadata"]["generation"]
+                    problem = nropcr.synced_at_problem(
+                        obj.get("status"), nropcr.CONDITION_DEGRADED, obj["metadata"]["generation"]
                     )
                     if problem:
                         return problem
                     conds = (obj.get("status") or {}).get("conditions")
-                    if not h.is_degraded_with(
-                        conds, "must have only a single specifier set", h.REASON_NODEGROUPS_ERROR
+                    if not nropcr.is_degraded_with(
+                        conds, "must have only a single specifier set", nropcr.REASON_NODEGROUPS_ERROR
                     ):
                         return f"Condition not degraded as expected: {conds}"
                     return None
 
-                h.eventually(degraded, "Timed out waiting for degraded condition", 300, h.poll(target, 5))
+                polling.eventually(
+                    degraded, "Timed out waiting for degraded condition", 300, polling.poll(target, 5)
+                )
             finally:
                 _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
 
@@ -935,7 +959,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             name = suite_config.nrop["metadata"]["name"]
             initial = _nrop(kube, suite_config)
             orig_groups = list(initial["spec"]["nodeGroups"])
-            pool = h.ROLE_MCP_TEST
+            pool = nodeh.ROLE_MCP_TEST
             # an RTE DaemonSet is created for a pool with zero machines: no reboot. On OpenShift
             # that pool is an MCP; on Kubernetes it is the (absent) node-role label of the name.
             mcp_created = ocp.serves(kube, ocp.MCP)
@@ -947,7 +971,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                             {
                                 "key": "machineconfiguration.openshift.io/role",
                                 "operator": "In",
-                                "values": [h.ROLE_MCP_TEST, h.ROLE_WORKER],
+                                "values": [nodeh.ROLE_MCP_TEST, nodeh.ROLE_WORKER],
                             }
                         ]
                     },
@@ -958,7 +982,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                     "infoRefreshMode": "Periodic",
                     "infoRefreshPause": "Enabled",
                 }
-                expected = h.merged_config(conf)
+                expected = nropcr.merged_config(conf)
 
                 applied = _set_node_groups(
                     kube, name, [*orig_groups, {"poolName": pool, "config": conf}], target
@@ -967,20 +991,24 @@ class TestClusterHasAtLeastOneSuitableNode:
                     _verify_status_update(kube, target, name, applied, pool, expected)
 
                     conf2 = {"podsFingerprinting": "Disabled", "infoRefreshMode": "Events"}
-                    expected2 = h.merged_config(conf2)
+                    expected2 = nropcr.merged_config(conf2)
                     applied = _set_node_groups(
                         kube, name, [*orig_groups, {"poolName": pool, "config": conf2}], target
                     )
                     _verify_status_update(kube, target, name, applied, pool, expected2)
 
                     current = kube.get(NROP, name)
-                    group_status = h.pool_of_status(current, pool)
+                    group_status = nropcr.pool_of_status(current, pool)
                     assert group_status is not None
                     ds_ref = group_status["daemonsets"]
 
                     _set_node_groups(kube, name, orig_groups, target, None)
                     waiters.for_daemonset_deleted(
-                        kube, ds_ref["namespace"], ds_ref["name"], timeout=60, interval=h.poll(target, 10)
+                        kube,
+                        ds_ref["namespace"],
+                        ds_ref["name"],
+                        timeout=60,
+                        interval=polling.poll(target, 10),
                     )
                     current = kube.get(NROP, name)
                     status = current.get("status") or {}
@@ -1001,9 +1029,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                     if kube.get(NROP, name)["spec"].get("nodeGroups") != orig_groups:
                         _set_node_groups(kube, name, orig_groups, target, None)
                     assert (
-                        h.find_condition(
+                        nropcr.find_condition(
                             (kube.get(NROP, name).get("status") or {}).get("conditions"),
-                            h.CONDITION_AVAILABLE,
+                            nropcr.CONDITION_AVAILABLE,
                         )
                         is not None
                     ), "expected operators conditions to be Available but was found something else"
@@ -1049,17 +1077,19 @@ class TestClusterHasAtLeastOneSuitableNode:
                         obj, problem = _get_attempt(kube, NROP, name)
                         if obj is None:
                             return problem
-                        problem = h.synced_at_problem(
-                            obj.get("status"), h.CONDITION_AVAILABLE, obj["metadata"]["generation"]
+                        problem = nropcr.synced_at_problem(
+                            obj.get("status"), nropcr.CONDITION_AVAILABLE, obj["metadata"]["generation"]
                         )
                         if problem:
                             return problem
                         conds = (obj.get("status") or {}).get("conditions")
-                        if not h.is_degraded_with(conds, expected_msg, h.REASON_NODEGROUPS_ERROR):
+                        if not nropcr.is_degraded_with(conds, expected_msg, nropcr.REASON_NODEGROUPS_ERROR):
                             return f"Condition not degraded as expected for pool name: {pool!r}"
                         return None
 
-                    h.eventually(degraded, "Timed out waiting for degraded condition", 300, h.poll(target, 5))
+                    polling.eventually(
+                        degraded, "Timed out waiting for degraded condition", 300, polling.poll(target, 5)
+                    )
                 finally:
                     _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
 
@@ -1092,19 +1122,21 @@ class TestClusterHasAtLeastOneSuitableNode:
                     obj, problem = _get_attempt(kube, NROP, name)
                     if obj is None:
                         return problem
-                    problem = h.synced_at_problem(
-                        obj.get("status"), h.CONDITION_AVAILABLE, obj["metadata"]["generation"]
+                    problem = nropcr.synced_at_problem(
+                        obj.get("status"), nropcr.CONDITION_AVAILABLE, obj["metadata"]["generation"]
                     )
                     if problem:
                         return problem
                     conds = (obj.get("status") or {}).get("conditions")
-                    if not h.is_degraded_with(
-                        conds, "Should specify PoolName only", h.REASON_NODEGROUPS_ERROR
+                    if not nropcr.is_degraded_with(
+                        conds, "Should specify PoolName only", nropcr.REASON_NODEGROUPS_ERROR
                     ):
                         return "Condition not degraded as expected"
                     return None
 
-                h.eventually(degraded, "Timed out waiting for degraded condition", 300, h.poll(target, 5))
+                polling.eventually(
+                    degraded, "Timed out waiting for degraded condition", 300, polling.poll(target, 5)
+                )
             finally:
                 _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
 
@@ -1126,13 +1158,14 @@ class TestClusterHasAtLeastOneSuitableNode:
             name = suite_config.nrop["metadata"]["name"]
             initial = _nrop(kube, suite_config)
             worker_cnf = "worker-cnf"
-            cnf_label = h.role_label(worker_cnf)
-            cp_label = h.role_label(h.ROLE_CONTROL_PLANE)
+            cnf_label = nodeh.role_label(worker_cnf)
+            cp_label = nodeh.role_label(nodeh.ROLE_CONTROL_PLANE)
             dedicated = [
                 node
-                for node in kube.list(NODE, label_selector=h.role_label(h.ROLE_WORKER))
+                for node in kube.list(NODE, label_selector=nodeh.role_label(nodeh.ROLE_WORKER))
                 if cp_label not in node["metadata"].get("labels", {})
-                and sum(1 for key in node["metadata"].get("labels", {}) if key.startswith(h.LABEL_ROLE)) < 2
+                and sum(1 for key in node["metadata"].get("labels", {}) if key.startswith(nodeh.LABEL_ROLE))
+                < 2
             ]
             assert dedicated, (
                 f"no dedicated worker nodes found while running on cluster type {cluster_type!r}"
@@ -1146,7 +1179,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                         {
                             "key": "machineconfiguration.openshift.io/role",
                             "operator": "In",
-                            "values": [h.ROLE_WORKER, worker_cnf],
+                            "values": [nodeh.ROLE_WORKER, worker_cnf],
                         }
                     ]
                 },
@@ -1154,7 +1187,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             )
             try:
                 try:
-                    h.wait_mcp_condition(kube, suite_config, mcp, "Updated")
+                    mcph.wait_mcp_condition(kube, suite_config, mcp, "Updated")
                 except WaitTimeout as exc:
                     raise AssertionError(f"MCP {worker_cnf!r} did not reach Updated state: {exc}") from exc
                 _set_node_groups(kube, name, [{"poolName": "master"}, {"poolName": worker_cnf}], target)
@@ -1167,21 +1200,23 @@ class TestClusterHasAtLeastOneSuitableNode:
                             return problem
                         updated.clear()
                         updated.update(obj)
-                        return h.synced_at_problem(
-                            updated.get("status"), h.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+                        return nropcr.synced_at_problem(
+                            updated.get("status"),
+                            nropcr.CONDITION_AVAILABLE,
+                            updated["metadata"]["generation"],
                         )
 
-                    h.eventually(
+                    polling.eventually(
                         synced,
                         "operator did not become Available after adding node group",
                         600,
-                        h.poll(target, 30),
+                        polling.poll(target, 30),
                     )
                     ds_refs = updated["status"].get("daemonsets") or []
                     assert len(ds_refs) == len(updated["spec"]["nodeGroups"]), (
                         "expected one DaemonSet per NodeGroup"
                     )
-                    dss = h.daemonsets_by_name(kube, ds_refs)
+                    dss = operands.daemonsets_by_name(kube, ds_refs)
                     assert len(dss) == len(updated["spec"]["nodeGroups"]), (
                         "DaemonSets count mismatch with NodeGroups"
                     )
@@ -1212,7 +1247,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             finally:
                 kube.patch(NODE, node_name, {"metadata": {"labels": {cnf_label: None}}})
                 # the worker pool read now must change, then be Updated
-                h.wait_mcp_condition(kube, suite_config, h.ROLE_WORKER, "Updated")
+                mcph.wait_mcp_condition(kube, suite_config, nodeh.ROLE_WORKER, "Updated")
                 _delete_mcp(kube, suite_config, worker_cnf)
 
         @pytest.mark.nrop_profile("compact")
@@ -1250,7 +1285,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                     ).get("desiredNumberScheduled", 0)
                     return None if total > 0 else "DaemonSets have no desired pods yet"
 
-                h.eventually(both_exist, "DaemonSets were not created", 300, h.poll(target, 10))
+                polling.eventually(both_exist, "DaemonSets were not created", 300, polling.poll(target, 10))
 
                 def some_pending() -> str | None:
                     st: list[Mapping[str, Any]] = []
@@ -1265,8 +1300,11 @@ class TestClusterHasAtLeastOneSuitableNode:
                         return None
                     return f"expected some pods to be pending due to anti-affinity, but all {desired} desired pods are ready"
 
-                h.consistently(
-                    some_pending, "overlapping DaemonSets should have pending pods", 60, h.poll(target, 10)
+                polling.consistently(
+                    some_pending,
+                    "overlapping DaemonSets should have pending pods",
+                    60,
+                    polling.poll(target, 10),
                 )
             finally:
                 _revert_node_groups_and_wait_available(kube, name, initial["spec"]["nodeGroups"], target)
@@ -1284,39 +1322,39 @@ class TestClusterHasAtLeastOneSuitableNode:
             found: list[dict[str, Any]] = []
 
             def configmap_listed() -> str | None:
-                cms = kube.list(CONFIGMAP, label_selector=f"{h.LABEL_OPERATOR_NAME}={nrop_name}")
+                cms = kube.list(CONFIGMAP, label_selector=f"{operands.LABEL_OPERATOR_NAME}={nrop_name}")
                 if not cms:
                     return "RTE configmap mismatch: current 0, desired 1"
                 found[:] = [cms[0]]  # choose the first one arbitrarily
                 return None
 
-            h.eventually(
+            polling.eventually(
                 configmap_listed,
-                f"an RTE ConfigMap labelled {h.LABEL_OPERATOR_NAME}={nrop_name}",
+                f"an RTE ConfigMap labelled {operands.LABEL_OPERATOR_NAME}={nrop_name}",
                 300,
-                h.poll(target, 10),
+                polling.poll(target, 10),
             )
             rte_cm = found[0]
             log.info("found RTE configmap: %s", rte_cm)
-            pool = (rte_cm["metadata"].get("labels") or {}).get(h.LABEL_NODEGROUP_MCP, "")
-            selector = h.pool_node_selector(kube, platform, nrop, pool)
-            nodes = h.nodes_by_selector(kube, selector)
-            assert nodes, f"no nodes found with the nodeSelector {h.selector_text(selector)}"
-            conf = h.rte_tm_config(rte_cm)
+            pool = (rte_cm["metadata"].get("labels") or {}).get(nropcr.LABEL_NODEGROUP_MCP, "")
+            selector = mcph.pool_node_selector(kube, platform, nrop, pool)
+            nodes = nodeh.nodes_by_selector(kube, selector)
+            assert nodes, f"no nodes found with the nodeSelector {nodeh.selector_text(selector)}"
+            conf = tmconfig.rte_tm_config(rte_cm)
 
             for node in nodes:
                 node_name = node["metadata"]["name"]
 
                 def matching(node_name: str = node_name) -> str | None:
                     nrt = kube.get(NRT, node_name)
-                    problem = h.tm_config_mismatch(nrt, conf)
+                    problem = tmconfig.tm_config_mismatch(nrt, conf)
                     return problem or None
 
-                h.eventually(
+                polling.eventually(
                     matching,
                     f"NRT {node_name} to match the RTE topology manager configuration",
                     300,
-                    h.poll(target, 10),
+                    polling.poll(target, 10),
                 )
 
         @spec(
@@ -1342,7 +1380,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 # use ObservedGeneration): a timeout or a failed read of the pool is logged, no more
                 for ctype in ("Updating", "Updated"):
                     try:
-                        h.wait_mcp_condition(kube, suite_config, mcp_obj, ctype)
+                        mcph.wait_mcp_condition(kube, suite_config, mcp_obj, ctype)
                     except (WaitTimeout, *GET_ERRORS) as exc:
                         log.info("MCP %s condition %s: %s", mcp_obj["metadata"]["name"], ctype, exc)
 
@@ -1351,7 +1389,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                     {
                         "key": "machineconfiguration.openshift.io/role",
                         "operator": "In",
-                        "values": [h.ROLE_WORKER, h.ROLE_MCP_TEST],
+                        "values": [nodeh.ROLE_WORKER, nodeh.ROLE_MCP_TEST],
                     }
                 ]
             }
@@ -1360,18 +1398,18 @@ class TestClusterHasAtLeastOneSuitableNode:
                 # the default scope is container: pod makes sure it actually changed
                 kc = kube.create(_test_kubelet_config(mcp["metadata"]["labels"], scope="pod"))
                 try:
-                    workers = h.worker_nodes(kube)
+                    workers = nodeh.worker_nodes(kube)
                     node, removed_role = _mutate_node_custom_label(workers)
                     node_name = node["metadata"]["name"]
                     initial_labels = dict(node["metadata"].get("labels") or {})
-                    labels_patch: dict[str, Any] = {h.role_label(h.ROLE_MCP_TEST): ""}
+                    labels_patch: dict[str, Any] = {nodeh.role_label(nodeh.ROLE_MCP_TEST): ""}
                     if removed_role:
                         labels_patch[removed_role] = None
                     kube.patch(NODE, node_name, {"metadata": {"labels": labels_patch}})
                     wait_mcp_update_func(mcp)
                     try:
-                        log.info("adding nodeGroup poolName=%s", h.ROLE_MCP_TEST)
-                        groups = [*initial["spec"]["nodeGroups"], {"poolName": h.ROLE_MCP_TEST}]
+                        log.info("adding nodeGroup poolName=%s", nodeh.ROLE_MCP_TEST)
+                        groups = [*initial["spec"]["nodeGroups"], {"poolName": nodeh.ROLE_MCP_TEST}]
                         # upstream: Patch(MergeFrom(the BeforeEach object))
                         patched = kube.patch(NROP, name, {"spec": {"nodeGroups": groups}})
                         custom = ocp.custom_policy_support_enabled(platform, patched)
@@ -1379,7 +1417,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                             wait_mcp_update_func(mcp)
                         try:
                             namespace = patched["status"]["daemonsets"][0]["namespace"]
-                            ds_name = f"{name}-{h.ROLE_MCP_TEST}"
+                            ds_name = f"{name}-{nodeh.ROLE_MCP_TEST}"
                             log.info("waiting for DaemonSet %s/%s to be ready", namespace, ds_name)
                             waiters.for_daemonset_ready(
                                 kube,
@@ -1393,16 +1431,18 @@ class TestClusterHasAtLeastOneSuitableNode:
                                 lambda obj: obj is not None,
                                 f"RTE ConfigMap {namespace}/{ds_name}",
                                 300,
-                                interval=h.poll(target, 10),
+                                interval=polling.poll(target, 10),
                             )
                             log.info("found RTE configmap: %s", cm)
-                            pool = (cm["metadata"].get("labels") or {}).get(h.LABEL_NODEGROUP_MCP, "")
-                            node_selector = h.pool_node_selector(kube, platform, kube.get(NROP, name), pool)
-                            selected = h.nodes_by_selector(kube, node_selector)
-                            assert selected, (
-                                f"no nodes found with the nodeSelector {h.selector_text(node_selector)}"
+                            pool = (cm["metadata"].get("labels") or {}).get(nropcr.LABEL_NODEGROUP_MCP, "")
+                            node_selector = mcph.pool_node_selector(
+                                kube, platform, kube.get(NROP, name), pool
                             )
-                            conf = h.rte_tm_config(cm)
+                            selected = nodeh.nodes_by_selector(kube, node_selector)
+                            assert selected, (
+                                f"no nodes found with the nodeSelector {nodeh.selector_text(node_selector)}"
+                            )
+                            conf = tmconfig.rte_tm_config(cm)
                             for sel_node in selected:
                                 sel_name = sel_node["metadata"]["name"]
 
@@ -1410,13 +1450,13 @@ class TestClusterHasAtLeastOneSuitableNode:
                                     nrt = kube.get_or_none(NRT, sel_name)
                                     if nrt is None:
                                         return f"NRT {sel_name} was not found, waiting for its creation"
-                                    return h.tm_config_mismatch(nrt, conf) or None
+                                    return tmconfig.tm_config_mismatch(nrt, conf) or None
 
-                                h.eventually(
+                                polling.eventually(
                                     matching,
                                     f"NRT {sel_name} to match the RTE topology manager configuration",
                                     300,
-                                    h.poll(target, 10),
+                                    polling.poll(target, 10),
                                 )
                         finally:
                             kube.patch(NROP, name, {"spec": {"nodeGroups": initial["spec"]["nodeGroups"]}})
@@ -1435,7 +1475,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                             ) or {}
                             if removed_role and removed_role in match_labels:
                                 targeted = m
-                        wait_mcp_update_func(targeted or kube.get(ocp.MCP, h.ROLE_WORKER))
+                        wait_mcp_update_func(targeted or kube.get(ocp.MCP, nodeh.ROLE_WORKER))
                 finally:
                     # no need to wait for the deletion: the pool has no nodes anymore
                     kube.delete(ocp.KUBELETCONFIG, kc["metadata"]["name"], missing_ok=False)
@@ -1472,8 +1512,8 @@ class TestTLSComplianceRteCompliesWithTLSProfileModifications:
             def mutate(obj: dict[str, Any]) -> None:
                 obj["spec"] = spec_value
 
-            h.update_object(
-                kube, ocp.APISERVER_CONFIG, "cluster", mutate, timeout=600, interval=h.poll(target, 10)
+            polling.update_object(
+                kube, ocp.APISERVER_CONFIG, "cluster", mutate, timeout=600, interval=polling.poll(target, 10)
             )
 
         log.info("updating APIServer TLS profile from %s to %s", original_type, new_type)
@@ -1482,11 +1522,11 @@ class TestTLSComplianceRteCompliesWithTLSProfileModifications:
             _wait_mcps_and_verify_nodes(kube, target, "after MCP rollout")
             expected = TLS_PROFILE_SETTINGS[new_type]
             log.info("verifying RTE DaemonSet TLS flags match the updated profile: %s", expected)
-            h.eventually(
+            polling.eventually(
                 lambda: _rte_tls_flags_problem(kube, suite_config.nrop["metadata"]["name"], expected),
                 "RTE DaemonSet TLS flags to match the TLS profile",
                 30,
-                h.poll(target, 5),
+                polling.poll(target, 5),
             )
         finally:
             log.info("reverting APIServer TLS profile from %s to %s", new_type, original_type)
@@ -1531,7 +1571,9 @@ def _verify_status_update(
             return problem
         updated.update(obj)
         status = updated.get("status") or {}
-        problem = h.synced_at_problem(status, h.CONDITION_AVAILABLE, updated["metadata"]["generation"])
+        problem = nropcr.synced_at_problem(
+            status, nropcr.CONDITION_AVAILABLE, updated["metadata"]["generation"]
+        )
         if problem:
             return problem
         found, want = len(status.get("nodeGroups") or []), len(applied["spec"]["nodeGroups"])
@@ -1541,9 +1583,9 @@ def _verify_status_update(
             return "the status did not change since the node groups were updated"
         return None
 
-    h.eventually(synced, f"NROP {name} to reconcile the node groups", 600, h.poll(target, 5))
+    polling.eventually(synced, f"NROP {name} to reconcile the node groups", 600, polling.poll(target, 5))
     status = updated.get("status") or {}
-    group = h.pool_of_status(updated, pool)
+    group = nropcr.pool_of_status(updated, pool)
     assert group is not None, f"no NodeGroupStatus found for pool name {pool!r} yet"
     mcp = next((m for m in status.get("machineconfigpools") or () if m.get("name") == pool), None)
     assert mcp is not None, (
@@ -1556,8 +1598,8 @@ def _verify_status_update(
         "the corresponding daemonset for node group with PoolName set still not reflected in the operator "
         f"status: expected {group.get('daemonsets')} to be among {status.get('daemonsets')}"
     )
-    match_mcp = h.config_equal(mcp.get("config"), expected)
-    match_group = h.config_equal(group.get("config"), expected)
+    match_mcp = nropcr.config_equal(mcp.get("config"), expected)
+    match_group = nropcr.config_equal(group.get("config"), expected)
     log.info(
         "NRO %s status (MCP) %s status (group) %s spec %s match %s",
         name,
@@ -1592,7 +1634,7 @@ def _deployment_by_owner_reference(kube: Kube, uid: str) -> dict[str, Any]:
 def _pods_by_deployment(kube: Kube, deployment: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``podlist.ByDeployment``: the pods of the Deployment's namespace its selector matches."""
     labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return kube.list(POD, deployment["metadata"]["namespace"], label_selector=h.selector_text(labels))
+    return kube.list(POD, deployment["metadata"]["namespace"], label_selector=nodeh.selector_text(labels))
 
 
 def _test_kubelet_config(mcp_labels: Mapping[str, str], scope: str) -> dict[str, Any]:
@@ -1640,16 +1682,16 @@ def _mutate_node_custom_label(workers: list[dict[str, Any]]) -> tuple[dict[str, 
     """``mutateNodeCustomLabel``: a worker with only the worker role, else the first worker minus
     its custom role (returned so it can be restored)."""
     for node in workers:
-        roles = [key for key in node["metadata"].get("labels", {}) if key.startswith(h.LABEL_ROLE)]
+        roles = [key for key in node["metadata"].get("labels", {}) if key.startswith(nodeh.LABEL_ROLE)]
         if len(roles) < 2:
             return node, ""
     node = workers[0]
-    worker_role = h.role_label(h.ROLE_WORKER)
+    worker_role = nodeh.role_label(nodeh.ROLE_WORKER)
     custom = next(
         (
             key
             for key in node["metadata"].get("labels", {})
-            if key.startswith(h.LABEL_ROLE) and key != worker_role
+            if key.startswith(nodeh.LABEL_ROLE) and key != worker_role
         ),
         "",
     )
@@ -1671,7 +1713,7 @@ def _schedule_gu_pod_and_check(
     pod["spec"]["containers"][0]["resources"] = {"limits": dict(res), "requests": dict(res)}
     kube.create(pod)
     running = waiters.for_pod_phase(
-        kube, fxt.namespace, pod["metadata"]["name"], "Running", timeout=300, interval=h.poll(target, 1)
+        kube, fxt.namespace, pod["metadata"]["name"], "Running", timeout=300, interval=polling.poll(target, 1)
     )
     meta = running["metadata"]
     assert scheduling.check_pod_was_scheduled_with(kube, meta["namespace"], meta["name"], scheduler_name), (
@@ -1725,7 +1767,7 @@ def _rte_tls_flags_problem(kube: Kube, nrop_name: str, expected: tuple[str, str]
         for flag, want in zip(
             ("--metrics-tls-min-version", "--metrics-tls-cipher-suites"), expected, strict=True
         ):
-            got = h.container_flag(cnt.get("args") or (), flag)
+            got = operands.container_flag(cnt.get("args") or (), flag)
             if not want:
                 if got:
                     return f"{flag} should be absent or empty for this TLS profile daemonsetName={ref['name']!r} got={got!r}"
@@ -1741,7 +1783,7 @@ def _wait_mcps_and_verify_nodes(kube: Kube, target: str, reason: str) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     mcps = kube.list(ocp.MCP)
-    timeout, interval = 2400.0, h.poll(target, 20)
+    timeout, interval = 2400.0, polling.poll(target, 20)
 
     def rollout(mcp: Mapping[str, Any]) -> None:
         _for_mcp_condition_with_retry(kube, mcp, "Updating", timeout, interval)
@@ -1765,8 +1807,8 @@ def _wait_mcps_and_verify_nodes(kube: Kube, target: str, reason: str) -> None:
         assert node_selector is not None, (
             f"node config mismatch for MCP {name!r}: MCP {name!r} has nil NodeSelector"
         )
-        for node in h.nodes_by_selector(kube, node_selector.get("matchLabels") or {}):
-            current = (node["metadata"].get("annotations") or {}).get(h.CURRENT_CONFIG_ANNOTATION, "")
+        for node in nodeh.nodes_by_selector(kube, node_selector.get("matchLabels") or {}):
+            current = (node["metadata"].get("annotations") or {}).get(mcph.CURRENT_CONFIG_ANNOTATION, "")
             assert current == rendered, (
                 f"node config mismatch for MCP {name!r}: node {node['metadata']['name']!r} "
                 f"currentConfig={current!r} does not match MCP {name!r} rendered config={rendered!r}"

@@ -15,7 +15,10 @@ import logging
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as cfg
+import _node_helpers as nodeh
+import _nropcr_helpers as nropcr
+import _operand_helpers as operands
+import _polling_helpers as polling
 
 from nrop.suite import WaitTimeout, objects, scheduling, spec, wait_for, waiters
 from nrop.suite import nrt as e2enrt
@@ -87,7 +90,7 @@ def test_pod_scope_admits_the_containers_together(fxt: Any, suite_config: Any) -
         return None if check else str(check)
 
     try:
-        cfg.eventually(
+        polling.eventually(
             rejected,
             f"pod {namespace}/{name} with scheduler default-scheduler did NOT fail",
             60,
@@ -142,7 +145,7 @@ def test_operator_restores_a_manually_edited_rte_daemonset(fxt: Any, suite_confi
                 None if env == desired_env else f"container env is {env}, the operator renders {desired_env}"
             )
 
-        cfg.eventually(
+        polling.eventually(
             edit_undone,
             f"the operator did not restore DaemonSet {namespace}/{name} after a manual edit",
             120,
@@ -179,8 +182,8 @@ def _scheduler_rolled_out(kube: Any, nrs_name: str, interval: float) -> None:
 
     def problem() -> str | None:
         nrs = kube.get(NROSCHED, nrs_name)
-        found = cfg.synced_at_problem(
-            nrs.get("status"), cfg.CONDITION_AVAILABLE, nrs["metadata"]["generation"]
+        found = nropcr.synced_at_problem(
+            nrs.get("status"), nropcr.CONDITION_AVAILABLE, nrs["metadata"]["generation"]
         )
         if found:
             return f"NUMAResourcesScheduler {nrs_name}: {found}"
@@ -191,12 +194,14 @@ def _scheduler_rolled_out(kube: Any, nrs_name: str, interval: float) -> None:
             int(dp["metadata"]["generation"]), dp.get("status") or {}, replicas
         ):
             return f"deployment {ref['namespace']}/{ref['name']} not complete: {dp.get('status')}"
-        pods = kube.list(POD, ref["namespace"], label_selector=cfg.selector_text(cfg.SCHEDULER_POD_LABELS))
+        pods = kube.list(
+            POD, ref["namespace"], label_selector=nodeh.selector_text(operands.SCHEDULER_POD_LABELS)
+        )
         if len(pods) != replicas or any(pod["metadata"].get("deletionTimestamp") for pod in pods):
             return f"{len(pods)} scheduler pods, {replicas} wanted, none terminating"
         return None
 
-    cfg.eventually(problem, "the secondary scheduler to run its new configuration", 300, interval)
+    polling.eventually(problem, "the secondary scheduler to run its new configuration", 300, interval)
 
 
 def _set_scoring_strategy(kube: Any, nrs_name: str, strategy: dict[str, Any] | None, interval: float) -> None:
@@ -206,7 +211,7 @@ def _set_scoring_strategy(kube: Any, nrs_name: str, strategy: dict[str, Any] | N
         else:
             obj["spec"]["scoringStrategy"] = copy.deepcopy(strategy)
 
-    cfg.update_object(kube, NROSCHED, nrs_name, mutate, timeout=120, interval=interval)
+    polling.update_object(kube, NROSCHED, nrs_name, mutate, timeout=120, interval=interval)
     _scheduler_rolled_out(kube, nrs_name, interval)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as h
+import _operand_helpers as operands
 import pytest
 
 from nrop.suite import Kube, spec
@@ -25,19 +25,19 @@ class TestWhenCheckingTheNumaresourcesOperatorPodProper:
 
     @spec("should verify the terminationMessagePolicy", "terminationMessage")
     def test_operator_termination_message_policy(self, kube: Kube, nrop: dict[str, Any]) -> None:
-        pod = h.operator_pod(kube, nrop)
+        pod = operands.operator_pod(kube, nrop)
         for cnt in pod["spec"]["containers"]:
-            assert cnt.get("terminationMessagePolicy") == h.TERMINATION_FALLBACK, (
+            assert cnt.get("terminationMessagePolicy") == operands.TERMINATION_FALLBACK, (
                 f"container {cnt['name']!r}: terminationMessagePolicy {cnt.get('terminationMessagePolicy')!r}"
             )
 
     @spec("should set terminationMessagePolicy in the operand", "terminationMessage")
     def test_operand_termination_message_policy(self, kube: Kube, nrop: dict[str, Any]) -> None:
-        dss = h.daemonsets_by_name(kube, (nrop.get("status") or {}).get("daemonsets") or [])
+        dss = operands.daemonsets_by_name(kube, (nrop.get("status") or {}).get("daemonsets") or [])
         assert dss, f"unexpected DaemonSet count: {len(dss)}"
         for ds in dss:
             for cnt in ds["spec"]["template"]["spec"]["containers"]:
-                assert cnt.get("terminationMessagePolicy") == h.TERMINATION_FALLBACK, (
+                assert cnt.get("terminationMessagePolicy") == operands.TERMINATION_FALLBACK, (
                     f"DaemonSet {ds['metadata']['name']!r} container {cnt['name']!r}: "
                     f"terminationMessagePolicy {cnt.get('terminationMessagePolicy')!r}"
                 )

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as h
+import _operand_helpers as operands
 import _podexec_helpers as podexec
 import pytest
 
@@ -53,7 +53,7 @@ class TestWhenTestingOperatorMetricsEndpoint:
 
     @spec("[test_id:85769] should be able to fetch metrics from the manager container")
     def test_85769_operator_metrics(self, kube: Kube, nrop: dict[str, Any]) -> None:
-        pod = h.operator_pod(kube, nrop)
+        pod = operands.operator_pod(kube, nrop)
         text = _metrics(kube, pod, OPERATOR_METRICS_PORT)
         assert (
             'workqueue_adds_total{controller="numaresourcesoperator",name="numaresourcesoperator"}' in text
@@ -69,7 +69,7 @@ class TestWhenTestingRTEMetricsEndpoint:
     @spec("[test_id:85770] should be able to fetch metrics from the RTE pod container")
     def test_85770_rte_metrics(self, kube: Kube, nrop: dict[str, Any]) -> None:
         namespace = nrop["status"]["nodeGroups"][0]["daemonsets"]["namespace"]
-        pods = kube.list(POD, namespace, label_selector=f"name={h.RTE_POD_LABEL_NAME}")
+        pods = kube.list(POD, namespace, label_selector=f"name={operands.RTE_POD_LABEL_NAME}")
         assert pods, "There should be at least one worker pod"
         text = _metrics(kube, pods[0], RTE_METRICS_PORT)
         assert "rte_noderesourcetopology_writes_total" in text, (

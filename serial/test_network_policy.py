@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import _config_helpers as h
+import _node_helpers as nodeh
 import _openshift_helpers as ocp
+import _operand_helpers as operands
 import _podexec_helpers as podexec
 import pytest
 from kubernetes.client.exceptions import ApiException
@@ -63,11 +64,11 @@ def pods(kube: Kube, suite_config: Any) -> Pods:
     nrs = kube.get(NROSCHED, suite_config.nrosched["metadata"]["name"])
     assert (nrop.get("status") or {}).get("nodeGroups")
     namespace = nrop["status"]["nodeGroups"][0]["daemonsets"]["namespace"]
-    operator = h.operator_pod(kube, nrop)
-    scheduler = h.scheduler_pod(kube, nrs)
-    rtes = kube.list(POD, namespace, label_selector=f"name={h.RTE_POD_LABEL_NAME}")
+    operator = operands.operator_pod(kube, nrop)
+    scheduler = operands.scheduler_pod(kube, nrs)
+    rtes = kube.list(POD, namespace, label_selector=f"name={operands.RTE_POD_LABEL_NAME}")
     assert rtes
-    prometheus = kube.list(POD, PROMETHEUS_NAMESPACE, label_selector=h.selector_text(PROMETHEUS_LABELS))
+    prometheus = kube.list(POD, PROMETHEUS_NAMESPACE, label_selector=nodeh.selector_text(PROMETHEUS_LABELS))
     if not prometheus and ocp.detect_platform(kube).is_openshift_like:
         raise AssertionError(f"no Prometheus pod in {PROMETHEUS_NAMESPACE}")
     return Pods(operator, scheduler, rtes[0], prometheus[0] if prometheus else None)

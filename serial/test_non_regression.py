@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as cfg
+import _node_helpers as nodeh
 import pytest
 import yaml
 
@@ -110,7 +110,7 @@ class TestClusterHasAtLeastOneSuitableNode:
     ) -> None:
         kube = fxt.kube
         nrt_initial_list = kube.list(k8s.NRT)
-        workers = cfg.worker_nodes(kube)
+        workers = nodeh.worker_nodes(kube)
         target_idx, ok = fixture.pick_node_index(workers)
         assert ok
         target = workers[target_idx]["metadata"]["name"]

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as cfg
+import _nropcr_helpers as nropcr
+import _polling_helpers as polling
 import pytest
 
 from nrop.api.quantity import Quantity, coerce
@@ -96,7 +97,7 @@ def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
         if mode is None:
             del obj["spec"]["preemptionMode"]
 
-    cfg.update_object(kube, k8s.NROSCHED, name, mutate, timeout=300, interval=timeouts.poll(10))
+    polling.update_object(kube, k8s.NROSCHED, name, mutate, timeout=300, interval=timeouts.poll(10))
 
     log.info("verifying the scheduler object was updated properly with the new value %s", mode)
     updated: list[dict] = []
@@ -107,11 +108,11 @@ def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
         except k8s.ApiError as err:
             return f"cannot get {acct.q(name)}: {err}"
         updated[:] = [obj]
-        return cfg.synced_at_problem(
-            obj.get("status"), cfg.CONDITION_AVAILABLE, obj["metadata"]["generation"]
+        return nropcr.synced_at_problem(
+            obj.get("status"), nropcr.CONDITION_AVAILABLE, obj["metadata"]["generation"]
         )
 
-    cfg.eventually(synced, "failed to update the schedulerName field", 60, timeouts.poll(15))
+    polling.eventually(synced, "failed to update the schedulerName field", 60, timeouts.poll(15))
     found = (updated[0].get("spec") or {}).get("preemptionMode")
     assert found == mode, f"failed to update the schedulerName field,expected {mode} but found {found}"
 
@@ -243,7 +244,7 @@ def _ensure_not_evicted(kube: Any, pods: list[dict], uids: dict[str, str]) -> No
         return None
 
     # upstream's own loop, not Gomega's: a last poll once the window has ended
-    cfg.consistently(
+    polling.consistently(
         problem,
         "failed to have the filler pods running",
         NOT_EVICTED_WINDOW,
@@ -269,7 +270,9 @@ def _eviction_not_expected(kube: Any, test_pod: dict, fillers: list[dict], uids:
             return f"pod {namespace}/{name} is not pending"
         return None
 
-    cfg.consistently(pending, "failed to have the pod pending", CONSISTENTLY_WINDOW, CONSISTENTLY_INTERVAL)
+    polling.consistently(
+        pending, "failed to have the pod pending", CONSISTENTLY_WINDOW, CONSISTENTLY_INTERVAL
+    )
     pod = seen[0]
     assert acct.phase(pod) == "Pending", f"pod {namespace}/{name} is not pending"
     conditions = (pod.get("status") or {}).get("conditions") or []
@@ -405,7 +408,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                     return f"expected one filler pod to be evicted, got {len(evicted)}"
                 return None
 
-            cfg.eventually(
+            polling.eventually(
                 one_evicted, "failed to have the pod running", PENDING_TIMEOUT, fxt.config.timeouts.poll(10)
             )
             log.info("verifying test pod becomes running after preemption")
@@ -433,7 +436,7 @@ class TestWhenPreemptionModeIsSetToEnabled:
                         return f"filler pod {acct.q(name)} should not have been evicted"
                 return None
 
-            cfg.consistently(
+            polling.consistently(
                 others_running,
                 "more than one filler pod was evicted",
                 CONSISTENTLY_WINDOW,

@@ -13,8 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import _config_helpers as h
+import _mcp_helpers as mcph
+import _node_helpers as nodeh
+import _nropcr_helpers as nropcr
 import _openshift_helpers as ocp
+import _operand_helpers as operands
+import _polling_helpers as polling
 import pytest
 
 from nrop.api.fielderrors import go_quote
@@ -68,7 +72,7 @@ class RteTarget:
         return f"{self.ds_namespace}/{self.ds_name}"
 
     def set_tolerations(self, tolerations: list[dict[str, Any]]) -> dict[str, Any]:
-        return h.set_rte_tolerations(self.kube, self.nrop_name, tolerations, target=self.target)
+        return nropcr.set_rte_tolerations(self.kube, self.nrop_name, tolerations, target=self.target)
 
     def pods_creation(self, expected: int, timeout: float, interval: float, message: str) -> dict[str, Any]:
         """``ForDaemonsetPodsCreation``; on failure ``message`` (``{found}``: the DaemonSet's
@@ -80,7 +84,7 @@ class RteTarget:
                 self.ds_name,
                 expected,
                 timeout=timeout,
-                interval=h.poll(self.target, interval),
+                interval=polling.poll(self.target, interval),
             )
         except WaitTimeout as err:
             ds = self.kube.get_or_none(DAEMONSET, self.ds_name, self.ds_namespace) or {}
@@ -98,34 +102,38 @@ class RteTarget:
                 self.ds_namespace,
                 self.ds_name,
                 timeout=timeout,
-                interval=h.poll(self.target, interval),
+                interval=polling.poll(self.target, interval),
             )
         except WaitTimeout as err:
             raise AssertionError(f"{message.format(key=self.key)}: {err}") from None
 
     def pick_worker(self) -> dict[str, Any]:
-        self.workers = h.worker_nodes(self.kube)
+        self.workers = nodeh.worker_nodes(self.kube)
         log.info("randomly picking the target node (among %d)", len(self.workers))
         index, ok = pick_node_index(self.workers)
         assert ok
         return self.workers[index]
 
     def taint(self, node_name: str, taint: dict[str, str]) -> None:
-        h.apply_taint_to_node(self.kube, node_name, taint, target=self.target)
+        nodeh.apply_taint_to_node(self.kube, node_name, taint, target=self.target)
         if node_name not in self.tainted:
             self.tainted.append(node_name)
         log.info("considering node %s tainted with %s", node_name, taint)
 
     def untaint_all(self) -> None:
         for taint in self.taints:
-            h.untaint_nodes(self.kube, self.tainted, taint, target=self.target)
+            nodeh.untaint_nodes(self.kube, self.tainted, taint, target=self.target)
 
     def wait_pod_deleted(self, pod: dict[str, Any], timeout: float = 120) -> None:
         """``ForPodDeleted`` (default interval), asserted "pod ns/name still exists"."""
         meta = pod["metadata"]
         try:
             waiters.for_pod_deleted(
-                self.kube, meta["namespace"], meta["name"], timeout=timeout, interval=h.poll(self.target, 1)
+                self.kube,
+                meta["namespace"],
+                meta["name"],
+                timeout=timeout,
+                interval=polling.poll(self.target, 1),
             )
         except WaitTimeout as err:
             raise AssertionError(f"pod {meta['namespace']}/{meta['name']} still exists: {err}") from None
@@ -158,18 +166,21 @@ def _expect_degraded_unsupported(rte: RteTarget, platform: ocp.ClusterPlatform) 
     of the pinned commit never sets; on every platform but OpenShift the port expects the current
     operator's InternalError.
     """
-    expected_reason = h.CONDITION_DEGRADED
+    expected_reason = nropcr.CONDITION_DEGRADED
     if not platform.is_openshift_like or platform.at_least("4.18"):
-        expected_reason = h.REASON_INTERNAL_ERROR
+        expected_reason = nropcr.REASON_INTERNAL_ERROR
 
     def degraded() -> str | None:
         conds = (rte.kube.get(NROP, rte.nrop_name).get("status") or {}).get("conditions")
-        if h.is_degraded_with(conds, "Unsupported value", expected_reason):
+        if nropcr.is_degraded_with(conds, "Unsupported value", expected_reason):
             return None
         return f"Condition not degraded as expected: {conds}"
 
-    h.eventually(
-        degraded, f"Degraded with {expected_reason} and an Unsupported value", 300, h.poll(rte.target, 30)
+    polling.eventually(
+        degraded,
+        f"Degraded with {expected_reason} and an Unsupported value",
+        300,
+        polling.poll(rte.target, 30),
     )
 
 
@@ -230,24 +241,28 @@ class TestClusterHasAtLeastOneSuitableNode:
             rte.ds["spec"]["template"]["spec"].get("tolerations"), BUILTIN_RTE_TOLERATIONS
         )
         log.info("list RTE pods before the CR update")
-        rte_pods = h.pods_of_daemonset(kube, rte.ds_namespace, rte.ds_name)
-        log.info("RTE pods before reverting tolerations: %s", h.pod_names(rte_pods))
+        rte_pods = operands.pods_of_daemonset(kube, rte.ds_namespace, rte.ds_name)
+        log.info("RTE pods before reverting tolerations: %s", operands.pod_names(rte_pods))
         log.info("adding extra tolerations")
-        updated_nrop = rte.set_tolerations([h.sriov_toleration()])
+        updated_nrop = rte.set_tolerations([nodeh.sriov_toleration()])
 
         def revert() -> None:
             log.info("list RTE pods before the CR update")
             ds_ref = updated_nrop["status"]["daemonsets"][0]
-            pods = h.pods_of_daemonset(kube, ds_ref["namespace"], ds_ref["name"])
-            log.info("RTE pods before reverting tolerations: %s", h.pod_names(pods))
+            pods = operands.pods_of_daemonset(kube, ds_ref["namespace"], ds_ref["name"])
+            log.info("RTE pods before reverting tolerations: %s", operands.pod_names(pods))
             log.info("removing extra tolerations")
             rte.set_tolerations([])
             log.info("ensure that RTE pods are recreated and DS is ready")
-            h.wait_for_daemonset_update(kube, ds_ref["namespace"], ds_ref["name"], pods, target=rte.target)
+            operands.wait_for_daemonset_update(
+                kube, ds_ref["namespace"], ds_ref["name"], pods, target=rte.target
+            )
 
         with _deferred(revert):
             log.info("ensure that RTE pods are recreated and DS is ready")
-            h.wait_for_daemonset_update(kube, rte.ds_namespace, rte.ds_name, rte_pods, target=rte.target)
+            operands.wait_for_daemonset_update(
+                kube, rte.ds_namespace, rte.ds_name, rte_pods, target=rte.target
+            )
             log.info("checking the tolerations in the owned DaemonSet")
             try:
                 ds = kube.get(DAEMONSET, rte.ds_name, rte.ds_namespace)
@@ -283,10 +298,10 @@ class TestClusterHasAtLeastOneSuitableNode:
         )
         def test_72857_untolerations_while_running(self, rte: RteTarget) -> None:
             kube = rte.kube
-            rte.set_tolerations(h.test_toleration())
+            rte.set_tolerations(nodeh.test_toleration())
             rte.extra_tolerations = True
             target = rte.pick_worker()
-            taint = parse_taint(f"{h.TEST_KEY}:NoSchedule")
+            taint = parse_taint(f"{nodeh.TEST_KEY}:NoSchedule")
             rte.taints = [taint]
             rte.taint(target["metadata"]["name"], taint)
             workers = len(rte.workers)
@@ -320,12 +335,12 @@ class TestClusterHasAtLeastOneSuitableNode:
             "slow",
         )
         def test_84304_evict_on_toleration_update(self, rte: RteTarget) -> None:
-            tolerate = h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val1")
+            tolerate = nodeh.toleration(nodeh.TEST_KEY, "Equal", "NoExecute", "val1")
             rte.set_tolerations([tolerate])
             rte.extra_tolerations = True
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint = parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
+            taint = parse_taint(f"{nodeh.TEST_KEY}=val1:NoExecute")
             rte.taints = [taint]
             rte.taint(node_name, taint)
             workers = len(rte.workers)
@@ -333,10 +348,10 @@ class TestClusterHasAtLeastOneSuitableNode:
             log.info("ensuring the RTE DS was created with expected pods count=%d", workers)
             rte.pods_creation(workers, timeout=180, interval=1, message=PODS_NUMBER.format(expected=workers))
             rte.ready()
-            pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
+            pod_on_node = operands.rte_pod_on_node(rte.kube, node_name)
             assert pod_on_node is not None, f"no RTE pod found on node {go_quote(node_name)}"
 
-            rte.set_tolerations([h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val2")])
+            rte.set_tolerations([nodeh.toleration(nodeh.TEST_KEY, "Equal", "NoExecute", "val2")])
             log.info("ensuring the RTE DS was created with expected pods count=%d", workers - 1)
             rte.pods_creation(
                 workers - 1, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers - 1)
@@ -353,20 +368,20 @@ class TestClusterHasAtLeastOneSuitableNode:
         def test_84305_evict_on_taint_update(self, rte: RteTarget) -> None:
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint1 = parse_taint(f"{h.TEST_KEY}=val1:NoExecute")
+            taint1 = parse_taint(f"{nodeh.TEST_KEY}=val1:NoExecute")
             rte.taints = [taint1]
             rte.taint(node_name, taint1)
-            rte.set_tolerations([h.toleration(h.TEST_KEY, "Equal", "NoExecute", "val1")])
+            rte.set_tolerations([nodeh.toleration(nodeh.TEST_KEY, "Equal", "NoExecute", "val1")])
             rte.extra_tolerations = True
             workers = len(rte.workers)
 
             log.info("ensuring the RTE DS was created with expected pods count=%d", workers)
             rte.pods_creation(workers, timeout=180, interval=1, message=PODS_NUMBER.format(expected=workers))
             rte.ready()
-            pod_on_node = h.rte_pod_on_node(rte.kube, node_name)
+            pod_on_node = operands.rte_pod_on_node(rte.kube, node_name)
             assert pod_on_node is not None, f"no RTE pod found on node {go_quote(node_name)}"
 
-            taint2 = parse_taint(f"{h.TEST_KEY}=val2:NoExecute")
+            taint2 = parse_taint(f"{nodeh.TEST_KEY}=val2:NoExecute")
             rte.taints = [taint2]  # AddOrUpdateTaint replaced val1 by val2 (same key and effect)
             rte.taint(node_name, taint2)
             log.info("waiting for daemonset %s to report correct pods' number", rte.key)
@@ -399,8 +414,8 @@ class TestClusterHasAtLeastOneSuitableNode:
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
             rte.tainted.append(node_name)
-            no_sched = parse_taint(f"{h.TEST_KEY}NoSched:NoSchedule")
-            no_exec = parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
+            no_sched = parse_taint(f"{nodeh.TEST_KEY}NoSched:NoSchedule")
+            no_exec = parse_taint(f"{nodeh.TEST_KEY}NoExec:NoExecute")
             rte.taints = [no_sched, no_exec]
             workers = len(rte.workers)
 
@@ -429,7 +444,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             log.info(
                 "ensuring the RTE DS is running with less pods because taints (expected pods=%d)", workers - 1
             )
-            h.eventually(fewer_pods, "the RTE DS running with one pod less", 300, h.poll(rte.target, 10))
+            polling.eventually(
+                fewer_pods, "the RTE DS running with one pod less", 300, polling.poll(rte.target, 10)
+            )
 
         @spec(
             "[test_id:72859] should not restart a running RTE pod on tainted node with NoSchedule effect",
@@ -439,7 +456,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             kube = rte.kube
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint = parse_taint(f"{h.TEST_KEY}:NoSchedule")
+            taint = parse_taint(f"{nodeh.TEST_KEY}:NoSchedule")
             rte.taints = [taint]
             rte.taint(node_name, taint)
             workers = len(rte.workers)
@@ -461,7 +478,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 workers - 1, timeout=60, interval=1, message=PODS_NUMBER_RTE.format(expected=workers - 1)
             )
             rte.ready(message=NOT_READY)
-            assert h.rte_pod_on_node(kube, node_name) is None, (
+            assert operands.rte_pod_on_node(kube, node_name) is None, (
                 f"RTE pod was found on node {go_quote(node_name)} while expected not to be found"
             )
 
@@ -475,31 +492,35 @@ class TestClusterHasAtLeastOneSuitableNode:
                 kube = rte.kube
                 platform = ocp.detect_platform(kube)
                 custom = ocp.custom_policy_support_enabled(platform, rte.nrop)
-                rte.workers = h.worker_nodes(kube)
-                dss = h.daemonsets_by_name(kube, rte.nrop["status"].get("daemonsets") or [])
+                rte.workers = nodeh.worker_nodes(kube)
+                dss = operands.daemonsets_by_name(kube, rte.nrop["status"].get("daemonsets") or [])
                 assert len(dss) == 1
                 rte_pods = waiters.pods_of_daemonset(kube, dss[0])
                 assert rte_pods, f"cannot find any pods for daemonset {rte.key}"
-                infos = h.mcps_info(kube, rte.nrop) if custom else []
+                infos = mcph.mcps_info(kube, rte.nrop) if custom else []
                 if custom:
                     assert infos, "no MachineConfigPool found for the NROP node groups"
                 kube.delete(NROP, rte.nrop_name, missing_ok=False)
                 try:
                     if custom:
-                        h.wait_for_mcp_update(kube, rte.suite_config, infos, config_update=True)
+                        mcph.wait_for_mcp_update(kube, rte.suite_config, infos, config_update=True)
                     waiters.for_daemonset_deleted(
-                        kube, rte.ds_namespace, rte.ds_name, timeout=120, interval=h.poll(rte.target, 30)
+                        kube,
+                        rte.ds_namespace,
+                        rte.ds_name,
+                        timeout=120,
+                        interval=polling.poll(rte.target, 30),
                     )
                     try:
                         waiters.for_pods_all_deleted(
-                            kube, rte_pods, timeout=120, interval=h.poll(rte.target, 30)
+                            kube, rte_pods, timeout=120, interval=polling.poll(rte.target, 30)
                         )
                     except WaitTimeout as err:
                         raise AssertionError(
                             "Expected all RTE pods owned by the DaemonSet to be deleted within the timeout: "
                             f"{err}"
                         ) from None
-                    taint = parse_taint(f"{h.TEST_KEY}:NoSchedule")
+                    taint = parse_taint(f"{nodeh.TEST_KEY}:NoSchedule")
                     rte.taints = [taint]
                     index, ok = pick_node_index(rte.workers)
                     assert ok
@@ -519,8 +540,8 @@ class TestClusterHasAtLeastOneSuitableNode:
                         def mutate(obj: dict[str, Any]) -> None:
                             obj["spec"] = rte.nrop["spec"]
 
-                        h.update_nrop(
-                            kube, rte.nrop_name, mutate, timeout=600, interval=h.poll(rte.target, 30)
+                        nropcr.update_nrop(
+                            kube, rte.nrop_name, mutate, timeout=600, interval=polling.poll(rte.target, 30)
                         )
 
             @spec(
@@ -540,16 +561,16 @@ class TestClusterHasAtLeastOneSuitableNode:
                     workers - 1, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers - 1)
                 )
                 rte.ready()
-                assert h.rte_pod_on_node(kube, tainted_without_nrop) is None, (
+                assert operands.rte_pod_on_node(kube, tainted_without_nrop) is None, (
                     "found RTE pod running on tainted node without toleration on NROP obj"
                 )
-                rte.set_tolerations(h.test_toleration())
+                rte.set_tolerations(nodeh.test_toleration())
                 log.info("waiting for DaemonSet pods to scale up and be ready")
                 rte.pods_creation(
                     workers, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers)
                 )
                 rte.ready()
-                assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
+                assert operands.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
                     f"no RTE pod was found on node {go_quote(tainted_without_nrop)}"
                 )
 
@@ -568,7 +589,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                 group = fresh["spec"]["nodeGroups"][0]
                 if group.get("config") is None:
                     group["config"] = {}
-                group["config"]["tolerations"] = h.test_toleration()
+                group["config"]["tolerations"] = nodeh.test_toleration()
                 kube.create(fresh)
                 if _custom_policy(rte):
                     _wait_machine_count_update(rte)
@@ -577,7 +598,7 @@ class TestClusterHasAtLeastOneSuitableNode:
                     workers, timeout=60, interval=1, message=PODS_NUMBER.format(expected=workers)
                 )
                 rte.ready()
-                assert h.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
+                assert operands.rte_pod_on_node(kube, tainted_without_nrop) is not None, (
                     f"RTE pod is not found on node {go_quote(tainted_without_nrop)}"
                 )
 
@@ -589,7 +610,7 @@ class TestClusterHasAtLeastOneSuitableNode:
             kube = rte.kube
             target = rte.pick_worker()
             node_name = target["metadata"]["name"]
-            taint = parse_taint(f"{h.TEST_KEY}NoExec:NoExecute")
+            taint = parse_taint(f"{nodeh.TEST_KEY}NoExec:NoExecute")
             rte.taints = [taint]
             rte.taint(node_name, taint)
             workers = len(rte.workers)
@@ -605,14 +626,14 @@ class TestClusterHasAtLeastOneSuitableNode:
                     rte.wait_pod_deleted(pod, timeout=120)
                     break
 
-            h.untaint_nodes(kube, [node_name], taint, target=rte.target)
+            nodeh.untaint_nodes(kube, [node_name], taint, target=rte.target)
             rte.tainted = []
             log.info("watch for daemonset %s pods scale up", rte.key)
             rte.pods_creation(
                 workers, timeout=60, interval=1, message=PODS_NUMBER_RTE.format(expected=workers)
             )
             rte.ready(message=NOT_READY)
-            assert h.rte_pod_on_node(kube, node_name) is not None, (
+            assert operands.rte_pod_on_node(kube, node_name) is not None, (
                 f"RTE pod is not found on node {go_quote(node_name)}"
             )
 
@@ -625,9 +646,9 @@ def _custom_policy(rte: RteTarget) -> bool:
 def _wait_machine_count_update(rte: RteTarget) -> None:
     """``buildMCPsInfo`` of the re-created NROP (not empty), then ``waitForMcpUpdate(MachineCount)``:
     with the custom SELinux policy the re-created NROP rolls its MachineConfig out again."""
-    infos = h.mcps_info(rte.kube, rte.nrop)
+    infos = mcph.mcps_info(rte.kube, rte.nrop)
     assert infos, "no MachineConfigPool found for the NROP node groups"
-    h.wait_for_mcp_update(rte.kube, rte.suite_config, infos, config_update=False)
+    mcph.wait_for_mcp_update(rte.kube, rte.suite_config, infos, config_update=False)
 
 
 def _fresh_nrop(nrop: dict[str, Any]) -> dict[str, Any]:

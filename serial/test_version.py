@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import _config_helpers as h
 import _openshift_helpers as ocp
+import _operand_helpers as operands
 import _podexec_helpers as podexec
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -66,7 +66,7 @@ class TestWhenCheckingTheVersions:
                 log.info("cannot read %s: %s", path, exc)
         else:
             nrop = kube.get(NROP, suite_config.nrop["metadata"]["name"])
-            pod = h.operator_pod(kube, nrop)
+            pod = operands.operator_pod(kube, nrop)
             log.info(
                 "using buildinfo from operator pod: %s/%s",
                 pod["metadata"]["namespace"],

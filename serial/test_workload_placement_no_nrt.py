@@ -12,8 +12,10 @@ import logging
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as h
+import _nropcr_helpers as nropcr
 import _openshift_helpers as ocp
+import _operand_helpers as operands
+import _polling_helpers as polling
 import pytest
 
 from nrop.suite import Kube, nrtwaiters, spec, waiters
@@ -52,20 +54,20 @@ def update_info_refresh_pause(
         log.info("profile already has the updated InfoRefreshPause %s", value)
         return
     ds_ref = current["status"]["daemonsets"][0]
-    rte_pods = h.pods_of_daemonset(kube, ds_ref["namespace"], ds_ref["name"])
-    log.info("RTE pods before update: %s", h.pod_names(rte_pods))
+    rte_pods = operands.pods_of_daemonset(kube, ds_ref["namespace"], ds_ref["name"])
+    log.info("RTE pods before update: %s", operands.pod_names(rte_pods))
 
     def mutate(obj: dict[str, Any]) -> None:
-        h.first_group_config(obj)["infoRefreshPause"] = value
+        nropcr.first_group_config(obj)["infoRefreshPause"] = value
 
-    h.update_nrop(kube, name, mutate, timeout=300, interval=h.poll(target, 30))
+    nropcr.update_nrop(kube, name, mutate, timeout=300, interval=polling.poll(target, 30))
 
     def reported() -> str | None:
         mode = _info_refresh_pause(kube.get(NROP, name), platform)
         return None if mode == value else f"resource status is not updated yet: expected {value} found {mode}"
 
-    h.eventually(reported, "Status of NROP failed to get updated", 120, h.poll(target, 9))
-    h.wait_for_daemonset_update(kube, ds_ref["namespace"], ds_ref["name"], rte_pods, target=target)
+    polling.eventually(reported, "Status of NROP failed to get updated", 120, polling.poll(target, 9))
+    operands.wait_for_daemonset_update(kube, ds_ref["namespace"], ds_ref["name"], rte_pods, target=target)
 
 
 class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
@@ -99,7 +101,7 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
             "testpod",
             "Running",
             timeout=NO_NRT_POD_RUNNING_TIMEOUT,
-            interval=h.poll(suite_config.target, 1),
+            interval=polling.poll(suite_config.target, 1),
         )
 
     @spec("[test_id:85012] should make a best-effort pod running")
@@ -118,7 +120,7 @@ class TestNoNrtUsingTheNUMAAwareSchedulerWithoutUpdatedNRTData:
         required = {"cpu": "4", "memory": "256Mi"}
         pod = self._run_pod(fxt, kube, suite_config, {"limits": dict(required)})
 
-        nrtwaiters.for_nrts_equal_to(kube, nrts, interval=h.poll(suite_config.target, 5), timeout=60)
+        nrtwaiters.for_nrts_equal_to(kube, nrts, interval=polling.poll(suite_config.target, 5), timeout=60)
 
         update_info_refresh_pause(kube, suite_config, platform, initial)
         fxt.settle_nrts()

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as cfg
+import _node_helpers as nodeh
 import _placement_helpers as h
+import _polling_helpers as polling
 import pytest
 from _placement_helpers import MINUTE, MULTI_NUMA_LABEL, q
 
+from nrop.api.tolerations import parse_taint
 from nrop.suite import kube as k
 from nrop.suite import nrt as e2enrt
 from nrop.suite import padding, spec, waiters
@@ -38,7 +40,7 @@ FIXTURE_BASENAME = "e2e-test-workload-placement"
 
 PAD_TIMEOUT = 5 * MINUTE
 PAD_LEAVE = {"cpu": "1", "memory": "4G"}
-TEST_TAINT = f"{cfg.TEST_KEY}:NoSchedule"
+TEST_TAINT = f"{nodeh.TEST_KEY}:NoSchedule"
 
 
 @pytest.fixture
@@ -69,7 +71,7 @@ def _check_nodes_untainted(kube: k.Kube, node_names: list[str], target: str) -> 
             taints = (kube.get(k.NODE, name).get("spec") or {}).get("taints") or []
             return f"node {q(name)} has unexpected taints: {taints}" if taints else None
 
-        cfg.eventually(problem, f"node {name} without taints", 3 * MINUTE, cfg.poll(target, 10))
+        polling.eventually(problem, f"node {name} without taints", 3 * MINUTE, polling.poll(target, 10))
 
 
 @pytest.fixture
@@ -80,18 +82,18 @@ def tainted(fxt: Any, padder: padding.Padder, nrts: list[Any]) -> Iterator[Taint
     padder.nodes(len(nrts) - 1).until_available_is_resource_list_per_zone(PAD_LEAVE).pad(
         PAD_TIMEOUT, label_selector=f"{MULTI_NUMA_LABEL}=2"
     )
-    state = Tainted(cfg.parse_taint(TEST_TAINT))
+    state = Tainted(parse_taint(TEST_TAINT))
     try:
-        for node in cfg.worker_nodes(kube):
-            cfg.apply_taint_to_node(kube, node["metadata"]["name"], state.taint, target=target)
+        for node in nodeh.worker_nodes(kube):
+            nodeh.apply_taint_to_node(kube, node["metadata"]["name"], state.taint, target=target)
             state.node_names.append(node["metadata"]["name"])
         log.info("considering nodes: %s tainted with %s", state.node_names, q(TEST_TAINT))
         yield state
     finally:
         # first untaint the nodes we know we tainted, then every worker: leaking taints is especially bad
-        cfg.untaint_nodes(kube, state.node_names, state.taint, target=target)
-        worker_names = [node["metadata"]["name"] for node in cfg.worker_nodes(kube)]
-        cfg.untaint_nodes(kube, worker_names, state.taint, target=target)
+        nodeh.untaint_nodes(kube, state.node_names, state.taint, target=target)
+        worker_names = [node["metadata"]["name"] for node in nodeh.worker_nodes(kube)]
+        nodeh.untaint_nodes(kube, worker_names, state.taint, target=target)
         log.info("unpadding the nodes after test finish")
         padder.clean()
         # intentionally last
@@ -121,7 +123,7 @@ class TestWhenClusterHasTwoFeasibleNodesWithTaint:
 
         required = {"cpu": "4", "memory": "100Mi"}
         pod = h.pause_pod(ns, "testpod", fxt.config.pause_image)
-        pod["spec"]["tolerations"] = cfg.test_toleration()
+        pod["spec"]["tolerations"] = nodeh.test_toleration()
         pod["spec"]["schedulerName"] = scheduler
         pod["spec"]["containers"][0]["resources"] = {
             "requests": rl.to_manifest(rl.of(required)),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import _accounting_helpers as acct
-import _config_helpers as cfg
+import _polling_helpers as polling
 import pytest
 import yaml
 
@@ -260,7 +260,7 @@ class TestWithNoSuitableNode:
                     return str(err)
                 return None if check else str(check)
 
-            cfg.eventually(
+            polling.eventually(
                 rejected,
                 f"pod {namespace}/{pod_name} with scheduler default-scheduler did NOT fail",
                 60,
@@ -479,7 +479,7 @@ class TestWithZeroSuitableNodes:
 
         def update_dp(mutate: Callable[[dict], None]) -> None:
             """``Eventually(Get; mutate; Update)`` (1 min / 1 s)."""
-            cfg.update_object(
+            polling.update_object(
                 kube,
                 k8s.DEPLOYMENT,
                 dp_name,
@@ -504,7 +504,7 @@ class TestWithZeroSuitableNodes:
             pods_left = kube.list(k8s.POD, fxt.namespace, label_selector={"test": dp_name})
             return f"found {len(pods_left)} pods, expected 0" if pods_left else None
 
-        cfg.eventually(
+        polling.eventually(
             no_pods_left,
             f"test deployment {fxt.namespace}/{dp_name} left hanging pods in the cluster",
             60,
@@ -521,7 +521,7 @@ class TestWithZeroSuitableNodes:
                 "requests": rl.to_manifest(numa_level_fit),
             }
 
-        cfg.update_object(
+        polling.update_object(
             kube,
             k8s.DEPLOYMENT,
             dp_name,

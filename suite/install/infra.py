@@ -4,11 +4,8 @@ Owns what upstream's ``test/e2e/serial/config`` and ``e2e_serial_test.go`` do ar
 whole run, in the same order, talking to the cluster only through :class:`~nrop.suite.e2e.kube.Kube`:
 
 1. :func:`dump_environment` — every ``E2E_NROP_*`` / ``E2E_RTE_*`` variable;
-2. :func:`check_nodes_topology` — ≥ 2 NRTs with ``single-numa-node``; on every node of the
-   NROP node groups the NRT's topology-manager attributes equal the kubelet's configuration
-   (read from ``/api/v1/nodes/<n>/proxy/configz``); an NRT for every worker;
-   ``full-pcpus-only`` not enabled. Problems come back as upstream's messages, so the
-   plugin can skip with the reason instead of failing;
+2. :func:`nrop.suite.install.nodetopology.check_nodes_topology` — whether the nodes will do
+   (upstream's ``CheckNodesTopology``, its own module: it reads the node groups' pools from here);
 3. :func:`before_suite` — the infra namespace ``e2e-test-infra-<rand>``, the **numacell**
    device plugin (ServiceAccount, Role, RoleBinding and one DaemonSet per node-group pool,
    ``numacell-dp-<pool>-ds``), waits for the DaemonSets and for every NRT zone to expose a
@@ -20,7 +17,8 @@ whole run, in the same order, talking to the cluster only through :class:`~nrop.
    ``E2E_NROP_INFRA_TEARDOWN_SKIP`` / ``E2E_INFRA_NO_TEARDOWN``) removes the labels and the
    namespace (the DaemonSets go with it).
 
-Checks are pure functions over plain dicts (tested with tables); numacell is deployed by
+The environment switches and the node groups' pools are pure functions over plain dicts
+(tested with tables); numacell is deployed by
 :func:`nrop.suite.install.numacelldeploy.deploy_numacell` and the NRTs awaited by
 :func:`nrop.suite.e2e.nrt.waiters.for_nrts`; the other I/O functions are thin loops built on
 :func:`nrop.suite.e2e.wait.polling.wait_for`.
@@ -28,15 +26,12 @@ Checks are pure functions over plain dicts (tested with tables); numacell is dep
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from kubernetes import client
 
 from nrop.api.fielderrors import go_quote
 from nrop.api.selectors import label_selector_from_dict
@@ -54,43 +49,28 @@ from nrop.suite.e2e.kube import (
     UnknownKindError,
 )
 from nrop.suite.e2e.nrt import waiters as nrtwaiters
-from nrop.suite.e2e.nrt.topologies import attribute as nrt_attribute
 from nrop.suite.e2e.objects import NROP_NAME, NROSCHED_NAME, NUMACELL_RESOURCE_NAMESPACE, new_namespace
 from nrop.suite.e2e.wait.polling import wait_for
 from nrop.suite.install import numacelldeploy, operatorenv
 
 __all__ = [
     "INFRA_NAMESPACE_BASE",
-    "MIN_SNN_NODES",
     "Infra",
     "InfraError",
     "InfraTimings",
     "NodeGroupPool",
     "after_suite",
     "before_suite",
-    "check_nodes_topology",
     "dump_environment",
-    "kubelet_configuration",
     "node_group_pools",
     "pool_of_mcp",
     "scheduler_image_validation_enabled",
     "teardown_skipped",
-    "topology_problems",
 ]
 
 log = logging.getLogger(__name__)
 
 INFRA_NAMESPACE_BASE = "e2e-test-infra"
-#: ``minNumberOfNodesWithSameTopology``.
-MIN_SNN_NODES = 2
-SINGLE_NUMA_NODE = "single-numa-node"
-TM_POLICY_ATTR = "topologyManagerPolicy"
-TM_SCOPE_ATTR = "topologyManagerScope"
-#: What the kubelet uses when its configuration leaves them empty.
-TM_POLICY_DEFAULT = "none"
-TM_SCOPE_DEFAULT = "container"
-FULL_PCPUS_ONLY = "full-pcpus-only"
-WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
 ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
 SCHEDULER_IMAGE_VALIDATION = "SCHEDULER_IMAGE_VALIDATION"
 
@@ -127,64 +107,8 @@ def scheduler_image_validation_enabled(environ: Mapping[str, str]) -> bool:
     return environ.get("E2E_VALIDATE_SCHEDULER_IMAGE", "").strip().lower() == "true"
 
 
-# -- preconditions (pure) ---------------------------------------------------------------------------
-
-
 def _name(obj: Mapping[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
-
-
-def topology_problems(
-    kconfigs: Mapping[str, Mapping[str, Any] | None],
-    nrts: Sequence[Mapping[str, Any]],
-    workers: Iterable[str],
-) -> list[str]:
-    """Everything ``CheckNodesTopology`` would reject, in its order and with its messages.
-
-    ``kconfigs`` maps each node of the NROP node groups to its ``KubeletConfiguration``
-    (``None``: it could not be read). Unlike upstream, which stops at the first failing
-    step, every problem is reported, so that one skip reason names all that is missing.
-    """
-    problems: list[str] = []
-    snn = [n for n in nrts if nrt_attribute(n, TM_POLICY_ATTR) == SINGLE_NUMA_NODE]
-    if len(snn) < MIN_SNN_NODES:
-        problems.append(
-            f"Not enough nodes with {go_quote(SINGLE_NUMA_NODE)} topology found {len(snn)} needed {MIN_SNN_NODES}"
-        )
-    by_name = {_name(n): n for n in nrts}
-    for node, kconfig in sorted(kconfigs.items()):
-        nrt = by_name.get(node)
-        if nrt is None:
-            problems.append(f"Unable to find NRT for node {go_quote(node)}")
-            continue
-        if kconfig is None:
-            continue  # reported below as a missing KubeletConfig
-        for attr, key, default, what in (
-            (TM_POLICY_ATTR, "topologyManagerPolicy", TM_POLICY_DEFAULT, "policy"),
-            (TM_SCOPE_ATTR, "topologyManagerScope", TM_SCOPE_DEFAULT, "scope"),
-        ):
-            value = nrt_attribute(nrt, attr)
-            if value is None:
-                problems.append(f"Attribute {go_quote(attr)} not reported on NRT {go_quote(node)}")
-                break
-            expected = str(kconfig.get(key) or default)
-            if value != expected:
-                problems.append(
-                    f"Inconsistent topology manager {what} for node {go_quote(node)}: "
-                    f"NRT={go_quote(value)} KConfig={go_quote(expected)}"
-                )
-                break
-    for name in sorted(by_name):
-        if kconfigs.get(name) is None:
-            problems.append(f"Unable to find KubeletConfig for node {go_quote(name)}")
-    for worker in sorted(workers):
-        if worker not in by_name:
-            problems.append(f"failed to find NRT for {go_quote(worker)}")
-    for node, kconfig in sorted(kconfigs.items()):
-        options = (kconfig or {}).get("cpuManagerPolicyOptions") or {}
-        if str(options.get(FULL_PCPUS_ONLY, "false")).strip().lower() in ("true", "1", "t"):
-            problems.append(f"SMT alignment enabled for node {go_quote(node)}")
-    return problems
 
 
 # -- node groups (pure) ---------------------------------------------------------------------------
@@ -258,59 +182,12 @@ def _mcp_finder(kube: Kube) -> Callable[[Mapping[str, Any]], list[Manifest]] | N
 # -- cluster reads ------------------------------------------------------------------------------------
 
 
-def kubelet_configuration(kube: Kube, node: str) -> dict[str, Any] | None:
-    """The node's ``KubeletConfiguration`` from ``/api/v1/nodes/<node>/proxy/configz``; ``None`` if unreadable."""
-    try:
-        core = client.CoreV1Api(kube.api_client)
-        response = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False)
-        body = json.loads(response.data)
-    except Exception as err:  # an API error, a refused proxy or a body that is not JSON
-        log.warning("cannot read the kubelet configuration of node %s: %s", node, err)
-        return None
-    config = body.get("kubeletconfig") if isinstance(body, dict) else None
-    return dict(config) if isinstance(config, dict) else None
-
-
 def _get_optional(kube: Kube, kind: Kind, name: str) -> Manifest | None:
     """``kube.get_or_none``, also ``None`` when the cluster does not know the kind (no CRD)."""
     try:
         return kube.get_or_none(kind, name)
     except UnknownKindError:
         return None
-
-
-def _node_names(kube: Kube, selector: str) -> list[str]:
-    return sorted(_name(n) for n in kube.list(NODE, label_selector=selector or None))
-
-
-def check_nodes_topology(kube: Kube, nrop: Mapping[str, Any] | None = None) -> list[str]:
-    """``CheckNodesTopology`` against the cluster: the problems (upstream's messages), empty when fine.
-
-    The TAS nodes are those of the NROP's node groups (``nrop`` or the cluster's
-    ``numaresourcesoperator``); without an NROP there are none, and only the NRT checks apply.
-    """
-    if nrop is None:
-        nrop = _get_optional(kube, NROP, NROP_NAME)
-    problems: list[str] = []
-    tas_nodes: set[str] = set()
-    if nrop is None:
-        problems.append(f"NUMAResourcesOperator {go_quote(NROP_NAME)} not found: no TAS-enabled nodes")
-    else:
-        try:
-            node_groups = nrop.get("spec", {}).get("nodeGroups") or ()
-            for pool in node_group_pools(node_groups, _mcp_finder(kube)):
-                tas_nodes.update(_node_names(kube, pool.selector))
-        except InfraError as err:
-            problems.append(str(err))
-    kconfigs = {node: kubelet_configuration(kube, node) for node in sorted(tas_nodes)}
-    try:
-        nrts = kube.list(NRT)
-    except UnknownKindError:
-        problems.append(f"the cluster does not serve {NRT.kind} objects ({NRT.api_version})")
-        nrts = []
-    workers = _node_names(kube, WORKER_ROLE_LABEL)
-    problems += topology_problems(kconfigs, nrts, workers)
-    return problems
 
 
 # -- BeforeSuite / AfterSuite ---------------------------------------------------------------------------

@@ -51,7 +51,7 @@ KUBECONFIG_KEY = "kubeconfig"
 #: under it must stay within 107 bytes.
 STATE_NAME_LENGTH = 15
 #: Loggers whose INFO lines are shown on the terminal while a target is being prepared.
-PROGRESS_LOGGERS = ("nrop.suite.install.stack", "nrop.suite.install.infra")
+PROGRESS_LOGGERS = ("nrop.suite.install.stack", "nrop.suite.install.infra", "nrop.suite.install.nodetopology")
 #: ``infoRefreshPeriod`` of the NROP the suite creates on an embedded cluster. The mode stays
 #: ``Periodic`` (the scheduler-cache specs need it); every wait that spans one exporter refresh
 #: (settling, cooldown, BeforeSuite's numacell check, re-publication grace) reads the period from
@@ -339,13 +339,13 @@ class Targets:
 
     def _run_before_suite(self, context: Context, say: Callable[[str], None]) -> None:
         from nrop.suite.e2e.config import SuiteConfig, numacell_image
-        from nrop.suite.install import infra, leaks
+        from nrop.suite.install import infra, leaks, nodetopology
 
         embedded = self.options.embedded
         began = time.monotonic()
         try:
             log.info("%s", infra.dump_environment(os.environ))
-            problems = infra.check_nodes_topology(context.kube)
+            problems = nodetopology.check_nodes_topology(context.kube)
             if problems:
                 reason = "the cluster does not satisfy the serial suite: " + "; ".join(problems)
                 if embedded:

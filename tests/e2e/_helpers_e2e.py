@@ -31,7 +31,7 @@ from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.suite.e2e import objects
 from nrop.suite.e2e.kube import Kube
-from nrop.suite.install import infra, numacelldeploy, stack
+from nrop.suite.install import infra, nodetopology, numacelldeploy, stack
 from nrop.suite.plugin.target import EmbeddedCluster
 
 #: Where ``nrop-cluster up`` keeps each node's root below its state directory.
@@ -133,7 +133,7 @@ def install_nrt_crd(kube: Kube, timeout: float = 20.0) -> None:
 
 def write_kubelet_config(kube: Kube, node: str, path: Path) -> Path:
     """The node's ``/configz`` (read through the API server) as a KubeletConfiguration file."""
-    body = infra.kubelet_configuration(kube, node)
+    body = nodetopology.kubelet_configuration(kube, node)
     assert body is not None, f"configz of node {node} through the API server's node proxy"
     doc = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", **body}
     path.write_text(yaml.safe_dump(doc))

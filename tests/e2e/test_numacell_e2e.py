@@ -41,7 +41,7 @@ from nrop.suite.e2e import config as suite_config
 from nrop.suite.e2e import objects
 from nrop.suite.e2e.kube import DAEMONSET, EVENT, NAMESPACE, NODE, NRT, POD, Kube
 from nrop.suite.e2e.wait.polling import wait_for
-from nrop.suite.install import infra, numacelldeploy
+from nrop.suite.install import infra, nodetopology, numacelldeploy
 from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
@@ -278,7 +278,7 @@ def test_nrt_zones_expose_the_cells(
             TIMEOUT,
         )
         root = node_root(embedded, node)
-        kubelet = infra.kubelet_configuration(kube, node)
+        kubelet = nodetopology.kubelet_configuration(kube, node)
         assert kubelet is not None, "configz through the API server's node proxy"
         subprocess.run(
             [

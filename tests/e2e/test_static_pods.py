@@ -43,7 +43,7 @@ from nrop.api.nrt import NodeResourceTopology
 from nrop.suite.e2e.kube import NRT, Kube
 from nrop.suite.e2e.nrt.waiters import for_nrts
 from nrop.suite.e2e.wait.polling import wait_for
-from nrop.suite.install import infra
+from nrop.suite.install import nodetopology
 from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
@@ -105,7 +105,7 @@ spec:
 @pytest.fixture(scope="module")
 def manifests(embedded: EmbeddedCluster, kube: Kube) -> Path:
     """The node's ``staticPodPath``, as its kubelet reports it in ``/configz``."""
-    config = infra.kubelet_configuration(kube, NODE)
+    config = nodetopology.kubelet_configuration(kube, NODE)
     assert config is not None
     path = Path(config["staticPodPath"])
     assert path == node_root(embedded, NODE) / "etc/kubernetes/manifests"

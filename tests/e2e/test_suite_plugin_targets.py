@@ -374,7 +374,7 @@ def test_xdist_against_a_real_cluster_is_not_refused_outside_the_suite(
 UNSUITABLE_TARGETS = textwrap.dedent(
     """
     import pytest
-    from nrop.suite.install import infra
+    from nrop.suite.install import infra, nodetopology
     from nrop.suite.plugin import session
 
     NROP_SERIAL_SUITE = True
@@ -387,7 +387,7 @@ UNSUITABLE_TARGETS = textwrap.dedent(
     _patched.setattr(session.Targets, "_close", lambda self, context, say: None)
     _patched.setattr(infra, "dump_environment", lambda environ: "")
     _patched.setattr(
-        infra, "check_nodes_topology", lambda kube: ['Attribute "topologyManagerPolicy" not reported on NRT "worker-0"']
+        nodetopology, "check_nodes_topology", lambda kube: ['Attribute "topologyManagerPolicy" not reported on NRT "worker-0"']
     )
 
     def pytest_unconfigure(config):
@@ -607,14 +607,14 @@ def test_in_process_runs_leave_the_suite_modules_as_they_found_them(pytester: py
     pytester.makepyfile(
         textwrap.dedent(
             """
-            from nrop.suite.install import infra
+            from nrop.suite.install import infra, nodetopology
             from nrop.suite.plugin import session
 
             def test_untouched():
                 replaced = [
                     f"{owner.__name__}.{name}"
                     for owner, name in (
-                        (infra, "check_nodes_topology"),
+                        (nodetopology, "check_nodes_topology"),
                         (infra, "dump_environment"),
                         (session.Targets, "_open"),
                         (session.Targets, "_before_suite"),

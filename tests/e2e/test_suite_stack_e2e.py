@@ -9,7 +9,7 @@ order, as a run of the suite does:
 1. :func:`nrop.suite.install.stack.setup` installs the operator from its rendered manifests, creates
    the NROP and NRS samples and returns once both report healthy conditions, the exporter
    DaemonSet is ready, every worker has an NRT and the scheduler Deployment is ready;
-2. :func:`nrop.suite.install.infra.check_nodes_topology` finds nothing missing on that cluster;
+2. :func:`nrop.suite.install.nodetopology.check_nodes_topology` finds nothing missing on that cluster;
 3. :func:`nrop.suite.install.infra.before_suite` deploys numacell (the project's image), labels the
    nodes, records the NRT reference (with the numacell resources in every zone) and turns
    the operator's scheduler image validation off; :func:`~nrop.suite.install.infra.after_suite`
@@ -44,7 +44,7 @@ from nrop.suite.e2e.kube import (
 )
 from nrop.suite.e2e.nrt.waiters import for_nrts
 from nrop.suite.e2e.wait.polling import wait_for
-from nrop.suite.install import infra, numacelldeploy, stack
+from nrop.suite.install import infra, nodetopology, numacelldeploy, stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
 
@@ -86,7 +86,7 @@ def test_a_removed_crd_reads_as_not_served_despite_a_stale_discovery_cache(kube:
 def test_without_the_stack_preconditions_say_what_is_missing_and_teardown_has_nothing_to_do(
     kube: Kube,
 ) -> None:
-    assert infra.check_nodes_topology(kube) == [
+    assert nodetopology.check_nodes_topology(kube) == [
         'NUMAResourcesOperator "numaresourcesoperator" not found: no TAS-enabled nodes',
         "the cluster does not serve NodeResourceTopology objects (topology.node.k8s.io/v1alpha2)",
         'Not enough nodes with "single-numa-node" topology found 0 needed 2',
@@ -116,7 +116,7 @@ def test_setup_installs_the_stack_through_the_operator(kube: Kube, installed: st
 
 
 def test_the_cluster_meets_the_suite_preconditions(kube: Kube, installed: stack.Stack) -> None:
-    assert infra.check_nodes_topology(kube) == []
+    assert nodetopology.check_nodes_topology(kube) == []
 
 
 def test_before_suite_sets_up_the_infra_and_after_suite_removes_it(
