@@ -45,6 +45,8 @@ __all__ = [
     "Manifest",
     "UnknownKindError",
     "is_not_found",
+    "kind_of",
+    "name_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,11 @@ def kind_of(manifest: Mapping[str, Any]) -> Kind:
     return Kind(str(manifest["apiVersion"]), str(manifest["kind"]))
 
 
+def name_of(obj: Mapping[str, Any]) -> str:
+    """``metadata.name`` of an object ("" when it has none)."""
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
 class Kube:
     """Dict-in, dict-out access to one cluster through the official dynamic client."""
 
@@ -137,6 +144,13 @@ class Kube:
             if is_not_found(exc):
                 return None
             raise
+
+    def get_if_served(self, kind: Kind, name: str, namespace: str | None = None) -> Manifest | None:
+        """:meth:`get_or_none`, also ``None`` when the cluster does not serve the kind (no CRD)."""
+        try:
+            return self.get_or_none(kind, name, namespace)
+        except UnknownKindError:
+            return None
 
     def list(
         self,

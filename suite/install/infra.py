@@ -30,11 +30,9 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from nrop.api.fielderrors import go_quote
-from nrop.api.selectors import label_selector_from_dict
 from nrop.suite.e2e.config import MULTI_NUMA_LABEL, NUMACELL_IMAGE_VARS, numacell_image
 from nrop.suite.e2e.kube import (
     NAMESPACE,
@@ -43,27 +41,25 @@ from nrop.suite.e2e.kube import (
     NROSCHED,
     NRT,
     ApiError,
-    Kind,
     Kube,
     Manifest,
-    UnknownKindError,
+    name_of,
 )
 from nrop.suite.e2e.nrt import waiters as nrtwaiters
 from nrop.suite.e2e.objects import NROP_NAME, NROSCHED_NAME, NUMACELL_RESOURCE_NAMESPACE, new_namespace
 from nrop.suite.e2e.wait.polling import wait_for
 from nrop.suite.install import numacelldeploy, operatorenv
+from nrop.suite.install.errors import InfraError
+from nrop.suite.install.nodegroups import NodeGroupPool, mcp_finder, node_group_pools
 
 __all__ = [
     "INFRA_NAMESPACE_BASE",
     "Infra",
     "InfraError",
     "InfraTimings",
-    "NodeGroupPool",
     "after_suite",
     "before_suite",
     "dump_environment",
-    "node_group_pools",
-    "pool_of_mcp",
     "scheduler_image_validation_enabled",
     "teardown_skipped",
 ]
@@ -71,15 +67,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 INFRA_NAMESPACE_BASE = "e2e-test-infra"
-ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
 SCHEDULER_IMAGE_VALIDATION = "SCHEDULER_IMAGE_VALIDATION"
-
-
-MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
-
-
-class InfraError(AssertionError):
-    """The suite infrastructure could not be set up (what upstream's BeforeSuite fails with)."""
 
 
 # -- environment ------------------------------------------------------------------------------------
@@ -105,89 +93,6 @@ def teardown_skipped(environ: Mapping[str, str]) -> bool:
 def scheduler_image_validation_enabled(environ: Mapping[str, str]) -> bool:
     """``E2E_VALIDATE_SCHEDULER_IMAGE=true`` keeps the operator's scheduler image validation on."""
     return environ.get("E2E_VALIDATE_SCHEDULER_IMAGE", "").strip().lower() == "true"
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(obj.get("metadata", {}).get("name", ""))
-
-
-# -- node groups (pure) ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodeGroupPool:
-    """A node group of the NROP as the suite uses it: a pool name and the nodes it selects."""
-
-    name: str
-    match_labels: Mapping[str, str] = field(default_factory=dict)
-    match_expressions: tuple[Mapping[str, Any], ...] = ()
-
-    @property
-    def selector(self) -> str:
-        """The pool's nodes as a ``labelSelector`` query parameter."""
-        return _selector_query(
-            {"matchLabels": dict(self.match_labels), "matchExpressions": list(self.match_expressions)}
-        )
-
-
-def _selector_query(selector: Mapping[str, Any]) -> str:
-    """A ``metav1.LabelSelector`` as the ``labelSelector`` query parameter (``Selector.String()``)."""
-    return str(label_selector_from_dict(selector))
-
-
-def pool_of_mcp(mcp: Mapping[str, Any]) -> NodeGroupPool:
-    """A MachineConfigPool as a pool: its name, and the nodes its ``spec.nodeSelector`` selects."""
-    selector = (mcp.get("spec") or {}).get("nodeSelector") or {}
-    return NodeGroupPool(
-        _name(mcp), dict(selector.get("matchLabels") or {}), tuple(selector.get("matchExpressions") or ())
-    )
-
-
-def node_group_pools(
-    node_groups: Sequence[Mapping[str, Any]],
-    find_mcps: Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]] | None = None,
-) -> list[NodeGroupPool]:
-    """Pools of the NROP's ``spec.nodeGroups`` (upstream ``GetPoolNamesFrom`` + ``NodeSelectorFromPoolName``).
-
-    ``poolName: P`` selects the nodes labelled ``node-role.kubernetes.io/P`` (what the
-    MachineConfigPool ``P`` selects on OpenShift, and what the operator uses on Kubernetes);
-    a ``machineConfigPoolSelector`` group is each MachineConfigPool ``find_mcps(selector)``
-    returns (``None``: the cluster has no MachineConfigPool API).
-    """
-    pools: dict[str, NodeGroupPool] = {}
-    for index, group in enumerate(node_groups):
-        if group.get("poolName"):
-            pool = str(group["poolName"])
-            pools.setdefault(pool, NodeGroupPool(pool, {ROLE_LABEL_PREFIX + pool: ""}))
-        elif group.get("machineConfigPoolSelector") is not None and find_mcps is not None:
-            for mcp in find_mcps(group["machineConfigPoolSelector"]):
-                pools.setdefault(_name(mcp), pool_of_mcp(mcp))
-        else:
-            raise InfraError(
-                f"spec.nodeGroups[{index}]: cannot autodetect the TAS nodes of this node group "
-                "(a machineConfigPoolSelector needs the MachineConfigPool API)"
-            )
-    return list(pools.values())
-
-
-def _mcp_finder(kube: Kube) -> Callable[[Mapping[str, Any]], list[Manifest]] | None:
-    """``find_mcps`` for :func:`node_group_pools` when the cluster serves MachineConfigPools."""
-    try:
-        kube.list(MCP)
-    except UnknownKindError:  # not an OpenShift cluster
-        return None
-    return lambda selector: kube.list(MCP, label_selector=_selector_query(selector) or None)
-
-
-# -- cluster reads ------------------------------------------------------------------------------------
-
-
-def _get_optional(kube: Kube, kind: Kind, name: str) -> Manifest | None:
-    """``kube.get_or_none``, also ``None`` when the cluster does not know the kind (no CRD)."""
-    try:
-        return kube.get_or_none(kind, name)
-    except UnknownKindError:
-        return None
 
 
 # -- BeforeSuite / AfterSuite ---------------------------------------------------------------------------
@@ -246,8 +151,8 @@ def before_suite(
     there (no NROP / NRS / scheduler name) or the numacell resources never show up.
     """
     started = time.monotonic()
-    nrop = _get_optional(kube, NROP, NROP_NAME)
-    nrosched = _get_optional(kube, NROSCHED, NROSCHED_NAME)
+    nrop = kube.get_if_served(NROP, NROP_NAME)
+    nrosched = kube.get_if_served(NROSCHED, NROSCHED_NAME)
     if nrop is None or nrosched is None:
         raise InfraError(
             "NUMA fixture initialization failed: "
@@ -269,7 +174,7 @@ def before_suite(
     node_groups = nrop.get("spec", {}).get("nodeGroups") or []
     if not node_groups:
         raise InfraError("cannot autodetect the TAS node groups from the cluster")
-    pools = node_group_pools(node_groups, _mcp_finder(kube))
+    pools = node_group_pools(node_groups, mcp_finder(kube))
 
     namespace = f"{INFRA_NAMESPACE_BASE}-{rand()}"
     kube.create(new_namespace(namespace))
@@ -323,10 +228,10 @@ def _set_up(
         interval=timings.daemonset_interval,
         progress=lambda step: _progress(step, started),
     )
-    infra.numacell_daemonsets = [_name(ds) for ds in ready]
+    infra.numacell_daemonsets = [name_of(ds) for ds in ready]
     nrtwaiters.for_nrts(
         kube,
-        [_name(nrt) for nrt in infra_nrts],
+        [name_of(nrt) for nrt in infra_nrts],
         numacelldeploy.zones_expose_numacell,
         f"to expose numacell resources in every zone (the numacell image {infra.numacell_image} must run "
         f"a device plugin advertising {NUMACELL_RESOURCE_NAMESPACE}/numacellNN; {NUMACELL_IMAGE_VARS[0]} "
@@ -337,7 +242,7 @@ def _set_up(
     _progress(f"numacell resources available on {len(infra_nrts)} NRTs", started)
 
     for nrt in infra_nrts:
-        node, zones = _name(nrt), len(nrt.get("zones") or ())
+        node, zones = name_of(nrt), len(nrt.get("zones") or ())
         log.info("adding label %s=%d to node %s", MULTI_NUMA_LABEL, zones, node)
         kube.patch(NODE, node, {"metadata": {"labels": {MULTI_NUMA_LABEL: str(zones)}}})
         infra.labelled_nodes.append(node)

@@ -20,10 +20,11 @@ from typing import Any
 from kubernetes import client
 
 from nrop.api.fielderrors import go_quote
-from nrop.suite.e2e.kube import NODE, NROP, NRT, Kube, UnknownKindError
+from nrop.suite.e2e.kube import NODE, NROP, NRT, Kube, UnknownKindError, name_of
 from nrop.suite.e2e.nrt.topologies import attribute as nrt_attribute
 from nrop.suite.e2e.objects import NROP_NAME
-from nrop.suite.install.infra import InfraError, _get_optional, _mcp_finder, _name, node_group_pools
+from nrop.suite.install.errors import InfraError
+from nrop.suite.install.nodegroups import mcp_finder, node_group_pools
 
 __all__ = [
     "MIN_SNN_NODES",
@@ -63,7 +64,7 @@ def topology_problems(
         problems.append(
             f"Not enough nodes with {go_quote(SINGLE_NUMA_NODE)} topology found {len(snn)} needed {MIN_SNN_NODES}"
         )
-    by_name = {_name(n): n for n in nrts}
+    by_name = {name_of(n): n for n in nrts}
     for node, kconfig in sorted(kconfigs.items()):
         nrt = by_name.get(node)
         if nrt is None:
@@ -113,7 +114,7 @@ def kubelet_configuration(kube: Kube, node: str) -> dict[str, Any] | None:
 
 
 def _node_names(kube: Kube, selector: str) -> list[str]:
-    return sorted(_name(n) for n in kube.list(NODE, label_selector=selector or None))
+    return sorted(name_of(n) for n in kube.list(NODE, label_selector=selector or None))
 
 
 def check_nodes_topology(kube: Kube, nrop: Mapping[str, Any] | None = None) -> list[str]:
@@ -123,7 +124,7 @@ def check_nodes_topology(kube: Kube, nrop: Mapping[str, Any] | None = None) -> l
     ``numaresourcesoperator``); without an NROP there are none, and only the NRT checks apply.
     """
     if nrop is None:
-        nrop = _get_optional(kube, NROP, NROP_NAME)
+        nrop = kube.get_if_served(NROP, NROP_NAME)
     problems: list[str] = []
     tas_nodes: set[str] = set()
     if nrop is None:
@@ -131,7 +132,7 @@ def check_nodes_topology(kube: Kube, nrop: Mapping[str, Any] | None = None) -> l
     else:
         try:
             node_groups = nrop.get("spec", {}).get("nodeGroups") or ()
-            for pool in node_group_pools(node_groups, _mcp_finder(kube)):
+            for pool in node_group_pools(node_groups, mcp_finder(kube)):
                 tas_nodes.update(_node_names(kube, pool.selector))
         except InfraError as err:
             problems.append(str(err))

@@ -52,7 +52,7 @@ _ARGS = ("-alsologtostderr", "-v", "3")
 
 
 class Pool(Protocol):
-    """A node-group pool (:class:`nrop.suite.install.infra.NodeGroupPool`): a name and the nodes it selects."""
+    """A node-group pool (:class:`nrop.suite.install.nodegroups.NodeGroupPool`): a name and the nodes it selects."""
 
     @property
     def name(self) -> str: ...

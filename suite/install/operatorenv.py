@@ -20,7 +20,7 @@ from typing import Any
 
 from nrop.api.fielderrors import go_quote
 from nrop.api.workloads import deployment_complete
-from nrop.suite.e2e.kube import DEPLOYMENT, POD, Kube, Manifest, UnknownKindError
+from nrop.suite.e2e.kube import DEPLOYMENT, POD, Kube, Manifest, UnknownKindError, name_of
 from nrop.suite.e2e.wait.polling import wait_for
 from nrop.suite.install.stack import (
     OPERATOR_DEPLOYMENT,
@@ -47,10 +47,6 @@ OPERATOR_CONTAINER = "manager"
 _POLL = 1.0
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(obj.get("metadata", {}).get("name", ""))
-
-
 def with_env(env: Sequence[Mapping[str, Any]], name: str, value: str) -> list[dict[str, Any]]:
     """``env`` with ``name`` set to ``value`` (replaced in place, or appended)."""
     out = [dict(e) for e in env]
@@ -72,7 +68,7 @@ def find_subscription(subscriptions: Sequence[Manifest], environ: Mapping[str, s
     wanted = environ.get("E2E_OPERATOR_SUBSCRIPTION_NAME", "")
     if wanted:
         for sub in subscriptions:
-            if _name(sub) == wanted:
+            if name_of(sub) == wanted:
                 return sub
     for sub in subscriptions:
         spec = sub.get("spec") or {}
@@ -97,7 +93,7 @@ def _find_operator_deployment(kube: Kube) -> Manifest:
     """``findOperatorDeployment``: the Deployment named ``numaresources-controller-manager`` among
     those with the operator's labels."""
     for dp in kube.list(DEPLOYMENT, label_selector=OPERATOR_LABELS):
-        if _name(dp) == OPERATOR_DEPLOYMENT:
+        if name_of(dp) == OPERATOR_DEPLOYMENT:
             return dp
     raise StackError(
         f"cannot find the operator deployment {go_quote(OPERATOR_DEPLOYMENT)} "
@@ -163,7 +159,7 @@ def _wait_rollout(
     first container to hold every ``expected`` (name, value), then for the Deployment to be complete."""
     namespace, name = restore.namespace, restore.name
     for pod in initial_pods:
-        kube.delete(POD, _name(pod), namespace)
+        kube.delete(POD, name_of(pod), namespace)
     uids = {pod["metadata"]["uid"] for pod in initial_pods}
     wait_for(
         lambda: [p for p in kube.list(POD, namespace) if p["metadata"]["uid"] in uids],
@@ -235,7 +231,7 @@ def set_operator_env(
     Returns what to restore, or ``None`` when the variable already had that value.
     """
     dp = _find_operator_deployment(kube)
-    namespace, dp_name = dp["metadata"]["namespace"], _name(dp)
+    namespace, dp_name = dp["metadata"]["namespace"], name_of(dp)
     containers = dp["spec"]["template"]["spec"]["containers"]
     index = next((i for i, c in enumerate(containers) if c.get("name") == OPERATOR_CONTAINER), None)
     if index is None:
@@ -245,7 +241,7 @@ def set_operator_env(
     sub = find_subscription(_subscriptions(kube, namespace), environ)
     if sub is not None:
         original = tuple(((sub.get("spec") or {}).get("config") or {}).get("env") or ())
-        where = f"OLM subscription {namespace}/{_name(sub)}"
+        where = f"OLM subscription {namespace}/{name_of(sub)}"
     else:
         original = tuple(_manager_env(dp, index))
         where = f"deployment {namespace}/{dp_name}"
@@ -253,7 +249,7 @@ def set_operator_env(
         log.info("env is already set: %s=%s", name, value)
         return None
     log.info("setting operator env via %s: %s=%s", where, name, value)
-    restore = EnvRestore(namespace, dp_name, index, original, _name(sub) if sub is not None else None)
+    restore = EnvRestore(namespace, dp_name, index, original, name_of(sub) if sub is not None else None)
     _apply_env(kube, restore, with_env(original, name, value), timeout)
     return restore
 

@@ -52,6 +52,7 @@ from nrop.suite.e2e.kube import (
     Manifest,
     UnknownKindError,
     kind_of,
+    name_of,
 )
 from nrop.suite.e2e.objects import NROP_NAME, NROSCHED_NAME
 from nrop.suite.e2e.wait.polling import wait_for
@@ -314,10 +315,6 @@ def csv_phase(csv: Mapping[str, Any] | None) -> str:
     return str(((csv or {}).get("status") or {}).get("phase") or "")
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(obj.get("metadata", {}).get("name", ""))
-
-
 def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or ())
 
@@ -408,16 +405,16 @@ def _deploy_nrop(
         timings.daemonset_timeout,
         interval=timings.daemonset_interval,
     )
-    names = [f"{ds['metadata']['namespace']}/{_name(ds)}" for ds in daemonsets]
+    names = [f"{ds['metadata']['namespace']}/{name_of(ds)}" for ds in daemonsets]
     step(f"exporter daemonsets ready: {', '.join(names)}")
     return names
 
 
 def _wait_nrts(kube: Kube, timings: StackTimings, step: _Progress) -> list[Manifest]:
-    workers = sorted(_name(n) for n in kube.list(NODE, label_selector=WORKER_ROLE_LABEL))
+    workers = sorted(name_of(n) for n in kube.list(NODE, label_selector=WORKER_ROLE_LABEL))
 
     def missing(nrts: list[Manifest]) -> list[str]:
-        have = {_name(n) for n in nrts if n.get("zones")}
+        have = {name_of(n) for n in nrts if n.get("zones")}
         return [w for w in workers if w not in have]
 
     nrts = wait_for(
@@ -452,7 +449,7 @@ def _deploy_nrosched(
         timings.available_timeout,
         interval=timings.available_interval,
     )
-    step(f"scheduler deployment {deployment['metadata']['namespace']}/{_name(deployment)} ready")
+    step(f"scheduler deployment {deployment['metadata']['namespace']}/{name_of(deployment)} ready")
     nrosched = kube.get(NROSCHED, NROSCHED_NAME)
     return nrosched, str((nrosched.get("status") or {}).get("schedulerName") or "")
 

@@ -31,7 +31,7 @@ from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.suite.e2e import objects
 from nrop.suite.e2e.kube import Kube
-from nrop.suite.install import infra, nodetopology, numacelldeploy, stack
+from nrop.suite.install import nodegroups, nodetopology, numacelldeploy, stack
 from nrop.suite.plugin.target import EmbeddedCluster
 
 #: Where ``nrop-cluster up`` keeps each node's root below its state directory.
@@ -170,7 +170,7 @@ def deploy_numacell(kube: Kube, namespace: str, timeout: float = 30.0) -> Manife
     (daemonset,) = numacelldeploy.deploy_numacell(
         kube,
         namespace,
-        infra.node_group_pools([{"poolName": "worker"}]),
+        nodegroups.node_group_pools([{"poolName": "worker"}]),
         DEFAULT_IMAGE,
         timeout=timeout,
         interval=0.2,

@@ -41,7 +41,7 @@ from nrop.suite.e2e import config as suite_config
 from nrop.suite.e2e import objects
 from nrop.suite.e2e.kube import DAEMONSET, EVENT, NAMESPACE, NODE, NRT, POD, Kube
 from nrop.suite.e2e.wait.polling import wait_for
-from nrop.suite.install import infra, nodetopology, numacelldeploy
+from nrop.suite.install import nodegroups, nodetopology, numacelldeploy
 from nrop.suite.plugin.target import EmbeddedCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster_profile("default")]
@@ -176,7 +176,7 @@ def _meaningful(value: Any) -> Any:
 
 
 def test_the_suite_deploys_upstreams_manifests() -> None:
-    pools = infra.node_group_pools([{"poolName": "worker"}])
+    pools = nodegroups.node_group_pools([{"poolName": "worker"}])
     image = suite_config.NUMACELL_IMAGE_CI
     ours = numacelldeploy.numacell_manifests(
         NAMESPACE_NAME, pools, image, numacelldeploy.numacell_program(image)

@@ -51,7 +51,7 @@ from nrop.suite.e2e.nrt import topologies as nrtlib
 from nrop.suite.e2e.nrt import waiters as nrtwaiters
 from nrop.suite.e2e.wait import waiters
 from nrop.suite.e2e.wait.polling import wait_for as _wait_for
-from nrop.suite.install import infra, numacelldeploy, operatorenv, stack
+from nrop.suite.install import nodegroups, numacelldeploy, operatorenv, stack
 
 TARGET = "worker-0"
 OTHER = "worker-1"
@@ -110,7 +110,7 @@ def installed(kube: Kube) -> stack.Stack:
     numacelldeploy.deploy_numacell(
         kube,
         NUMACELL_NAMESPACE,
-        infra.node_group_pools([{"poolName": "worker"}]),
+        nodegroups.node_group_pools([{"poolName": "worker"}]),
         DEFAULT_IMAGE,
         timeout=TIMEOUT,
         interval=POLL_INTERVAL,

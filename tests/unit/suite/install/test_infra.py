@@ -7,7 +7,7 @@ import pytest
 
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.suite.e2e import config as suite_config
-from nrop.suite.install import infra, numacelldeploy, operatorenv, stack
+from nrop.suite.install import infra, nodegroups, numacelldeploy, operatorenv, stack
 
 
 @pytest.mark.parametrize(
@@ -68,13 +68,13 @@ def test_dump_environment_lists_only_e2e_nrop_and_rte() -> None:
     ("pool", "expected"),
     [
         pytest.param(
-            infra.NodeGroupPool("worker", {"node-role.kubernetes.io/worker": ""}),
+            nodegroups.NodeGroupPool("worker", {"node-role.kubernetes.io/worker": ""}),
             "node-role.kubernetes.io/worker=",
             id="empty-value",
         ),
-        pytest.param(infra.NodeGroupPool("p", {"b": "2", "a": "1"}), "a=1,b=2", id="sorted"),
+        pytest.param(nodegroups.NodeGroupPool("p", {"b": "2", "a": "1"}), "a=1,b=2", id="sorted"),
         pytest.param(
-            infra.NodeGroupPool(
+            nodegroups.NodeGroupPool(
                 "p",
                 {"role": "tas"},
                 (
@@ -117,7 +117,7 @@ def test_node_group_pools() -> None:
         wanted = selector["matchLabels"]
         return [m for m in MCPS if all(m["metadata"]["labels"].get(k) == v for k, v in wanted.items())]
 
-    pools = infra.node_group_pools(
+    pools = nodegroups.node_group_pools(
         [
             {"poolName": "worker"},
             {"machineConfigPoolSelector": {"matchLabels": {"tas": "on"}}},
@@ -130,13 +130,13 @@ def test_node_group_pools() -> None:
         ("ssd", "ssd"),
     ]
     assert asked == [{"matchLabels": {"tas": "on"}}]
-    assert infra.pool_of_mcp(MCPS[0]).match_labels == {"node-role.kubernetes.io/worker-cnf": ""}
+    assert nodegroups.pool_of_mcp(MCPS[0]).match_labels == {"node-role.kubernetes.io/worker-cnf": ""}
     with pytest.raises(infra.InfraError, match=r"spec.nodeGroups\[0\]: cannot autodetect"):
-        infra.node_group_pools([{"machineConfigPoolSelector": {"matchLabels": {"x": "y"}}}])
+        nodegroups.node_group_pools([{"machineConfigPoolSelector": {"matchLabels": {"x": "y"}}}])
 
 
 def test_numacell_manifests_for_the_own_image() -> None:
-    pools = infra.node_group_pools([{"poolName": "worker"}])
+    pools = nodegroups.node_group_pools([{"poolName": "worker"}])
     program = numacelldeploy.numacell_program(DEFAULT_IMAGE)
     sa, role, binding, ds = numacelldeploy.numacell_manifests(
         "e2e-test-infra-42", pools, DEFAULT_IMAGE, program
@@ -163,7 +163,7 @@ def test_numacell_manifests_for_the_own_image() -> None:
 
 
 def test_numacell_manifests_for_the_upstream_image() -> None:
-    pools = [infra.pool_of_mcp(MCPS[1])]
+    pools = [nodegroups.pool_of_mcp(MCPS[1])]
     image = suite_config.NUMACELL_IMAGE_CI
     *_, ds = numacelldeploy.numacell_manifests("ns", pools, image, numacelldeploy.numacell_program(image))
     spec = ds["spec"]["template"]["spec"]
