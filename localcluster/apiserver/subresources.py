@@ -11,6 +11,7 @@ PodDisruptionBudgets with 429; log streams text; finalize edits
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -18,11 +19,11 @@ from aiohttp import web
 from nrop.api.metatime import rfc3339
 from nrop.api.status import Cause
 from nrop.localcluster.apiserver import errors, rbac
+from nrop.localcluster.apiserver.clients import NO_NODE, LogQuery, LogSource
 from nrop.localcluster.apiserver.decisions import patching
 from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
 from nrop.localcluster.apiserver.decisions.selectors import label_selector_from_dict
 from nrop.localcluster.apiserver.httpio import negotiated, read_body, respond, write_options
-from nrop.localcluster.apiserver.podlogs import LogQuery
 from nrop.localcluster.apiserver.podproxy import proxy_pod
 from nrop.localcluster.apiserver.registry import Kind
 from nrop.localcluster.apiserver.wire.negotiation import Endpoint
@@ -284,6 +285,18 @@ def evict(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
+def log_source(sources: Mapping[str, LogSource], pod: Obj | None) -> LogSource:
+    """The logs of the pod's node, as upstream's ``pods/log`` asks the node's kubelet; a pod with
+    no node, or on a node no kubelet serves here, has the :data:`~.clients.NO_NODE` logs."""
+    node = ((pod or {}).get("spec") or {}).get("nodeName") or NO_NODE
+    source = sources.get(node)
+    if source is None:
+        source = sources.get(NO_NODE)
+    if source is None:
+        raise errors.ServiceUnavailable(f'no kubelet serves node "{node}"')
+    return source
+
+
 async def _log(server: APIServer, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
     pod = server.store.get(("", "pods"), namespace, name)
     if pod is None:
@@ -310,7 +323,8 @@ async def _log(server: APIServer, request: web.Request, namespace: str, name: st
             raise errors.BadRequest(f'{key}: Invalid value: "{query[key]}": must be an integer') from None
 
     previous = query.get("previous", "").lower() == "true"
-    if previous and not server.logs.has_previous(namespace, name, container):
+    logs = log_source(server.log_sources, pod)
+    if previous and not logs.has_previous(namespace, name, container):
         raise errors.BadRequest(f'previous terminated container "{container}" in pod "{name}" not found')
     spec = LogQuery(
         container=container,
@@ -321,12 +335,12 @@ async def _log(server: APIServer, request: web.Request, namespace: str, name: st
         since_seconds=number("sinceSeconds"),
     )
     if query.get("follow", "").lower() != "true":
-        return web.Response(body=server.logs.read(namespace, name, spec), content_type="text/plain")
+        return web.Response(body=logs.read(namespace, name, spec), content_type="text/plain")
     response = web.StreamResponse()
     response.content_type = "text/plain"
     response.enable_chunked_encoding()
     await response.prepare(request)
-    async for chunk in server.logs.follow(namespace, name, spec):
+    async for chunk in logs.follow(namespace, name, spec):
         await response.write(chunk)
     await response.write_eof()
     return response

@@ -55,6 +55,7 @@ from nrop.localcluster.kubelet.checkpointfiles import (
     MEMORY_MANAGER_STATE,
     write_checkpoints,
 )
+from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 from nrop.localcluster.kubelet.decisions import nodeobjects, nodestatus
 from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers
 from nrop.localcluster.kubelet.decisions.entrypoints import RuntimeConfig
@@ -116,8 +117,11 @@ class Kubelet:
         lease_renew_interval: float = LEASE_RENEW_INTERVAL,
         runtime: RuntimeConfig | None = None,
         ca_pem: bytes = b"",
+        logs: ContainerLogs | None = None,
     ) -> None:
         self.server = server
+        #: What the node's containers printed (``pods/log`` reads it through the fleet's registration).
+        self.logs = logs if logs is not None else ContainerLogs()
         self.spec = spec
         self.name = spec.name
         self.root = Path(root)
@@ -160,7 +164,7 @@ class Kubelet:
             resources=self.node_resources,
         )
         self.pods = PodLifecycle(
-            server,
+            self.logs,
             self.name,
             self.root,
             network,
@@ -295,6 +299,7 @@ class Kubelet:
         """What every pod worker of this node shares (after the server has an address)."""
         return RuntimeContext(
             server=self.server,
+            logs=self.logs,
             node_name=self.name,
             root=self.root,
             host_ip=self.network.address,
