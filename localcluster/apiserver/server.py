@@ -45,7 +45,11 @@ _WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "
 
 
 class APIServer:
-    """The embedded API server: state, verbs, and the aiohttp application serving them."""
+    """The embedded API server: state, verbs, and the aiohttp application serving them.
+
+    The in-process kubelets and controllers see it as :class:`~.clients.InProcessAPI` (which it
+    satisfies structurally).
+    """
 
     def __init__(
         self,

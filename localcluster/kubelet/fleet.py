@@ -51,7 +51,7 @@ from nrop.localcluster.kubelet.kubelet import Kubelet
 from nrop.localcluster.kubelet.machine import KubeletConfig, NodeSpec
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["NODES_DIR", "Fleet", "node_root"]
 
@@ -69,7 +69,7 @@ class Fleet:
     """Every kubelet of the cluster; registers the ``nodes/proxy`` handler and the nodes' logs on the server."""
 
     def __init__(
-        self, server: APIServer, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
+        self, server: InProcessAPI, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
     ) -> None:
         self.server = server
         self._options = kubelet_options

@@ -77,7 +77,7 @@ from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.kubelet.sysfs import write_sysfs
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = [
     "LEASE_RENEW_INTERVAL",
@@ -96,7 +96,7 @@ _FIELD_MANAGER = "kubelet"
 Obj = dict[str, Any]
 
 
-def _kind(server: APIServer, group: str, version: str, plural: str) -> Kind:
+def _kind(server: InProcessAPI, group: str, version: str, plural: str) -> Kind:
     kind = server.registry.lookup(group, version, plural)
     if kind is None:
         raise RuntimeError(f"the API server does not serve {plural}.{group or 'core'}/{version}")
@@ -108,7 +108,7 @@ class Kubelet:
 
     def __init__(
         self,
-        server: APIServer,
+        server: InProcessAPI,
         spec: NodeSpec,
         root: Path,
         network: NodeNetwork,

@@ -74,7 +74,7 @@ from nrop.localcluster.kubelet.probing import ProbeTarget, run_probe
 from nrop.localcluster.kubelet.processes import Handle, ProcessSpec, Supervisor
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
     from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 
 __all__ = ["MINIMUM_GRACE", "SYNC_RETRY", "PodWorker", "RuntimeContext", "pods_dir", "service_env"]
@@ -99,7 +99,7 @@ Enqueue = Callable[[tuple[Any, ...]], None]
 class RuntimeContext:
     """What the pods of one node share: the API server, the node, the runtime configuration."""
 
-    server: APIServer
+    server: InProcessAPI
     logs: ContainerLogs
     node_name: str
     root: Path

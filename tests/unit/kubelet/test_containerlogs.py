@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from nrop.localcluster.apiserver.clients import LogQuery
+from nrop.localcluster.apiserver.clients import LogQuery, LogSource
 from nrop.localcluster.kubelet import containerlogs
 from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 
@@ -87,3 +88,10 @@ def test_follow_sends_new_lines_until_the_log_closes(monkeypatch: pytest.MonkeyP
         return received
 
     assert asyncio.run(main()) == [b"old\n", b"new1\nnew2\n"]
+
+
+def test_container_logs_are_a_log_source() -> None:
+    for name in ("has_previous", "read", "follow", "append"):
+        wanted = [p for p in inspect.signature(getattr(LogSource, name)).parameters if p != "self"]
+        have = [p for p in inspect.signature(getattr(ContainerLogs(), name)).parameters]
+        assert have[: len(wanted)] == wanted, name
