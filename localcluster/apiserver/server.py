@@ -48,7 +48,8 @@ class APIServer:
     """The embedded API server: state, verbs, and the aiohttp application serving them.
 
     The in-process kubelets and controllers see it as :class:`~.clients.InProcessAPI` (which it
-    satisfies structurally).
+    satisfies structurally), the subresource handlers as :class:`~.subresources.Front` and the
+    lifecycle as :class:`~.lifecycle.ServerState`.
     """
 
     def __init__(

@@ -11,8 +11,8 @@ PodDisruptionBudgets with 429; log streams text; finalize edits
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
@@ -24,13 +24,19 @@ from nrop.localcluster.apiserver.decisions import patching
 from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
 from nrop.localcluster.apiserver.decisions.selectors import label_selector_from_dict
 from nrop.localcluster.apiserver.httpio import negotiated, read_body, respond, write_options
+from nrop.localcluster.apiserver.lifecycle import maybe_remove_namespace
 from nrop.localcluster.apiserver.podproxy import proxy_pod
-from nrop.localcluster.apiserver.registry import Kind
+from nrop.localcluster.apiserver.registry import Kind, Registry
 from nrop.localcluster.apiserver.wire.negotiation import Endpoint
 
 if TYPE_CHECKING:
+    from nrop.localcluster.apiserver.authn import Authenticator
+    from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
+    from nrop.localcluster.apiserver.rest import Rest
     from nrop.localcluster.apiserver.routing import ResourcePath
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.store import Store
+    from nrop.localcluster.apiserver.wire.negotiation import Outcome
+    from nrop.localcluster.clock import Clock
 
 Obj = dict[str, Any]
 #: Pod subresources that need connection upgrades (``kubectl exec|attach|port-forward|cp``).
@@ -38,8 +44,53 @@ STREAMING_SUBRESOURCES = ("exec", "attach", "portforward")
 _SUB_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
 
 
+class Front(Protocol):
+    """What the subresource handlers use of the API server: its parts, the registrations of what
+    it forwards (``proxies``, ``log_sources``), the policy, and the verbs' own rendering and PATCH."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def rest(self) -> Rest: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def authn(self) -> Authenticator: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def proxies(self) -> Mapping[str, Callable[..., Any]]: ...
+
+    @property
+    def log_sources(self) -> Mapping[str, LogSource]: ...
+
+    def policy(self) -> rbac.Policy: ...
+
+    def outcome(self, request: web.Request, kind: Kind) -> Outcome: ...
+
+    def render(
+        self,
+        request: web.Request,
+        kind: Kind,
+        obj: Obj,
+        status: int = 200,
+        opts: WriteOptions | None = None,
+        *,
+        outcome: Outcome | None = None,
+    ) -> web.Response: ...
+
+    async def patch(
+        self, request: web.Request, kind: Kind, namespace: str, name: str, *, subresource: str = ""
+    ) -> web.StreamResponse: ...
+
+
 async def handle(
-    server: APIServer,
+    server: Front,
     request: web.Request,
     user: rbac.UserInfo,
     kind: Kind,
@@ -92,7 +143,7 @@ async def handle(
         body, _ = await read_body(request)
         return respond(outcome, token(server, namespace, name, body), 201)
     elif sub == "proxy" and kind.plural == "pods" and not kind.group:
-        return await proxy_pod(server, request, namespace, name, parsed.rest)
+        return await proxy_pod(server.store, request, namespace, name, parsed.rest)
     elif sub == "proxy":
         handler = server.proxies.get(kind.plural)
         if handler is None:
@@ -153,9 +204,7 @@ def _scale_of(kind: Kind, obj: Obj) -> Obj:
     }
 
 
-async def _scale(
-    server: APIServer, request: web.Request, kind: Kind, namespace: str, name: str
-) -> web.Response:
+async def _scale(server: Front, request: web.Request, kind: Kind, namespace: str, name: str) -> web.Response:
     # A CR's Scale is autoscaling/v1's, read in any served type but written as the CR's are.
     outcome = negotiated(request, Endpoint.CUSTOM if kind.custom else Endpoint.BUILTIN)
     current = server.rest.get(kind, namespace, name)
@@ -200,7 +249,7 @@ async def _scale(
 # -- pods -------------------------------------------------------------------------------------
 
 
-def bind(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+def bind(server: Front, namespace: str, name: str, body: Any) -> Obj:
     """Bind a pod to a node; the ``Status`` to answer (201)."""
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be a Binding object")
@@ -248,7 +297,7 @@ def bind(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
-def evict(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+def evict(server: Front, namespace: str, name: str, body: Any) -> Obj:
     pods = server.registry.lookup("", "v1", "pods")
     assert pods is not None
     pod = server.store.get(("", "pods"), namespace, name)
@@ -297,7 +346,7 @@ def log_source(sources: Mapping[str, LogSource], pod: Obj | None) -> LogSource:
     return source
 
 
-async def _log(server: APIServer, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+async def _log(server: Front, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
     pod = server.store.get(("", "pods"), namespace, name)
     if pod is None:
         raise errors.NotFound.for_object("pods", "", name)
@@ -349,7 +398,7 @@ async def _log(server: APIServer, request: web.Request, namespace: str, name: st
 # -- namespaces, service accounts, reviews -------------------------------------------------------
 
 
-def finalize(server: APIServer, kind: Kind, name: str, body: Any) -> Obj:
+def finalize(server: Front, kind: Kind, name: str, body: Any) -> Obj:
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be a Namespace object")
     current = server.store.get(("", "namespaces"), "", name)
@@ -361,12 +410,10 @@ def finalize(server: APIServer, kind: Kind, name: str, body: Any) -> Obj:
     if updated == current:
         return current
     stored = server.store.update(("", "namespaces"), updated, current)
-    from nrop.localcluster.apiserver.lifecycle import maybe_remove_namespace
-
     return maybe_remove_namespace(server, stored) or stored
 
 
-def token(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+def token(server: Front, namespace: str, name: str, body: Any) -> Obj:
     sa = server.store.get(("", "serviceaccounts"), namespace, name)
     if sa is None:
         raise errors.NotFound.for_object("serviceaccounts", "", name)
@@ -411,7 +458,7 @@ def token(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
     }
 
 
-def access_review(server: APIServer, user: rbac.UserInfo, kind: Kind, body: Any) -> Obj:
+def access_review(server: Front, user: rbac.UserInfo, kind: Kind, body: Any) -> Obj:
     if not isinstance(body, dict):
         raise errors.BadRequest(f"the body must be a {kind.kind} object")
     spec = body.get("spec") or {}

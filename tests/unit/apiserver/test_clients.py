@@ -1,5 +1,6 @@
 """``apiserver/clients.py``: the API server satisfies, member by member, the Protocols its in-process
-clients (kubelets, controllers) are typed against; a member renamed on either side fails here."""
+clients (kubelets, controllers) are typed against, and those its subresource handlers and lifecycle
+are typed against (so that none of them imports ``server.py``); a member renamed on either side fails here."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import inspect
 
 import pytest
 
-from nrop.localcluster.apiserver import clients
+from nrop.localcluster.apiserver import clients, lifecycle, subresources
 from nrop.localcluster.apiserver.server import APIServer
 
 
@@ -19,10 +20,21 @@ def parameters(fn: object) -> list[str]:
     return [p for p in inspect.signature(fn).parameters if p != "self"]  # type: ignore[arg-type]
 
 
-def test_the_api_server_has_every_member_of_the_in_process_api() -> None:
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        pytest.param(clients.InProcessAPI, id="in-process-clients"),
+        pytest.param(subresources.Front, id="subresources"),
+        pytest.param(lifecycle.ServerState, id="lifecycle"),
+    ],
+)
+def test_the_api_server_has_every_member_of(protocol: type) -> None:
     server = APIServer()
-    missing = [name for name in members(clients.InProcessAPI) if not hasattr(server, name)]
+    missing = [name for name in members(protocol) if not hasattr(server, name)]
     assert not missing
+    for name in members(protocol):
+        if inspect.isfunction(getattr(protocol, name)):
+            assert parameters(getattr(server, name)) == parameters(getattr(protocol, name)), name
 
 
 @pytest.mark.parametrize(
