@@ -4,6 +4,7 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 """
 
 __all__ = [
+    "clients",
     "crd",
     "decisions",
     "discovery",
@@ -11,7 +12,6 @@ __all__ = [
     "kubeconfig",
     "lifecycle",
     "openapi",
-    "podlogs",
     "rbac",
     "registry",
     "server",

@@ -26,7 +26,7 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nrop.localcluster.apiserver import errors, rbac
 from nrop.localcluster.apiserver.crd.establishing import CRD_CLEANUP_FINALIZER
@@ -35,8 +35,9 @@ from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions, 
 from nrop.localcluster.apiserver.store import WatchEvent
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.registry import Kind
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.registry import Kind, Registry
+    from nrop.localcluster.apiserver.rest import Rest
+    from nrop.localcluster.apiserver.store import Store
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -56,7 +57,20 @@ _CONDITION_TYPES = (
 )
 
 
-def bootstrap(server: APIServer) -> None:
+class ServerState(Protocol):
+    """What the lifecycle works on: the API server's store, its REST verbs and its kinds."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def rest(self) -> Rest: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+
+def bootstrap(server: ServerState) -> None:
     """Create what every cluster has before anyone talks to it."""
     rest, registry = server.rest, server.registry
     system = WriteOptions(field_manager="kube-apiserver")
@@ -94,7 +108,7 @@ def bootstrap(server: APIServer) -> None:
         )
 
 
-def publish_kubernetes_service(server: APIServer, host: str, port: int) -> None:
+def publish_kubernetes_service(server: ServerState, host: str, port: int) -> None:
     """The ``default/kubernetes`` Service and its Endpoints: where in-cluster clients find the server.
 
     Upstream's service has a cluster IP that kube-proxy forwards to the server; nothing
@@ -127,7 +141,7 @@ class Lifecycle:
 
     def __init__(
         self,
-        server: APIServer,
+        server: ServerState,
         period: float = 0.5,
         event_ttl: float = EVENT_TTL,
         clock: Callable[[], float] = time.monotonic,
@@ -452,7 +466,7 @@ class Lifecycle:
         self.server.store.update(_NAMESPACES, updated, current)
 
 
-def maybe_remove_namespace(server: APIServer, ns: Obj) -> Obj | None:
+def maybe_remove_namespace(server: ServerState, ns: Obj) -> Obj | None:
     """Delete a terminating namespace once both finalizer lists are empty; returns its final state."""
     meta = ns["metadata"]
     if not meta.get("deletionTimestamp"):

@@ -23,7 +23,7 @@ from aiohttp import web
 from nrop.localcluster.apiserver import errors
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import StoreReads
 
 __all__ = ["proxy_pod", "split_scheme_name_port"]
 
@@ -86,13 +86,13 @@ def _forwarded(headers: Any) -> dict[str, str]:
 
 
 async def proxy_pod(
-    server: APIServer, request: web.Request, namespace: str, id_: str, rest_path: str
+    store: StoreReads, request: web.Request, namespace: str, id_: str, rest_path: str
 ) -> web.StreamResponse:
     split = split_scheme_name_port(id_)
     if split is None:
         raise errors.BadRequest(f'invalid pod request "{id_}"')
     scheme, name, port = split
-    pod = server.store.get(("", "pods"), namespace, name)
+    pod = store.get(("", "pods"), namespace, name)
     if pod is None:
         raise errors.NotFound.for_object("pods", "", name)
     pod_ip = _pod_ip(pod)

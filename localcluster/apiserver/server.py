@@ -22,12 +22,12 @@ from aiohttp import web
 from nrop.api.metatime import rfc3339_micro
 from nrop.localcluster.apiserver import discovery, errors, httpio, rbac, routing, subresources, watching
 from nrop.localcluster.apiserver.authn import Authenticator, impersonated
+from nrop.localcluster.apiserver.clients import LogSource
 from nrop.localcluster.apiserver.crd import conversion
 from nrop.localcluster.apiserver.decisions import listing, patching
 from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 from nrop.localcluster.apiserver.openapi import documents as openapi
 from nrop.localcluster.apiserver.openapi.definitions import load as load_definitions
-from nrop.localcluster.apiserver.podlogs import PodLogs
 from nrop.localcluster.apiserver.rbac.audit import DenialLog
 from nrop.localcluster.apiserver.registry import Kind, Registry
 from nrop.localcluster.apiserver.rest import Rest
@@ -45,7 +45,12 @@ _WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "
 
 
 class APIServer:
-    """The embedded API server: state, verbs, and the aiohttp application serving them."""
+    """The embedded API server: state, verbs, and the aiohttp application serving them.
+
+    The in-process kubelets and controllers see it as :class:`~.clients.InProcessAPI` (which it
+    satisfies structurally), the subresource handlers as :class:`~.subresources.Front` and the
+    lifecycle as :class:`~.lifecycle.ServerState`.
+    """
 
     def __init__(
         self,
@@ -61,11 +66,12 @@ class APIServer:
         self.defs = load_definitions()
         self.rest = Rest(self.store, self.registry, self.defs, self.clock)
         self.authn = Authenticator(self._service_account_uid, admin_token)
-        self.logs = PodLogs()
         self.denials = DenialLog()
         self.bookmark_interval = bookmark_interval
         self.address = ""
         self.proxies: dict[str, Callable[..., Any]] = {}
+        # Container logs are the nodes': pods/log reads the source of the pod's node (clients.py).
+        self.log_sources: dict[str, LogSource] = {}
         self._openapi_cache: dict[tuple[str, str, int], tuple[Obj, str]] = {}
         self._rbac_cache: tuple[tuple[int, ...], rbac.Policy] | None = None
         # Requests being served; at shutdown only never-ending ones (watches, log follows) remain.
@@ -594,7 +600,8 @@ class APIServer:
                 raise errors.NotFound.unknown_path()
             namespace, pod, container = parts
             text = (await request.read()).decode()
-            self.logs.append(namespace, pod, container, text)
+            target = self.store.get(("", "pods"), namespace, pod)
+            subresources.log_source(self.log_sources, target).append(namespace, pod, container, text)
             return httpio.json_response({"appended": len(text)})
         raise errors.NotFound.unknown_path()
 

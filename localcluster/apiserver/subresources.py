@@ -11,25 +11,32 @@ PodDisruptionBudgets with 429; log streams text; finalize edits
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
 from nrop.api.metatime import rfc3339
 from nrop.api.status import Cause
 from nrop.localcluster.apiserver import errors, rbac
+from nrop.localcluster.apiserver.clients import NO_NODE, LogQuery, LogSource
 from nrop.localcluster.apiserver.decisions import patching
 from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
 from nrop.localcluster.apiserver.decisions.selectors import label_selector_from_dict
 from nrop.localcluster.apiserver.httpio import negotiated, read_body, respond, write_options
-from nrop.localcluster.apiserver.podlogs import LogQuery
+from nrop.localcluster.apiserver.lifecycle import maybe_remove_namespace
 from nrop.localcluster.apiserver.podproxy import proxy_pod
-from nrop.localcluster.apiserver.registry import Kind
+from nrop.localcluster.apiserver.registry import Kind, Registry
 from nrop.localcluster.apiserver.wire.negotiation import Endpoint
 
 if TYPE_CHECKING:
+    from nrop.localcluster.apiserver.authn import Authenticator
+    from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
+    from nrop.localcluster.apiserver.rest import Rest
     from nrop.localcluster.apiserver.routing import ResourcePath
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.store import Store
+    from nrop.localcluster.apiserver.wire.negotiation import Outcome
+    from nrop.localcluster.clock import Clock
 
 Obj = dict[str, Any]
 #: Pod subresources that need connection upgrades (``kubectl exec|attach|port-forward|cp``).
@@ -37,8 +44,53 @@ STREAMING_SUBRESOURCES = ("exec", "attach", "portforward")
 _SUB_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
 
 
+class Front(Protocol):
+    """What the subresource handlers use of the API server: its parts, the registrations of what
+    it forwards (``proxies``, ``log_sources``), the policy, and the verbs' own rendering and PATCH."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def rest(self) -> Rest: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def authn(self) -> Authenticator: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def proxies(self) -> Mapping[str, Callable[..., Any]]: ...
+
+    @property
+    def log_sources(self) -> Mapping[str, LogSource]: ...
+
+    def policy(self) -> rbac.Policy: ...
+
+    def outcome(self, request: web.Request, kind: Kind) -> Outcome: ...
+
+    def render(
+        self,
+        request: web.Request,
+        kind: Kind,
+        obj: Obj,
+        status: int = 200,
+        opts: WriteOptions | None = None,
+        *,
+        outcome: Outcome | None = None,
+    ) -> web.Response: ...
+
+    async def patch(
+        self, request: web.Request, kind: Kind, namespace: str, name: str, *, subresource: str = ""
+    ) -> web.StreamResponse: ...
+
+
 async def handle(
-    server: APIServer,
+    server: Front,
     request: web.Request,
     user: rbac.UserInfo,
     kind: Kind,
@@ -91,7 +143,7 @@ async def handle(
         body, _ = await read_body(request)
         return respond(outcome, token(server, namespace, name, body), 201)
     elif sub == "proxy" and kind.plural == "pods" and not kind.group:
-        return await proxy_pod(server, request, namespace, name, parsed.rest)
+        return await proxy_pod(server.store, request, namespace, name, parsed.rest)
     elif sub == "proxy":
         handler = server.proxies.get(kind.plural)
         if handler is None:
@@ -152,9 +204,7 @@ def _scale_of(kind: Kind, obj: Obj) -> Obj:
     }
 
 
-async def _scale(
-    server: APIServer, request: web.Request, kind: Kind, namespace: str, name: str
-) -> web.Response:
+async def _scale(server: Front, request: web.Request, kind: Kind, namespace: str, name: str) -> web.Response:
     # A CR's Scale is autoscaling/v1's, read in any served type but written as the CR's are.
     outcome = negotiated(request, Endpoint.CUSTOM if kind.custom else Endpoint.BUILTIN)
     current = server.rest.get(kind, namespace, name)
@@ -199,7 +249,7 @@ async def _scale(
 # -- pods -------------------------------------------------------------------------------------
 
 
-def bind(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+def bind(server: Front, namespace: str, name: str, body: Any) -> Obj:
     """Bind a pod to a node; the ``Status`` to answer (201)."""
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be a Binding object")
@@ -247,7 +297,7 @@ def bind(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
-def evict(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+def evict(server: Front, namespace: str, name: str, body: Any) -> Obj:
     pods = server.registry.lookup("", "v1", "pods")
     assert pods is not None
     pod = server.store.get(("", "pods"), namespace, name)
@@ -284,7 +334,19 @@ def evict(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
-async def _log(server: APIServer, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+def log_source(sources: Mapping[str, LogSource], pod: Obj | None) -> LogSource:
+    """The logs of the pod's node, as upstream's ``pods/log`` asks the node's kubelet; a pod with
+    no node, or on a node no kubelet serves here, has the :data:`~.clients.NO_NODE` logs."""
+    node = ((pod or {}).get("spec") or {}).get("nodeName") or NO_NODE
+    source = sources.get(node)
+    if source is None:
+        source = sources.get(NO_NODE)
+    if source is None:
+        raise errors.ServiceUnavailable(f'no kubelet serves node "{node}"')
+    return source
+
+
+async def _log(server: Front, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
     pod = server.store.get(("", "pods"), namespace, name)
     if pod is None:
         raise errors.NotFound.for_object("pods", "", name)
@@ -310,7 +372,8 @@ async def _log(server: APIServer, request: web.Request, namespace: str, name: st
             raise errors.BadRequest(f'{key}: Invalid value: "{query[key]}": must be an integer') from None
 
     previous = query.get("previous", "").lower() == "true"
-    if previous and not server.logs.has_previous(namespace, name, container):
+    logs = log_source(server.log_sources, pod)
+    if previous and not logs.has_previous(namespace, name, container):
         raise errors.BadRequest(f'previous terminated container "{container}" in pod "{name}" not found')
     spec = LogQuery(
         container=container,
@@ -321,12 +384,12 @@ async def _log(server: APIServer, request: web.Request, namespace: str, name: st
         since_seconds=number("sinceSeconds"),
     )
     if query.get("follow", "").lower() != "true":
-        return web.Response(body=server.logs.read(namespace, name, spec), content_type="text/plain")
+        return web.Response(body=logs.read(namespace, name, spec), content_type="text/plain")
     response = web.StreamResponse()
     response.content_type = "text/plain"
     response.enable_chunked_encoding()
     await response.prepare(request)
-    async for chunk in server.logs.follow(namespace, name, spec):
+    async for chunk in logs.follow(namespace, name, spec):
         await response.write(chunk)
     await response.write_eof()
     return response
@@ -335,7 +398,7 @@ async def _log(server: APIServer, request: web.Request, namespace: str, name: st
 # -- namespaces, service accounts, reviews -------------------------------------------------------
 
 
-def finalize(server: APIServer, kind: Kind, name: str, body: Any) -> Obj:
+def finalize(server: Front, kind: Kind, name: str, body: Any) -> Obj:
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be a Namespace object")
     current = server.store.get(("", "namespaces"), "", name)
@@ -347,12 +410,10 @@ def finalize(server: APIServer, kind: Kind, name: str, body: Any) -> Obj:
     if updated == current:
         return current
     stored = server.store.update(("", "namespaces"), updated, current)
-    from nrop.localcluster.apiserver.lifecycle import maybe_remove_namespace
-
     return maybe_remove_namespace(server, stored) or stored
 
 
-def token(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
+def token(server: Front, namespace: str, name: str, body: Any) -> Obj:
     sa = server.store.get(("", "serviceaccounts"), namespace, name)
     if sa is None:
         raise errors.NotFound.for_object("serviceaccounts", "", name)
@@ -397,7 +458,7 @@ def token(server: APIServer, namespace: str, name: str, body: Any) -> Obj:
     }
 
 
-def access_review(server: APIServer, user: rbac.UserInfo, kind: Kind, body: Any) -> Obj:
+def access_review(server: Front, user: rbac.UserInfo, kind: Kind, body: Any) -> Obj:
     if not isinstance(body, dict):
         raise errors.BadRequest(f"the body must be a {kind.kind} object")
     spec = body.get("spec") or {}

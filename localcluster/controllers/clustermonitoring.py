@@ -19,7 +19,7 @@ from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.apiserver.decisions.requestoptions import WriteOptions
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["LABELS", "NAMESPACE", "PORT", "install", "namespace", "prometheus"]
 
@@ -81,7 +81,7 @@ def prometheus(image: str = DEFAULT_IMAGE) -> Obj:
     }
 
 
-def install(server: APIServer, image: str = DEFAULT_IMAGE) -> None:
+def install(server: InProcessAPI, image: str = DEFAULT_IMAGE) -> None:
     """Create the namespace and the Prometheus workload (the controllers and kubelets run it)."""
     opts = WriteOptions(field_manager=_FIELD_MANAGER)
     namespaces = server.registry.lookup("", "v1", "namespaces")

@@ -34,7 +34,7 @@ from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_o
 from nrop.localcluster.controllers.replicasets import claim_objects, owner_subscriptions, selector_of
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["DaemonSetController"]
 
@@ -49,7 +49,7 @@ class DaemonSetController(Controller):
     name = "daemonset-controller"
 
     def __init__(
-        self, server: APIServer, clock: Clock, *, backoff_base: float = 1.0, backoff_max: float = 900.0
+        self, server: InProcessAPI, clock: Clock, *, backoff_base: float = 1.0, backoff_max: float = 900.0
     ) -> None:
         super().__init__(server, clock)
         self.ds_kind = kind_of(server, "apps", "daemonsets")

@@ -38,7 +38,7 @@ from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_o
 from nrop.localcluster.controllers.replicasets import claim_objects, owner_subscriptions, selector_of
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["DeploymentController"]
 
@@ -52,7 +52,7 @@ _PODS = ("", "pods")
 class DeploymentController(Controller):
     name = "deployment-controller"
 
-    def __init__(self, server: APIServer, clock: Clock) -> None:
+    def __init__(self, server: InProcessAPI, clock: Clock) -> None:
         super().__init__(server, clock)
         self.d_kind = kind_of(server, "apps", "deployments")
         self.rs_kind = kind_of(server, "apps", "replicasets")

@@ -42,7 +42,7 @@ from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_o
 from nrop.localcluster.controllers.replicasets import claim_objects, owner_subscriptions, selector_of
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["JobController"]
 
@@ -56,7 +56,7 @@ class JobController(Controller):
     name = "job-controller"
 
     def __init__(
-        self, server: APIServer, clock: Clock, *, backoff_base: float = 10.0, backoff_max: float = 360.0
+        self, server: InProcessAPI, clock: Clock, *, backoff_base: float = 10.0, backoff_max: float = 360.0
     ) -> None:
         super().__init__(server, clock)
         self.job_kind = kind_of(server, "batch", "jobs")

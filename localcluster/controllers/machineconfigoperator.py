@@ -49,7 +49,7 @@ from nrop.localcluster.kubelet.decisions.nodestatus import node_labels
 from nrop.localcluster.kubelet.machine import NodeSpec
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
     from nrop.localcluster.kubelet.fleet import Fleet
 
 __all__ = ["GROUP", "INITIAL_KUBELETCONFIG", "MachineConfigOperator", "booted_specs", "install"]
@@ -180,7 +180,7 @@ def tuned_pool_members(specs: Iterable[NodeSpec]) -> dict[str, list[NodeSpec]]:
     return members
 
 
-def install(server: APIServer, specs: Iterable[NodeSpec]) -> None:
+def install(server: InProcessAPI, specs: Iterable[NodeSpec]) -> None:
     """Serve the MachineConfig kinds and create the default pools and, for each pool of
     :func:`tuned_pool_members` whose nodes agree on their topology manager settings, its initial
     KubeletConfig."""
@@ -232,7 +232,7 @@ class MachineConfigOperator(Controller):
     reaction_delay = UPDATE_DELAY
 
     def __init__(
-        self, server: APIServer, clock: Clock, fleet: Fleet, *, reboot_downtime: float = REBOOT_DOWNTIME
+        self, server: InProcessAPI, clock: Clock, fleet: Fleet, *, reboot_downtime: float = REBOOT_DOWNTIME
     ) -> None:
         super().__init__(server, clock)
         self.reboot_downtime = reboot_downtime

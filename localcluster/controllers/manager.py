@@ -25,7 +25,7 @@ from nrop.localcluster.controllers.replicasets import ReplicaSetController
 from nrop.localcluster.controllers.serviceaccounts import ServiceAccountsController
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["CONTROLLERS", "ControllerManager", "ControllerSettings"]
 
@@ -76,7 +76,7 @@ class ControllerManager:
 
     def __init__(
         self,
-        server: APIServer,
+        server: InProcessAPI,
         settings: ControllerSettings | None = None,
         *,
         clock: Clock | None = None,

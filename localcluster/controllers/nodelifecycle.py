@@ -26,7 +26,7 @@ from nrop.localcluster.controllers.decisions.workloads import get_condition
 from nrop.localcluster.controllers.reconciling import Controller, kind_of
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["NodeLifecycleController"]
 
@@ -41,7 +41,7 @@ class NodeLifecycleController(Controller):
 
     def __init__(
         self,
-        server: APIServer,
+        server: InProcessAPI,
         clock: Clock,
         *,
         grace_period: float = 40.0,

@@ -38,7 +38,7 @@ from nrop.localcluster.controllers.decisions import clusterserviceversions as ol
 from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_of, split_key
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["CRD_MANIFESTS", "GROUP", "OLMOperator", "install"]
 
@@ -57,7 +57,7 @@ _CSV_KEY = "csv:"
 _SUB_KEY = "sub:"
 
 
-def install(server: APIServer) -> None:
+def install(server: InProcessAPI) -> None:
     """Serve OLM's kinds (the CRDs are created as any client would, and established at once)."""
     opts = WriteOptions(field_manager=_FIELD_MANAGER)
     crd_kind = kind_of(server, "apiextensions.k8s.io", "customresourcedefinitions")
@@ -65,7 +65,7 @@ def install(server: APIServer) -> None:
         server.rest.create(crd_kind, "", crds.load(name), opts)
 
 
-def _kind(server: APIServer, version: str, plural: str) -> Kind:
+def _kind(server: InProcessAPI, version: str, plural: str) -> Kind:
     kind = server.registry.lookup(GROUP, version, plural)
     if kind is None:
         raise RuntimeError(f"the API server does not serve {plural}.{GROUP}/{version}: call install() first")
@@ -78,7 +78,7 @@ class OLMOperator(Controller):
     name = "olm-operator"
 
     def __init__(
-        self, server: APIServer, clock: Clock, *, install_timeout: float = olm.INSTALL_TIMEOUT
+        self, server: InProcessAPI, clock: Clock, *, install_timeout: float = olm.INSTALL_TIMEOUT
     ) -> None:
         super().__init__(server, clock)
         self.install_timeout = install_timeout

@@ -45,7 +45,7 @@ from nrop.localcluster.kubelet.decisions.nodestatus import node_labels
 from nrop.localcluster.kubelet.machine import NodeSpec
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = [
     "GROUP",
@@ -209,7 +209,7 @@ PLATFORM_CRDS: tuple[Obj, ...] = (
 )
 
 
-def install(server: APIServer, specs: Iterable[NodeSpec], api_url: str) -> None:
+def install(server: InProcessAPI, specs: Iterable[NodeSpec], api_url: str) -> None:
     """Serve ``infrastructures``, ``schedulers`` and ``apiservers`` and create their ``cluster`` objects."""
     nodes = list(specs)
     _create_all(
@@ -223,7 +223,7 @@ def install(server: APIServer, specs: Iterable[NodeSpec], api_url: str) -> None:
     )
 
 
-def install_platform(server: APIServer, version: str) -> None:
+def install_platform(server: InProcessAPI, version: str) -> None:
     """Make the cluster an OpenShift one at ``version``: ``clusterversions`` and ``clusteroperators``."""
     now = rfc3339(server.clock.now())
     _create_all(
@@ -236,7 +236,7 @@ def install_platform(server: APIServer, version: str) -> None:
     )
 
 
-def _create_all(server: APIServer, crds: Iterable[Obj], objects: Mapping[str, Obj]) -> None:
+def _create_all(server: InProcessAPI, crds: Iterable[Obj], objects: Mapping[str, Obj]) -> None:
     """Serve ``crds``, then create each object (by plural) and write its status."""
     opts = WriteOptions(field_manager=_FIELD_MANAGER)
     crd_kind = kind_of(server, "apiextensions.k8s.io", "customresourcedefinitions")

@@ -33,7 +33,7 @@ from nrop.localcluster.apiserver.store import WATCH_DELIVERY, WatchEvent
 from nrop.localcluster.clock import Clock
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["FIELD_MANAGER", "Controller", "Recorder", "key_of", "kind_of", "split_key"]
 
@@ -57,7 +57,7 @@ def split_key(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-def kind_of(server: APIServer, group: str, plural: str) -> Kind:
+def kind_of(server: InProcessAPI, group: str, plural: str) -> Kind:
     version = "v1"
     kind = server.registry.lookup(group, version, plural)
     if kind is None:
@@ -68,7 +68,7 @@ def kind_of(server: APIServer, group: str, plural: str) -> Kind:
 class Recorder:
     """Writes core/v1 Events about objects, as client-go's event recorder does for a component."""
 
-    def __init__(self, server: APIServer, component: str, clock: Clock) -> None:
+    def __init__(self, server: InProcessAPI, component: str, clock: Clock) -> None:
         self.server = server
         self.component = component
         self.clock = clock
@@ -115,7 +115,7 @@ class Controller:
     #: such as MCO's, waits longer than the watch hop).
     reaction_delay = WATCH_DELIVERY
 
-    def __init__(self, server: APIServer, clock: Clock) -> None:
+    def __init__(self, server: InProcessAPI, clock: Clock) -> None:
         self.server = server
         self.clock = clock
         self.rest = server.rest

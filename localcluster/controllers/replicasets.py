@@ -18,10 +18,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import errors
+from nrop.localcluster.apiserver.clients import StoreReads
 from nrop.localcluster.apiserver.decisions.requestoptions import DeleteOptions
 from nrop.localcluster.apiserver.decisions.selectors import LabelSelector, label_selector_from_dict
 from nrop.localcluster.apiserver.registry import Kind
-from nrop.localcluster.apiserver.store import Store, WatchEvent
+from nrop.localcluster.apiserver.store import WatchEvent
 from nrop.localcluster.clock import Clock
 from nrop.localcluster.controllers.decisions.replicas import (
     deletion_order,
@@ -41,7 +42,7 @@ from nrop.localcluster.controllers.decisions.workloads import (
 from nrop.localcluster.controllers.reconciling import Controller, key_of, kind_of, split_key
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["ReplicaSetController", "claim_objects"]
 
@@ -92,7 +93,7 @@ def claim_objects(
     return owned
 
 
-def _owner_keys(event: WatchEvent, owner_kind: str, owners: tuple[str, str], store: Store) -> list[str]:
+def _owner_keys(event: WatchEvent, owner_kind: str, owners: tuple[str, str], store: StoreReads) -> list[str]:
     """Keys of the controllers to sync for a change of one of their dependents.
 
     The controller named by the controller reference (before and after the change); for an
@@ -119,7 +120,7 @@ def _owner_keys(event: WatchEvent, owner_kind: str, owners: tuple[str, str], sto
 
 
 def owner_subscriptions(
-    store: Store, owners: tuple[str, str], owner_kind: str, dependents: tuple[str, str]
+    store: StoreReads, owners: tuple[str, str], owner_kind: str, dependents: tuple[str, str]
 ) -> tuple[tuple[tuple[str, str], Callable[[WatchEvent], list[str]]], ...]:
     """A workload controller's subscriptions: its own objects by their key, their ``dependents``
     by the key of the owner that controls them or may adopt them (:func:`_owner_keys`)."""
@@ -132,7 +133,7 @@ def owner_subscriptions(
 class ReplicaSetController(Controller):
     name = "replicaset-controller"
 
-    def __init__(self, server: APIServer, clock: Clock) -> None:
+    def __init__(self, server: InProcessAPI, clock: Clock) -> None:
         super().__init__(server, clock)
         self.rs_kind = kind_of(server, "apps", "replicasets")
         self.pod_kind = kind_of(server, "", "pods")

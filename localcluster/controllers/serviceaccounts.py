@@ -25,7 +25,7 @@ from nrop.localcluster.clock import Clock
 from nrop.localcluster.controllers.reconciling import Controller, kind_of
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["ROOT_CA_CONFIGMAP", "TOKEN_SECRET_TYPE", "ServiceAccountsController"]
 
@@ -54,7 +54,7 @@ def _b64(data: bytes) -> str:
 class ServiceAccountsController(Controller):
     name = "serviceaccount-controller"
 
-    def __init__(self, server: APIServer, clock: Clock, *, ca_pem: bytes = b"") -> None:
+    def __init__(self, server: InProcessAPI, clock: Clock, *, ca_pem: bytes = b"") -> None:
         super().__init__(server, clock)
         self.ca_pem = ca_pem
         self.sa_kind = kind_of(server, "", "serviceaccounts")

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from nrop.localcluster.apiserver.store import Store
+from nrop.localcluster.apiserver.clients import StoreReads
 from nrop.localcluster.kubelet.checkpointfiles import write_device_checkpoint
 from nrop.localcluster.kubelet.decisions import nodeobjects
 from nrop.localcluster.kubelet.decisions.admission import AdmissionResult, NodeResourceManagers
@@ -40,7 +40,7 @@ class PodAdmitter:
         lock: threading.RLock,
         device_plugins: PluginEndpoints,
         root: Path,
-        store: Store,
+        store: StoreReads,
     ) -> None:
         self._managers = managers
         self._lock = lock

@@ -13,6 +13,12 @@ served in-process instead of over the kubelet's port 10250):
 
 and ``pods/<name>/exec`` (WebSocket, :mod:`.execstreams`) into containers that run as processes.
 
+Each node's container logs (:mod:`.containerlogs`) are registered in the API server's
+``log_sources`` under the node's name, which ``pods/log`` reads; the logs of pods no kubelet of
+the fleet runs (no node yet, or a Node object with no kubelet) are the fleet's own, under
+:data:`~nrop.localcluster.apiserver.clients.NO_NODE`: empty unless the ``/debug/nrop/logs`` hook
+wrote them.
+
 :meth:`Fleet.restart` reboots one node with a new kubelet configuration (what the embedded
 MachineConfig operator does to apply a KubeletConfig): the kubelet stops as at a shutdown (its
 pods' processes end), and a new kubelet starts on the same node root and addresses. A reboot
@@ -37,14 +43,15 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from nrop.localcluster.apiserver import errors
-from nrop.localcluster.apiserver.podlogs import LogQuery
+from nrop.localcluster.apiserver.clients import NO_NODE, LogQuery
 from nrop.localcluster.kubelet import execstreams
+from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.kubelet import Kubelet
 from nrop.localcluster.kubelet.machine import KubeletConfig, NodeSpec
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["NODES_DIR", "Fleet", "node_root"]
 
@@ -59,10 +66,10 @@ def node_root(state_dir: Path, node_name: str) -> Path:
 
 
 class Fleet:
-    """Every kubelet of the cluster; registers the ``nodes/proxy`` handler on the server."""
+    """Every kubelet of the cluster; registers the ``nodes/proxy`` handler and the nodes' logs on the server."""
 
     def __init__(
-        self, server: APIServer, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
+        self, server: InProcessAPI, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
     ) -> None:
         self.server = server
         self._options = kubelet_options
@@ -81,10 +88,15 @@ class Fleet:
                     errno.ENAMETOOLONG, f"node {spec.name}: {exc} (choose a shorter --state-dir)"
                 ) from None
         self._started: list[Kubelet] = []
+        #: The logs of pods that no kubelet of the fleet runs.
+        self.unhosted_logs = ContainerLogs()
 
     async def start(self) -> None:
         self.server.proxies["nodes"] = self.proxy
         self.server.proxies["pods/exec"] = self.exec
+        self.server.log_sources[NO_NODE] = self.unhosted_logs
+        for name, kubelet in self.kubelets.items():
+            self.server.log_sources[name] = kubelet.logs
         for kubelet in self.kubelets.values():
             self._started.append(kubelet)  # first: stop() also cleans up a half-started one
             await kubelet.start()
@@ -104,6 +116,7 @@ class Fleet:
             dataclasses.replace(old.spec, kubelet=kubelet),
             old.root,
             old.network,
+            logs=old.logs,  # the node's log files outlive its kubelet
             **self._options,
         )
         self.kubelets[name] = new
@@ -115,6 +128,8 @@ class Fleet:
         await asyncio.gather(*(k.stop() for k in started), return_exceptions=True)
         self.server.proxies.pop("nodes", None)
         self.server.proxies.pop("pods/exec", None)
+        for name in (NO_NODE, *self.kubelets):
+            self.server.log_sources.pop(name, None)
 
     async def exec(self, request: web.Request, namespace: str, name: str, _: str) -> web.StreamResponse:
         """``pods/<name>/exec`` as a WebSocket stream (see :mod:`.execstreams`)."""
@@ -164,19 +179,19 @@ class Fleet:
             return _json({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
         parts = path.split("/")
         if parts[0] == "containerLogs" and len(parts) == 4:
-            return _container_log(self.server, request, *parts[1:])
+            return _container_log(kubelet.logs, request, *parts[1:])
         return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
 
 
 def _container_log(
-    server: APIServer, request: web.Request, namespace: str, pod: str, container: str
+    logs: ContainerLogs, request: web.Request, namespace: str, pod: str, container: str
 ) -> web.Response:
     def number(key: str) -> int | None:
         value = request.query.get(key)
         return int(value) if value is not None and value.lstrip("-").isdigit() else None
 
     previous = request.query.get("previous", "").lower() == "true"
-    if previous and not server.logs.has_previous(namespace, pod, container):
+    if previous and not logs.has_previous(namespace, pod, container):
         return web.Response(
             status=404, text=f'previous terminated container "{container}" in pod "{pod}" not found\n'
         )
@@ -187,7 +202,7 @@ def _container_log(
         limit_bytes=number("limitBytes"),
         timestamps=request.query.get("timestamps", "").lower() == "true",
     )
-    return web.Response(body=server.logs.read(namespace, pod, query), content_type="text/plain")
+    return web.Response(body=logs.read(namespace, pod, query), content_type="text/plain")
 
 
 def _json(obj: Any) -> web.Response:

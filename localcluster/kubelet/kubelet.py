@@ -55,6 +55,7 @@ from nrop.localcluster.kubelet.checkpointfiles import (
     MEMORY_MANAGER_STATE,
     write_checkpoints,
 )
+from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 from nrop.localcluster.kubelet.decisions import nodeobjects, nodestatus
 from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers
 from nrop.localcluster.kubelet.decisions.entrypoints import RuntimeConfig
@@ -76,7 +77,7 @@ from nrop.localcluster.kubelet.resourceviews import ResourceViews, snapshot
 from nrop.localcluster.kubelet.sysfs import write_sysfs
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = [
     "LEASE_RENEW_INTERVAL",
@@ -95,7 +96,7 @@ _FIELD_MANAGER = "kubelet"
 Obj = dict[str, Any]
 
 
-def _kind(server: APIServer, group: str, version: str, plural: str) -> Kind:
+def _kind(server: InProcessAPI, group: str, version: str, plural: str) -> Kind:
     kind = server.registry.lookup(group, version, plural)
     if kind is None:
         raise RuntimeError(f"the API server does not serve {plural}.{group or 'core'}/{version}")
@@ -107,7 +108,7 @@ class Kubelet:
 
     def __init__(
         self,
-        server: APIServer,
+        server: InProcessAPI,
         spec: NodeSpec,
         root: Path,
         network: NodeNetwork,
@@ -116,8 +117,11 @@ class Kubelet:
         lease_renew_interval: float = LEASE_RENEW_INTERVAL,
         runtime: RuntimeConfig | None = None,
         ca_pem: bytes = b"",
+        logs: ContainerLogs | None = None,
     ) -> None:
         self.server = server
+        #: What the node's containers printed (``pods/log`` reads it through the fleet's registration).
+        self.logs = logs if logs is not None else ContainerLogs()
         self.spec = spec
         self.name = spec.name
         self.root = Path(root)
@@ -160,7 +164,7 @@ class Kubelet:
             resources=self.node_resources,
         )
         self.pods = PodLifecycle(
-            server,
+            self.logs,
             self.name,
             self.root,
             network,
@@ -295,6 +299,7 @@ class Kubelet:
         """What every pod worker of this node shares (after the server has an address)."""
         return RuntimeContext(
             server=self.server,
+            logs=self.logs,
             node_name=self.name,
             root=self.root,
             host_ip=self.network.address,

@@ -32,7 +32,7 @@ from nrop.localcluster.kubelet.decisions import nodeobjects, nodestatus, podeven
 from nrop.localcluster.kubelet.machine import NodeSpec
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["NodeReporter"]
 
@@ -48,7 +48,7 @@ class NodeReporter:
 
     def __init__(
         self,
-        server: APIServer,
+        server: InProcessAPI,
         spec: NodeSpec,
         clock: Clock,
         opts: WriteOptions,

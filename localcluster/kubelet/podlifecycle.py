@@ -48,7 +48,7 @@ from nrop.localcluster.kubelet.podworker import PodWorker, RuntimeContext
 from nrop.localcluster.kubelet.processes import ProcessSpec
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 
 __all__ = ["NOTIFY_FILE", "PodLifecycle"]
 
@@ -79,7 +79,7 @@ class PodLifecycle:
 
     def __init__(
         self,
-        server: APIServer,
+        logs: ContainerLogs,
         node_name: str,
         root: Path,
         network: NodeNetwork,
@@ -92,7 +92,7 @@ class PodLifecycle:
         publish: Callable[[], None],
         put: Callable[[tuple[str, Any]], None],
     ) -> None:
-        self.server = server
+        self.logs = logs
         self.name = node_name
         self.root = root
         self.network = network
@@ -330,7 +330,7 @@ class PodLifecycle:
             task = asyncio.create_task(record.worker.close(), name=f"close-{record.name}")
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
-        self.server.logs.forget(record.namespace, record.name)
+        self.logs.forget(record.namespace, record.name)
         self._notify_if_changed()
 
     def _release(self, record: _PodRecord) -> None:

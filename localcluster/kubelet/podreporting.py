@@ -30,7 +30,7 @@ from nrop.localcluster.kubelet import staticpods
 from nrop.localcluster.kubelet.decisions import nodeobjects, podevents
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = ["PodRef", "PodReporter"]
 
@@ -57,7 +57,7 @@ class PodReporter:
 
     def __init__(
         self,
-        server: APIServer,
+        server: InProcessAPI,
         node_name: str,
         clock: Clock,
         opts: WriteOptions,

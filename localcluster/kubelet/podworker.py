@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nrop.localcluster.apiserver import kubeconfig
-from nrop.localcluster.apiserver.podlogs import LogQuery
+from nrop.localcluster.apiserver.clients import LogQuery
 from nrop.localcluster.clock import Clock
 from nrop.localcluster.kubelet import podsite, volumes
 from nrop.localcluster.kubelet.decisions import containerenv
@@ -74,7 +74,8 @@ from nrop.localcluster.kubelet.probing import ProbeTarget, run_probe
 from nrop.localcluster.kubelet.processes import Handle, ProcessSpec, Supervisor
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
+    from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 
 __all__ = ["MINIMUM_GRACE", "SYNC_RETRY", "PodWorker", "RuntimeContext", "pods_dir", "service_env"]
 
@@ -98,7 +99,8 @@ Enqueue = Callable[[tuple[Any, ...]], None]
 class RuntimeContext:
     """What the pods of one node share: the API server, the node, the runtime configuration."""
 
-    server: APIServer
+    server: InProcessAPI
+    logs: ContainerLogs
     node_name: str
     root: Path
     host_ip: str
@@ -243,7 +245,7 @@ class PodWorker:
         """A simulated container (re)started: a fresh log instance holding what its ``echo`` prints."""
         if name in self._processes or name not in self._specs:
             return
-        logs = self.ctx.server.logs
+        logs = self.ctx.logs
         if restart_count > 0:
             logs.rotate(self.namespace, self.name, name)
         output = self._behaviours[name].output
@@ -272,7 +274,7 @@ class PodWorker:
             del self._handles[name]
         self._cancel_probes(name)
         self._grace.pop(name, None)
-        self.ctx.server.logs.close(self.namespace, self.name, name)
+        self.ctx.logs.close(self.namespace, self.name, name)
         return self.run.exited(name, cid, code, now, self._termination_message(name, code))
 
     def abandon(self) -> None:
@@ -464,7 +466,7 @@ class PodWorker:
         (container_dir / "termination-log").write_bytes(b"")
         probes = self._probe_specs(name)
         spec = self._process(name, *self._argv[name])
-        logs = self.ctx.server.logs
+        logs = self.ctx.logs
         if ref.restart_count > 0:
             logs.rotate(self.namespace, self.name, name)
         if isinstance(spec, str):
@@ -501,7 +503,7 @@ class PodWorker:
         tail = ""
         if policy == "FallbackToLogsOnError" and code != 0 and not file_text:
             query = LogQuery(name, tail_lines=FALLBACK_LOG_LINES, limit_bytes=FALLBACK_LOG_BYTES)
-            tail = self.ctx.server.logs.read(self.namespace, self.name, query).decode(errors="replace")
+            tail = self.ctx.logs.read(self.namespace, self.name, query).decode(errors="replace")
         return termination_message(policy, code, file_text, tail)
 
     # -- probes -------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from nrop.localcluster.apiserver.openapi import definitions
 from nrop.localcluster.clock import Clock
 
 if TYPE_CHECKING:
-    from nrop.localcluster.apiserver.server import APIServer
+    from nrop.localcluster.apiserver.clients import InProcessAPI
 
 __all__ = [
     "CONFIG_HASH",
@@ -277,7 +277,7 @@ class StaticPods:
 
     def __init__(
         self,
-        server: APIServer,
+        server: InProcessAPI,
         node_name: str,
         directory: Path,
         *,

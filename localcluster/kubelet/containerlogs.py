@@ -1,8 +1,13 @@
-"""Container logs as the API server serves them through ``pods/log``.
+"""Container logs as a node keeps them: what its containers printed, for ``pods/log``.
 
-Whoever runs a container (the emulated kubelet) appends its output here; the
-log endpoint reads it with the upstream options (``tailLines``, ``limitBytes``,
-``timestamps``, ``sinceSeconds``, ``previous``) and can follow new lines.
+The pod workers of a node append their containers' output here. Upstream keeps container logs
+in files on the node and the API server's ``pods/log`` asks the pod's node's kubelet for them;
+here the fleet registers each node's :class:`ContainerLogs` in the API server's
+``log_sources`` (:class:`~nrop.localcluster.apiserver.clients.LogSource`), which ``pods/log``
+reads with the upstream options (``tailLines``, ``limitBytes``, ``timestamps``,
+``sinceSeconds``, ``previous``, a :class:`~nrop.localcluster.apiserver.clients.LogQuery`) and
+can follow new lines. The kubelet's own ``containerLogs`` endpoint (``nodes/proxy``) reads them
+too. A node's logs outlive a kubelet restart (a reboot), as files on the node do.
 
 Per container the current instance and the previous one (``rotate`` at a restart)
 are kept; each keeps at most :data:`MAX_CHARS` characters of its latest lines, like the kubelet's
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from nrop.api.metatime import rfc3339_micro
+from nrop.localcluster.apiserver.clients import LogQuery
 
 #: Characters of log text kept per container instance (the oldest lines go first).
 MAX_CHARS = 10 * 1024 * 1024
@@ -32,17 +38,7 @@ class _Log:
     dropped: int = 0  # lines forgotten from the front (followers count from here)
 
 
-@dataclass(frozen=True)
-class LogQuery:
-    container: str
-    previous: bool = False
-    tail_lines: int | None = None
-    limit_bytes: int | None = None
-    timestamps: bool = False
-    since_seconds: int | None = None
-
-
-class PodLogs:
+class ContainerLogs:
     """Per (namespace, pod, container, instance) log buffers; ``rotate`` starts a new instance."""
 
     def __init__(self) -> None:

@@ -1,26 +1,26 @@
-"""Container logs kept for ``pods/log`` (``apiserver/podlogs.py``) and the ``pods/proxy`` target syntax
-(``apiserver/podproxy.py``): the parts of the API server the emulated kubelets feed and serve through."""
+"""Container logs as a node keeps them for ``pods/log`` (``kubelet/containerlogs.py``)."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from nrop.localcluster.apiserver import podlogs
-from nrop.localcluster.apiserver.podlogs import LogQuery, PodLogs
-from nrop.localcluster.apiserver.podproxy import split_scheme_name_port
+from nrop.localcluster.apiserver.clients import LogQuery, LogSource
+from nrop.localcluster.kubelet import containerlogs
+from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-def read(logs: PodLogs, **query: object) -> str:
+def read(logs: ContainerLogs, **query: object) -> str:
     return logs.read("ns", "p", LogQuery("c", **query), now=T0 + timedelta(seconds=100)).decode()  # type: ignore[arg-type]
 
 
 def test_partial_lines_wait_for_their_newline() -> None:
-    logs = PodLogs()
+    logs = ContainerLogs()
     logs.append("ns", "p", "c", "one\ntw", T0)
     assert read(logs) == "one\n"
     logs.append("ns", "p", "c", "o\n", T0)
@@ -28,7 +28,7 @@ def test_partial_lines_wait_for_their_newline() -> None:
 
 
 def test_rotate_keeps_the_previous_instance_only() -> None:
-    logs = PodLogs()
+    logs = ContainerLogs()
     assert not logs.has_previous("ns", "p", "c")
     for instance in ("first", "second", "third"):
         if instance != "first":
@@ -52,7 +52,7 @@ def test_rotate_keeps_the_previous_instance_only() -> None:
     ],
 )
 def test_read_options(query: dict[str, object], expected: str) -> None:
-    logs = PodLogs()
+    logs = ContainerLogs()
     logs.append("ns", "p", "c", "a\n", T0)
     logs.append("ns", "p", "c", "b\n", T0 + timedelta(seconds=10))
     logs.append("ns", "p", "c", "c\n", T0 + timedelta(seconds=90))
@@ -60,18 +60,18 @@ def test_read_options(query: dict[str, object], expected: str) -> None:
 
 
 def test_the_oldest_lines_go_past_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(podlogs, "MAX_CHARS", 10)
-    logs = PodLogs()
+    monkeypatch.setattr(containerlogs, "MAX_CHARS", 10)
+    logs = ContainerLogs()
     for word in ("aaa", "bbb", "ccc", "ddd"):  # 4 characters each with the newline
         logs.append("ns", "p", "c", f"{word}\n", T0)
     assert read(logs) == "ccc\nddd\n"
 
 
 def test_follow_sends_new_lines_until_the_log_closes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(podlogs, "MAX_CHARS", 10)
+    monkeypatch.setattr(containerlogs, "MAX_CHARS", 10)
 
     async def main() -> list[bytes]:
-        logs = PodLogs()
+        logs = ContainerLogs()
         logs.append("ns", "p", "c", "old\n", T0)
         received: list[bytes] = []
 
@@ -90,17 +90,8 @@ def test_follow_sends_new_lines_until_the_log_closes(monkeypatch: pytest.MonkeyP
     assert asyncio.run(main()) == [b"old\n", b"new1\nnew2\n"]
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("web", ("", "web", "")),
-        ("web:8080", ("", "web", "8080")),
-        ("https:web:8443", ("https", "web", "8443")),
-        ("http:web:", ("http", "web", "")),
-        ("ftp:web:21", None),
-        (":8080", None),
-        ("a:b:c:d", None),
-    ],
-)
-def test_split_scheme_name_port(text: str, expected: tuple[str, str, str] | None) -> None:
-    assert split_scheme_name_port(text) == expected
+def test_container_logs_are_a_log_source() -> None:
+    for name in ("has_previous", "read", "follow", "append"):
+        wanted = [p for p in inspect.signature(getattr(LogSource, name)).parameters if p != "self"]
+        have = [p for p in inspect.signature(getattr(ContainerLogs(), name)).parameters]
+        assert have[: len(wanted)] == wanted, name
