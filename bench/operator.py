@@ -27,8 +27,8 @@ from kubernetes import client, config
 
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.operator import samples
+from nrop.operator.decisions.manifests import install_manifests
 from nrop.operator.kubeapi import Api
-from nrop.operator.manifests import install_manifests
 
 GROUP, VERSION = "nodetopology.openshift.io", "v1"
 TARGETS = {"default": 15.0}

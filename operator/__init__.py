@@ -4,12 +4,7 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 """
 
 __all__ = [
+    "decisions",
     "kubeapi",
-    "manifests",
-    "naming",
-    "nropspec",
-    "nrsspec",
-    "rtemanifests",
     "samples",
-    "schedmanifests",
 ]

@@ -15,9 +15,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nrop.operator.decisions.nropspec import NodeGroup
+from nrop.operator.decisions.rtemanifests import KubeletSettings
 from nrop.operator.kubeapi import Api, ApiException
-from nrop.operator.nropspec import NodeGroup
-from nrop.operator.rtemanifests import KubeletSettings
 
 __all__ = ["group_nodes", "group_settings", "settings_from_configz"]
 

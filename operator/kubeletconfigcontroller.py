@@ -29,7 +29,7 @@ from typing import Any
 import kopf
 
 from nrop.api.selectors import matches
-from nrop.operator import naming, rtemanifests
+from nrop.operator.decisions import naming, rtemanifests
 from nrop.operator.kubeapi import Api, ApiException, kind
 from nrop.operator.reconciling import Context, retrying
 

@@ -23,8 +23,8 @@ import yaml
 
 from nrop.api.distribution import package_version
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.operator import naming
-from nrop.operator.manifests import install_manifests
+from nrop.operator.decisions import naming
+from nrop.operator.decisions.manifests import install_manifests
 
 __all__ = ["FEATURES_VERSION", "TOPICS", "build_parser", "main"]
 

@@ -35,17 +35,9 @@ from nrop.api import crds
 from nrop.api.annotations import custom_policy
 from nrop.api.platform import Platform
 from nrop.api.workloads import daemonset_ready
-from nrop.operator import (
-    certificates,
-    conditions,
-    kubeletconfig,
-    kubeletconfigcontroller,
-    machineconfigs,
-    naming,
-    nropspec,
-    rtemanifests,
-)
-from nrop.operator.conditions import Reason, Step, Type
+from nrop.operator import certificates, kubeletconfig, kubeletconfigcontroller
+from nrop.operator.decisions import conditions, machineconfigs, naming, nropspec, rtemanifests
+from nrop.operator.decisions.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import kind
 from nrop.operator.reconciling import (
     Context,

@@ -13,8 +13,8 @@ from typing import Any
 
 import kopf
 
-from nrop.operator import conditions, naming, nrsspec, schedmanifests
-from nrop.operator.conditions import Reason, Step, Type
+from nrop.operator.decisions import conditions, naming, nrsspec, schedmanifests
+from nrop.operator.decisions.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import kind
 from nrop.operator.reconciling import (
     Context,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nrop.operator import naming
+from nrop.operator.decisions import naming
 
 __all__ = ["control_plane_placement"]
 

@@ -24,8 +24,9 @@ from nrop.api.backoff import Backoff
 from nrop.api.metatime import rfc3339
 from nrop.api.platform import Platform
 from nrop.api.tlsprofiles import Settings
-from nrop.operator import conditions, metrics, naming
-from nrop.operator.conditions import Reason, Step, Type
+from nrop.operator import metrics
+from nrop.operator.decisions import conditions, naming
+from nrop.operator.decisions.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import Api, ApiException, Kind, error_message
 
 __all__ = [

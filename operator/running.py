@@ -26,11 +26,11 @@ from nrop.api.tlsprofiles import ProfileError, TLSProfileSpec
 from nrop.operator import (
     kubeletconfigcontroller,
     metrics,
-    naming,
     numaresourcesoperator,
     numaresourcesscheduler,
     tlsprofilewatcher,
 )
+from nrop.operator.decisions import naming
 from nrop.operator.kubeapi import Api, kind, load_client
 from nrop.operator.leaderelection import LeaderElector
 from nrop.operator.reconciling import Context, resync_forever

@@ -4,7 +4,7 @@ Owns what upstream's install, sched-install, sched-uninstall and uninstall suite
 (``test/e2e/install``, ``test/e2e/sched/{install,uninstall}``, ``test/e2e/uninstall``), the
 way a user would on any cluster:
 
-* :func:`setup` applies :func:`nrop.operator.manifests.install_manifests` (CRDs, namespace,
+* :func:`setup` applies :func:`nrop.operator.decisions.manifests.install_manifests` (CRDs, namespace,
   RBAC, the operator Deployment), waits for the CRDs to be established and the operator
   to be rolled out; or, ``via="olm"`` (``--install-via olm``), installs the operator the way
   OLM does on OpenShift (:func:`olm_manifests`: the same manifests but the Deployment, an
@@ -247,14 +247,14 @@ def csv_name() -> str:
 def olm_manifests(namespace: str, image: str, env: Mapping[str, str] | None = None) -> list[Manifest]:
     """The operator as an OLM bundle and a Subscription deliver it, in apply order.
 
-    Every manifest of :func:`~nrop.operator.manifests.install_manifests` but the Deployment (CRDs,
+    Every manifest of :func:`~nrop.operator.decisions.manifests.install_manifests` but the Deployment (CRDs,
     namespace, service account, RBAC: what the bundle and OLM's InstallPlan create), then an
     OperatorGroup for the namespace, the Subscription to :data:`OPERATOR_PACKAGE` starting at
     the CSV, with ``env`` in ``spec.config.env`` (OLM injects it into the operator's containers),
     and the ClusterServiceVersion whose ``deployment`` install strategy holds that same
     Deployment (name, labels, spec).
     """
-    from nrop.operator.manifests import install_manifests
+    from nrop.operator.decisions.manifests import install_manifests
 
     manifests = install_manifests(namespace, image)
     (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
@@ -343,7 +343,7 @@ def _install_operator(
     timings: StackTimings,
     step: _Progress,
 ) -> None:
-    from nrop.operator.manifests import install_manifests
+    from nrop.operator.decisions.manifests import install_manifests
 
     if via == "olm":
         if _get_optional(kube, CRD, _OLM_CRD) is None:
@@ -570,7 +570,7 @@ def _uninstall_olm(kube: Kube, namespace: str, step: _Progress) -> None:
 def _uninstall_operator(
     kube: Kube, namespace: str, image: str, timings: StackTimings, step: _Progress
 ) -> None:
-    from nrop.operator.manifests import install_manifests
+    from nrop.operator.decisions.manifests import install_manifests
 
     _uninstall_olm(kube, namespace, step)
     manifests: Sequence[Manifest] = install_manifests(namespace, image)

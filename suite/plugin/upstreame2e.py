@@ -703,7 +703,7 @@ def _embedded_timings() -> dict[str, str]:
     poll intervals, the settle window stretched over one exporter refresh and one scheduler cache
     resync as the port's fixture does."""
     from nrop.api.durations import parse_duration
-    from nrop.operator.nrsspec import DEFAULTS as NRS_DEFAULTS
+    from nrop.operator.decisions.nrsspec import DEFAULTS as NRS_DEFAULTS
     from nrop.suite.e2e.timeouts import ENV_VARS, Timeouts, settle_interval_covering
     from nrop.suite.plugin.session import EMBEDDED_REFRESH_PERIOD
 

@@ -59,7 +59,7 @@ def _csv(kube: Kube) -> dict[str, Any] | None:
 
 
 def test_olm_kinds_are_served_and_empty_for_a_direct_install(kube: Kube) -> None:
-    from nrop.operator.manifests import install_manifests
+    from nrop.operator.decisions.manifests import install_manifests
 
     for manifest in install_manifests(NS, DEFAULT_IMAGE):
         kube.apply(manifest)

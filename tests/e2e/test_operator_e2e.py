@@ -45,8 +45,8 @@ from nrop.api import tlsprofiles
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.operator import samples
+from nrop.operator.decisions.manifests import install_manifests
 from nrop.operator.kubeapi import Api, kind
-from nrop.operator.manifests import install_manifests
 from nrop.suite.e2e.wait.polling import WaitTimeout
 from nrop.suite.e2e.wait.polling import wait_for as _wait_for
 

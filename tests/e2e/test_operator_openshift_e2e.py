@@ -18,8 +18,8 @@ from nrop.api.annotations import SELINUX_POLICY_ANNOTATION, SELINUX_POLICY_CUSTO
 from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.cluster import ClusterConfig
 from nrop.operator import samples
+from nrop.operator.decisions.manifests import install_manifests
 from nrop.operator.kubeapi import Api
-from nrop.operator.manifests import install_manifests
 from nrop.suite.e2e.wait.polling import wait_for as _wait_for
 
 pytestmark = pytest.mark.slow

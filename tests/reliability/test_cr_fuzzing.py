@@ -47,7 +47,8 @@ from nrop.api.images import DEFAULT_IMAGE
 from nrop.localcluster.apiserver.crd.celrules import BLOCKING_MESSAGE, ROOT
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.operator import naming, samples
+from nrop.operator import samples
+from nrop.operator.decisions import naming
 from nrop.operator.kubeapi import Api
 
 # The operator stack of the end-to-end module, reused as it is (fixtures and helpers).

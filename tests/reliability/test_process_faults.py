@@ -57,7 +57,7 @@ from stackfaults import (
 )
 
 from nrop.localcluster.cluster import ClusterThread, LocalCluster
-from nrop.operator.naming import SCHEDULER_DEPLOYMENT
+from nrop.operator.decisions.naming import SCHEDULER_DEPLOYMENT
 from nrop.suite.e2e import resourcelist as rl
 from nrop.suite.e2e.kube import (
     DAEMONSET,

@@ -57,7 +57,7 @@ from nrop.localcluster.apiserver import tls
 from nrop.localcluster.apiserver.rbac import Attributes, service_account_user
 from nrop.localcluster.apiserver.rbac.audit import DenialLog
 from nrop.localcluster.cluster import LocalCluster
-from nrop.operator import naming
+from nrop.operator.decisions import naming
 from nrop.suite.e2e import objects
 from nrop.suite.e2e.kube import DAEMONSET, DEPLOYMENT, NRT, POD, Kind, Kube
 from nrop.suite.e2e.nrt import topologies as nrtlib

@@ -70,8 +70,8 @@ from stackfaults import (
 )
 
 from nrop.localcluster.cluster import LocalCluster
+from nrop.operator.decisions.naming import OPERATOR_NAME, SCHEDULER_DEPLOYMENT
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
-from nrop.operator.naming import OPERATOR_NAME, SCHEDULER_DEPLOYMENT
 from nrop.rte.terminalpods import TerminalPods
 from nrop.suite.e2e import objects
 from nrop.suite.e2e import resourcelist as rl

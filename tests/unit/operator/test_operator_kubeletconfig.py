@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from nrop.operator import kubeletconfigcontroller as kcc
-from nrop.operator import naming, rtemanifests
-from nrop.operator.manifests import OPERATOR_RULES
-from nrop.operator.nropspec import NodeGroup, effective_config
+from nrop.operator.decisions import naming, rtemanifests
+from nrop.operator.decisions.manifests import OPERATOR_RULES
+from nrop.operator.decisions.nropspec import NodeGroup, effective_config
 
 POOL_LABEL = "pools.operator.machineconfiguration.openshift.io/"
 

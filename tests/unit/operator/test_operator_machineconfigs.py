@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nrop.operator import machineconfigs as mcs
+from nrop.operator.decisions import machineconfigs as mcs
 
 NROP = {
     "apiVersion": "nodetopology.openshift.io/v1",

@@ -11,8 +11,9 @@ import yaml
 
 from nrop.api import crds, tlsprofiles
 from nrop.localcluster.apiserver.crd.schema import validate_crd
-from nrop.operator import main, naming, nropspec, nrsspec, rtemanifests, samples, schedmanifests
-from nrop.operator.manifests import OPERATOR_RULES, install_manifests
+from nrop.operator import main, samples
+from nrop.operator.decisions import naming, nropspec, nrsspec, rtemanifests, schedmanifests
+from nrop.operator.decisions.manifests import OPERATOR_RULES, install_manifests
 from nrop.sched import config as schedconfig
 from nrop.sched import registry
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from nrop.operator import nropspec, nrsspec
-from nrop.operator.conditions import Reason
+from nrop.operator.decisions import nropspec, nrsspec
+from nrop.operator.decisions.conditions import Reason
 
 DIGEST = "sha256:" + "a" * 64
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from nrop.operator import conditions
-from nrop.operator.conditions import Reason, Step, Type
+from nrop.operator.decisions import conditions
+from nrop.operator.decisions.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, is_subset
 from nrop.operator.leaderelection import LeaderElector
 from nrop.operator.numaresourcesoperator import daemonset_step

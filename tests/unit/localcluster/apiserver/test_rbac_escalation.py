@@ -21,8 +21,8 @@ from nrop.localcluster.apiserver.rbac.escalation import (
     only_gc_fields_changed,
 )
 from nrop.localcluster.apiserver.rbac.rules import breakdown_rule, covers
-from nrop.operator import naming, nropspec, nrsspec, rtemanifests, schedmanifests
-from nrop.operator.manifests import install_manifests
+from nrop.operator.decisions import naming, nropspec, nrsspec, rtemanifests, schedmanifests
+from nrop.operator.decisions.manifests import install_manifests
 
 RBAC = "rbac.authorization.k8s.io"
 RBAC_V1 = f"{RBAC}/v1"

@@ -404,7 +404,7 @@ def test_numacell_image_is_ours_where_our_stack_runs_unless_chosen(
 
 
 def test_olm_manifests_carry_the_direct_install_deployment() -> None:
-    from nrop.operator.manifests import install_manifests
+    from nrop.operator.decisions.manifests import install_manifests
 
     direct = install_manifests("ns", "img:1")
     (deployment,) = [m for m in direct if m["kind"] == "Deployment"]

@@ -27,8 +27,8 @@ from nrop.api import tolerations as tolerations_rules
 from nrop.api.durations import parse_duration
 from nrop.api.fielderrors import go_quote
 from nrop.api.selectors import SelectorError, label_selector_from_dict, matches
-from nrop.operator import naming
-from nrop.operator.conditions import Reason, Step
+from nrop.operator.decisions import naming
+from nrop.operator.decisions.conditions import Reason, Step
 
 __all__ = [
     "DEFAULT_CONFIG",

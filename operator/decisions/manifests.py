@@ -13,7 +13,7 @@ from typing import Any
 
 from nrop.api import crds
 from nrop.api.images import DEFAULT_IMAGE
-from nrop.operator import naming
+from nrop.operator.decisions import naming
 from nrop.operator.placement import control_plane_placement
 
 __all__ = ["OPERATOR_NAMESPACE_RULES", "OPERATOR_RULES", "install_manifests", "operator_deployment"]

@@ -39,8 +39,8 @@ import yaml
 
 from nrop.api.durations import format_duration, parse_duration
 from nrop.api.tlsprofiles import Settings
-from nrop.operator import naming
-from nrop.operator.nropspec import NodeGroup
+from nrop.operator.decisions import naming
+from nrop.operator.decisions.nropspec import NodeGroup
 
 __all__ = [
     "CONFIG_HASH_ANNOTATION",

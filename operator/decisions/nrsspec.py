@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from nrop.api.durations import format_duration, parse_duration
 from nrop.api.images import is_own_image
-from nrop.operator import naming
-from nrop.operator.conditions import Reason, Step
+from nrop.operator.decisions import naming
+from nrop.operator.decisions.conditions import Reason, Step
 
 __all__ = [
     "DEFAULTS",

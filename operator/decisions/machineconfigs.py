@@ -28,8 +28,8 @@ from typing import Any, Final
 
 from nrop.api.fielderrors import go_quote
 from nrop.api.selectors import matches
-from nrop.operator.conditions import find
-from nrop.operator.rtemanifests import owner_references
+from nrop.operator.decisions.conditions import find
+from nrop.operator.decisions.rtemanifests import owner_references
 
 __all__ = [
     "POLICY_PATH",

@@ -34,10 +34,10 @@ from typing import Any, Final
 import yaml
 
 from nrop.api.images import is_own_image
-from nrop.operator import naming
-from nrop.operator.nrsspec import resync_seconds
+from nrop.operator.decisions import naming
+from nrop.operator.decisions.nrsspec import resync_seconds
+from nrop.operator.decisions.rtemanifests import LOG_LEVELS
 from nrop.operator.placement import control_plane_placement
-from nrop.operator.rtemanifests import LOG_LEVELS
 
 __all__ = ["CONFIG_HASH_ANNOTATION", "render", "scheduler_config"]
 
