@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from procstate import alive
 
 NROP_CLUSTER = Path(sys.executable).parent / "nrop-cluster"
 KUBECTL = shutil.which("kubectl")
@@ -479,25 +480,16 @@ def test_exit_with_parent_stops_the_cluster_when_its_parent_is_killed(
         parent.kill()  # SIGKILL: the parent cannot stop its child
         parent.wait(timeout=10)
         deadline = time.monotonic() + EXIT_TIMEOUT + 2.0  # a poll of the parent, then the shutdown
-        while _alive(child) and time.monotonic() < deadline:
+        while alive(child) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _alive(child) is survives
+        assert alive(child) is survives
         if not survives:
             assert not state_dir.exists(), "the temporary state dir outlived the cluster"
     finally:
-        if _alive(child):  # stopped as users stop it, so that its temporary state dir goes too
+        if alive(child):  # stopped as users stop it, so that its temporary state dir goes too
             os.kill(child, signal.SIGTERM)
             deadline = time.monotonic() + 10
-            while _alive(child) and time.monotonic() < deadline:
+            while alive(child) and time.monotonic() < deadline:
                 time.sleep(0.1)
-        if _alive(child):
+        if alive(child):
             os.kill(child, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie left for init to reap counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"

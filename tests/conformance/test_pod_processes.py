@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client, watch
+from procstate import alive
 
 from nrop.api.metatime import parse_time
 from nrop.suite.e2e.wait import polling as waiting
@@ -155,14 +156,6 @@ def wait_for_log(kubectl: Callable[..., Any], namespace: str, name: str, text: s
 
 def pid_in(log_text: str) -> int:
     return int(next(line.split()[1] for line in log_text.splitlines() if line.startswith("pid ")))
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def seconds(stamp: str) -> float:

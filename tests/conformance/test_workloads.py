@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client
+from procstate import alive
 
 from nrop.localcluster.cluster import ClusterConfig
 from nrop.suite.e2e.wait import polling as waiting
@@ -179,14 +180,6 @@ def pid_of(namespace: str, pod: str) -> int:
             found.append(int(entry.name))
     assert len(found) == 1, f"expected one process of pod {namespace}/{pod}, found {found}"
     return found[0]
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def check_agent_log(text: str, namespace: str) -> None:

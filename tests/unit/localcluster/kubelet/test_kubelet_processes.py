@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from procstate import alive
 
 from nrop.localcluster.kubelet.processes import ProcessSpec, Supervisor, exit_code
 
@@ -25,14 +26,6 @@ PYTHON = str(Path(sys.executable).parent / "python3")
 
 def spec(code: str, tmp_path: Path) -> ProcessSpec:
     return ProcessSpec((PYTHON, "-c", textwrap.dedent(code)), {"PYTHONUNBUFFERED": "1"}, tmp_path)
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
