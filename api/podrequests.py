@@ -13,7 +13,7 @@ all ask "how much does this pod take from a node". The answer, per resource name
 
 Amounts are integers as the scheduler framework counts them: ``cpu`` in millicores, everything else in
 base units rounded up. The NRT plugin's ``GetPodEffectiveRequest`` (scheduler-plugins, no sidecar or
-pod-level handling) is a different upstream function and stays in ``nrop.sched.podrequests``.
+pod-level handling) is a different upstream function and stays in ``nrop.sched.framework.podrequests``.
 """
 
 from __future__ import annotations

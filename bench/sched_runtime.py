@@ -15,10 +15,10 @@ import argparse
 import random
 import time
 
-from nrop.sched import registry
-from nrop.sched.framework import CycleState, NodeInfo, PodInfo, implements
-from nrop.sched.queue import SchedulingQueue
-from nrop.sched.runtime import Profile
+from nrop.sched.framework import registry
+from nrop.sched.framework.interface import CycleState, NodeInfo, PodInfo, implements
+from nrop.sched.framework.queue import SchedulingQueue
+from nrop.sched.framework.runtime import Profile
 
 POINTS = (
     "queueSort",

@@ -39,9 +39,9 @@ from nrop.api import crds
 from nrop.api.nrt import GROUP, PLURAL, VERSION
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.sched import config as schedconfig
-from nrop.sched import registry
 from nrop.sched.clientconfig import load_kubeconfig
+from nrop.sched.config import configuration as schedconfig
+from nrop.sched.framework import registry
 from nrop.sched.kubeclient import KubeClient
 from nrop.sched.scheduler import Scheduler
 

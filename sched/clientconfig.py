@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from .errors import SchedulerError
+from nrop.sched.errors import SchedulerError
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",

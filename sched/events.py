@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nrop.api.metatime import from_unix_nanos, rfc3339_micro
-
-from .kubeclient import EVENTS, ApiConnectionError, ApiError, KubeClient, NotFoundError, PatchType
+from nrop.sched.kubeclient import EVENTS, ApiConnectionError, ApiError, KubeClient, NotFoundError, PatchType
 
 __all__ = [
     "NOTE_LENGTH_LIMIT",

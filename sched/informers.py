@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nrop.api.backoff import Backoff
-
-from .kubeclient import (
+from nrop.sched.kubeclient import (
     NAMESPACES,
     NODES,
     NRTS,

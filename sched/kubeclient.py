@@ -2,7 +2,7 @@
 
 Owns talking to an API server: building request paths for a :class:`Resource`, bearer
 tokens and TLS from a :class:`~nrop.sched.clientconfig.ClientConfig` read once, the
-client-side QPS/burst limit (:mod:`nrop.sched.ratelimit`), reading responses, and
+client-side QPS/burst limit (:mod:`nrop.sched.config.ratelimit`), reading responses, and
 translating failures at the edge into one small hierarchy that carries the Kubernetes
 ``Status`` (:class:`ApiError`; :class:`ApiConnectionError` when no response came at all).
 
@@ -26,10 +26,9 @@ import aiohttp
 import orjson
 
 from nrop.api.status import Status, generic_server_response
-
-from .clientconfig import ClientConfig, TokenSource
-from .errors import SchedulerError
-from .ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
+from nrop.sched.clientconfig import ClientConfig, TokenSource
+from nrop.sched.config.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
+from nrop.sched.errors import SchedulerError
 
 __all__ = [
     "EVENTS",

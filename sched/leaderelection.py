@@ -39,9 +39,8 @@ from nrop.api.leases import (
     released,
 )
 from nrop.api.metatime import from_unix_nanos, rfc3339_micro
-
-from .kubeclient import LEASES, ApiError, KubeClient, NotFoundError
-from .leases import JITTER_FACTOR, ElectionTiming
+from nrop.sched.config.election import JITTER_FACTOR, ElectionTiming
+from nrop.sched.kubeclient import LEASES, ApiError, KubeClient, NotFoundError
 
 __all__ = ["LeaderElectionConfig", "LeaderElector", "default_identity"]
 

@@ -19,15 +19,15 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from nrop.sched import config as schedconfig
-from nrop.sched import registry
 from nrop.sched.clientconfig import ClientConfigError, resolve_config
+from nrop.sched.config import configuration as schedconfig
+from nrop.sched.config.election import ElectionTiming
+from nrop.sched.config.ratelimit import RateLimit
 from nrop.sched.errors import ConfigError
+from nrop.sched.framework import registry
 from nrop.sched.kubeclient import KubeClient
 from nrop.sched.leaderelection import LeaderElectionConfig, LeaderElector
-from nrop.sched.leases import ElectionTiming
 from nrop.sched.metrics import SchedulerMetrics
-from nrop.sched.ratelimit import RateLimit
 from nrop.sched.scheduler import Scheduler
 
 log = logging.getLogger("nrop.sched")

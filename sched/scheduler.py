@@ -1,7 +1,7 @@
 """The scheduling loop: watch caches in, one pod at a time through its profile, bindings out.
 
-This is the thin I/O shell around the pure framework (:mod:`nrop.sched.runtime`,
-:mod:`nrop.sched.queue`, :mod:`nrop.sched.cache`).  It owns:
+This is the thin I/O shell around the pure framework (:mod:`nrop.sched.framework.runtime`,
+:mod:`nrop.sched.framework.queue`, :mod:`nrop.sched.framework.cache`).  It owns:
 
 * the informers (pods of all namespaces, nodes, NRT objects when a profile uses the
   NodeResourceTopologyMatch plugin, namespaces when one uses InterPodAffinity) and how
@@ -33,12 +33,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nrop.api.metatime import rfc3339
-from nrop.sched import registry as plugin_registry
-from nrop.sched.cache import SchedulerCache, is_terminal
-from nrop.sched.config import SchedulerConfiguration
-from nrop.sched.cycle import ScheduleResult
+from nrop.sched.config.configuration import SchedulerConfiguration
+from nrop.sched.config.profile import DEFAULT_SCHEDULER_NAME, ProfileConfig
 from nrop.sched.events import EventBroadcaster
-from nrop.sched.framework import (
+from nrop.sched.framework import registry as plugin_registry
+from nrop.sched.framework.cache import SchedulerCache, is_terminal
+from nrop.sched.framework.cycle import ScheduleResult
+from nrop.sched.framework.interface import (
     NRT_RESOURCE,
     ActionType,
     ClusterEvent,
@@ -48,12 +49,11 @@ from nrop.sched.framework import (
     Status,
     pod_key,
 )
+from nrop.sched.framework.queue import QueuedPodInfo, SchedulingQueue
+from nrop.sched.framework.runtime import Profile, build_profile
 from nrop.sched.informers import Informer, InformerFactory
 from nrop.sched.kubeclient import PODS, ApiError, KubeClient, NotFoundError
 from nrop.sched.metrics import SchedulerMetrics
-from nrop.sched.profileconfig import DEFAULT_SCHEDULER_NAME, ProfileConfig
-from nrop.sched.queue import QueuedPodInfo, SchedulingQueue
-from nrop.sched.runtime import Profile, build_profile
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nrop.api.podrequests import amount, pod_requests
-from nrop.sched import framework
+from nrop.sched.framework import interface as framework
 
 GI = 1024**3
 MI = 1024**2

@@ -14,8 +14,8 @@ from nrop.localcluster.apiserver.crd.schema import validate_crd
 from nrop.operator import main, samples
 from nrop.operator.decisions import naming, nropspec, nrsspec, rtemanifests, schedmanifests
 from nrop.operator.decisions.manifests import OPERATOR_RULES, install_manifests
-from nrop.sched import config as schedconfig
-from nrop.sched import registry
+from nrop.sched.config import configuration as schedconfig
+from nrop.sched.framework import registry
 
 NROP = {
     "metadata": {"name": "numaresourcesoperator", "uid": "u1"},

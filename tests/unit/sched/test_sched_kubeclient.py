@@ -22,6 +22,7 @@ from nrop.sched.clientconfig import (
     load_kubeconfig,
     resolve_config,
 )
+from nrop.sched.config.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
 from nrop.sched.errors import ConfigError
 from nrop.sched.kubeclient import (
     EVENTS,
@@ -38,7 +39,6 @@ from nrop.sched.kubeclient import (
     error_from_response,
     error_from_status,
 )
-from nrop.sched.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
 
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n"
 
