@@ -128,7 +128,9 @@ class LocalCluster:
                 install_openshift_platform(self.server, self.profile.openshift_version)
                 clustermonitoring.install(self.server)
             install_machine_configs(self.server, self.profile.nodes())
-            self.machine_configs = MachineConfigOperator(self.server, self.server.clock, self.fleet)
+            self.machine_configs = MachineConfigOperator(
+                self.server, self.server.clock, self.fleet, reboot_downtime=self.profile.reboot_seconds
+            )
             self.machine_configs.start()
         if self.config.default_scheduler:
             await self._start_default_scheduler()

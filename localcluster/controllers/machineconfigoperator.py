@@ -16,7 +16,7 @@ KubeletConfig change is a roll-out of seconds instead of an hour of node reboots
   the pool's ``configuration.source`` lists them by name with the generated ones), reports each KubeletConfig's condition (``Success``, or
   ``Failure`` with the reason it cannot apply), moves the nodes' ``desiredConfig`` one node at a
   time, and plays each node's machine-config daemon: the node's kubelet stops, stays down
-  :data:`REBOOT_DOWNTIME` seconds and starts with the rendered configuration
+  :data:`REBOOT_DOWNTIME` seconds (a profile's ``machineConfig.rebootSeconds``) and starts with the rendered configuration
   (:meth:`~..kubelet.fleet.Fleet.restart`), then ``currentConfig``
   follows and the node's ``state`` goes back to ``Done``; the pool status (machine counts,
   ``Updated``/``Updating``, ``configuration``) is written as MCO writes it.
@@ -232,10 +232,10 @@ class MachineConfigOperator(Controller):
     reaction_delay = UPDATE_DELAY
 
     def __init__(
-        self, server: InProcessAPI, clock: Clock, fleet: Fleet, *, reboot_downtime: float = REBOOT_DOWNTIME
+        self, server: InProcessAPI, clock: Clock, fleet: Fleet, *, reboot_downtime: float | None = None
     ) -> None:
         super().__init__(server, clock)
-        self.reboot_downtime = reboot_downtime
+        self.reboot_downtime = REBOOT_DOWNTIME if reboot_downtime is None else reboot_downtime
         self.opts = WriteOptions(field_manager=_FIELD_MANAGER)
         self.fleet = fleet
         #: Each node's profile configuration: what a pool's KubeletConfigs are laid over.

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from nrop.localcluster.kubelet.machine import NodeSpec
-from nrop.localcluster.profiles.schema import ProfileError, build_nodes, openshift_version
+from nrop.localcluster.profiles.schema import ProfileError, build_nodes, openshift_version, reboot_seconds
 
 __all__ = ["Profile", "ProfileError", "build_nodes", "load_profile", "parse_profile", "schema", "shipped"]
 
@@ -35,6 +35,8 @@ class Profile:
     node_specs: tuple[NodeSpec, ...] = ()
     #: The OpenShift flavour: the version the cluster reports (``None``: plain Kubernetes).
     openshift_version: str | None = None
+    #: Seconds a node the embedded MachineConfig operator updates stays down (``None``: its default).
+    reboot_seconds: float | None = None
 
     def nodes(self) -> list[NodeSpec]:
         """Every node of every pool, in pool order (validated when the profile was loaded)."""
@@ -77,6 +79,7 @@ def parse_profile(text: str, source: str, *, name: str | None = None) -> Profile
         raise ProfileError(f"{source}: a profile must be a mapping")
     nodes = build_nodes(data, source)
     version = openshift_version(data, source)
+    reboot = reboot_seconds(data, source)
     pools = data.get("pools") or []
     return Profile(
         name=name if name is not None else Path(source).stem,
@@ -86,4 +89,5 @@ def parse_profile(text: str, source: str, *, name: str | None = None) -> Profile
         raw=data,
         node_specs=tuple(nodes),
         openshift_version=version,
+        reboot_seconds=reboot,
     )

@@ -35,7 +35,14 @@ from nrop.localcluster.kubelet.machine import (
 )
 from nrop.localcluster.kubelet.sysfs import default_distances
 
-__all__ = ["KUBELET_FIELDS", "ProfileError", "build_nodes", "openshift_version", "parse_kubelet_config"]
+__all__ = [
+    "KUBELET_FIELDS",
+    "ProfileError",
+    "build_nodes",
+    "openshift_version",
+    "parse_kubelet_config",
+    "reboot_seconds",
+]
 
 T = TypeVar("T")
 
@@ -50,8 +57,9 @@ _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
 
-_TOP_FIELDS = ("summary", "pools", "openshift")
+_TOP_FIELDS = ("summary", "pools", "openshift", "machineConfig")
 _OPENSHIFT_FIELDS = ("version",)
+_MACHINE_CONFIG_FIELDS = ("rebootSeconds",)
 _OPENSHIFT_VERSION = re.compile(r"4\.\d+\.\d+")
 _POOL_FIELDS = ("name", "namePrefix", "count", "controlPlane", "labels", "taints", "machine", "kubelet")
 _MACHINE_FIELDS = ("cpus", "numaNodes", "devices", "ephemeralStorage")
@@ -536,3 +544,19 @@ def openshift_version(data: Mapping[str, Any], source: str) -> str | None:
     if not _OPENSHIFT_VERSION.fullmatch(version):
         raise r.fail("openshift.version", f"must be an OpenShift version such as 4.22.0, not {version!r}")
     return version
+
+
+def reboot_seconds(data: Mapping[str, Any], source: str) -> float | None:
+    """How long a node the embedded MachineConfig operator updates stays down
+    (``machineConfig.rebootSeconds``, a number of seconds above zero), or ``None`` for its default."""
+    r = _Reader(source)
+    top = r.mapping(data, "", _TOP_FIELDS)
+    if "machineConfig" not in top:
+        return None
+    fields = r.mapping(top["machineConfig"], "machineConfig", _MACHINE_CONFIG_FIELDS)
+    if "rebootSeconds" not in fields:
+        return None
+    value = fields["rebootSeconds"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise r.fail("machineConfig.rebootSeconds", f"must be a number of seconds above zero, not {value!r}")
+    return float(value)

@@ -373,7 +373,7 @@ KUBELET = "the kubelet of pool 'worker' would not start: "
         ),
         pytest.param(
             _set(["pool"], []),
-            "pool: unknown field (known: summary, pools, openshift)",
+            "pool: unknown field (known: summary, pools, openshift, machineConfig)",
             id="unknown-top-field",
         ),
         pytest.param(
@@ -520,3 +520,36 @@ def test_openshift_flavour(section: Any, expected: str | None) -> None:
 def test_only_the_openshift_profile_is_of_the_openshift_flavour() -> None:
     assert [name for name in SHIPPED if load_profile(name).openshift_version] == ["openshift"]
     assert load_profile("openshift").openshift_version == "4.22.0"
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        pytest.param(None, None, id="absent"),
+        pytest.param({}, None, id="empty"),
+        pytest.param({"rebootSeconds": 15}, 15.0, id="int"),
+        pytest.param({"rebootSeconds": 0.5}, 0.5, id="float"),
+        pytest.param({"rebootSeconds": 0}, "bad.yaml: machineConfig.rebootSeconds: must be a number of seconds above zero, not 0", id="zero"),
+        pytest.param({"rebootSeconds": "15s"}, "bad.yaml: machineConfig.rebootSeconds: must be a number of seconds above zero, not '15s'", id="string"),
+        pytest.param({"rebootSeconds": True}, "bad.yaml: machineConfig.rebootSeconds: must be a number", id="bool"),
+        pytest.param({"maxUnavailable": 2}, "bad.yaml: machineConfig.maxUnavailable: unknown field (known: rebootSeconds)", id="unknown-field"),
+    ],
+)  # fmt: skip
+def test_machine_config_reboot_seconds(section: Any, expected: float | str | None) -> None:
+    data = _default()
+    if section is not None:
+        data["machineConfig"] = section
+    text = yaml.safe_dump(data)
+    if not isinstance(expected, str):
+        assert parse_profile(text, "bad.yaml").reboot_seconds == expected
+        return
+    with pytest.raises(ProfileError) as info:
+        parse_profile(text, "bad.yaml")
+    assert str(info.value).startswith(expected)
+
+
+def test_the_mno_profile_reboots_nodes_for_longer_than_upstreams_pool_poll() -> None:
+    # 88383 polls the pools every 20 s, first after 20 s: each pool of two or more nodes stays
+    # Updating longer than that.
+    assert [name for name in SHIPPED if load_profile(name).reboot_seconds] == ["mno"]
+    assert (load_profile("mno").reboot_seconds or 0) * 2 > 20
