@@ -137,5 +137,8 @@ _LOCAL_INTERVALS: Mapping[str, float] = {
     "poll_interval": 0.25,
     "namespace_interval": 0.25,
     "nrt_update_interval": 0.5,
+    # a pool roll-out takes seconds there (2s per node): upstream's binary gets the same
+    # E2E_NROP_MCP_UPDATE_INTERVAL the port's capped polls use
+    "mcp_update_interval": LOCAL_SPEC_POLL,
     "fast_spec_polls": True,
 }

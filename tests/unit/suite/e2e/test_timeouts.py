@@ -35,6 +35,9 @@ def test_upstream_defaults() -> None:
         ({}, True, "settle_timeout", 120.0),
         ({}, True, "cooldown_threshold", 5),
         ({"E2E_NROP_TEST_SETTLE_INTERVAL": "9s"}, True, "settle_interval", 9.0),
+        ({}, True, "mcp_update_interval", 1.0),
+        ({}, True, "mcp_update_timeout", 3600.0),
+        ({"E2E_NROP_MCP_UPDATE_INTERVAL": "30s"}, True, "mcp_update_interval", 30.0),
     ],
 )
 def test_from_env(env: dict[str, str], local: bool, field: str, value: float) -> None:
