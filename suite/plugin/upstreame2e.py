@@ -808,6 +808,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", action="append", default=[], metavar="P",
                    help="run only the specs routed to this embedded profile (repeatable; default: all)")  # fmt: skip
+    p.add_argument("--focus", action="append", default=[], metavar="REGEX",
+                   help="run only the specs whose full text matches (repeatable, as -ginkgo.focus; "
+                   "a test_id such as 84316 matches its spec)")  # fmt: skip
     p.add_argument("--workers", type=int, metavar="N",
                    help="binary runs side by side, each on its own cluster (default: chosen as the port "
                    "chooses its workers, from the selection, the measured durations and free memory; "
@@ -844,6 +847,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         selected = [spec for spec in selected if spec.profile in ns.profile]
         if not selected:
             log.error("no selected spec runs on %s", ", ".join(ns.profile))
+            return 2
+    if ns.focus:
+        try:
+            focus = [re.compile(pattern) for pattern in ns.focus]
+        except re.error as exc:
+            log.error("--focus %r is not a regular expression: %s", exc.pattern, exc)
+            return 2
+        selected = [spec for spec in selected if any(f.search(spec.full_text) for f in focus)]
+        if not selected:
+            log.error("no selected spec matches --focus %s", " ".join(ns.focus))
             return 2
     python: dict[str, Verdict] | None = None
     if not ns.no_python:
