@@ -26,6 +26,7 @@ __all__ = [
     "podresources",
     "qos",
     "quantity",
+    "reflector",
     "resourcerequirements",
     "resources",
     "selectors",

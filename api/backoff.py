@@ -16,8 +16,12 @@ class Backoff:
     maximum: float = 10.0
     failures: int = 0
 
+    def delay(self, failures: int) -> float:
+        """The wait after ``failures`` earlier consecutive failures (none: ``initial``)."""
+        return min(self.maximum, self.initial * self.factor**failures)
+
     def next_delay(self) -> float:
-        delay = min(self.maximum, self.initial * self.factor**self.failures)
+        delay = self.delay(self.failures)
         self.failures += 1
         return delay
 

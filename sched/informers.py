@@ -1,15 +1,14 @@
 """Watch caches: a reflector and store per resource, shared through a factory (client-go's informers).
 
-An :class:`Informer` lists a resource (in pages), then watches it from the list's
-resourceVersion, keeping an in-memory store keyed ``namespace/name`` (or ``name`` for
-cluster-scoped objects) and calling its handlers ``(event_type, obj, old_obj)`` in
-registration order for every change.  Bookmarks only move the resourceVersion on.  A
-watch that ends normally (its ``timeoutSeconds``) is resumed from the last
-resourceVersion; a 410 (``too old resource version``, after compaction) makes it list
-again at once, and any other failure makes it list again after an exponential
-back-off, with one log line saying why.  A re-list turns into the ADDED / MODIFIED /
-DELETED calls that bring the handlers from the old store to the new one
-(:func:`relist_changes`).
+An :class:`Informer` lists a resource (in pages), then watches it, keeping an in-memory
+store keyed ``namespace/name`` (or ``name`` for cluster-scoped objects) and calling its
+handlers ``(event_type, obj, old_obj)`` in registration order for every change.  What comes
+after a list, an event, a bookmark, the end of a watch or a failure is client-go's
+reflector rule, decided in :mod:`nrop.api.reflector` (shared with the exporter's
+terminal-pod watch); this module does the requests, the waiting and the logging: one
+info line when a watch expired (410, re-listed at once), one warning with the back-off
+for any other failure.  A re-list turns into the ADDED / MODIFIED / DELETED calls that
+bring the handlers from the old store to the new one.
 
 A resource may be *optional*: the NodeResourceTopology CRD is installed by the
 operator, possibly after the scheduler starts.  Until it is served, the informer counts
@@ -23,19 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from nrop.api import reflector
 from nrop.api.backoff import Backoff
+from nrop.api.reflector import ADDED, DELETED, MODIFIED, Step, object_key
 from nrop.sched.kubeclient import (
     NAMESPACES,
     NODES,
     NRTS,
     PODS,
     ApiError,
-    GoneError,
     KubeClient,
     NotFoundError,
     Resource,
@@ -46,62 +47,19 @@ __all__ = [
     "DELETED",
     "MODIFIED",
     "POD_FIELD_SELECTOR",
-    "Backoff",
     "Handler",
     "Informer",
     "InformerFactory",
-    "object_key",
-    "relist_changes",
 ]
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Handler = Callable[[str, Obj, "Obj | None"], None]
-Change = tuple[str, Obj, "Obj | None"]
-
-ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
 
 #: kube-scheduler's pod informer ignores terminated pods (they hold no resources).
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-#: client-go's reflector asks for watches of 5 to 10 minutes.
-MIN_WATCH_TIMEOUT = 300
 DEFAULT_PAGE_SIZE = 500
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name``, or ``name`` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
-
-
-def _rv(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
-
-
-def relist_changes(store: Mapping[str, Obj], items: Iterable[Obj]) -> tuple[dict[str, Obj], list[Change]]:
-    """The new store after a list, and the handler calls that lead from ``store`` to it.
-
-    New keys are ADDED, keys whose resourceVersion changed are MODIFIED (with the old
-    object), keys no longer listed are DELETED (with their last known state).  Unchanged
-    objects cause no call.
-    """
-    fresh = {object_key(obj): obj for obj in items}
-    changes: list[Change] = []
-    for key, obj in fresh.items():
-        old = store.get(key)
-        if old is None:
-            changes.append((ADDED, obj, None))
-        elif _rv(old) != _rv(obj):
-            changes.append((MODIFIED, obj, old))
-    changes.extend((DELETED, old, old) for key, old in store.items() if key not in fresh)
-    return fresh, changes
-
-
-def reflector_backoff() -> Backoff:
-    """client-go's reflector back-off: 0.8 s doubling to 30 s."""
-    return Backoff(initial=0.8, maximum=30.0)
 
 
 class Informer:
@@ -128,7 +86,7 @@ class Informer:
         self.field_selector = field_selector
         self.optional = optional
         self._page_size = page_size
-        self._backoff = backoff or reflector_backoff()
+        self._backoff = backoff or reflector.backoff_schedule()
         self._absent_poll = absent_poll
         self._rand = rand
         self._store: dict[str, Obj] = {}
@@ -136,9 +94,14 @@ class Informer:
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._absent = False
-        self.resource_version = ""
+        self._cursor = reflector.Cursor()
         #: How many times the informer has listed (the first list included).
         self.lists = 0
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion the store is synced to (the last list's, then the last event's)."""
+        return self._cursor.resource_version
 
     @property
     def name(self) -> str:
@@ -210,29 +173,30 @@ class Informer:
 
     async def _run(self) -> None:
         while True:
+            step = self._cursor.step
+            if self._cursor.delay:
+                await asyncio.sleep(self._cursor.delay)
             try:
-                await self._list()
+                if step is Step.LIST:
+                    await self._list()
+                else:
+                    await self._watch()
             except NotFoundError as exc:
-                if not self.optional:
-                    await self._failed("list", exc)
+                if not (self.optional and step is Step.LIST):
+                    self._failed(step, exc)
                     continue
                 self._mark_absent(exc)
-                await asyncio.sleep(self._absent_poll)
-                continue
+                # Polling for the resource is not a failure: no back-off, the same poll each time.
+                self._cursor = dataclasses.replace(self._cursor, delay=self._absent_poll)
             except ApiError as exc:
-                await self._failed("list", exc)
-                continue
-            try:
-                await self._watch()
-            except GoneError as exc:
-                log.info("%s: watch expired (%s); re-listing", self.name, exc.message)
-            except ApiError as exc:
-                await self._failed("watch", exc)
+                self._failed(step, exc)
 
-    async def _failed(self, what: str, exc: ApiError) -> None:
-        delay = self._backoff.next_delay()
-        log.warning("%s: %s failed: %s; re-listing in %.1fs", self.name, what, exc, delay)
-        await asyncio.sleep(delay)
+    def _failed(self, step: Step, exc: ApiError) -> None:
+        self._cursor = reflector.failed(self._cursor, exc.status, exc.reason, self._backoff)
+        if self._cursor.expired:
+            log.info("%s: %s expired (%s); re-listing", self.name, step, exc.message)
+        else:
+            log.warning("%s: %s failed: %s; re-listing in %.1fs", self.name, step, exc, self._cursor.delay)
 
     def _mark_absent(self, exc: ApiError) -> None:
         if not self._absent:
@@ -240,7 +204,7 @@ class Informer:
                 "%s: not served yet (%s); polling every %.1fs", self.name, exc.message, self._absent_poll
             )
         self._absent = True
-        self._store, changes = relist_changes(self._store, ())
+        self._store, changes = reflector.relist_changes(self._store, ())
         for change in changes:
             self._dispatch(*change)
         self._synced.set()
@@ -257,41 +221,27 @@ class Informer:
             log.info("%s: now served; listing", self.name)
             self._absent = False
         self.lists += 1
-        self.resource_version = _rv(listed)
-        self._store, changes = relist_changes(self._store, listed.get("items") or [])
+        self._cursor = reflector.listed(self._cursor, listed)
+        self._store, changes = reflector.relist_changes(self._store, listed.get("items") or [])
         for change in changes:
             self._dispatch(*change)
         self._synced.set()
 
     async def _watch(self) -> None:
-        while True:
-            timeout = int(MIN_WATCH_TIMEOUT * (1 + self._rand()))
-            async for event_type, obj in self.client.watch(
-                self.resource,
-                self.namespace,
-                resource_version=self.resource_version,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                allow_bookmarks=True,
-                timeout_seconds=timeout,
-            ):
-                self._backoff.reset()
-                if event_type != BOOKMARK:
-                    self._apply(event_type, obj)
-                self.resource_version = _rv(obj) or self.resource_version
-            # The server ended the stream (its timeout): resume from where it stopped.
-            self._backoff.reset()
-
-    def _apply(self, event_type: str, obj: Obj) -> None:
-        key = object_key(obj)
-        old = self._store.get(key)
-        if event_type == DELETED:
-            self._store.pop(key, None)
-            self._dispatch(DELETED, obj, old)
-            return
-        self._store[key] = obj
-        # Whether an object is new is the store's call, as in client-go's shared informers.
-        self._dispatch(ADDED if old is None else MODIFIED, obj, old)
+        async for event_type, obj in self.client.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self._cursor.resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            allow_bookmarks=True,
+            timeout_seconds=reflector.watch_timeout(self._rand()),
+        ):
+            change = reflector.apply_event(self._store, event_type, obj)
+            if change is not None:
+                self._dispatch(*change)
+            self._cursor = reflector.observed(self._cursor, obj)
+        self._cursor = reflector.closed(self._cursor)
 
 
 class InformerFactory:

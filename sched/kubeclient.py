@@ -25,6 +25,7 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
+from nrop.api import reflector
 from nrop.api.status import Status, generic_server_response
 from nrop.sched.clientconfig import ClientConfig, TokenSource
 from nrop.sched.config.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
@@ -77,7 +78,7 @@ class ApiError(SchedulerError):
     @property
     def expired(self) -> bool:
         """A resourceVersion or continue token too old to serve (410, ``Expired``/``Gone``)."""
-        return self.status == 410 or self.reason in ("Expired", "Gone")
+        return reflector.expired(self.status, self.reason)
 
 
 class NotFoundError(ApiError):

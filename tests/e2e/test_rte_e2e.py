@@ -467,7 +467,8 @@ def test_terminal_pods_watch_follows_the_api(
 ) -> None:
     """The --exclude-terminal-pods watcher against the API server, on nodes no kubelet serves."""
     node, other = f"ghost-{uuid.uuid4().hex[:6]}", f"ghost-{uuid.uuid4().hex[:6]}"
-    watcher = TerminalPods(api_client, node, resync=2.0)  # short resync: the test crosses a relist
+    # Watches of 2 to 4 s instead of 5 to 10 min: the test crosses a re-watch from the last resourceVersion.
+    watcher = TerminalPods(api_client, node, min_watch_timeout=2.0)
     watcher.start()
 
     def make(name: str, on: str, phase: str | None) -> None:

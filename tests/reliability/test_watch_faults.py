@@ -250,8 +250,8 @@ def test_the_exporters_terminal_pod_watch_recovers_from_a_watch_cut(
 ) -> None:
     """The exporter's only watch (``--exclude-terminal-pods``; the operator does not turn it on) is
     :class:`~nrop.rte.terminalpods.TerminalPods`, run here in-process for a node no kubelet serves
-    (the pods' phases are written by the test). Its own relist comes only once a minute, so what it
-    learns after each cut comes through its recovery. A 410 is a plain relist, as for client-go's
+    (the pods' phases are written by the test). It lists only after a failure, so what it learns after
+    each cut comes through its recovery. A 410 is a plain relist, as for client-go's
     reflector: an info line, no failure and no back-off."""
     caplog.set_level(logging.INFO, logger=TerminalPods.__module__)
     node = f"ghost-{uuid.uuid4().hex[:6]}"

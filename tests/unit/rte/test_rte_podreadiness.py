@@ -30,7 +30,7 @@ from nrop.rte.podres import PodResourcesError
 from nrop.rte.publish import PublishError
 from nrop.rte.scan import ScanResult, exclude_terminal_pods
 from nrop.rte.sysinfo import MachineInfo, NUMANodeInfo
-from nrop.rte.terminalpods import apply_event, field_selector
+from nrop.rte.terminalpods import field_selector
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 FETCHED = ConditionType.PODRESOURCES_FETCHED
@@ -292,28 +292,6 @@ def test_terminal_field_selector_matches_what_upstream_means() -> None:
     assert field_selector("worker-0") == (
         "spec.nodeName=worker-0,status.phase!=Pending,status.phase!=Running,status.phase!=Unknown"
     )
-
-
-def _pod_obj(namespace: str, name: str) -> dict[str, Any]:
-    return {"metadata": {"namespace": namespace, "name": name}, "status": {"phase": "Succeeded"}}
-
-
-@pytest.mark.parametrize(
-    ("events", "expected"),
-    [
-        pytest.param([("ADDED", "a")], {("ns", "a")}, id="added"),
-        pytest.param([("ADDED", "a"), ("MODIFIED", "a")], {("ns", "a")}, id="modified-keeps"),
-        pytest.param([("MODIFIED", "b")], {("ns", "b")}, id="modified-unknown-adds"),
-        pytest.param([("ADDED", "a"), ("DELETED", "a")], set(), id="deleted-or-left-selection"),
-        pytest.param([("DELETED", "never")], set(), id="delete-unknown"),
-        pytest.param([("ADDED", "a"), ("BOOKMARK", "a"), ("ERROR", "b")], {("ns", "a")}, id="others-ignored"),
-    ],
-)
-def test_apply_event(events: list[tuple[str, str]], expected: set[tuple[str, str]]) -> None:
-    pods: set[tuple[str, str]] = set()
-    for kind, name in events:
-        apply_event(pods, kind, _pod_obj("ns", name))
-    assert pods == expected
 
 
 EXCLUSIVE = (ContainerResources("c", (1,)),)
