@@ -60,6 +60,7 @@ __all__ = [
     "rendered_name",
     "selected_machine_configs",
     "tls_payload",
+    "without_zero_values",
 ]
 
 Obj = dict[str, Any]
@@ -221,12 +222,42 @@ def tls_payload(profile: Mapping[str, Any] | None) -> Obj:
     }
 
 
+def without_zero_values(fields: Mapping[str, Any]) -> Obj:
+    """``kubeletConfig`` fields as MCO merges them into a pool's kubelet configuration: its
+    ``mergo.Merge(..., WithOverride)`` skips a field whose value is Go's zero value, so a
+    KubeletConfig written back by a Go client (every field without ``omitempty`` serialized:
+    ``"0s"`` durations, ``0``, ``""``, a zero quantity ``"0"``, structs of such) changes only the
+    fields it sets. ``false`` stays: the configuration's booleans are pointers, set when written."""
+    kept: Obj = {}
+    for key, value in fields.items():
+        pruned = _pruned(value)
+        if pruned is not _ZERO:
+            kept[key] = pruned
+    return kept
+
+
+_ZERO = object()
+_ZERO_SCALARS = ("", "0s", "0")
+
+
+def _pruned(value: Any) -> Any:
+    if value is None or (isinstance(value, str) and value in _ZERO_SCALARS):
+        return _ZERO
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return _ZERO
+    if isinstance(value, Mapping):
+        return without_zero_values(value) or _ZERO
+    if isinstance(value, list) and not value:
+        return _ZERO
+    return value
+
+
 def payload_of(kc: Mapping[str, Any]) -> Obj:
-    """What a KubeletConfig contributes to its pools' rendered config (``kubeletConfig`` fields,
-    its own ``tlsSecurityProfile`` over the cluster's, and ``autoSizingReserved``, which only
-    changes the rendered name here)."""
+    """What a KubeletConfig contributes to its pools' rendered config (``kubeletConfig`` fields
+    without Go's zero values, :func:`without_zero_values`; its own ``tlsSecurityProfile`` over
+    the cluster's, and ``autoSizingReserved``, which only changes the rendered name here)."""
     spec = kc.get("spec") or {}
-    payload = dict(spec.get("kubeletConfig") or {})
+    payload = without_zero_values(spec.get("kubeletConfig") or {})
     if spec.get("tlsSecurityProfile") is not None:
         payload.update(tls_payload(spec["tlsSecurityProfile"]))
     if spec.get("autoSizingReserved") is not None:

@@ -362,6 +362,44 @@ def test_the_kubelet_tls_settings_mco_renders_for_a_profile(profile: Any, payloa
     assert mc.tls_payload(profile) == payload
 
 
+@pytest.mark.parametrize(
+    ("fields", "kept"),
+    [
+        pytest.param({"topologyManagerPolicy": "none"}, {"topologyManagerPolicy": "none"}, id="set"),
+        pytest.param({"syncFrequency": "0s", "containerRuntimeEndpoint": "", "maxPods": 0}, {}, id="zero-scalars"),
+        pytest.param({"failSwapOn": False, "maxPods": 110}, {"failSwapOn": False, "maxPods": 110}, id="false-is-set"),
+        pytest.param(
+            {"authentication": {"x509": {}, "webhook": {"cacheTTL": "0s"}, "anonymous": {}}, "memorySwap": {}}, {},
+            id="structs-of-zeros",
+        ),
+        pytest.param(
+            {"logging": {"flushFrequency": 0, "verbosity": 4, "options": {"json": {"infoBufferSize": "0"}}}},
+            {"logging": {"verbosity": 4}}, id="a-struct-keeps-what-is-set",
+        ),
+        pytest.param({"reservedSystemCPUs": "0", "evictionHard": {"memory.available": "100Mi"}},
+                     {"evictionHard": {"memory.available": "100Mi"}}, id="zero-quantity"),
+        pytest.param({"allowedUnsafeSysctls": [], "clusterDNS": ["10.0.0.10"]}, {"clusterDNS": ["10.0.0.10"]}, id="lists"),
+    ],
+)  # fmt: skip
+def test_kubeletconfig_fields_without_go_zero_values(fields: dict[str, Any], kept: dict[str, Any]) -> None:
+    assert mc.without_zero_values(fields) == kept
+
+
+def test_a_kubeletconfig_a_go_client_wrote_back_renders_what_it_sets() -> None:
+    # what upstream's suite writes after reading worker-numa-topology into Go structs
+    written = {
+        "syncFrequency": "0s", "authentication": {"x509": {}, "webhook": {"cacheTTL": "0s"}, "anonymous": {}},
+        "authorization": {"webhook": {"cacheAuthorizedTTL": "0s", "cacheUnauthorizedTTL": "0s"}},
+        "topologyManagerPolicy": "none", "topologyManagerScope": "pod", "memorySwap": {},
+        "logging": {"flushFrequency": 0, "verbosity": 0, "options": {"text": {"infoBufferSize": "0"}}},
+        "crashLoopBackOff": {}, "containerRuntimeEndpoint": "",
+    }  # fmt: skip
+    kc = {"metadata": {"name": "worker-numa-topology"}, "spec": {"kubeletConfig": written}}
+    assert mc.payload_of(kc) == {"topologyManagerPolicy": "none", "topologyManagerScope": "pod"}
+    worker = next(s for s in load_profile("default").nodes() if s.name == "worker-0")
+    assert mc.kubeletconfig_problem(kc, ["worker"], {"worker": [worker]}) == ""
+
+
 def test_a_kubeletconfig_tls_profile_overrides_the_clusters() -> None:
     kc = {"spec": {"kubeletConfig": {"maxPods": 200}, "tlsSecurityProfile": {"type": "Modern", "modern": {}}}}
     assert mc.payload_of(kc) == {"maxPods": 200, **mc.tls_payload({"type": "Modern"})}
