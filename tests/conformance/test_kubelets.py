@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
+from nrop.api.deviceplugin import Device
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.kubelet.cm.cpumanagerstate import decode_checkpoint
-from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers import DevicePluginStub, device_plugin_dir, kubelet_socket
 from nrop.suite.e2e.wait import polling as waiting
 

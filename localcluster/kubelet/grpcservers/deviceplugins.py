@@ -18,7 +18,8 @@ allocatable drops to zero), then ``plugin_disconnected``; the kubelet forgets th
 after :data:`ENDPOINT_STOP_GRACE_PERIOD` unless the plugin registers again.
 
 What to allocate is decided by the pure :mod:`nrop.localcluster.kubelet.cm.devicemanager`;
-devices are reported as its :class:`~nrop.localcluster.kubelet.cm.devicemanager.Device`.
+devices are reported as :class:`nrop.api.deviceplugin.Device`. The plugin side of the API is
+:mod:`nrop.numacell.server`.
 """
 
 from __future__ import annotations
@@ -31,21 +32,24 @@ from typing import Protocol
 
 import grpc
 
+from nrop.api.deviceplugin import (
+    DEVICE_PLUGIN_PATH,
+    HEALTHY,
+    KUBELET_SOCKET_NAME,
+    UNHEALTHY,
+    VERSION,
+    Device,
+)
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.api.resources import is_extended_resource as is_extended_resource_name
-from nrop.localcluster.kubelet.cm import Device
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
 
 __all__ = [
     "DEVICE_PLUGIN_DIR",
     "DIAL_TIMEOUT",
     "ENDPOINT_STOP_GRACE_PERIOD",
-    "HEALTHY",
-    "KUBELET_SOCKET_NAME",
     "PRE_START_CONTAINER_TIMEOUT",
     "SUPPORTED_VERSIONS",
-    "UNHEALTHY",
-    "VERSION",
     "DevicePluginError",
     "DevicePluginHandler",
     "PluginClient",
@@ -59,13 +63,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-VERSION = "v1beta1"
-SUPPORTED_VERSIONS = ("v1beta1",)
-HEALTHY = "Healthy"
-UNHEALTHY = "Unhealthy"
+SUPPORTED_VERSIONS = (VERSION,)
 #: Relative to a node's root directory (``pluginapi.DevicePluginPath``).
-DEVICE_PLUGIN_DIR = Path("var/lib/kubelet/device-plugins")
-KUBELET_SOCKET_NAME = "kubelet.sock"
+DEVICE_PLUGIN_DIR = Path(DEVICE_PLUGIN_PATH).relative_to("/")
 CHECKPOINT_FILE = "kubelet_internal_checkpoint"
 #: ``KubeletPreStartContainerRPCTimeoutInSecs``.
 PRE_START_CONTAINER_TIMEOUT = 30.0

@@ -25,14 +25,10 @@ from pathlib import Path
 
 import grpc
 
+from nrop.api.deviceplugin import KUBELET_SOCKET_NAME, VERSION, Device
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nrop.localcluster.kubelet.cm import Device
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
-from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
-    KUBELET_SOCKET_NAME,
-    VERSION,
-    device_to_pb,
-)
+from nrop.localcluster.kubelet.grpcservers.deviceplugins import device_to_pb
 
 __all__ = ["DevicePluginStub", "RegistrationError", "env_name_for", "preferred_devices"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nrop.localcluster.kubelet.cm.devicemanager import Device
+from nrop.api.deviceplugin import Device
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     DevicePluginError,
     PluginClient,

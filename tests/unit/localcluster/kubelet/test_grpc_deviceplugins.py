@@ -12,8 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 
+from nrop.api.deviceplugin import Device
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     DevicePluginError,
     PluginClient,
