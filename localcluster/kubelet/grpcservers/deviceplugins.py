@@ -32,14 +32,7 @@ from typing import Protocol
 
 import grpc
 
-from nrop.api.deviceplugin import (
-    DEVICE_PLUGIN_PATH,
-    HEALTHY,
-    KUBELET_SOCKET_NAME,
-    UNHEALTHY,
-    VERSION,
-    Device,
-)
+from nrop.api.deviceplugin import DEVICE_PLUGIN_PATH, HEALTHY, KUBELET_SOCKET_NAME, VERSION, Device
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.api.resources import is_extended_resource as is_extended_resource_name
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
@@ -56,7 +49,6 @@ __all__ = [
     "RegistrationServer",
     "device_from_pb",
     "device_plugin_dir",
-    "device_to_pb",
     "is_extended_resource_name",
     "kubelet_socket",
 ]
@@ -97,13 +89,6 @@ def device_from_pb(device: api_pb2.Device) -> Device:
     """``Topology`` unset -> ``numa_nodes=None``; health other than ``Healthy`` is unhealthy."""
     nodes = tuple(n.ID for n in device.topology.nodes) if device.HasField("topology") else None
     return Device(id=device.ID, healthy=device.health == HEALTHY, numa_nodes=nodes)
-
-
-def device_to_pb(device: Device) -> api_pb2.Device:
-    topology = None
-    if device.numa_nodes is not None:
-        topology = api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=n) for n in device.numa_nodes])
-    return api_pb2.Device(ID=device.id, health=HEALTHY if device.healthy else UNHEALTHY, topology=topology)
 
 
 class DevicePluginHandler(Protocol):
