@@ -8,6 +8,7 @@ __all__ = [
     "backoff",
     "checkpoints",
     "crds",
+    "deviceplugin",
     "distribution",
     "durations",
     "fielderrors",

@@ -8,11 +8,11 @@ devices, each carrying the cell as its NUMA topology. Under the ``single-numa-no
 policy a container asking for ``kni.node/numacellNN: 1`` can only be admitted on cell NN.
 
 Layout, as the rest of the project: the pure part (cell discovery from sysfs, names,
-device lists, allocation answers) is plain functions over plain data; the gRPC part is
-:class:`CellPlugin` (one server + registration per cell) and :class:`Manager`, a loop
-that registers every cell and registers again whenever the kubelet comes back (its
-socket is re-created, or it removed ours at start-up, as ``CleanupPluginDirectory``
-does), until SIGTERM/SIGINT.
+device lists, allocation answers) is plain functions over plain data; each cell's plugin is
+the project's one device plugin server (:class:`~nrop.numacell.server.DevicePluginServer`,
+built by :func:`cell_plugin`), and :class:`Manager` is a loop that registers every cell and
+registers again whenever the kubelet comes back (its socket is re-created, or it removed ours
+at start-up, as ``CleanupPluginDirectory`` does), until SIGTERM/SIGINT.
 
 Upstream's flags (``-alsologtostderr``, ``-v N``, ``-sysfs``, ``-devices``, ``-discover``)
 are accepted, with one or two dashes, and the defaults are upstream's paths (``/sys``,
@@ -25,6 +25,7 @@ paths as flags (rewritten to the node's).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -32,14 +33,15 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from concurrent import futures
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 
-from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
+from nrop.api.deviceplugin import DEVICE_PLUGIN_PATH, KUBELET_SOCKET_NAME, Device
+from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2
+from nrop.numacell.server import AllocationError, DevicePluginServer
 
 __all__ = [
     "DEFAULT_DEVICE_PLUGIN_PATH",
@@ -47,11 +49,10 @@ __all__ = [
     "DEVICE_COUNT",
     "ENV_CELL_ID",
     "RESOURCE_NAMESPACE",
-    "AllocationError",
-    "CellPlugin",
     "Manager",
     "allocate",
     "cell_devices",
+    "cell_plugin",
     "device_id",
     "is_resource_name",
     "main",
@@ -71,10 +72,7 @@ ENV_CELL_ID = "KNI_NODE_CELL_ID"
 #: The device node handed to containers (upstream ``NUMACellDevicePath``).
 DEVICE_PATH = "/dev/null"
 DEFAULT_SYSFS = "/sys"
-DEFAULT_DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
-KUBELET_SOCKET = "kubelet.sock"
-API_VERSION = "v1beta1"
-HEALTHY = "Healthy"
+DEFAULT_DEVICE_PLUGIN_PATH = DEVICE_PLUGIN_PATH
 #: ``sizeof(sockaddr_un.sun_path)`` minus the terminating NUL, on Linux.
 MAX_SOCKET_PATH = 107
 #: How often the manager looks at the kubelet socket and at its own sockets.
@@ -121,27 +119,17 @@ def read_cells(sysfs: str | Path) -> list[int]:
     return sorted(int(m.group(1)) for name in names if (m := _NODE_RE.fullmatch(name)))
 
 
-def cell_devices(cell: int, count: int = DEVICE_COUNT) -> list[str]:
-    """The device ids of ``cell``: ``numacell03-000`` … (count ≥ 1, else :data:`DEVICE_COUNT`)."""
+def cell_devices(cell: int, count: int = DEVICE_COUNT) -> list[Device]:
+    """The devices of ``cell``, ``numacell03-000`` …, every one healthy and on that NUMA node
+    (count ≥ 1, else :data:`DEVICE_COUNT`)."""
     if count <= 0:
         count = DEVICE_COUNT
-    return [f"{device_id(cell)}-{index:03d}" for index in range(count)]
-
-
-def list_response(cell: int, count: int = DEVICE_COUNT) -> api_pb2.ListAndWatchResponse:
-    """The ``ListAndWatch`` message of ``cell``: every device healthy and on that NUMA node."""
-    topology = api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=cell)])
-    return api_pb2.ListAndWatchResponse(
-        devices=[api_pb2.Device(ID=d, health=HEALTHY, topology=topology) for d in cell_devices(cell, count)]
-    )
-
-
-class AllocationError(Exception):
-    """An ``Allocate`` request the plugin refuses (upstream's texts)."""
+    return [Device(f"{device_id(cell)}-{index:03d}", True, (cell,)) for index in range(count)]
 
 
 def allocate(cell: int, container_requests: Sequence[Sequence[str]]) -> api_pb2.AllocateResponse:
-    """Upstream's answer: one device per container, ``/dev/null`` and ``KNI_NODE_CELL_ID=<cell>``."""
+    """Upstream's answer: one device per container, ``/dev/null`` and ``KNI_NODE_CELL_ID=<cell>``;
+    :class:`~nrop.numacell.server.AllocationError` with upstream's texts otherwise."""
     responses = []
     for ids in container_requests:
         if len(ids) != 1:
@@ -159,90 +147,20 @@ def allocate(cell: int, container_requests: Sequence[Sequence[str]]) -> api_pb2.
     return api_pb2.AllocateResponse(container_responses=responses)
 
 
-# -- gRPC part ------------------------------------------------------------------------------------
+# -- the plugins -----------------------------------------------------------------------------------
 
 
-def _address(path: Path) -> str:
-    return f"unix://{path}"
-
-
-class _Servicer(api_pb2_grpc.DevicePluginServicer):
-    def __init__(self, plugin: CellPlugin) -> None:
-        self._plugin = plugin
-
-    def GetDevicePluginOptions(self, request, context):
-        return api_pb2.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=False)
-
-    def ListAndWatch(self, request, context) -> Iterator[api_pb2.ListAndWatchResponse]:
-        plugin = self._plugin
-        log.debug("ListAndWatch for %s", plugin.resource)
-        yield list_response(plugin.cell, plugin.count)
-        # The list never changes: hold the stream open until the kubelet or we go away.
-        while context.is_active() and not plugin.stopping.wait(WATCH_INTERVAL):
-            pass
-
-    def Allocate(self, request, context):
-        requests = [list(c.devices_ids) for c in request.container_requests]
-        log.debug("Allocate %s: %s", self._plugin.resource, requests)
-        try:
-            return allocate(self._plugin.cell, requests)
-        except AllocationError as err:
-            context.abort(grpc.StatusCode.UNKNOWN, str(err))
-
-    def GetPreferredAllocation(self, request, context):
-        return api_pb2.PreferredAllocationResponse()
-
-    def PreStartContainer(self, request, context):
-        return api_pb2.PreStartContainerResponse()
-
-
-class CellPlugin:
-    """The device plugin of one cell: its gRPC server on ``<plugin dir>/kni.node_numacellNN``."""
-
-    def __init__(self, cell: int, plugin_dir: Path, count: int = DEVICE_COUNT) -> None:
-        self.cell = cell
-        self.count = count
-        self.resource = resource_name(cell)
-        self.socket_path = Path(plugin_dir) / socket_name(cell)
-        self.stopping = threading.Event()
-        self._server: grpc.Server | None = None
-
-    @property
-    def serving(self) -> bool:
-        return self._server is not None
-
-    def serve(self) -> None:
-        """(Re)start the server on a fresh socket."""
-        self.stop()
-        self.socket_path.unlink(missing_ok=True)
-        self.stopping.clear()
-        server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix=socket_name(self.cell))
-        )
-        api_pb2_grpc.add_DevicePluginServicer_to_server(_Servicer(self), server)
-        server.add_insecure_port(_address(self.socket_path))
-        server.start()
-        self._server = server
-        log.info("serving %s on %s", self.resource, self.socket_path)
-
-    def register(self, kubelet_socket: Path, timeout: float = 5.0) -> None:
-        """``Registration.Register`` with the kubelet; raises ``grpc.RpcError``."""
-        request = api_pb2.RegisterRequest(
-            version=API_VERSION,
-            endpoint=self.socket_path.name,
-            resource_name=self.resource,
-            options=api_pb2.DevicePluginOptions(),
-        )
-        with grpc.insecure_channel(_address(kubelet_socket)) as channel:
-            api_pb2_grpc.RegistrationStub(channel).Register(request, timeout=timeout)
-        log.info("registered %s with %s (%d devices)", self.resource, kubelet_socket, self.count)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        server, self._server = self._server, None
-        if server is not None:
-            server.stop(grace=None).wait()
-            self.socket_path.unlink(missing_ok=True)
+def cell_plugin(cell: int, plugin_dir: Path, count: int = DEVICE_COUNT) -> DevicePluginServer:
+    """The device plugin of one cell, on ``<plugin dir>/kni.node_numacellNN``: upstream's answers,
+    no preferred allocation, no ``PreStartContainer``."""
+    return DevicePluginServer(
+        resource_name(cell),
+        cell_devices(cell, count),
+        plugin_dir,
+        socket_name=socket_name(cell),
+        allocate=functools.partial(allocate, cell),
+        get_preferred_allocation_available=False,
+    )
 
 
 def _inode(path: Path) -> int | None:
@@ -261,7 +179,7 @@ class Manager:
     again. Registration failures are retried on the next tick.
     """
 
-    plugins: list[CellPlugin]
+    plugins: list[DevicePluginServer]
     plugin_dir: Path
     interval: float = WATCH_INTERVAL
 
@@ -271,14 +189,14 @@ class Manager:
 
     @property
     def kubelet_socket(self) -> Path:
-        return self.plugin_dir / KUBELET_SOCKET
+        return self.plugin_dir / KUBELET_SOCKET_NAME
 
     def stop(self) -> None:
         self._stop.set()
 
     def run(self) -> None:
         registered_with: int | None = None
-        registered: set[int] = set()
+        registered: set[str] = set()
         try:
             while not self._stop.is_set():
                 kubelet = _inode(self.kubelet_socket)
@@ -295,20 +213,20 @@ class Manager:
                         registered_with = kubelet
                     for plugin in self.plugins:
                         if not plugin.serving or not plugin.socket_path.exists():
-                            registered.discard(plugin.cell)
-                        if plugin.cell not in registered and self._register(plugin):
-                            registered.add(plugin.cell)
+                            registered.discard(plugin.resource_name)
+                        if plugin.resource_name not in registered and self._register(plugin):
+                            registered.add(plugin.resource_name)
                 self._stop.wait(self.interval)
         finally:
             for plugin in self.plugins:
                 plugin.stop()
 
-    def _register(self, plugin: CellPlugin) -> bool:
+    def _register(self, plugin: DevicePluginServer) -> bool:
         try:
-            plugin.serve()
+            plugin.start()
             plugin.register(self.kubelet_socket)
         except grpc.RpcError as err:
-            log.error("registration of %s failed (retrying): %s", plugin.resource, err)
+            log.error("registration of %s failed (retrying): %s", plugin.resource_name, err)
             return False
         self.registrations += 1
         return True
@@ -373,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.getpid(),
     )
     count = args.devices if args.devices > 0 else DEVICE_COUNT
-    plugins = [CellPlugin(cell, plugin_dir, count) for cell in cells]
+    plugins = [cell_plugin(cell, plugin_dir, count) for cell in cells]
     too_long = [str(p.socket_path) for p in plugins if len(os.fsencode(str(p.socket_path))) > MAX_SOCKET_PATH]
     if too_long:
         log.error("unix socket paths longer than %d bytes: %s", MAX_SOCKET_PATH, ", ".join(too_long))

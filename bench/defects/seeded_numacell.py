@@ -3,6 +3,7 @@ original function and returns the broken one, reaching the product only through 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -14,10 +15,7 @@ def advertises_zone_zero(original: Fn) -> Fn:
     """Every cell's devices are advertised on NUMA node 0."""
 
     @functools.wraps(original)
-    def list_response(*args: Any, **kwargs: Any) -> Any:
-        response = original(*args, **kwargs)
-        for device in response.devices:
-            device.topology.nodes[0].ID = 0
-        return response
+    def cell_devices(*args: Any, **kwargs: Any) -> Any:
+        return [dataclasses.replace(device, numa_nodes=(0,)) for device in original(*args, **kwargs)]
 
-    return list_response
+    return cell_devices

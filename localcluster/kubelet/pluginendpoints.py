@@ -22,7 +22,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 
-from nrop.localcluster.kubelet.cm import Device
+from nrop.api.deviceplugin import Device
 from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers, PodAllocation
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     ENDPOINT_STOP_GRACE_PERIOD,

@@ -22,11 +22,12 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
+from nrop.api.deviceplugin import Device
 from nrop.api.grpc.podresources.v1 import api_pb2, api_pb2_grpc
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.kubelet.cm.cpumanagerstate import decode_checkpoint
-from nrop.localcluster.kubelet.cm.devicemanager import Device
-from nrop.localcluster.kubelet.grpcservers import DevicePluginStub, device_plugin_dir, kubelet_socket
+from nrop.localcluster.kubelet.grpcservers import device_plugin_dir, kubelet_socket
+from nrop.numacell.server import DevicePluginServer
 from nrop.suite.e2e.wait import polling as waiting
 
 WORKER = "worker-0"
@@ -426,7 +427,7 @@ def test_device_plugin_registers_and_its_devices_are_allocated_numa_aligned(
 
     core = core_api(devices_cluster)
     root = node_root(devices_cluster, WORKER)
-    plugin = DevicePluginStub(
+    plugin = DevicePluginServer(
         "example.com/gpu",
         [Device(f"gpu{i}", True, (i // 2,)) for i in range(4)],
         device_plugin_dir(root),

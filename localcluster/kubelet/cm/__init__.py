@@ -41,7 +41,6 @@ from nrop.localcluster.kubelet.cm.cpumanagerstate import CPUManagerState
 from nrop.localcluster.kubelet.cm.cputopology import CPUInfo, CPUTopology, TopologyError
 from nrop.localcluster.kubelet.cm.devicemanager import (
     NODE_WITHOUT_TOPOLOGY,
-    Device,
     DeviceCheckpoint,
     DeviceContainer,
     DeviceManager,
@@ -59,7 +58,6 @@ __all__ = [
     "CPUManagerState",
     "CPUTopology",
     "ContainerCPURequest",
-    "Device",
     "DeviceCheckpoint",
     "DeviceContainer",
     "DeviceManager",

@@ -3,8 +3,8 @@
 Owns what upstream ``pkg/kubelet/cm/devicemanager`` decides once device plugins have
 reported their devices:
 
-* the inventory per resource (healthy / unhealthy devices, NUMA affinity or none) and the
-  capacity/allocatable it implies;
+* the inventory per resource (healthy / unhealthy devices, NUMA affinity or none, as
+  :class:`nrop.api.deviceplugin.Device`) and the capacity/allocatable it implies;
 * topology hints for the container and pod scopes (``GetTopologyHints``,
   ``GetPodTopologyHints``, ``generateDeviceTopologyHints``);
 * ``devicesToAllocate`` (reusable init-container devices first, then aligned devices,
@@ -19,13 +19,12 @@ No I/O and no gRPC: the ``GetPreferredAllocation`` RPC is an optional callable, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from nrop.api.checkpoints import DEVICE_MANAGER_CHECKPOINT_FILE as CHECKPOINT_FILE
 from nrop.api.checkpoints import CorruptCheckpointError, DeviceCheckpoint, PodDevicesEntry
+from nrop.api.deviceplugin import Device, sorted_device_ids
 from nrop.localcluster.kubelet.cm import bitmask
 from nrop.localcluster.kubelet.cm.hints import TopologyHint
 
@@ -33,7 +32,6 @@ __all__ = [
     "CHECKPOINT_FILE",
     "NODE_WITHOUT_TOPOLOGY",
     "CorruptCheckpointError",
-    "Device",
     "DeviceAllocationError",
     "DeviceCheckpoint",
     "DeviceContainer",
@@ -52,28 +50,6 @@ PreferredAllocation = Callable[[frozenset[str], frozenset[str], int], Iterable[s
 
 class DeviceAllocationError(Exception):
     """A ``devicesToAllocate`` failure; the topology manager reports ``UnexpectedAdmissionError``."""
-
-
-def _natural_key(device_id: str) -> list[Any]:
-    # Upstream picks in Go map order (random); we pick in natural id order (dev2 < dev10).
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", device_id)]
-
-
-def _sorted_ids(ids: Iterable[str]) -> list[str]:
-    return sorted(ids, key=_natural_key)
-
-
-@dataclass(frozen=True)
-class Device:
-    """One device as ``ListAndWatch`` reports it."""
-
-    id: str
-    healthy: bool = True
-    #: ``Topology.Nodes`` ids; ``None`` when the plugin sent no ``Topology`` at all.
-    numa_nodes: tuple[int, ...] | None = None
-
-    def nodes(self) -> tuple[int, ...]:
-        return self.numa_nodes or ()
 
 
 @dataclass(frozen=True)
@@ -367,7 +343,7 @@ class DeviceManager:
 
         def take_from(candidates: Iterable[str]) -> bool:
             nonlocal needed
-            for device_id in _sorted_ids(set(candidates) - allocated):
+            for device_id in sorted_device_ids(set(candidates) - allocated):
                 in_use.add(device_id)
                 allocated.add(device_id)
                 needed -= 1
@@ -404,7 +380,7 @@ class DeviceManager:
 
     def _record(self, pod_uid: str, container: str, resource: str, devices: set[str]) -> None:
         per_numa: DevicesPerNUMA = {}
-        for device_id in _sorted_ids(devices):
+        for device_id in sorted_device_ids(devices):
             for node in self._device_nodes(resource, device_id) or (NODE_WITHOUT_TOPOLOGY,):
                 per_numa.setdefault(node, []).append(device_id)
         self.pod_devices.setdefault(pod_uid, {}).setdefault(container, {})[resource] = _ContainerDevices(
@@ -476,7 +452,7 @@ class DeviceManager:
             for ctr in sorted(self.pod_devices[uid])
             for res, entry in sorted(self.pod_devices[uid][ctr].items())
         ]
-        registered = {res: _sorted_ids(ids) for res, ids in sorted(self.healthy.items())}
+        registered = {res: sorted_device_ids(ids) for res, ids in sorted(self.healthy.items())}
         return DeviceCheckpoint(entries or None, registered)
 
     def restore(self, checkpoint: DeviceCheckpoint) -> None:

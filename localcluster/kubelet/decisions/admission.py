@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from nrop.api.deviceplugin import Device
 from nrop.api.qos import pod_qos_class
 from nrop.localcluster.kubelet.cm import (
     NODE_WITHOUT_TOPOLOGY,
     ContainerCPURequest,
     CPUManagerState,
-    Device,
     DeviceCheckpoint,
     DeviceContainer,
     DeviceManager,

@@ -1,13 +1,13 @@
 """The emulated kubelet's gRPC endpoints on unix sockets, as thin shells over its managers.
 
 * :mod:`.podresources`: the PodResources API v1 server that RTE reads;
-* :mod:`.deviceplugins`: the device plugin v1beta1 registration server and plugin clients;
-* :mod:`.testdeviceplugin`: a configurable device plugin for tests.
+* :mod:`.deviceplugins`: the device plugin v1beta1 registration server and plugin clients
+  (the plugins' side is :mod:`nrop.numacell.server`).
 
 Every socket lives under a node's root directory (``<root>/var/lib/kubelet/...``).
 
 Code outside this package imports only what ``__all__`` lists: the names below, and the two server
-modules for their constants; the test device plugin's module is internal.
+modules for their constants.
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from nrop.localcluster.kubelet.grpcservers.podresources import (
     PodResourcesServer,
     pod_resources_socket,
 )
-from nrop.localcluster.kubelet.grpcservers.testdeviceplugin import DevicePluginStub
 
 __all__ = [
     "DevicePluginError",
     "DevicePluginHandler",
-    "DevicePluginStub",
     "PluginClient",
     "PodResourcesProvider",
     "PodResourcesServer",

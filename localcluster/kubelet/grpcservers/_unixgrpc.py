@@ -1,6 +1,6 @@
 """gRPC over unix sockets, the way the kubelet serves and dials its local APIs.
 
-Owns what the three servers of this package share: the socket file's life (parent
+Owns what the two servers of this package share: the socket file's life (parent
 directory, stale file, permissions, removal), a thread-pool ``grpc.server`` with start
 and stop, and rendering a ``grpc.RpcError`` as the Go client prints it
 (``rpc error: code = Unknown desc = …``), so that messages built on top of it read like

@@ -18,7 +18,8 @@ allocatable drops to zero), then ``plugin_disconnected``; the kubelet forgets th
 after :data:`ENDPOINT_STOP_GRACE_PERIOD` unless the plugin registers again.
 
 What to allocate is decided by the pure :mod:`nrop.localcluster.kubelet.cm.devicemanager`;
-devices are reported as its :class:`~nrop.localcluster.kubelet.cm.devicemanager.Device`.
+devices are reported as :class:`nrop.api.deviceplugin.Device`. The plugin side of the API is
+:mod:`nrop.numacell.server`.
 """
 
 from __future__ import annotations
@@ -31,41 +32,32 @@ from typing import Protocol
 
 import grpc
 
+from nrop.api.deviceplugin import DEVICE_PLUGIN_PATH, HEALTHY, KUBELET_SOCKET_NAME, VERSION, Device
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.api.resources import is_extended_resource as is_extended_resource_name
-from nrop.localcluster.kubelet.cm import Device
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
 
 __all__ = [
     "DEVICE_PLUGIN_DIR",
     "DIAL_TIMEOUT",
     "ENDPOINT_STOP_GRACE_PERIOD",
-    "HEALTHY",
-    "KUBELET_SOCKET_NAME",
     "PRE_START_CONTAINER_TIMEOUT",
     "SUPPORTED_VERSIONS",
-    "UNHEALTHY",
-    "VERSION",
     "DevicePluginError",
     "DevicePluginHandler",
     "PluginClient",
     "RegistrationServer",
     "device_from_pb",
     "device_plugin_dir",
-    "device_to_pb",
     "is_extended_resource_name",
     "kubelet_socket",
 ]
 
 log = logging.getLogger(__name__)
 
-VERSION = "v1beta1"
-SUPPORTED_VERSIONS = ("v1beta1",)
-HEALTHY = "Healthy"
-UNHEALTHY = "Unhealthy"
+SUPPORTED_VERSIONS = (VERSION,)
 #: Relative to a node's root directory (``pluginapi.DevicePluginPath``).
-DEVICE_PLUGIN_DIR = Path("var/lib/kubelet/device-plugins")
-KUBELET_SOCKET_NAME = "kubelet.sock"
+DEVICE_PLUGIN_DIR = Path(DEVICE_PLUGIN_PATH).relative_to("/")
 CHECKPOINT_FILE = "kubelet_internal_checkpoint"
 #: ``KubeletPreStartContainerRPCTimeoutInSecs``.
 PRE_START_CONTAINER_TIMEOUT = 30.0
@@ -97,13 +89,6 @@ def device_from_pb(device: api_pb2.Device) -> Device:
     """``Topology`` unset -> ``numa_nodes=None``; health other than ``Healthy`` is unhealthy."""
     nodes = tuple(n.ID for n in device.topology.nodes) if device.HasField("topology") else None
     return Device(id=device.ID, healthy=device.health == HEALTHY, numa_nodes=nodes)
-
-
-def device_to_pb(device: Device) -> api_pb2.Device:
-    topology = None
-    if device.numa_nodes is not None:
-        topology = api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=n) for n in device.numa_nodes])
-    return api_pb2.Device(ID=device.id, health=HEALTHY if device.healthy else UNHEALTHY, topology=topology)
 
 
 class DevicePluginHandler(Protocol):

@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from nrop.localcluster.kubelet.cm.devicemanager import Device
+from nrop.api.deviceplugin import Device
+from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     DevicePluginError,
     PluginClient,
     RegistrationServer,
 )
 from nrop.numacell import deviceplugin as numacell
+from nrop.numacell import server
 from nrop.suite.e2e.wait.polling import wait_for
 
 TIMEOUT = 10.0
@@ -79,15 +81,24 @@ def test_read_cells_without_numa_is_one_cell(tmp_path: Path) -> None:
     assert numacell.read_cells(tmp_path) == [0]
 
 
-def test_cell_devices_and_list_response() -> None:
-    assert numacell.cell_devices(1, 3) == ["numacell01-000", "numacell01-001", "numacell01-002"]
+def test_cell_devices() -> None:
+    assert numacell.cell_devices(1, 3) == [
+        Device("numacell01-000", True, (1,)),
+        Device("numacell01-001", True, (1,)),
+        Device("numacell01-002", True, (1,)),
+    ]
     assert len(numacell.cell_devices(0)) == numacell.DEVICE_COUNT == 15
     assert len(numacell.cell_devices(0, 0)) == 15, "a non-positive count falls back to the default"
-    response = numacell.list_response(1, 2)
-    assert [(d.ID, d.health, [n.ID for n in d.topology.nodes]) for d in response.devices] == [
-        ("numacell01-000", "Healthy", [1]),
-        ("numacell01-001", "Healthy", [1]),
-    ]
+
+
+def test_cell_plugin() -> None:
+    plugin = numacell.cell_plugin(1, Path("/dp"), 2)
+    assert (plugin.resource_name, plugin.socket_path) == (
+        "kni.node/numacell01",
+        Path("/dp/kni.node_numacell01"),
+    )
+    assert plugin.devices == numacell.cell_devices(1, 2)
+    assert plugin.options() == api_pb2.DevicePluginOptions(), "upstream registers with empty options"
 
 
 @pytest.mark.parametrize(
@@ -99,7 +110,7 @@ def test_cell_devices_and_list_response() -> None:
     ],
 )
 def test_allocate_refusals(requests: list[list[str]], error: str) -> None:
-    with pytest.raises(numacell.AllocationError, match=error):
+    with pytest.raises(server.AllocationError, match=error):
         numacell.allocate(1, requests)
 
 
@@ -165,7 +176,7 @@ def _kubelet(plugin_dir: Path, recorder: Recorder) -> RegistrationServer:
 
 @pytest.fixture
 def manager(plugin_dir: Path) -> Iterator[numacell.Manager]:
-    plugins = [numacell.CellPlugin(cell, plugin_dir) for cell in (0, 1)]
+    plugins = [numacell.cell_plugin(cell, plugin_dir) for cell in (0, 1)]
     mgr = numacell.Manager(plugins, plugin_dir, interval=0.05)
     thread = threading.Thread(target=mgr.run, daemon=True)
     thread.start()

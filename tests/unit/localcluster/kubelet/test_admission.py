@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from nrop.api.deviceplugin import Device
 from nrop.localcluster.kubelet.cm import CPUTopology
 from nrop.localcluster.kubelet.cm.cpuset import CPUSet
-from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.decisions.admission import (
     ContainerKind,
     DeviceAllocation,

@@ -1,4 +1,5 @@
-"""Device plugin v1beta1 end to end over unix sockets: the stub plugin and the kubelet side."""
+"""Device plugin v1beta1 end to end over unix sockets: the kubelet side against the project's plugin
+server (:mod:`nrop.numacell.server`), configured here with devices of its own."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 import grpc
 import pytest
 
+from nrop.api.deviceplugin import Device
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
-from nrop.localcluster.kubelet.cm.devicemanager import Device
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     DevicePluginError,
     PluginClient,
@@ -22,11 +23,7 @@ from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     is_extended_resource_name,
     kubelet_socket,
 )
-from nrop.localcluster.kubelet.grpcservers.testdeviceplugin import (
-    DevicePluginStub,
-    RegistrationError,
-    preferred_devices,
-)
+from nrop.numacell.server import DevicePluginServer
 
 RESOURCE = "example.com/gpu"
 GPUS = [
@@ -114,15 +111,15 @@ def kubelet(root: Path, handler: RecordingHandler, _no_leaked_threads: None) -> 
 
 
 @pytest.fixture
-def plugin(root: Path, kubelet: RegistrationServer) -> Iterator[DevicePluginStub]:
-    stub = DevicePluginStub(RESOURCE, GPUS, device_plugin_dir(root))
-    stub.start()
-    yield stub
-    stub.stop(grace=0)
+def plugin(root: Path, kubelet: RegistrationServer) -> Iterator[DevicePluginServer]:
+    device_plugin = DevicePluginServer(RESOURCE, GPUS, device_plugin_dir(root))
+    device_plugin.start()
+    yield device_plugin
+    device_plugin.stop(grace=0)
 
 
 @pytest.fixture
-def client(plugin: DevicePluginStub, handler: RecordingHandler) -> PluginClient:
+def client(plugin: DevicePluginServer, handler: RecordingHandler) -> PluginClient:
     plugin.register()
     handler.wait_devices(RESOURCE, GPUS)
     return handler.clients[RESOURCE]
@@ -134,7 +131,7 @@ def test_path_conventions(root: Path) -> None:
 
 
 def test_registration_connects_and_list_and_watch_delivers_devices_with_topology(
-    client: PluginClient, handler: RecordingHandler, kubelet: RegistrationServer, plugin: DevicePluginStub
+    client: PluginClient, handler: RecordingHandler, kubelet: RegistrationServer, plugin: DevicePluginServer
 ) -> None:
     assert handler.kinds()[:2] == ["connected", "devices"]
     assert kubelet.clients == {RESOURCE: client}
@@ -148,7 +145,7 @@ def test_registration_connects_and_list_and_watch_delivers_devices_with_topology
 
 
 def test_health_change_propagates(
-    client: PluginClient, handler: RecordingHandler, plugin: DevicePluginStub
+    client: PluginClient, handler: RecordingHandler, plugin: DevicePluginServer
 ) -> None:
     plugin.set_device_health("gpu1", healthy=False)
     expected = [Device(d.id, d.id != "gpu1", d.numa_nodes) for d in GPUS]
@@ -159,7 +156,7 @@ def test_health_change_propagates(
     handler.wait_devices(RESOURCE, GPUS[:2])
 
 
-def test_allocate_round_trip(client: PluginClient, plugin: DevicePluginStub) -> None:
+def test_allocate_round_trip(client: PluginClient, plugin: DevicePluginServer) -> None:
     response = client.allocate([["gpu0", "gpu1"], ["gpu9"]])
     first, second = response.container_responses
     assert dict(first.envs) == {"EXAMPLE_COM_GPU": "gpu0,gpu1"}
@@ -171,7 +168,7 @@ def test_allocate_round_trip(client: PluginClient, plugin: DevicePluginStub) -> 
     ]
 
 
-def test_allocate_errors_read_like_grpc_go(client: PluginClient, plugin: DevicePluginStub) -> None:
+def test_allocate_errors_read_like_grpc_go(client: PluginClient, plugin: DevicePluginServer) -> None:
     with pytest.raises(DevicePluginError) as info:
         client.allocate([["gpu7"]])
     assert str(info.value) == (
@@ -182,7 +179,7 @@ def test_allocate_errors_read_like_grpc_go(client: PluginClient, plugin: DeviceP
         client.allocate([["gpu0"]])
 
 
-def test_get_preferred_allocation_round_trip(client: PluginClient, plugin: DevicePluginStub) -> None:
+def test_get_preferred_allocation_round_trip(client: PluginClient, plugin: DevicePluginServer) -> None:
     assert client.preferred_allocation is not None
     ids = client.get_preferred_allocation(frozenset(d.id for d in GPUS), frozenset(), 2)
     assert ids == ["gpu0", "gpu1"]
@@ -195,30 +192,30 @@ def test_get_preferred_allocation_round_trip(client: PluginClient, plugin: Devic
 def test_pre_start_container_only_when_requested(
     root: Path, kubelet: RegistrationServer, handler: RecordingHandler
 ) -> None:
-    stub = DevicePluginStub(
+    device_plugin = DevicePluginServer(
         "example.com/fpga",
         [Device("f0", True, (0,))],
         device_plugin_dir(root),
         pre_start_required=True,
         get_preferred_allocation_available=False,
     )
-    with stub:
-        stub.register()
+    with device_plugin:
+        device_plugin.register()
         handler.wait(lambda: "example.com/fpga" in handler.devices, "fpga devices")
         client = handler.clients["example.com/fpga"]
         assert client.preferred_allocation is None
         assert client.get_preferred_allocation({"f0"}, set(), 1) == []
         client.pre_start_container(["f0"])
-        assert [list(r.devices_ids) for r in stub.pre_start_requests] == [["f0"]]
-        assert stub.preferred_requests == []
+        assert [list(r.devices_ids) for r in device_plugin.pre_start_requests] == [["f0"]]
+        assert not device_plugin.preferred_requests
 
 
 def test_wrong_version_is_rejected_with_the_upstream_message(
-    plugin: DevicePluginStub, kubelet: RegistrationServer, handler: RecordingHandler
+    plugin: DevicePluginServer, kubelet: RegistrationServer, handler: RecordingHandler
 ) -> None:
-    with pytest.raises(RegistrationError) as info:
+    with pytest.raises(grpc.RpcError) as info:
         plugin.register(version="v1alpha1")
-    assert info.value.details == (
+    assert info.value.details() == (
         'requested API version "v1alpha1" is not supported by kubelet. Supported version is ["v1beta1"]'
     )
     assert kubelet.clients == {}
@@ -244,24 +241,24 @@ def test_is_extended_resource_name(name: str, valid: bool) -> None:
 
 def test_invalid_resource_name_is_rejected(root: Path, kubelet: RegistrationServer) -> None:
     with (
-        DevicePluginStub("gpu", GPUS, device_plugin_dir(root)) as stub,
-        pytest.raises(RegistrationError) as info,
+        DevicePluginServer("gpu", GPUS, device_plugin_dir(root)) as device_plugin,
+        pytest.raises(grpc.RpcError) as info,
     ):
-        stub.register()
-    assert info.value.details == 'the ResourceName "gpu" is invalid'
+        device_plugin.register()
+    assert info.value.details() == 'the ResourceName "gpu" is invalid'
 
 
 def test_missing_endpoint_socket_is_rejected(root: Path, kubelet: RegistrationServer) -> None:
-    stub = DevicePluginStub(RESOURCE, GPUS, device_plugin_dir(root))  # never started
-    with pytest.raises(RegistrationError) as info:
-        stub.register()
-    assert info.value.details.startswith("failed to dial device plugin: dial unix ")
-    assert info.value.details.endswith("connect: no such file or directory")
+    device_plugin = DevicePluginServer(RESOURCE, GPUS, device_plugin_dir(root))  # never started
+    with pytest.raises(grpc.RpcError) as info:
+        device_plugin.register()
+    assert info.value.details().startswith("failed to dial device plugin: dial unix ")
+    assert info.value.details().endswith("connect: no such file or directory")
     assert kubelet.clients == {}
 
 
 def test_plugin_stopped_reports_devices_unhealthy_then_disconnected(
-    client: PluginClient, handler: RecordingHandler, kubelet: RegistrationServer, plugin: DevicePluginStub
+    client: PluginClient, handler: RecordingHandler, kubelet: RegistrationServer, plugin: DevicePluginServer
 ) -> None:
     plugin.stop(grace=0)
     handler.wait(lambda: handler.kinds()[-1:] == ["disconnected"], "a disconnect")
@@ -274,7 +271,7 @@ def test_plugin_stopped_reports_devices_unhealthy_then_disconnected(
 
 
 def test_reregistration_replaces_the_old_client_silently(
-    client: PluginClient, handler: RecordingHandler, kubelet: RegistrationServer, plugin: DevicePluginStub
+    client: PluginClient, handler: RecordingHandler, kubelet: RegistrationServer, plugin: DevicePluginServer
 ) -> None:
     plugin.register()
     handler.wait(lambda: handler.kinds().count("connected") == 2, "a second connection")
@@ -299,45 +296,20 @@ def test_kubelet_stop_disconnects_plugins(
 
 
 def test_kubelet_start_removes_leftover_plugin_sockets(root: Path, handler: RecordingHandler) -> None:
-    stub = DevicePluginStub(RESOURCE, GPUS, device_plugin_dir(root))
-    with stub:
-        assert stub.socket_path.is_socket()
+    device_plugin = DevicePluginServer(RESOURCE, GPUS, device_plugin_dir(root))
+    with device_plugin:
+        assert device_plugin.socket_path.is_socket()
         server = RegistrationServer(kubelet_socket(root), handler)
         with server:
-            assert not stub.socket_path.exists()
+            assert not device_plugin.socket_path.exists()
 
 
-def test_raw_stub_sees_the_initial_list_immediately(root: Path, _no_leaked_threads: None) -> None:
+def test_raw_client_sees_the_initial_list_immediately(root: Path, _no_leaked_threads: None) -> None:
     # The wire format as any kubelet would see it, without our client.
-    stub = DevicePluginStub(RESOURCE, GPUS[:1], device_plugin_dir(root))
-    with stub, grpc.insecure_channel(stub.address) as channel:
+    device_plugin = DevicePluginServer(RESOURCE, GPUS[:1], device_plugin_dir(root))
+    with device_plugin, grpc.insecure_channel(device_plugin.address) as channel:
         stream = api_pb2_grpc.DevicePluginStub(channel).ListAndWatch(api_pb2.Empty(), timeout=TIMEOUT)
         first = next(stream)
         stream.cancel()
     (device,) = first.devices
     assert (device.ID, device.health, [n.ID for n in device.topology.nodes]) == ("gpu0", "Healthy", [0])
-
-
-@pytest.mark.parametrize(
-    ("available", "must", "size", "expected"),
-    [
-        pytest.param(
-            ["gpu0", "gpu1", "gpu2", "gpu3", "gpu4"], [], 3, ["gpu2", "gpu3", "gpu4"], id="node-that-fits"
-        ),
-        pytest.param(
-            ["gpu0", "gpu1", "gpu2", "gpu3", "gpu4"], [], 2, ["gpu0", "gpu1"], id="smallest-node-that-fits"
-        ),
-        pytest.param(
-            ["gpu0", "gpu1", "gpu2", "gpu3", "gpu4"],
-            [],
-            4,
-            ["gpu2", "gpu3", "gpu4", "gpu0"],
-            id="larger-node-first-when-none-fits",
-        ),
-        pytest.param(["gpu0", "gpu1", "gpu2"], ["gpu0"], 2, ["gpu0", "gpu1"], id="must-include-node"),
-        pytest.param(["gpu0", "gpu2", "gpu9"], [], 3, ["gpu0", "gpu2", "gpu9"], id="spill-then-no-topology"),
-        pytest.param(["gpu0", "gpu1"], ["gpu1", "gpu0"], 1, ["gpu0"], id="must-include-truncated"),
-    ],
-)
-def test_preferred_devices(available, must, size, expected) -> None:
-    assert preferred_devices({d.id: d for d in GPUS}, available, must, size) == expected

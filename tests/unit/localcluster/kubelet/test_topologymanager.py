@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from nrop.api.deviceplugin import Device
 from nrop.localcluster.kubelet.cm import bitmask
-from nrop.localcluster.kubelet.cm.devicemanager import Device, DeviceContainer, DeviceManager, DevicePod
+from nrop.localcluster.kubelet.cm.devicemanager import DeviceContainer, DeviceManager, DevicePod
 from nrop.localcluster.kubelet.cm.hints import TopologyHint
 from nrop.localcluster.kubelet.cm.topologymanager import (
     TOPOLOGY_AFFINITY_MESSAGE,
