@@ -1357,6 +1357,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                     polling.poll(target, 10),
                 )
 
+        # upstream branches on the OpenShift version here (isCustomPolicySupportEnabled);
+        # the openshift profile (4.22) takes the branch of the platforms it runs on, in both suites
+        @pytest.mark.nrop_profile("openshift")
         @spec(
             "[test_id:84316] should change NRT attributes correctly when RTE is pointing to a different nodeGroup",
             "openshift",

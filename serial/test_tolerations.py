@@ -212,6 +212,9 @@ class TestClusterHasAtLeastOneSuitableNode:
     class TestWhenInvalidTolerationsAreSubmitted:
         pytestmark = spec("when invalid tolerations are submitted ", "tier2")
 
+        # upstream branches on the OpenShift version here (isPlatformVersionAtLeast("4.18"));
+        # the openshift profile (4.22) takes the branch of the platforms it runs on, in both suites
+        @pytest.mark.nrop_profile("openshift")
         @spec("[test_id:84302] should handle invalid field: operator")
         def test_84302_invalid_operator(self, rte: RteTarget, kube: Kube) -> None:
             platform = ocp.detect_platform(kube)
@@ -223,6 +226,9 @@ class TestClusterHasAtLeastOneSuitableNode:
             finally:
                 _reset_and_wait_ready(rte)
 
+        # upstream branches on the OpenShift version here (isPlatformVersionAtLeast("4.18"));
+        # the openshift profile (4.22) takes the branch of the platforms it runs on, in both suites
+        @pytest.mark.nrop_profile("openshift")
         @spec("[test_id:72862] should handle invalid field: effect")
         def test_72862_invalid_effect(self, rte: RteTarget, kube: Kube) -> None:
             platform = ocp.detect_platform(kube)
@@ -544,6 +550,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                             kube, rte.nrop_name, mutate, timeout=600, interval=polling.poll(rte.target, 30)
                         )
 
+            # upstream branches on the OpenShift version here (isCustomPolicySupportEnabled);
+            # the openshift profile (4.22) takes the branch of the platforms it runs on, in both suites
+            @pytest.mark.nrop_profile("openshift")
             @spec(
                 "[test_id:72854] should add tolerations in-place while RTEs are running",
                 "reboot_required",
@@ -574,6 +583,9 @@ class TestClusterHasAtLeastOneSuitableNode:
                     f"no RTE pod was found on node {go_quote(tainted_without_nrop)}"
                 )
 
+            # upstream branches on the OpenShift version here (isCustomPolicySupportEnabled);
+            # the openshift profile (4.22) takes the branch of the platforms it runs on, in both suites
+            @pytest.mark.nrop_profile("openshift")
             @spec(
                 "[test_id:72855] should tolerate node taint on NROP CR creation",
                 "reboot_required",
