@@ -5,9 +5,7 @@ then, knowing the selection, it decides how many workers to start (:func:`nrop.s
 over the spec durations in ``durations.json``, the machine's available memory and its cores, or ``-n N`` when
 given: the plugin holds xdist back until this point) and starts them itself. Each worker gets a
 *lane* of the plan (:func:`nrop.suite.plugin.lanes.plan`): its specs longest first, one cluster per
-profile it needs, and the lane's rank as its nice value (:data:`~nrop.suite.plugin.runstate.PRIORITY_INPUT`:
-the clusters that start together share the cores, the first-ranked lanes, which hold the longest
-specs, get theirs ready first); :class:`LaneScheduling`, the xdist scheduler of such a run, hands every worker
+profile it needs; :class:`LaneScheduling`, the xdist scheduler of such a run, hands every worker
 its lane one spec ahead (xdist runs a spec once it knows the next one), and a worker whose lane
 is done takes the shortest spec of its current profile not yet handed out from the lane
 expected to end last, when that ends the run sooner, so an estimate that was off costs no
@@ -32,7 +30,7 @@ from typing import Any
 import pytest
 
 from nrop.suite.plugin import lanes
-from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, FIRST_PROFILE_INPUT, PRIORITY_INPUT, PROFILE, state
+from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, FIRST_PROFILE_INPUT, PROFILE, state
 
 __all__ = ["DIST", "DURATIONS_FILE", "LaneScheduling", "available_memory", "load_durations"]
 
@@ -90,9 +88,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)
     if workers < 1 or (requested is None and workers < 2):
         return
-    plan = lanes.plan(
-        specs, workers, lanes.cluster_start(workers, cores), ready=lanes.ranked_ready(workers, cores)
-    )
+    plan = lanes.plan(specs, workers, lanes.cluster_start(workers, cores))
     run.lanes = {f"gw{index}": [spec.nodeid for spec in lane.specs] for index, lane in enumerate(plan)}
     run.estimates = {spec.nodeid: spec for spec in specs}
     how = "-n" if requested is not None else "chosen for the selection and this machine"
@@ -124,13 +120,11 @@ def _start_workers(session: pytest.Session, workers: int) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist: tell each worker its lane's rank (its priority) and the profile of its first cluster."""
+    """xdist: tell each worker the profile of its lane's first cluster."""
     run = state(node.config)
     if run.lanes is None:
         return
-    worker = node.workerinput["workerid"]
-    node.workerinput[PRIORITY_INPUT] = list(run.lanes).index(worker) if worker in run.lanes else 0
-    for nodeid in run.lanes.get(worker, []):
+    for nodeid in run.lanes.get(node.workerinput["workerid"], []):
         profile = run.estimates[nodeid].profile
         if profile is not None:
             node.workerinput[FIRST_PROFILE_INPUT] = profile

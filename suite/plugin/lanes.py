@@ -15,10 +15,7 @@ Pure decisions over plain data (no pytest, no I/O), used by :mod:`nrop.suite.plu
 * :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where starting
   a cluster of a profile the lane has not got yet costs a cluster start; so the
   specs of a profile other than the run's are spread over several clusters of that profile
-  when that ends the run sooner, and each lane runs its profiles one after the other;
-* :func:`ranked_ready`: clusters that start together share the cores, so a run gives its
-  lanes a priority (the worker of lane *k* runs at nice *k*, its clusters too): the first
-  lanes' clusters are ready sooner and take the longest specs, the last ones get less to do.
+  when that ends the run sooner, and each lane runs its profiles one after the other.
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ __all__ = [
     "estimate",
     "makespan",
     "plan",
-    "ranked_ready",
     "spec_key",
     "worker_count",
 ]
@@ -82,11 +78,9 @@ class Lane:
     seconds: float = 0.0
     #: the profiles of the lane's clusters, in the order it starts them
     profiles: list[str] = field(default_factory=list)
-    #: seconds until the lane's first cluster is ready (``None``: a cluster start like any other)
-    ready: float | None = None
 
     def add(self, spec: Spec, startup: float) -> None:
-        self.seconds += spec.seconds + self.start_cost(spec, startup)
+        self.seconds += spec.seconds + (0.0 if self.has_cluster_for(spec) else startup)
         if spec.profile is not None and spec.profile not in self.profiles:
             self.profiles.append(spec.profile)
         self.specs.append(spec)
@@ -94,25 +88,10 @@ class Lane:
     def has_cluster_for(self, spec: Spec) -> bool:
         return spec.profile is None or spec.profile in self.profiles
 
-    def start_cost(self, spec: Spec, startup: float) -> float:
-        """Seconds the lane waits for a cluster before ``spec`` can run (0: it has one)."""
-        if self.has_cluster_for(spec):
-            return 0.0
-        return self.ready if self.ready is not None and not self.profiles else startup
-
 
 def cluster_start(workers: int, cores: int) -> float:
     """Wall seconds until a worker's first cluster is ready when ``workers`` start theirs at once."""
     return CLUSTER_START_SECONDS + CLUSTER_START_CPU_SECONDS * workers / max(cores, 1)
-
-
-def ranked_ready(workers: int, cores: int) -> list[float]:
-    """Wall seconds until each lane's first cluster is ready when the ``workers`` start theirs at
-    once in priority order: lane *k*'s once its own and the *k* before it had their CPU time."""
-    return [
-        CLUSTER_START_SECONDS + CLUSTER_START_CPU_SECONDS * (rank + 1) / max(cores, 1)
-        for rank in range(workers)
-    ]
 
 
 def spec_key(nodeid: str) -> str:
@@ -133,30 +112,23 @@ def estimate(key: str, durations: Mapping[str, float]) -> float:
     return float(statistics.median(measured)) if measured else 0.0
 
 
-def plan(
-    specs: Sequence[Spec], workers: int, startup: float, *, ready: Sequence[float] | None = None
-) -> list[Lane]:
+def plan(specs: Sequence[Spec], workers: int, startup: float) -> list[Lane]:
     """``workers`` lanes (some maybe empty) running every spec, longest first: the better of two plans.
 
-    A cluster start costs ``startup``, or for lane *k*'s first cluster ``ready[k]`` when given
-    (lanes in priority order, :func:`ranked_ready`; the lanes come back in that order).
     *Mixed*: each spec, longest first, goes to the lane where it would end soonest, counting
-    the start when the lane has no cluster of its profile yet (ties: a lane that has one, then
+    ``startup`` when the lane has no cluster of its profile yet (ties: a lane that has one, then
     the lower index). *By profile* (when there are lanes enough): each lane one profile, a
     profile getting lanes while it is the one that would end last; its specs longest first
-    to its lane ending soonest; then the busiest lanes get the first ranks. Either way a lane
-    runs its profiles in the order it got them, each profile's specs longest first, so it
-    starts each cluster once.
+    to its lane ending soonest. Either way a lane runs its profiles in the order it got them,
+    each profile's specs longest first, so it starts each cluster once.
     """
     if workers < 1:
         raise ValueError(f"a plan needs at least one worker, not {workers}")
-    if ready is not None and len(ready) != workers:
-        raise ValueError(f"{len(ready)} ready times for {workers} workers")
     ordered = sorted(specs, key=lambda s: (-s.seconds, s.nodeid))
-    candidates = [_mixed(ordered, workers, startup, ready)]
+    candidates = [_mixed(ordered, workers, startup)]
     by_profile = _by_profile(ordered, workers, startup)
     if by_profile is not None:
-        candidates.append(by_profile if ready is None else _ranked(by_profile, startup, ready))
+        candidates.append(by_profile)
     best = min(candidates, key=makespan)  # the mixed plan on a tie
     for lane in best:
         rank = {profile: index for index, profile in enumerate(lane.profiles)}
@@ -167,19 +139,14 @@ def plan(
 def _soonest(lanes: Sequence[Lane], spec: Spec, startup: float) -> Lane:
     def ends(index: int) -> tuple[float, bool, int]:
         lane = lanes[index]
-        return (
-            lane.seconds + spec.seconds + lane.start_cost(spec, startup),
-            not lane.has_cluster_for(spec),
-            index,
-        )
+        has = lane.has_cluster_for(spec)
+        return (lane.seconds + spec.seconds + (0.0 if has else startup), not has, index)
 
     return lanes[min(range(len(lanes)), key=ends)]
 
 
-def _mixed(
-    ordered: Sequence[Spec], workers: int, startup: float, ready: Sequence[float] | None
-) -> list[Lane]:
-    lanes = [Lane(ready=None if ready is None else ready[index]) for index in range(workers)]
+def _mixed(ordered: Sequence[Spec], workers: int, startup: float) -> list[Lane]:
+    lanes = [Lane() for _ in range(workers)]
     for spec in ordered:
         _soonest(lanes, spec, startup).add(spec, startup)
     return lanes
@@ -212,17 +179,6 @@ def _by_profile(ordered: Sequence[Spec], workers: int, startup: float) -> list[L
     return lanes
 
 
-def _ranked(lanes: Sequence[Lane], startup: float, ready: Sequence[float]) -> list[Lane]:
-    """``lanes`` planned with every first cluster costing ``startup``, ranked busiest first and
-    given their rank's ready time instead."""
-    ranked = sorted(lanes, key=lambda lane: -lane.seconds)  # stable: equal lanes keep their order
-    for lane, when in zip(ranked, ready, strict=True):
-        lane.ready = when
-        if lane.profiles:
-            lane.seconds += when - startup
-    return ranked
-
-
 def makespan(lanes: Sequence[Lane]) -> float:
     """The planned wall seconds of a run: its longest lane."""
     return max((lane.seconds for lane in lanes), default=0.0)
@@ -240,20 +196,16 @@ def worker_count(
     """How many xdist workers a run on embedded clusters gets when ``-n`` is not given (0: serial).
 
     At most what the memory holds (``available_memory`` less ``reserve``, ``memory_per_worker``
-    each) and one per spec that needs a cluster; of those, the fewest whose plan (first
-    clusters starting together on ``cores`` in priority order, :func:`ranked_ready`; later
-    ones costing :func:`cluster_start`) ends within ``tolerance`` of the soonest (a worker
-    that does not shorten the run costs a cluster for nothing). One worker is no worker: the
-    run stays in the pytest process.
+    each) and one per spec that needs a cluster; of those, the fewest whose plan (clusters
+    starting together on ``cores``: :func:`cluster_start`) ends within ``tolerance`` of the
+    soonest (a worker that does not shorten the run costs a cluster for nothing). One worker
+    is no worker: the run stays in the pytest process.
     """
     needing = sum(1 for spec in specs if spec.profile is not None)
     ceiling = min(max(0, available_memory - reserve) // memory_per_worker, needing)
     if ceiling < 2:
         return 0
-    ends = {
-        n: makespan(plan(specs, n, cluster_start(n, cores), ready=ranked_ready(n, cores)))
-        for n in range(1, ceiling + 1)
-    }
+    ends = {n: makespan(plan(specs, n, cluster_start(n, cores))) for n in range(1, ceiling + 1)}
     best = min(ends.values())
     workers = min(n for n, end in ends.items() if end <= best * (1 + tolerance))
     return 0 if workers == 1 else workers

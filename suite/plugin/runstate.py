@@ -31,7 +31,6 @@ __all__ = [
     "CONTEXT_FIXTURE",
     "FIRST_PROFILE_INPUT",
     "PREPARE",
-    "PRIORITY_INPUT",
     "PROFILE",
     "REPORTS",
     "SPEC",
@@ -49,9 +48,6 @@ CONTEXT_FIXTURE = "_nrop_context"
 #: xdist workerinput key: the profile of the first cluster of a worker's lane, prepared as soon as
 #: the worker starts (while it collects), before its first spec asks for it.
 FIRST_PROFILE_INPUT = "nrop_first_profile"
-#: xdist workerinput key: the rank of a worker's lane (:func:`nrop.suite.plugin.lanes.ranked_ready`),
-#: the nice value the worker and the clusters it starts run at.
-PRIORITY_INPUT = "nrop_priority"
 #: Progress lines of a worker's leak check: the controller shows them (xdist workers say nothing).
 _LEAK_NOTE_PREFIXES = ("leak check:", "left behind:")
 

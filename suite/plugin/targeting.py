@@ -11,15 +11,13 @@ fixtures, switches the target and closes the previous one in the background (a r
 each profile's specs in one stretch); a spec whose setup waited for its target carries the
 seconds it waited (the property :data:`~nrop.suite.plugin.lanes.TARGET_SECONDS`). Targets are
 prepared ahead: in a serial run where selection said so; on an xdist worker its first one as
-the worker starts (the controller names its profile, and the worker first takes its lane's rank
-as its nice value, which the clusters it starts inherit) and the next one as soon as the spec
+the worker starts (the controller names its profile) and the next one as soon as the spec
 after the running one (the only one it knows) needs another profile. A run that ends
 abnormally still stops its embedded clusters (``pytest_unconfigure``).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -31,7 +29,6 @@ from nrop.suite.plugin.runstate import (
     CONTEXT_FIXTURE,
     FIRST_PROFILE_INPUT,
     PREPARE,
-    PRIORITY_INPUT,
     PROFILE,
     REPORTS,
     STATE,
@@ -43,10 +40,6 @@ from nrop.suite.plugin.session import Context, Targets
 __all__ = ["DEFAULT_FIXTURE_BASENAME"]
 
 DEFAULT_FIXTURE_BASENAME = "e2e-test"
-#: The lowest priority a worker takes (the largest nice value Linux has).
-MAX_NICE = 19
-
-log = logging.getLogger(__name__)
 
 
 def _targets(config: pytest.Config) -> Targets:
@@ -57,16 +50,9 @@ def _targets(config: pytest.Config) -> Targets:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """On an xdist worker: take its lane's priority, start preparing its first target while it collects."""
+    """On an xdist worker: start preparing its first target while it collects."""
     config = session.config
-    workerinput = getattr(config, "workerinput", {})
-    rank = int(workerinput.get(PRIORITY_INPUT, 0))
-    if rank > 0:
-        try:
-            os.nice(min(rank, MAX_NICE))
-        except OSError as exc:
-            log.debug("worker stays at its priority: %s", exc)
-    profile = workerinput.get(FIRST_PROFILE_INPUT)
+    profile = getattr(config, "workerinput", {}).get(FIRST_PROFILE_INPUT)
     if profile and state(config).worker is not None:
         targets = _targets(config)
         targets.prepare(targets.key_for(profile))
