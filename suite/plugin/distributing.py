@@ -6,7 +6,8 @@ over the spec durations in ``durations.json``, the machine's available memory an
 given: the plugin holds xdist back until this point) and starts them itself. Each worker gets a
 *lane* of the plan (:func:`nrop.suite.plugin.lanes.plan`): its specs longest first, one cluster per
 profile it needs; :class:`LaneScheduling`, the xdist scheduler of such a run, hands every worker
-its lane one spec ahead (xdist runs a spec once it knows the next one), and a worker whose lane
+its lane one spec ahead (xdist runs a spec once it knows the next one) from when that worker has
+collected (not when the last one has), and a worker whose lane
 is done takes the shortest spec of its current profile not yet handed out from the lane
 expected to end last, when that ends the run sooner, so an estimate that was off costs no
 extra cluster. A worker starts preparing its first cluster as it starts (told its profile
@@ -153,10 +154,7 @@ class LaneScheduling:
         lanes_by_worker: Mapping[str, Sequence[str]],
         estimates: Mapping[str, lanes.Spec],
     ) -> None:
-        from xdist.workermanage import parse_tx_spec_config
-
         self.config = config
-        self.numnodes = len(parse_tx_spec_config(config))
         self.lanes = {worker: deque(ids) for worker, ids in lanes_by_worker.items()}
         self.estimates = estimates
         self.orphans: deque[str] = deque()
@@ -171,14 +169,21 @@ class LaneScheduling:
 
     @property
     def collection_is_completed(self) -> bool:
-        return len(self.collections) >= self.numnodes
+        """Whether :meth:`schedule` may run: as soon as one worker has collected. xdist calls it
+        after each worker's collection, so a worker starts its lane once it has collected, not
+        once the last (lowest-priority) worker has."""
+        return bool(self.collections)
 
     def _unsent(self) -> bool:
         return bool(self.orphans) or any(self.lanes.values())
 
     @property
     def tests_finished(self) -> bool:
-        if not self.collection_is_completed or self.collection is None or self._unsent():
+        if (
+            self.collection is None
+            or self._unsent()
+            or any(node not in self.collections for node in self.nodes)
+        ):
             return False
         return all(len(pending) < 2 for pending in self.node2pending.values())
 
@@ -191,17 +196,38 @@ class LaneScheduling:
         self.node2pending[node] = []
 
     def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
+        """The first collection is the run's; one that differs is reported as a failed collection
+        and the run stops (every worker shut down, nothing more sent), as xdist's own schedulers do."""
         assert node in self.node2pending
-        if self.collection is not None and list(collection) != self.collection:
+        if self.collection is None:
+            self.collection = list(collection)
+            self._reconcile_plan()
+        elif list(collection) != self.collection:
             from xdist.report import report_collection_diff
 
             first = next(iter(self.collections))
-            log.warning(
-                "%s",
-                report_collection_diff(self.collection, collection, first.gateway.id, node.gateway.id),
+            message = report_collection_diff(self.collection, collection, first.gateway.id, node.gateway.id)
+            self.config.hook.pytest_collectreport(
+                report=pytest.CollectReport(node.gateway.id, "failed", longrepr=message, result=[])
             )
+            self.lanes.clear()
+            self.orphans.clear()
+            for other in self.nodes:
+                other.shutdown()
             return
         self.collections[node] = list(collection)
+
+    def _reconcile_plan(self) -> None:
+        """What the workers collected but the plan does not know (a plan is made from the same
+        selection: nothing, unless the workers' collection differs) runs wherever there is room;
+        what the plan names but nobody collected is dropped."""
+        assert self.collection is not None
+        planned = {nodeid for ids in self.lanes.values() for nodeid in ids}
+        self.orphans.extend(nodeid for nodeid in self.collection if nodeid not in planned)
+        known = set(self.collection)
+        for ids in self.lanes.values():
+            for nodeid in [nodeid for nodeid in ids if nodeid not in known]:
+                ids.remove(nodeid)
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
         self.node2pending[node].remove(item_index)
@@ -228,41 +254,19 @@ class LaneScheduling:
         return crashed
 
     def schedule(self) -> None:
+        """Called after each worker's collection: every worker that has collected gets its lane's
+        next specs (all lanes' first specs before any worker helps another)."""
         assert self.collection_is_completed
-        if self.collection is None:
-            collections = list(self.collections.values())
-            if any(collection != collections[0] for collection in collections[1:]):
-                self._report_different_collections()
-                return
-            self.collection = collections[0]
-            planned = {nodeid for ids in self.lanes.values() for nodeid in ids}
-            # what the workers collected but the plan does not know (a plan is made from the same
-            # selection: nothing, unless the workers' collection differs) runs wherever there is room
-            self.orphans.extend(nodeid for nodeid in self.collection if nodeid not in planned)
-            known = set(self.collection)
-            for ids in self.lanes.values():
-                for nodeid in [nodeid for nodeid in ids if nodeid not in known]:
-                    ids.remove(nodeid)
-        for node in self.nodes:  # every lane's first specs before any worker helps another
+        ready = [node for node in self.nodes if node in self.collections]
+        for node in ready:
             self._refill(node, helping=False)
-        for node in self.nodes:
+        for node in ready:
             self._refill(node)
-
-    def _report_different_collections(self) -> None:
-        from xdist.report import report_collection_diff
-
-        (first, col), *others = self.collections.items()
-        for node, collection in others:
-            message = report_collection_diff(col, collection, first.gateway.id, node.gateway.id)
-            if message:
-                self.config.hook.pytest_collectreport(
-                    report=pytest.CollectReport(node.gateway.id, "failed", longrepr=message, result=[])
-                )
 
     def _refill(self, node: Any, *, helping: bool = True) -> None:
         """Keep ``node`` two specs ahead from its lane (then orphans, then, ``helping``, another lane's);
         with nothing more for it, shut it down: its last spec runs, then its clusters close."""
-        if node.shutting_down or self.collection is None:
+        if node.shutting_down or self.collection is None or node not in self.collections:
             return
         pending = self.node2pending[node]
         sent: list[int] = []

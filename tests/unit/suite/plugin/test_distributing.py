@@ -42,11 +42,53 @@ def scheduling(
     collection = sorted(spec.nodeid for spec in specs)
     for worker in workers:
         sched.add_node(worker)
-    for worker in workers:
+    for worker in workers:  # as xdist's DSession does after each worker's collection
         sched.add_node_collection(worker, collection)
+        assert sched.collection_is_completed
+        sched.schedule()
+    return sched, workers, collection
+
+
+def test_a_worker_starts_its_lane_once_it_has_collected_not_once_all_have() -> None:
+    specs = [d("a", 10), d("b", 5), d("c", 5), d("e", 5)]
+    config: Any = SimpleNamespace()
+    sched = LaneScheduling(config, {"gw0": ["a", "b"], "gw1": ["c", "e"]}, {s.nodeid: s for s in specs})
+    first, late = Worker("gw0"), Worker("gw1")
+    sched.add_node(first)
+    sched.add_node(late)
+    collection = sorted(s.nodeid for s in specs)
+    assert not sched.collection_is_completed
+    sched.add_node_collection(first, collection)
     assert sched.collection_is_completed
     sched.schedule()
-    return sched, workers, collection
+    assert [collection[i] for i in first.sent] == ["a", "b"]
+    assert late.sent == []
+    for index in list(first.sent):
+        sched.mark_test_complete(first, index)
+    assert not sched.tests_finished  # gw1 has its lane still to collect and run
+    sched.add_node_collection(late, collection)
+    sched.schedule()
+    assert [collection[i] for i in late.sent] == ["c", "e"]
+
+
+def test_a_collection_that_differs_is_reported_and_stops_the_run() -> None:
+    reports: list[Any] = []
+
+    def collectreport(*, report: Any) -> None:  # xdist calls the hook with keywords
+        reports.append(report)
+
+    config: Any = SimpleNamespace(hook=SimpleNamespace(pytest_collectreport=collectreport))
+    specs = [d("a", 10), d("b", 5), d("c", 5)]
+    sched = LaneScheduling(config, {"gw0": ["a", "b"], "gw1": ["c"]}, {s.nodeid: s for s in specs})
+    good, odd = Worker("gw0"), Worker("gw1")
+    sched.add_node(good)
+    sched.add_node(odd)
+    sched.add_node_collection(good, ["a", "b", "c"])
+    sched.schedule()
+    sched.add_node_collection(odd, ["a", "b", "c", "x"])
+    assert [r.outcome for r in reports] == ["failed"]
+    assert good.shutting_down and odd.shutting_down and odd.sent == []
+    assert not sched.has_pending or sched.node2pending[good]  # only what gw0 was already sent
 
 
 def run_all(sched: LaneScheduling, workers: list[Worker], collection: list[str]) -> dict[str, list[str]]:
