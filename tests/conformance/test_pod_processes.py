@@ -453,12 +453,20 @@ def test_a_missing_configmap_waits_then_the_retry_starts_the_container(
             id="process-termination-message-file",
         ),
         pytest.param(
-            {"image": IMAGE, "command": ["sh", "-c", "true"]},
+            {"image": IMAGE, "command": ["bash", "-c", "true"]},
             "Failed",
             128,
             "StartError",
-            'exec: "sh": executable file not found in $PATH',
+            'exec: "bash": executable file not found in $PATH',
             id="process-not-in-the-image",
+        ),
+        pytest.param(
+            {"image": IMAGE, "command": ["sh", "-c", "exit 4"]},
+            "Failed",
+            4,
+            "Error",
+            None,
+            id="process-the-images-shell",
         ),
     ],
 )
@@ -808,6 +816,28 @@ def test_without_cap_sys_admin_mount_paths_are_rewritten_and_the_node_says_so(st
                 "permitted): their volumes are reached by rewriting mount paths in their command, args and env",
             )
         ]
+        # The image's shell finds the image's curl first on its PATH without a namespace too.
+        shell = {
+            "name": "c",
+            "image": IMAGE,
+            "command": [
+                "sh",
+                "-c",
+                "command -v curl; curl --connect-timeout 2 http://127.0.0.1:1/; echo rc=$?",
+            ],
+        }
+        core.create_namespaced_pod("default", pod_body("shell", shell, restart="Never"))
+        wait_for(
+            lambda: status_of(core, "default", "shell"),
+            lambda s: s.get("phase") == "Succeeded",
+            "pod shell to succeed",
+        )
+        found, failed, code = core.read_namespaced_pod_log("shell", "default").splitlines()
+        assert found.endswith("/containers/c/bin/curl")
+        assert (failed, code) == (
+            "curl: (7) Failed to connect to 127.0.0.1 port 1: Connection refused",
+            "rc=7",
+        )
         # Upstream's numacell container reads /sys and the device-plugin directory at their
         # defaults: the kubelet passes the node's paths as flags, and the cells register.
         plugins = "/var/lib/kubelet/device-plugins"
@@ -865,6 +895,31 @@ def test_kubectl_exec_runs_a_command_in_a_process_container(
         'container "pause" (image "quay.io/openshift-kni/pause:test-ci") is simulated by the embedded cluster'
         in simulated.stderr
     ), simulated.stderr
+
+
+def test_exec_of_the_images_curl_and_shell(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    """The image's curl by path and through ``sh -c`` (``PATH`` starts with the image's
+    executables); the container's loopback is its pod; a program the image lacks still fails."""
+    core.create_namespaced_pod(namespace, pod_body("curls", agent_container()))
+    wait_for_log(kubectl, namespace, "curls", "pid")
+    exec_ = functools.partial(kubectl, "exec", "-n", namespace, "curls", "-c", "agent", "--")
+    fetched = exec_("/bin/curl", "-s", "http://127.0.0.1:8080/metrics")
+    assert fetched.stdout == "agent_up 1\npath /metrics\n"
+    script = "command -v curl; curl -sS http://localhost:8080/x; curl --connect-timeout 5 http://$POD_IP:1/"
+    shell = exec_("sh", "-c", script, check=False)
+    pod_ip = core.read_namespaced_pod("curls", namespace).status.pod_ip
+    lines = shell.stdout.splitlines()
+    assert lines[0].endswith("/containers/agent/bin/curl"), shell.stdout
+    assert lines[1:3] == ["agent_up 1", "path /x"], shell.stdout
+    assert shell.returncode == 7, shell.stderr
+    assert f"curl: (7) Failed to connect to {pod_ip} port 1: Connection refused" in shell.stderr
+    missing = exec_("bash", "-c", "true", check=False)
+    assert missing.returncode == 1
+    assert 'exec: "bash": executable file not found in $PATH (the image provides ' in missing.stderr, (
+        missing.stderr
+    )
 
 
 def test_an_image_whose_program_is_unknown_says_so_once(
