@@ -21,6 +21,7 @@ __all__ = [
     "nodeaffinity",
     "nrt",
     "numaplacement",
+    "plainhttp",
     "platform",
     "podrequests",
     "podresources",
