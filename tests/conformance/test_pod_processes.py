@@ -17,23 +17,29 @@ instead and says so in a node event.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode, urlsplit
 
 import pytest
+import yaml
 from kubernetes import client, watch
 from procstate import alive
 
 from nrop.api.metatime import parse_time
+from nrop.localcluster.apiserver.wire import spdy
 from nrop.suite.e2e.wait import polling as waiting
 from nrop.suite.plugin import target
 
@@ -920,6 +926,93 @@ def test_exec_of_the_images_curl_and_shell(
     assert 'exec: "bash": executable file not found in $PATH (the image provides ' in missing.stderr, (
         missing.stderr
     )
+
+
+def _spdy_exec(
+    kubeconfig: Path, namespace: str, pod: str, command: list[str], *, stdin: bytes, tty: bool
+) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """``pods/exec`` as client-go's SPDY executor does it: the upgrade, one stream per channel,
+    stdin sent and closed; each channel's bytes and the error stream's Status."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    server = urlsplit(config["clusters"][0]["cluster"]["server"])
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    )
+    assert server.hostname and server.port
+    query = urlencode(
+        [("command", word) for word in command]
+        + [("container", "agent"), ("stdin", "true"), ("stdout", "true"), ("stderr", "true")]
+        + ([("tty", "true")] if tty else [])
+    )
+    channels = ["error", "stdin", "stdout", "resize" if tty else "stderr"]
+    writer, reader = spdy.Writer(), spdy.Reader()
+    with (
+        socket.create_connection((server.hostname, server.port), timeout=TIMEOUT) as raw,
+        context.wrap_socket(raw, server_hostname=server.hostname) as conn,
+    ):
+        conn.sendall(
+            (
+                f"POST /api/v1/namespaces/{namespace}/pods/{pod}/exec?{query} HTTP/1.1\r\n"
+                f"Host: {server.netloc}\r\nAuthorization: Bearer {config['users'][0]['user']['token']}\r\n"
+                "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v5.channel.k8s.io\r\n"
+                "X-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n"
+            ).encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += conn.recv(1)
+        assert head.startswith(b"HTTP/1.1 101 "), head
+        assert b"X-Stream-Protocol-Version: v4.channel.k8s.io" in head, head
+        ids = {name: 1 + 2 * index for index, name in enumerate(channels)}
+        conn.sendall(b"".join(writer.syn_stream(ids[name], {"streamType": [name]}) for name in channels))
+        conn.sendall(spdy.Writer.data(ids["stdin"], stdin) + spdy.Writer.data(ids["stdin"], b"", fin=True))
+        conn.sendall(spdy.Writer.ping(1))
+        names = {stream: name for name, stream in ids.items()}
+        received: dict[str, bytes] = dict.fromkeys(channels, b"")
+        replied, finished, pinged = set(), set(), False
+        while "error" not in finished:
+            for frame in reader.feed(conn.recv(65536)):
+                if isinstance(frame, spdy.SynReply):
+                    replied.add(names[frame.stream_id])
+                elif isinstance(frame, spdy.Data):
+                    received[names[frame.stream_id]] += frame.data
+                    if frame.fin:
+                        finished.add(names[frame.stream_id])
+                elif isinstance(frame, spdy.Ping):
+                    pinged = True
+        conn.sendall(spdy.Writer.goaway(0))
+    assert replied == set(channels)
+    assert pinged
+    return received, json.loads(received.pop("error"))
+
+
+@pytest.mark.parametrize("tty", [False, True], ids=["pipes", "tty"])
+def test_exec_over_spdy_as_client_go_does(
+    core: client.CoreV1Api,
+    kubectl: Callable[..., Any],
+    kubeconfig: Path,
+    namespace: str,
+    reader: str,
+    tty: bool,
+) -> None:
+    """Upstream's e2e binary execs with remotecommand.NewSPDYExecutor (stdin and a TTY)."""
+    core.create_namespaced_pod(namespace, pod_body("spdy", agent_container()))
+    wait_for_log(kubectl, namespace, "spdy", "pid")
+    script = "cat; echo out; echo err >&2; curl -s http://127.0.0.1:8080/x; exit 3"
+    streams, status = _spdy_exec(kubeconfig, namespace, "spdy", ["sh", "-c", script], stdin=b"in\n", tty=tty)
+    assert status["reason"] == "NonZeroExitCode"
+    assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
+    body = b"in\nout\nagent_up 1\npath /x\n"
+    if tty:  # a terminal joins stderr to stdout
+        assert sorted(streams["stdout"].splitlines()) == sorted(
+            b"in\nout\nerr\nagent_up 1\npath /x\n".splitlines()
+        )
+    else:
+        assert (streams["stdout"], streams["stderr"]) == (body, b"err\n")
+    ok, status = _spdy_exec(
+        kubeconfig, namespace, "spdy", ["/bin/curl", "-k", "http://localhost:8080/y"], stdin=b"", tty=tty
+    )
+    assert (ok["stdout"], status) == (b"agent_up 1\npath /y\n", {"metadata": {}, "status": "Success"})
 
 
 def test_an_image_whose_program_is_unknown_says_so_once(
