@@ -11,7 +11,7 @@ from pathlib import Path
 from setuptools import find_packages, setup
 
 HERE = Path(__file__).parent
-FOLDERS = ["api", "localcluster", "rte", "sched", "operator", "numacell", "suite"]
+FOLDERS = ["api", "localcluster", "rte", "sched", "operator", "numacell", "curl", "suite"]
 
 package_dir: dict[str, str] = {}
 packages: list[str] = []

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from nrop.localcluster.apiserver import kubeconfig, tls
 from nrop.localcluster.apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
+from nrop.localcluster.apiserver.listening import HTTPSSite
 from nrop.localcluster.apiserver.server import APIServer
 from nrop.localcluster.controllers import ControllerManager, ControllerSettings, clustermonitoring
 from nrop.localcluster.controllers.machineconfigoperator import MachineConfigOperator, booted_specs
@@ -100,9 +101,7 @@ class LocalCluster:
             shutdown_timeout=2.0,
         )
         await self._runner.setup()
-        site = web.TCPSite(
-            self._runner, self.config.host, self.config.port, ssl_context=tls.ssl_context(server_pair)
-        )
+        site = HTTPSSite(self._runner, self.config.host, self.config.port, tls.ssl_context(server_pair))
         await site.start()
         port = self._runner.addresses[0][1]
         self.server.address = f"{self.config.host}:{port}"

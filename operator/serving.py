@@ -7,22 +7,31 @@ endpoint meanwhile and logs why.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import logging
 import shutil
+import socket
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Final
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import start_http_server
+from prometheus_client import make_wsgi_app, start_http_server
+from prometheus_client.exposition import ThreadingWSGIServer
 
+from nrop.api import plainhttp
 from nrop.operator.certificates import self_signed
 
 __all__ = ["serve_health", "serve_metrics", "split_address"]
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 5.0
+#: How long a metrics client may take to send its first bytes and finish the TLS handshake.
+HANDSHAKE_TIMEOUT: Final = 10.0
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -53,24 +62,73 @@ def _retrying(what: str, address: str, bind: Callable[[str, int], None], stop: t
     threading.Thread(target=loop, name=f"bind-{what}", daemon=True).start()
 
 
+def _tls_or_go_answer(conn: socket.socket, context: ssl.SSLContext) -> ssl.SSLSocket | None:
+    """The TLS side of an accepted connection, or ``None`` once plain HTTP got Go's answer
+    (:mod:`nrop.api.plainhttp`) or the handshake failed; the caller closes ``conn``."""
+    conn.settimeout(HANDSHAKE_TIMEOUT)
+    try:
+        first = conn.recv(plainhttp.RECORD_HEADER, socket.MSG_PEEK | socket.MSG_WAITALL)
+        if plainhttp.classify(first) is plainhttp.First.PLAIN_HTTP:
+            conn.sendall(plainhttp.ANSWER)
+            conn.setblocking(False)
+            with contextlib.suppress(OSError):  # read what was sent (until EAGAIN): the close is then a FIN
+                while conn.recv(64 * 1024):
+                    pass
+            return None
+        tls = context.wrap_socket(conn, server_side=True)
+    except OSError as exc:
+        log.debug("metrics connection dropped before TLS: %s", exc)
+        return None
+    tls.settimeout(None)
+    return tls
+
+
+def _https_metrics(host: str, port: int, context: ssl.SSLContext) -> None:
+    """``/metrics`` of the default registry over TLS, one thread per connection (handshake included)."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+
+    class Server(ThreadingWSGIServer):
+        address_family = family
+
+        def finish_request(self, request: Any, client_address: Any) -> None:
+            tls = _tls_or_go_answer(request, context)
+            if tls is not None:
+                try:
+                    super().finish_request(tls, client_address)
+                finally:
+                    self.shutdown_request(tls)
+
+    httpd = make_server(host, port, make_wsgi_app(), Server, handler_class=_QuietWSGI)
+    threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()
+
+
 def serve_metrics(address: str, stop: threading.Event, secure: bool = True) -> None:
-    """Serve ``/metrics`` on ``address``; HTTPS with a self-signed certificate unless ``secure`` is False."""
+    """Serve ``/metrics`` on ``address``; HTTPS with a self-signed certificate unless ``secure`` is False.
+
+    Over HTTPS a client speaking plain HTTP gets the answer of Go's ``net/http``, as from
+    upstream's operator (controller-runtime's metrics server).
+    """
     if not secure:
         _retrying("metrics", address, lambda host, port: start_http_server(port, host), stop)
         return
     host, _ = split_address(address)
     cert, key = self_signed("numaresources-controller-manager", [host])
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     directory = Path(tempfile.mkdtemp(prefix="nrop-metrics-"))
-    (directory / "tls.crt").write_bytes(cert)
-    (directory / "tls.key").write_bytes(key)
-    (directory / "tls.key").chmod(0o600)
-
-    def bind(host: str, port: int) -> None:
-        start_http_server(port, host, certfile=str(directory / "tls.crt"), keyfile=str(directory / "tls.key"))
-        # the server holds the certificate now: the key leaves the disk (kept while binding retries)
+    try:
+        (directory / "tls.crt").write_bytes(cert)
+        (directory / "tls.key").write_bytes(key)
+        (directory / "tls.key").chmod(0o600)
+        context.load_cert_chain(directory / "tls.crt", directory / "tls.key")
+    finally:
+        # the context holds the certificate now: the key leaves the disk
         shutil.rmtree(directory, ignore_errors=True)
+    _retrying("metrics (https)", address, lambda host, port: _https_metrics(host, port, context), stop)
 
-    _retrying("metrics (https)", address, bind, stop)
+
+class _QuietWSGI(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        del format, args
 
 
 class _Health(http.server.BaseHTTPRequestHandler):

@@ -23,11 +23,14 @@ both ends pinned and the cipher list ignored; otherwise the listed TLS ≤ 1.2 s
 OpenSSL names, every TLS 1.3 suite staying enabled (neither Go nor Python's ``ssl`` can
 configure those). A list with TLS 1.3 suites only leaves Go no TLS ≤ 1.2 suite: here the
 minimum becomes TLS 1.3. Below TLS 1.2 OpenSSL's security level is lowered to 0, which OpenSSL 3
-needs to negotiate TLS 1.0/1.1 at all, as Go does when asked to.
+needs to negotiate TLS 1.0/1.1 at all, as Go does when asked to. Each connection's handshake
+runs in its own thread, after a look at its first bytes: plain HTTP gets the answer of Go's
+``net/http`` (``400 Bad Request``, :mod:`nrop.api.plainhttp`), as upstream's exporter gives it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import ssl
@@ -39,13 +42,15 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer, generate_latest
 
-from nrop.api import tlsprofiles
+from nrop.api import plainhttp, tlsprofiles
 from nrop.api.tlsprofiles import MetricsTLSPolicy
 
 __all__ = ["Metrics", "apply_tls_policy", "server_context"]
 
 log = logging.getLogger(__name__)
 
+#: How long a client may take to send its first bytes and finish the TLS handshake.
+HANDSHAKE_TIMEOUT: Final = 10.0
 _PATCH_RATIO_BUCKETS: Final = tuple(round(0.1 * i, 1) for i in range(1, 11))
 _SSL_VERSIONS: Final = {
     tlsprofiles.TLS10: ssl.TLSVersion.TLSv1,
@@ -95,6 +100,27 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
+def _tls_or_go_answer(conn: socket.socket, context: ssl.SSLContext) -> ssl.SSLSocket | None:
+    """The TLS side of an accepted connection, or ``None`` once plain HTTP got Go's answer
+    (:mod:`nrop.api.plainhttp`) or the handshake failed; the caller closes ``conn``."""
+    conn.settimeout(HANDSHAKE_TIMEOUT)
+    try:
+        first = conn.recv(plainhttp.RECORD_HEADER, socket.MSG_PEEK | socket.MSG_WAITALL)
+        if plainhttp.classify(first) is plainhttp.First.PLAIN_HTTP:
+            conn.sendall(plainhttp.ANSWER)
+            conn.setblocking(False)
+            with contextlib.suppress(OSError):  # read what was sent (until EAGAIN): the close is then a FIN
+                while conn.recv(64 * 1024):
+                    pass
+            return None
+        tls = context.wrap_socket(conn, server_side=True)
+    except OSError as exc:
+        log.debug("metrics connection dropped before TLS: %s", exc)
+        return None
+    tls.settimeout(None)
+    return tls
+
+
 def _start_server(
     address: str, port: int, registry: CollectorRegistry, context: ssl.SSLContext | None
 ) -> ThreadingWSGIServer:
@@ -105,9 +131,19 @@ def _start_server(
     class Server(ThreadingWSGIServer):
         address_family = family
 
+        def finish_request(self, request: Any, client_address: Any) -> None:
+            # TLS per connection, in its own thread, so that plain HTTP gets Go's answer
+            if context is None:
+                super().finish_request(request, client_address)
+                return
+            tls = _tls_or_go_answer(request, context)
+            if tls is not None:
+                try:
+                    super().finish_request(tls, client_address)
+                finally:
+                    self.shutdown_request(tls)
+
     httpd = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Server, handler_class=_QuietHandler)
-    if context is not None:
-        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()
     return httpd
 

@@ -1,6 +1,5 @@
-"""Running a command in a pod (``pods/exec``, upstream ``remoteexec.CommandOnPod``) and reading a
-pod's HTTPS endpoint through the API server's ``pods/proxy``, for the metrics, network-policy and
-version specs.
+"""Running a command in a pod (``pods/exec``, upstream ``remoteexec.CommandOnPod``), for the
+metrics, network-policy and version specs.
 """
 
 from __future__ import annotations
@@ -18,6 +17,13 @@ class ExecResult:
     returncode: int
     stdout: str
     stderr: str
+    #: Why the exec failed as client-go words it (``command terminated with exit code 7``, or the
+    #: server's message), empty when the command succeeded.
+    cause: str = ""
+
+    def error(self, command: Sequence[str]) -> str:
+        """``CommandOnPod``'s error: ``failed to run command [<command>]: <cause>``, empty on success."""
+        return f"failed to run command [{' '.join(command)}]: {self.cause}" if self.returncode else ""
 
 
 def exec_in_pod(
@@ -57,37 +63,27 @@ def exec_in_pod(
             stderr.append(resp.read_stderr())
     status_text = resp.read_channel(ERROR_CHANNEL)
     resp.close()
-    return ExecResult(_exit_code(status_text, stderr), "".join(stdout), "".join(stderr))
+    code, cause = _exit_code(status_text, stderr)
+    return ExecResult(code, "".join(stdout), "".join(stderr), cause)
 
 
-def _exit_code(status_text: str, stderr: list[str]) -> int:
-    """The exit code an exec error-channel Status (``metav1.Status`` JSON) stands for."""
+def _exit_code(status_text: str, stderr: list[str]) -> tuple[int, str]:
+    """The exit code an exec error-channel Status (``metav1.Status`` JSON) stands for, and the
+    cause as client-go's ``errorDecoderV4`` reports it."""
     if not status_text:
-        return 0
+        return 0, ""
     status = json.loads(status_text)
     if status.get("status") == "Success":
-        return 0
+        return 0, ""
     for cause in (status.get("details") or {}).get("causes") or ():
         if cause.get("reason") == "ExitCode":
-            return int(cause.get("message", "-1"))
-    stderr.append(str(status.get("message", "")))
-    return -1
+            code = int(cause.get("message", "-1"))
+            return code, f"command terminated with exit code {code}"
+    message = str(status.get("message", ""))
+    stderr.append(message)
+    return -1, message
 
 
 def join_host_port(host: str, port: str) -> str:
     """``net.JoinHostPort``."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def fetch_pod_https(kube: Kube, pod: Mapping[str, Any], port: str, path: str) -> str:
-    """GET ``https://<pod>:<port>/<path>`` through the API server's pods/proxy (certificate not
-    verified, like ``curl -k``)."""
-    from kubernetes import client
-
-    meta = pod["metadata"]
-    core = client.CoreV1Api(kube.api_client)
-    return str(
-        core.connect_get_namespaced_pod_proxy_with_path(
-            f"https:{meta['name']}:{port}", meta["namespace"], path
-        )
-    )

@@ -11,6 +11,7 @@ __all__ = [
     "errors",
     "kubeconfig",
     "lifecycle",
+    "listening",
     "openapi",
     "rbac",
     "registry",

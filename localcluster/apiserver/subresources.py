@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 #: Pod subresources that need connection upgrades (``kubectl exec|attach|port-forward|cp``).
 STREAMING_SUBRESOURCES = ("exec", "attach", "portforward")
+#: The upgrades ``exec`` is served over: kubectl 1.30+ (WebSocket) and client-go's SPDY executor.
+STREAM_UPGRADES = frozenset({"websocket", "spdy/3.1"})
 _SUB_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create", "DELETE": "delete"}
 
 
@@ -101,11 +103,11 @@ async def handle(
     sub = parsed.subresource
     if kind.storage == ("", "pods") and sub in STREAMING_SUBRESOURCES:
         streams = server.proxies.get(f"pods/{sub}")
-        if streams is not None and request.headers.get("Upgrade", "").lower() == "websocket":
+        if streams is not None and request.headers.get("Upgrade", "").lower() in STREAM_UPGRADES:
             return await streams(request, namespace, name, "")
         raise errors.BadRequest(
             f"pods/{sub} is not supported by the embedded cluster (nrop-cluster) except `exec` over "
-            "WebSocket into containers of the project's own image. Read a container's output with "
+            "WebSocket or SPDY/3.1 into containers that run as processes. Read a container's output with "
             "`kubectl logs`; run a command as a pod (or Job) of its own"
         )
     if not kind.has(sub):

@@ -11,7 +11,7 @@ served in-process instead of over the kubelet's port 10250):
 * ``numa``: this emulator's own per-NUMA-zone summary of allocatable vs. allocated
   resources (what ``nrop-cluster nodes`` prints; a real kubelet has no such endpoint);
 
-and ``pods/<name>/exec`` (WebSocket, :mod:`.execstreams`) into containers that run as processes.
+and ``pods/<name>/exec`` (WebSocket, :mod:`.execstreams`; SPDY/3.1, :mod:`.execspdy`) into containers that run as processes.
 
 Each node's container logs (:mod:`.containerlogs`) are registered in the API server's
 ``log_sources`` under the node's name, which ``pods/log`` reads; the logs of pods no kubelet of
@@ -44,7 +44,7 @@ from aiohttp import web
 
 from nrop.localcluster.apiserver import errors
 from nrop.localcluster.apiserver.clients import NO_NODE, LogQuery
-from nrop.localcluster.kubelet import execstreams
+from nrop.localcluster.kubelet import execspdy, execstreams
 from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.kubelet import Kubelet
@@ -132,7 +132,7 @@ class Fleet:
             self.server.log_sources.pop(name, None)
 
     async def exec(self, request: web.Request, namespace: str, name: str, _: str) -> web.StreamResponse:
-        """``pods/<name>/exec`` as a WebSocket stream (see :mod:`.execstreams`)."""
+        """``pods/<name>/exec`` as a WebSocket (:mod:`.execstreams`) or SPDY/3.1 (:mod:`.execspdy`) stream."""
         pod = self.server.store.get(("", "pods"), namespace, name)
         if pod is None:
             raise errors.NotFound.for_object("pods", "", name)
@@ -148,9 +148,13 @@ class Fleet:
         # a mirror pod stands for its static pod, which the kubelet knows by the hash
         meta = pod["metadata"]
         uid = (meta.get("annotations") or {}).get("kubernetes.io/config.mirror") or meta["uid"]
+        options = execstreams.ExecOptions.from_query(query)
+        if options.streams_nothing:
+            raise errors.BadRequest("you must specify at least 1 of stdin, stdout, stderr")
         process = kubelet.pods.exec_process(uid, container, tuple(command))
-        stdin = query.get("stdin", "").lower() in ("true", "1")
-        return await execstreams.serve(request, process, kubelet.supervisor, command, stdin=stdin)
+        if execspdy.is_spdy(request):
+            return await execspdy.serve(request, process, kubelet.supervisor, command, options)
+        return await execstreams.serve(request, process, kubelet.supervisor, command, options)
 
     async def proxy(
         self, request: web.Request, namespace: str, name: str, rest_path: str

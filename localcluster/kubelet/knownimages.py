@@ -11,6 +11,11 @@ containerd normalises it: ``pause:3.9`` is ``docker.io/library/pause``):
   device plugin (``/bin/numacell``, the project's ``numacell``), the resource topology
   exporter (``/bin/resource-topology-exporter``) and the scheduler-plugins scheduler
   (``/bin/kube-scheduler``, the project's ``nrop-scheduler``);
+* what the **base** of such an image brings that the suite execs (:data:`BASE_TOOLS`): upstream's
+  images are built on ubi9-minimal, rhel9-minimal or CentOS Stream 9, which ship ``sh`` and
+  ``curl`` (7.76.1): ``sh`` is the machine's ``/bin/sh`` (POSIX, on every Debian), ``curl`` the
+  project's ``nrop-curl``. The scheduler-plugins image of kubernetes-sigs is distroless and has
+  neither;
 * images that are **simulated** (:mod:`.simulation`): the pause image, whose entrypoint
   ``/pause`` runs until stopped and exits 0 on SIGTERM (upstream's ``quay.io/openshift-kni/pause``
   is built on ubi-minimal, so its ``/bin/sleep 1s`` init containers complete, as the simulator
@@ -40,6 +45,7 @@ from typing import Any
 from nrop.localcluster.kubelet.decisions.podruntime import normalize_image
 
 __all__ = [
+    "BASE_TOOLS",
     "DEFAULT_PATH_FLAGS",
     "KNOWN_IMAGES",
     "KnownImage",
@@ -62,11 +68,24 @@ class KnownImage:
     cmd: tuple[str, ...] = ()
     #: Executables of the image run as real processes: base name -> console script of this distribution.
     programs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: Executables its base image brings: base name -> console script, or a program of the machine.
+    tools: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def runs_processes(self) -> bool:
         """Whether the image's containers run as processes (else they are simulated)."""
         return bool(self.programs)
+
+    @property
+    def executables(self) -> Mapping[str, str]:
+        """Everything a process of the image may run: its base's tools and its own programs."""
+        return MappingProxyType({**self.tools, **self.programs})
+
+
+#: What the bases of upstream's images (ubi9-minimal, rhel9-minimal, CentOS Stream 9), and the
+#: project's image, provide that the suite execs in pods: the shell, the machine's (an absolute
+#: path names a program of the machine), and curl, the project's.
+BASE_TOOLS: Mapping[str, str] = MappingProxyType({"sh": "/bin/sh", "curl": "nrop-curl"})
 
 
 #: The images upstream's suite deploys or reads back, and what they run.
@@ -76,6 +95,7 @@ KNOWN_IMAGES: tuple[KnownImage, ...] = (
         ("*/openshift-kni/numacell-device-plugin",),
         entrypoint=("/bin/numacell", "-alsologtostderr", "-v", "3"),
         programs=MappingProxyType({"numacell": "numacell", "numazone": "numacell"}),
+        tools=BASE_TOOLS,
     ),
     KnownImage(
         "resource topology exporter",
@@ -85,10 +105,18 @@ KNOWN_IMAGES: tuple[KnownImage, ...] = (
         ),
         entrypoint=("/bin/resource-topology-exporter",),
         programs=MappingProxyType({"resource-topology-exporter": "resource-topology-exporter"}),
+        tools=BASE_TOOLS,
     ),
     KnownImage(
         "scheduler-plugins scheduler",
-        ("*/openshift-kni/scheduler-plugins", "*/scheduler-plugins/kube-scheduler"),
+        ("*/openshift-kni/scheduler-plugins",),
+        entrypoint=("/bin/kube-scheduler",),
+        programs=MappingProxyType({"kube-scheduler": "nrop-scheduler"}),
+        tools=BASE_TOOLS,
+    ),
+    KnownImage(
+        "scheduler-plugins scheduler (kubernetes-sigs, distroless)",
+        ("*/scheduler-plugins/kube-scheduler",),
         entrypoint=("/bin/kube-scheduler",),
         programs=MappingProxyType({"kube-scheduler": "nrop-scheduler"}),
     ),

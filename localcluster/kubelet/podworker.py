@@ -19,7 +19,9 @@ A thin I/O shell, driven by the kubelet's event loop (one event at a time):
   where the machine refuses those, with paths rewritten to their host side, the paths a
   program reads by default passed as flags (:data:`.knownimages.DEFAULT_PATH_FLAGS`) and
   ``KUBECONFIG`` pointing at the pod's kubeconfig; output into the pod log,
-  ``PYTHONUNBUFFERED=1`` and ``PATH``/``HOME``/``HOSTNAME`` as an image would set them) and
+  ``PYTHONUNBUFFERED=1`` and ``PATH``/``HOME``/``HOSTNAME`` as an image would set them, the
+  ``PATH`` starting with the container's ``bin`` directory of its image's executables
+  (:mod:`.imagebin`), and the pod's address as its loopback for the image's ``curl``) and
   kills the containers to stop (SIGTERM, SIGKILL after the grace period, at least 2 s as the
   kubelet's ``minimumGracePeriodInSeconds``);
 * process exits and probe results come back through the kubelet's queue as
@@ -42,16 +44,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nrop.curl.destinations import POD_LOOPBACK_VAR
 from nrop.localcluster.apiserver import kubeconfig
 from nrop.localcluster.apiserver.clients import LogQuery
 from nrop.localcluster.clock import Clock
-from nrop.localcluster.kubelet import podsite, volumes
+from nrop.localcluster.kubelet import imagebin, podsite, volumes
 from nrop.localcluster.kubelet.decisions import containerenv
 from nrop.localcluster.kubelet.decisions.entrypoints import (
     EntryPoint,
     RuntimeConfig,
     entry_point,
-    image_programs,
+    image_executables,
 )
 from nrop.localcluster.kubelet.decisions.podruntime import (
     FALLBACK_LOG_BYTES,
@@ -167,11 +170,15 @@ class PodWorker:
         #: What each container runs: ``command`` and ``args`` completed by its image's defaults.
         self._argv: dict[str, tuple[list[str], list[str]]] = {}
         self._behaviours: dict[str, Behaviour] = {}
+        #: What a ``PATH`` lookup in each process container finds (its ``bin`` directory).
+        self._executables: dict[str, Mapping[str, Path]] = {}
         for name, (_, c) in self._specs.items():
             image = str(c.get("image", ""))
             command, args = self._argv[name] = container_argv(c, known_image(image, ctx.config.images))
-            process = image_programs(image, ctx.config) is not None
-            self._behaviours[name] = PROCESS if process else behaviour_of([*command, *args])
+            executables = image_executables(image, ctx.config)
+            if executables is not None:
+                self._executables[name] = executables
+            self._behaviours[name] = PROCESS if executables is not None else behaviour_of([*command, *args])
         self._processes = frozenset(n for n, b in self._behaviours.items() if b.process)
         #: Simulated containers whose program the runtime does not know (they stand in as ``pause``).
         self.unknown_programs = frozenset(n for n, b in self._behaviours.items() if not b.known)
@@ -402,11 +409,13 @@ class PodWorker:
     def _image_env(self, name: str) -> dict[str, str]:
         hostname = self.ctx.node_name if (self.pod.get("spec") or {}).get("hostNetwork") else self.name
         env = {
-            "PATH": f"{self.ctx.config.bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "PATH": f"{self._container_dir(name) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "HOME": str(self._container_dir(name)),
             "HOSTNAME": hostname,
             "PYTHONUNBUFFERED": "1",
             "LANG": "C.UTF-8",
+            # no network namespace: the container's loopback is its pod's address (nrop.curl.destinations)
+            POD_LOOPBACK_VAR: self.pod_ip,
         }
         if self._kubeconfig is not None:
             env["KUBECONFIG"] = str(self._kubeconfig)
@@ -464,6 +473,7 @@ class PodWorker:
         container_dir = self._container_dir(name)
         container_dir.mkdir(parents=True, exist_ok=True)
         (container_dir / "termination-log").write_bytes(b"")
+        imagebin.populate(container_dir / "bin", self._executables.get(name, {}), self.ctx.config.bin_dir)
         probes = self._probe_specs(name)
         spec = self._process(name, *self._argv[name])
         logs = self.ctx.logs

@@ -11,7 +11,10 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import socket
 import ssl
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -803,3 +806,44 @@ def test_kubeconfig_ca_is_required(endpoint: Endpoint) -> None:
     with pytest.raises(ssl.SSLCertVerificationError):
         conn.request("GET", "/healthz")
     conn.close()
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "POST", "PUT", "OPTIONS"])
+def test_plain_http_gets_gos_answer(endpoint: Endpoint, method: str) -> None:
+    """kube-apiserver is Go's net/http: plain HTTP on its TLS port gets a 400 and a sentence, then the close."""
+    conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=10)
+    conn.request(method, "/healthz")
+    response = conn.getresponse()
+    assert (response.status, response.version, dict(response.headers)) == (400, 10, {})
+    assert response.read() == (
+        b"" if method == "HEAD" else b"Client sent an HTTP request to an HTTPS server.\n"
+    )
+    conn.close()
+    assert send(endpoint, "GET", "/healthz", token="").status == 200
+
+
+def test_plain_http_with_curl_succeeds(endpoint: Endpoint) -> None:
+    """What upstream's network-policy specs run: curl prints Go's answer and exits 0."""
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "nrop-curl"),
+            "--connect-timeout",
+            "5",
+            f"http://{endpoint.host}:{endpoint.port}",
+        ],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        b"Client sent an HTTP request to an HTTPS server.\n",
+        b"",
+    )
+
+
+def test_a_client_that_says_nothing_does_not_hold_the_port(endpoint: Endpoint) -> None:
+    with socket.create_connection((endpoint.host, endpoint.port), timeout=10) as silent:
+        assert send(endpoint, "GET", "/healthz", token="").status == 200
+        silent.sendall(b"\x16")  # a TLS record begins: the server waits for the rest of the hello
+        assert send(endpoint, "GET", "/healthz", token="").status == 200

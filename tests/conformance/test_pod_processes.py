@@ -17,23 +17,29 @@ instead and says so in a node event.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode, urlsplit
 
 import pytest
+import yaml
 from kubernetes import client, watch
 from procstate import alive
 
 from nrop.api.metatime import parse_time
+from nrop.localcluster.apiserver.wire import spdy
 from nrop.suite.e2e.wait import polling as waiting
 from nrop.suite.plugin import target
 
@@ -453,12 +459,20 @@ def test_a_missing_configmap_waits_then_the_retry_starts_the_container(
             id="process-termination-message-file",
         ),
         pytest.param(
-            {"image": IMAGE, "command": ["sh", "-c", "true"]},
+            {"image": IMAGE, "command": ["bash", "-c", "true"]},
             "Failed",
             128,
             "StartError",
-            'exec: "sh": executable file not found in $PATH',
+            'exec: "bash": executable file not found in $PATH',
             id="process-not-in-the-image",
+        ),
+        pytest.param(
+            {"image": IMAGE, "command": ["sh", "-c", "exit 4"]},
+            "Failed",
+            4,
+            "Error",
+            None,
+            id="process-the-images-shell",
         ),
     ],
 )
@@ -808,6 +822,28 @@ def test_without_cap_sys_admin_mount_paths_are_rewritten_and_the_node_says_so(st
                 "permitted): their volumes are reached by rewriting mount paths in their command, args and env",
             )
         ]
+        # The image's shell finds the image's curl first on its PATH without a namespace too.
+        shell = {
+            "name": "c",
+            "image": IMAGE,
+            "command": [
+                "sh",
+                "-c",
+                "command -v curl; curl --connect-timeout 2 http://127.0.0.1:1/; echo rc=$?",
+            ],
+        }
+        core.create_namespaced_pod("default", pod_body("shell", shell, restart="Never"))
+        wait_for(
+            lambda: status_of(core, "default", "shell"),
+            lambda s: s.get("phase") == "Succeeded",
+            "pod shell to succeed",
+        )
+        found, failed, code = core.read_namespaced_pod_log("shell", "default").splitlines()
+        assert found.endswith("/containers/c/bin/curl")
+        assert (failed, code) == (
+            "curl: (7) Failed to connect to 127.0.0.1 port 1: Connection refused",
+            "rc=7",
+        )
         # Upstream's numacell container reads /sys and the device-plugin directory at their
         # defaults: the kubelet passes the node's paths as flags, and the cells register.
         plugins = "/var/lib/kubelet/device-plugins"
@@ -865,6 +901,118 @@ def test_kubectl_exec_runs_a_command_in_a_process_container(
         'container "pause" (image "quay.io/openshift-kni/pause:test-ci") is simulated by the embedded cluster'
         in simulated.stderr
     ), simulated.stderr
+
+
+def test_exec_of_the_images_curl_and_shell(
+    core: client.CoreV1Api, kubectl: Callable[..., Any], namespace: str, reader: str
+) -> None:
+    """The image's curl by path and through ``sh -c`` (``PATH`` starts with the image's
+    executables); the container's loopback is its pod; a program the image lacks still fails."""
+    core.create_namespaced_pod(namespace, pod_body("curls", agent_container()))
+    wait_for_log(kubectl, namespace, "curls", "pid")
+    exec_ = functools.partial(kubectl, "exec", "-n", namespace, "curls", "-c", "agent", "--")
+    fetched = exec_("/bin/curl", "-s", "http://127.0.0.1:8080/metrics")
+    assert fetched.stdout == "agent_up 1\npath /metrics\n"
+    script = "command -v curl; curl -sS http://localhost:8080/x; curl --connect-timeout 5 http://$POD_IP:1/"
+    shell = exec_("sh", "-c", script, check=False)
+    pod_ip = core.read_namespaced_pod("curls", namespace).status.pod_ip
+    lines = shell.stdout.splitlines()
+    assert lines[0].endswith("/containers/agent/bin/curl"), shell.stdout
+    assert lines[1:3] == ["agent_up 1", "path /x"], shell.stdout
+    assert shell.returncode == 7, shell.stderr
+    assert f"curl: (7) Failed to connect to {pod_ip} port 1: Connection refused" in shell.stderr
+    missing = exec_("bash", "-c", "true", check=False)
+    assert missing.returncode == 1
+    assert 'exec: "bash": executable file not found in $PATH (the image provides ' in missing.stderr, (
+        missing.stderr
+    )
+
+
+def _spdy_exec(
+    kubeconfig: Path, namespace: str, pod: str, command: list[str], *, stdin: bytes, tty: bool
+) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """``pods/exec`` as client-go's SPDY executor does it: the upgrade, one stream per channel,
+    stdin sent and closed; each channel's bytes and the error stream's Status."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    server = urlsplit(config["clusters"][0]["cluster"]["server"])
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    )
+    assert server.hostname and server.port
+    query = urlencode(
+        [("command", word) for word in command]
+        + [("container", "agent"), ("stdin", "true"), ("stdout", "true"), ("stderr", "true")]
+        + ([("tty", "true")] if tty else [])
+    )
+    channels = ["error", "stdin", "stdout", "resize" if tty else "stderr"]
+    writer, reader = spdy.Writer(), spdy.Reader()
+    with (
+        socket.create_connection((server.hostname, server.port), timeout=TIMEOUT) as raw,
+        context.wrap_socket(raw, server_hostname=server.hostname) as conn,
+    ):
+        conn.sendall(
+            (
+                f"POST /api/v1/namespaces/{namespace}/pods/{pod}/exec?{query} HTTP/1.1\r\n"
+                f"Host: {server.netloc}\r\nAuthorization: Bearer {config['users'][0]['user']['token']}\r\n"
+                "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v5.channel.k8s.io\r\n"
+                "X-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n"
+            ).encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += conn.recv(1)
+        assert head.startswith(b"HTTP/1.1 101 "), head
+        assert b"X-Stream-Protocol-Version: v4.channel.k8s.io" in head, head
+        ids = {name: 1 + 2 * index for index, name in enumerate(channels)}
+        conn.sendall(b"".join(writer.syn_stream(ids[name], {"streamType": [name]}) for name in channels))
+        conn.sendall(spdy.Writer.data(ids["stdin"], stdin) + spdy.Writer.data(ids["stdin"], b"", fin=True))
+        conn.sendall(spdy.Writer.ping(1))
+        names = {stream: name for name, stream in ids.items()}
+        received: dict[str, bytes] = dict.fromkeys(channels, b"")
+        replied, finished, pinged = set(), set(), False
+        while "error" not in finished:
+            for frame in reader.feed(conn.recv(65536)):
+                if isinstance(frame, spdy.SynReply):
+                    replied.add(names[frame.stream_id])
+                elif isinstance(frame, spdy.Data):
+                    received[names[frame.stream_id]] += frame.data
+                    if frame.fin:
+                        finished.add(names[frame.stream_id])
+                elif isinstance(frame, spdy.Ping):
+                    pinged = True
+        conn.sendall(spdy.Writer.goaway(0))
+    assert replied == set(channels)
+    assert pinged
+    return received, json.loads(received.pop("error"))
+
+
+@pytest.mark.parametrize("tty", [False, True], ids=["pipes", "tty"])
+def test_exec_over_spdy_as_client_go_does(
+    core: client.CoreV1Api,
+    kubectl: Callable[..., Any],
+    kubeconfig: Path,
+    namespace: str,
+    reader: str,
+    tty: bool,
+) -> None:
+    """Upstream's e2e binary execs with remotecommand.NewSPDYExecutor (stdin and a TTY)."""
+    core.create_namespaced_pod(namespace, pod_body("spdy", agent_container()))
+    wait_for_log(kubectl, namespace, "spdy", "pid")
+    script = "cat; echo out; echo err >&2; curl -s http://127.0.0.1:8080/x; exit 3"
+    streams, status = _spdy_exec(kubeconfig, namespace, "spdy", ["sh", "-c", script], stdin=b"in\n", tty=tty)
+    assert status["reason"] == "NonZeroExitCode"
+    assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
+    body = b"in\nout\nagent_up 1\npath /x\n"
+    if tty:  # a terminal joins stderr to stdout
+        assert sorted(streams["stdout"].splitlines()) == sorted(
+            b"in\nout\nerr\nagent_up 1\npath /x\n".splitlines()
+        )
+    else:
+        assert (streams["stdout"], streams["stderr"]) == (body, b"err\n")
+    ok, status = _spdy_exec(
+        kubeconfig, namespace, "spdy", ["/bin/curl", "-k", "http://localhost:8080/y"], stdin=b"", tty=tty
+    )
+    assert (ok["stdout"], status) == (b"agent_up 1\npath /y\n", {"metadata": {}, "status": "Success"})
 
 
 def test_an_image_whose_program_is_unknown_says_so_once(

@@ -14,11 +14,18 @@ simulator" that the emulated container runtime applies to every container:
   processes (upstream's numacell, exporter and scheduler images) runs as a process too: its
   command (or the image's entrypoint, :func:`.knownimages.container_argv`) names one of the
   image's executables, which is the console script the table maps it to;
+* both also have what their base image brings that the suite execs
+  (:data:`.knownimages.BASE_TOOLS`: ``sh``, the machine's ``/bin/sh``, and ``curl``, the
+  project's ``nrop-curl``), except images known to have none (distroless);
 * the program is resolved in the bin directory of the Python environment the cluster runs
-  in; ``args`` follow. Anything else in such an image fails to start like a missing
-  executable does on a real node (``StartError``, exit code 128) with a message listing
-  what the image has;
+  in (an absolute path in the table is a program of the machine); ``args`` follow. Anything
+  else in such an image fails to start like a missing executable does on a real node
+  (``StartError``, exit code 128) with a message listing what the image has;
 * every other image is simulated (:mod:`.simulation`).
+
+:func:`image_executables` lists what a ``PATH`` lookup in a container of the image finds (the
+kubelet puts them in a directory of the container that starts its ``PATH``), so ``sh -c
+"curl ..."`` runs the image's programs as an exec of them does.
 
 Pure: the configuration (patterns, bin directory, script names, image table) is passed in;
 :func:`RuntimeConfig.for_this_environment` is where it is read from the installation.
@@ -35,7 +42,7 @@ from importlib import metadata
 from pathlib import Path
 
 from nrop.localcluster.kubelet.decisions.podruntime import normalize_image
-from nrop.localcluster.kubelet.knownimages import KNOWN_IMAGES, KnownImage, known_image
+from nrop.localcluster.kubelet.knownimages import BASE_TOOLS, KNOWN_IMAGES, KnownImage, known_image
 
 __all__ = [
     "DEFAULT_OWN_IMAGES",
@@ -45,8 +52,10 @@ __all__ = [
     "NotAnEntryPoint",
     "RuntimeConfig",
     "entry_point",
+    "image_executables",
     "image_programs",
     "is_own_image",
+    "program_path",
 ]
 
 #: The project's own image, by default: any registry, any tag.
@@ -104,14 +113,28 @@ def is_own_image(image: str, patterns: Iterable[str]) -> bool:
 
 
 def image_programs(image: str, config: RuntimeConfig) -> Mapping[str, str] | None:
-    """What runs as a process in ``image`` (executable base name -> program in the bin directory),
-    or ``None`` when its containers are simulated."""
+    """What runs as a process in ``image`` (executable base name -> program in the bin directory,
+    or an absolute path on the machine), or ``None`` when its containers are simulated."""
     if is_own_image(image, config.own_images):
-        return {name: name for name in config.scripts | INTERPRETERS}
+        return {**BASE_TOOLS, **{name: name for name in config.scripts | INTERPRETERS}}
     known = known_image(image, config.images)
     if known is not None and known.runs_processes:
-        return known.programs
+        return known.executables
     return None
+
+
+def program_path(program: str, config: RuntimeConfig) -> Path:
+    """Where a program of :func:`image_programs` is: the machine's when absolute, else the environment's."""
+    return Path(program) if posixpath.isabs(program) else config.bin_dir / program
+
+
+def image_executables(image: str, config: RuntimeConfig) -> Mapping[str, Path] | None:
+    """What a ``PATH`` lookup in a container of ``image`` finds (name -> program), or ``None``
+    when its containers are simulated."""
+    programs = image_programs(image, config)
+    if programs is None:
+        return None
+    return {name: program_path(program, config) for name, program in programs.items()}
 
 
 def entry_point(
@@ -130,4 +153,4 @@ def entry_point(
         return NotAnEntryPoint(
             f'exec: "{command[0]}": executable file not found in $PATH (the image provides {available})'
         )
-    return EntryPoint((str(config.bin_dir / program), *command[1:], *args), program)
+    return EntryPoint((str(program_path(program, config)), *command[1:], *args), program)

@@ -50,3 +50,30 @@ def test_metrics_are_served_over_tls_and_the_key_leaves_the_disk(
     while list(tmp_path.glob("nrop-metrics-*")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(tmp_path.glob("nrop-metrics-*")) == []
+
+
+def test_plain_http_to_the_metrics_port_gets_gos_answer() -> None:
+    """Upstream's operator serves metrics with Go's net/http: plain HTTP gets its 400 (what the
+    network-policy specs' ``curl http://<operator>:8080`` prints, exit code 0)."""
+    port = _free_port()
+    stop = threading.Event()
+    serve_metrics(f"127.0.0.1:{port}", stop)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    with conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    stop.set()
+    assert (
+        b"".join(chunks)
+        == b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+    )

@@ -139,3 +139,25 @@ def test_without_a_policy_a_tls12_client_is_served(certs_dir: Path) -> None:
     for port in _serve(certs_dir, "", ""):
         version, _, response = _get_metrics(port, _client(maximum=ssl.TLSVersion.TLSv1_2))
         assert version == "TLSv1.2" and "200" in response.splitlines()[0]
+
+
+def test_plain_http_gets_gos_answer(tls12_server: int) -> None:
+    """Upstream's exporter is Go's net/http: plain HTTP on the TLS port gets its 400, and the
+    server keeps serving TLS clients."""
+    with socket.create_connection(("127.0.0.1", tls12_server), timeout=10) as conn:
+        conn.sendall(
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1:2112\r\nUser-Agent: curl/7.76.1\r\nAccept: */*\r\n\r\n"
+        )
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    assert (
+        b"".join(chunks)
+        == b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+    )
+    assert "200" in _get_metrics(tls12_server, _client())[2].splitlines()[0]
+
+
+def test_a_silent_client_does_not_hold_the_server(tls12_server: int) -> None:
+    with socket.create_connection(("127.0.0.1", tls12_server), timeout=10):
+        assert "200" in _get_metrics(tls12_server, _client())[2].splitlines()[0]

@@ -1,5 +1,6 @@
-"""Table tests of the own-image decision, the images that run processes and the entry-point
-resolution (``kubelet/decisions/entrypoints.py``)."""
+"""Table tests of the own-image decision, the images that run processes, their base's tools (``sh``,
+``curl``), the entry-point resolution and what a ``PATH`` lookup finds in a container
+(``kubelet/decisions/entrypoints.py``)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from nrop.localcluster.kubelet.decisions.entrypoints import (
     NotAnEntryPoint,
     RuntimeConfig,
     entry_point,
+    image_executables,
     image_programs,
     is_own_image,
 )
 
 OWN = "quay.io/x/numaresources-operator-tests:1"
 NUMACELL = "quay.io/openshift-kni/numacell-device-plugin:test-ci"
+RTE = "quay.io/openshift-kni/resource-topology-exporter:4.22"
+SIGS_SCHEDULER = "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.31.8"
 
 CONFIG = RuntimeConfig(
     bin_dir=Path("/venv/bin"), scripts=frozenset({"resource-topology-exporter", "nrop-cluster"})
@@ -98,6 +102,41 @@ def test_is_own_image(image: str, patterns: tuple[str, ...], own: bool) -> None:
             ),
             id="upstream-scheduler",
         ),
+        pytest.param(
+            RTE,
+            ["/bin/curl", "-k", "https://127.0.0.1:2112/metrics"],
+            [],
+            EntryPoint(("/venv/bin/nrop-curl", "-k", "https://127.0.0.1:2112/metrics"), "nrop-curl"),
+            id="upstream-85770-curl-in-the-exporter",
+        ),
+        pytest.param(
+            OWN,
+            ["sh", "-c", "curl --connect-timeout 5 http://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"],
+            [],
+            EntryPoint(
+                (
+                    "/bin/sh",
+                    "-c",
+                    "curl --connect-timeout 5 http://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT",
+                ),
+                "/bin/sh",
+            ),
+            id="upstream-85771-sh-is-the-machines",
+        ),
+        pytest.param(
+            OWN,
+            ["/usr/bin/curl", "-s", "http://h/"],
+            [],
+            EntryPoint(("/venv/bin/nrop-curl", "-s", "http://h/"), "nrop-curl"),
+            id="own-image-curl",
+        ),
+        pytest.param(
+            NUMACELL,
+            ["/bin/sh", "-c", "true"],
+            [],
+            EntryPoint(("/bin/sh", "-c", "true"), "/bin/sh"),
+            id="numacell-sh",
+        ),
     ],
 )
 def test_entry_points_resolve_in_the_environment(
@@ -110,15 +149,15 @@ def test_entry_points_resolve_in_the_environment(
     ("command", "message"),
     [
         pytest.param(
-            ["sh", "-c", "true"],
-            'exec: "sh": executable file not found in $PATH (the image provides '
-            "nrop-cluster, python, python3, resource-topology-exporter)",
+            ["bash", "-c", "true"],
+            'exec: "bash": executable file not found in $PATH (the image provides '
+            "curl, nrop-cluster, python, python3, resource-topology-exporter, sh)",
             id="not-in-the-image",
         ),
         pytest.param(
             [],
             "the image has no default entrypoint in the emulated runtime: set command to one of "
-            "nrop-cluster, python, python3, resource-topology-exporter",
+            "curl, nrop-cluster, python, python3, resource-topology-exporter, sh",
             id="no-command",
         ),
     ],
@@ -130,19 +169,36 @@ def test_commands_the_image_does_not_have(command: list[str], message: str) -> N
 def test_upstream_images_have_their_own_programs_only() -> None:
     assert entry_point(NUMACELL, ["resource-topology-exporter"], [], CONFIG) == NotAnEntryPoint(
         'exec: "resource-topology-exporter": executable file not found in $PATH '
-        "(the image provides numacell, numazone)"
+        "(the image provides curl, numacell, numazone, sh)"
+    )
+
+
+def test_distroless_images_have_no_shell_nor_curl() -> None:
+    assert entry_point(SIGS_SCHEDULER, ["sh", "-c", "curl http://h/"], [], CONFIG) == NotAnEntryPoint(
+        'exec: "sh": executable file not found in $PATH (the image provides kube-scheduler)'
     )
 
 
 @pytest.mark.parametrize(
     ("image", "programs"),
     [
-        pytest.param(OWN, {"nrop-cluster", "python", "python3", "resource-topology-exporter"}, id="own"),
-        pytest.param(NUMACELL, {"numacell", "numazone"}, id="numacell"),
+        pytest.param(
+            OWN, {"nrop-cluster", "python", "python3", "resource-topology-exporter", "sh", "curl"}, id="own"
+        ),
+        pytest.param(NUMACELL, {"numacell", "numazone", "sh", "curl"}, id="numacell"),
+        pytest.param(RTE, {"resource-topology-exporter", "sh", "curl"}, id="exporter"),
+        pytest.param(
+            "quay.io/openshift-kni/scheduler-plugins:4.22",
+            {"kube-scheduler", "sh", "curl"},
+            id="kni-scheduler",
+        ),
+        pytest.param(SIGS_SCHEDULER, {"kube-scheduler"}, id="sigs-scheduler-distroless"),
         pytest.param("quay.io/openshift-kni/pause:test-ci", None, id="pause-simulated"),
         pytest.param("busybox", None, id="unknown-simulated"),
         pytest.param(
-            "docker.io/library/busybox:1", {"python", "python3"}, id="own-pattern-wins-over-the-table"
+            "docker.io/library/busybox:1",
+            {"python", "python3", "sh", "curl"},
+            id="own-pattern-wins-over-the-table",
         ),
     ],
 )
@@ -159,3 +215,34 @@ def test_this_environment_knows_the_distribution_scripts() -> None:
     assert {"nrop-cluster", "resource-topology-exporter"} <= config.scripts
     assert (config.bin_dir / "python3").exists()
     assert config.own_images == DEFAULT_OWN_IMAGES
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        pytest.param(
+            RTE,
+            {
+                "resource-topology-exporter": Path("/venv/bin/resource-topology-exporter"),
+                "curl": Path("/venv/bin/nrop-curl"),
+                "sh": Path("/bin/sh"),
+            },
+            id="exporter",
+        ),
+        pytest.param(
+            OWN,
+            {
+                "nrop-cluster": Path("/venv/bin/nrop-cluster"),
+                "resource-topology-exporter": Path("/venv/bin/resource-topology-exporter"),
+                "python": Path("/venv/bin/python"),
+                "python3": Path("/venv/bin/python3"),
+                "curl": Path("/venv/bin/nrop-curl"),
+                "sh": Path("/bin/sh"),
+            },
+            id="own",
+        ),
+        pytest.param("busybox", None, id="simulated"),
+    ],
+)
+def test_path_lookups_find_the_images_executables(image: str, expected: dict[str, Path] | None) -> None:
+    assert image_executables(image, CONFIG) == expected

@@ -3,6 +3,7 @@ what their containers run, and how their defaults complete a container's command
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -130,9 +131,15 @@ def test_every_program_of_the_table_is_a_console_script() -> None:
         for ep in metadata.distribution("numaresources-operator-tests").entry_points
         if ep.group == "console_scripts"
     }
-    programs = {p for entry in KNOWN_IMAGES for p in entry.programs.values()}
+    programs = {p for entry in KNOWN_IMAGES for p in entry.executables.values() if not p.startswith("/")}
     assert programs <= scripts
     assert set(DEFAULT_PATH_FLAGS) <= scripts
+
+
+def test_the_machine_programs_of_the_table_exist() -> None:
+    machine = {p for entry in KNOWN_IMAGES for p in entry.executables.values() if p.startswith("/")}
+    assert machine == {"/bin/sh"}
+    assert all(os.access(p, os.X_OK) for p in machine)
 
 
 def test_numacell_default_path_flags_are_its_defaults() -> None:

@@ -1,0 +1,49 @@
+"""Go's answer to plain HTTP on a TLS port, which every HTTPS server of the stack gives.
+
+Upstream's servers are Go's ``net/http`` (kube-apiserver, the operator's and the exporters'
+metrics endpoints). When a client speaks plain HTTP to one of them, the TLS handshake fails
+on the first record header, and ``net/http`` looks at those 5 bytes: if they start an HTTP
+request (``tlsRecordHeaderLooksLikeHTTP``: ``GET /``, ``HEAD ``, ``POST ``, ``PUT /``,
+``OPTIO``) it writes :data:`ANSWER` on the raw connection and closes it. So ``curl
+http://<an https endpoint>`` succeeds (exit 0, the body printed), which upstream's
+network-policy specs count on to tell a reachable endpoint. Python's TLS servers drop such a
+connection instead (curl: "Empty reply from server"); the embedded API server, the operator
+and the exporter peek at the first bytes of each connection and answer as Go does.
+
+Pure: :func:`classify` decides from the bytes seen so far.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+__all__ = ["ANSWER", "HTTP_STARTS", "RECORD_HEADER", "First", "classify"]
+
+#: The length of a TLS record header, what Go reads before deciding.
+RECORD_HEADER: Final = 5
+#: What Go takes for the start of an HTTP request (``net/http``'s ``tlsRecordHeaderLooksLikeHTTP``).
+HTTP_STARTS: Final = frozenset({b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO"})
+#: What Go writes back before closing the connection.
+ANSWER: Final = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+
+
+class First(enum.Enum):
+    """What the first bytes of a connection to a TLS port say."""
+
+    #: Go-style plain HTTP: answer :data:`ANSWER` and close.
+    PLAIN_HTTP = "plain-http"
+    #: Anything else goes to the TLS handshake (which fails as Go's does if it is not TLS).
+    TLS = "tls"
+    #: Too few bytes yet to tell.
+    MORE = "more"
+
+
+def classify(first: bytes) -> First:
+    """What the first bytes of a connection (up to :data:`RECORD_HEADER`) call for."""
+    head = first[:RECORD_HEADER]
+    if len(head) == RECORD_HEADER:
+        return First.PLAIN_HTTP if head in HTTP_STARTS else First.TLS
+    if head and any(start.startswith(head) for start in HTTP_STARTS):
+        return First.MORE
+    return First.TLS if head else First.MORE
