@@ -10,20 +10,30 @@ network-policy specs count on to tell a reachable endpoint. Python's TLS servers
 connection instead (curl: "Empty reply from server"); the embedded API server, the operator
 and the exporter peek at the first bytes of each connection and answer as Go does.
 
-Pure: :func:`classify` decides from the bytes seen so far.
+:func:`classify` decides from the bytes seen so far (pure); :func:`accept_tls` applies it to a
+blocking connection a thread-per-connection server accepted (the operator's and the exporter's
+metrics servers): it does I/O only on the socket it is given.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import logging
+import socket
+import ssl
 from typing import Final
 
-__all__ = ["ANSWER", "HTTP_STARTS", "RECORD_HEADER", "First", "classify"]
+__all__ = ["ANSWER", "HANDSHAKE_TIMEOUT", "HTTP_STARTS", "RECORD_HEADER", "First", "accept_tls", "classify"]
+
+log = logging.getLogger(__name__)
 
 #: The length of a TLS record header, what Go reads before deciding.
 RECORD_HEADER: Final = 5
 #: What Go takes for the start of an HTTP request (``net/http``'s ``tlsRecordHeaderLooksLikeHTTP``).
 HTTP_STARTS: Final = frozenset({b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO"})
+#: Seconds a client has to send its first bytes and finish the TLS handshake.
+HANDSHAKE_TIMEOUT: Final = 10.0
 #: What Go writes back before closing the connection.
 ANSWER: Final = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 
@@ -47,3 +57,24 @@ def classify(first: bytes) -> First:
     if head and any(start.startswith(head) for start in HTTP_STARTS):
         return First.MORE
     return First.TLS if head else First.MORE
+
+
+def accept_tls(conn: socket.socket, context: ssl.SSLContext) -> ssl.SSLSocket | None:
+    """The TLS side of an accepted blocking connection, or ``None`` once plain HTTP got Go's
+    answer or the handshake failed; the caller closes ``conn``."""
+    conn.settimeout(HANDSHAKE_TIMEOUT)
+    try:
+        first = conn.recv(RECORD_HEADER, socket.MSG_PEEK | socket.MSG_WAITALL)
+        if classify(first) is First.PLAIN_HTTP:
+            conn.sendall(ANSWER)
+            conn.setblocking(False)
+            with contextlib.suppress(OSError):  # read what was sent (until EAGAIN): the close is then a FIN
+                while conn.recv(64 * 1024):
+                    pass
+            return None
+        tls = context.wrap_socket(conn, server_side=True)
+    except OSError as exc:
+        log.debug("connection dropped before TLS: %s", exc)
+        return None
+    tls.settimeout(None)
+    return tls

@@ -7,7 +7,6 @@ endpoint meanwhile and logs why.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import logging
 import shutil
@@ -17,7 +16,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import make_wsgi_app, start_http_server
@@ -30,8 +29,6 @@ __all__ = ["serve_health", "serve_metrics", "split_address"]
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 5.0
-#: How long a metrics client may take to send its first bytes and finish the TLS handshake.
-HANDSHAKE_TIMEOUT: Final = 10.0
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -62,27 +59,6 @@ def _retrying(what: str, address: str, bind: Callable[[str, int], None], stop: t
     threading.Thread(target=loop, name=f"bind-{what}", daemon=True).start()
 
 
-def _tls_or_go_answer(conn: socket.socket, context: ssl.SSLContext) -> ssl.SSLSocket | None:
-    """The TLS side of an accepted connection, or ``None`` once plain HTTP got Go's answer
-    (:mod:`nrop.api.plainhttp`) or the handshake failed; the caller closes ``conn``."""
-    conn.settimeout(HANDSHAKE_TIMEOUT)
-    try:
-        first = conn.recv(plainhttp.RECORD_HEADER, socket.MSG_PEEK | socket.MSG_WAITALL)
-        if plainhttp.classify(first) is plainhttp.First.PLAIN_HTTP:
-            conn.sendall(plainhttp.ANSWER)
-            conn.setblocking(False)
-            with contextlib.suppress(OSError):  # read what was sent (until EAGAIN): the close is then a FIN
-                while conn.recv(64 * 1024):
-                    pass
-            return None
-        tls = context.wrap_socket(conn, server_side=True)
-    except OSError as exc:
-        log.debug("metrics connection dropped before TLS: %s", exc)
-        return None
-    tls.settimeout(None)
-    return tls
-
-
 def _https_metrics(host: str, port: int, context: ssl.SSLContext) -> None:
     """``/metrics`` of the default registry over TLS, one thread per connection (handshake included)."""
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
@@ -91,7 +67,7 @@ def _https_metrics(host: str, port: int, context: ssl.SSLContext) -> None:
         address_family = family
 
         def finish_request(self, request: Any, client_address: Any) -> None:
-            tls = _tls_or_go_answer(request, context)
+            tls = plainhttp.accept_tls(request, context)
             if tls is not None:
                 try:
                     super().finish_request(tls, client_address)

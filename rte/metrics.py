@@ -30,7 +30,6 @@ runs in its own thread, after a look at its first bytes: plain HTTP gets the ans
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import ssl
@@ -49,8 +48,6 @@ __all__ = ["Metrics", "apply_tls_policy", "server_context"]
 
 log = logging.getLogger(__name__)
 
-#: How long a client may take to send its first bytes and finish the TLS handshake.
-HANDSHAKE_TIMEOUT: Final = 10.0
 _PATCH_RATIO_BUCKETS: Final = tuple(round(0.1 * i, 1) for i in range(1, 11))
 _SSL_VERSIONS: Final = {
     tlsprofiles.TLS10: ssl.TLSVersion.TLSv1,
@@ -100,27 +97,6 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
-def _tls_or_go_answer(conn: socket.socket, context: ssl.SSLContext) -> ssl.SSLSocket | None:
-    """The TLS side of an accepted connection, or ``None`` once plain HTTP got Go's answer
-    (:mod:`nrop.api.plainhttp`) or the handshake failed; the caller closes ``conn``."""
-    conn.settimeout(HANDSHAKE_TIMEOUT)
-    try:
-        first = conn.recv(plainhttp.RECORD_HEADER, socket.MSG_PEEK | socket.MSG_WAITALL)
-        if plainhttp.classify(first) is plainhttp.First.PLAIN_HTTP:
-            conn.sendall(plainhttp.ANSWER)
-            conn.setblocking(False)
-            with contextlib.suppress(OSError):  # read what was sent (until EAGAIN): the close is then a FIN
-                while conn.recv(64 * 1024):
-                    pass
-            return None
-        tls = context.wrap_socket(conn, server_side=True)
-    except OSError as exc:
-        log.debug("metrics connection dropped before TLS: %s", exc)
-        return None
-    tls.settimeout(None)
-    return tls
-
-
 def _start_server(
     address: str, port: int, registry: CollectorRegistry, context: ssl.SSLContext | None
 ) -> ThreadingWSGIServer:
@@ -136,7 +112,7 @@ def _start_server(
             if context is None:
                 super().finish_request(request, client_address)
                 return
-            tls = _tls_or_go_answer(request, context)
+            tls = plainhttp.accept_tls(request, context)
             if tls is not None:
                 try:
                     super().finish_request(tls, client_address)
