@@ -3,7 +3,7 @@
 ``resource-topology-exporter`` (``nrop.rte.main``) runs on a node, reads the machine
 from a sysfs tree (:mod:`nrop.rte.sysinfo`) and the kubelet's podresources v1 API
 (:mod:`nrop.rte.podres`), builds the NRT as upstream's ``resourcemonitor.Scan`` does
-(:mod:`nrop.rte.scan`, pure) and writes it through the Kubernetes API
+(:mod:`nrop.rte.decisions.scan`, pure) and writes it through the Kubernetes API
 (:mod:`nrop.rte.publish`). Nothing here imports ``nrop.localcluster``: the same code
 runs against a real kubelet.
 
@@ -12,10 +12,10 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 
 __all__ = [
     "config",
+    "decisions",
     "main",
     "numainfoexporter",
     "podres",
-    "scan",
     "sysinfo",
     "terminalpods",
 ]

@@ -2,8 +2,8 @@
 
 This module owns wiring and the loop, nothing that decides: configuration
 (:mod:`~nrop.rte.config`) → machine (:mod:`~nrop.rte.sysinfo`) → podresources client
-(:mod:`~nrop.rte.podres`, filtered by the middlewares of :mod:`~nrop.rte.scan`, the
-terminal pods coming from :mod:`~nrop.rte.terminalpods`) → scan (:mod:`~nrop.rte.scan`)
+(:mod:`~nrop.rte.podres`, filtered by the middlewares of :mod:`~nrop.rte.decisions.scan`, the
+terminal pods coming from :mod:`~nrop.rte.terminalpods`) → scan (:mod:`~nrop.rte.decisions.scan`)
 → write (:mod:`~nrop.rte.publish`, or JSON on stdout with ``--no-publish``), each
 outcome reported as a condition of the exporter's own pod
 (:mod:`~nrop.rte.podreadiness`), paced by :mod:`~nrop.rte.refreshing`.
@@ -31,14 +31,7 @@ from typing import IO, Any, Final
 
 from nrop.api.distribution import package_version
 from nrop.rte import config as rteconfig
-from nrop.rte.metrics import Metrics
-from nrop.rte.nrtinfo import TopologyManager, Trigger, new_nrt, update_nrt_info
-from nrop.rte.podreadiness import ConditionInjector, ConditionType
-from nrop.rte.podres import CALL_GET_ALLOCATABLE, PodResourcesClient, PodResourcesError, retry
-from nrop.rte.publish import Publisher, PublishError
-from nrop.rte.refreshing import NotifyFileError, NotifyWatcher, Pacer, Scheduler, prepare_notify_file
-from nrop.rte.retrying import Backoff, FailureLog
-from nrop.rte.scan import (
+from nrop.rte.decisions.scan import (
     NodeResources,
     ScanOptions,
     ScanResult,
@@ -48,6 +41,13 @@ from nrop.rte.scan import (
     remove_shared_pool,
     scan,
 )
+from nrop.rte.metrics import Metrics
+from nrop.rte.nrtinfo import TopologyManager, Trigger, new_nrt, update_nrt_info
+from nrop.rte.podreadiness import ConditionInjector, ConditionType
+from nrop.rte.podres import CALL_GET_ALLOCATABLE, PodResourcesClient, PodResourcesError, retry
+from nrop.rte.publish import Publisher, PublishError
+from nrop.rte.refreshing import NotifyFileError, NotifyWatcher, Pacer, Scheduler, prepare_notify_file
+from nrop.rte.retrying import Backoff, FailureLog
 from nrop.rte.sysinfo import MachineInfo, SysinfoError, read_machine
 from nrop.rte.terminalpods import TerminalPods
 

@@ -30,7 +30,7 @@ from nrop.api.nrt import (
     ATTR_TOPOLOGY_MANAGER_SCOPE,
     KIND,
 )
-from nrop.rte.scan import ScanResult
+from nrop.rte.decisions.scan import ScanResult
 
 __all__ = [
     "TopologyManager",

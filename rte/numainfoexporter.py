@@ -4,7 +4,7 @@ This module owns the process and its I/O, nothing that decides: the command line
 (upstream ``ffromani/numainfo_exporter``'s flags), a custom Prometheus collector that,
 on every scrape, re-reads the sysfs tree (:func:`nrop.rte.sysinfo.read_machine`) and the
 kubelet's ``cpu_manager_state`` and ``memory_manager_state`` under ``--kube-state``, and
-the HTTP(S) server. What the figures mean is decided in :mod:`nrop.rte.numainfo`.
+the HTTP(S) server. What the figures mean is decided in :mod:`nrop.rte.decisions.numainfo`.
 
 The kubelet's files are opened read-only (``O_RDONLY``, non-blocking so that a FIFO
 cannot hang a scrape, regular files only, at most :data:`MAX_CHECKPOINT_BYTES`) and never
@@ -40,7 +40,7 @@ from prometheus_client.registry import Collector
 
 from nrop.api import checkpoints
 from nrop.api.distribution import package_version
-from nrop.rte.numainfo import (
+from nrop.rte.decisions.numainfo import (
     METRICS,
     NUMAInfoError,
     Snapshot,

@@ -27,6 +27,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nrop.api.nrt import GROUP, PLURAL, VERSION
+from nrop.rte.decisions.scan import ScanResult
 from nrop.rte.metrics import Metrics
 from nrop.rte.nrtinfo import (
     TopologyManager,
@@ -37,7 +38,6 @@ from nrop.rte.nrtinfo import (
     set_node_owner,
     update_nrt_info,
 )
-from nrop.rte.scan import ScanResult
 
 __all__ = ["PublishError", "Publisher"]
 

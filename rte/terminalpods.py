@@ -2,7 +2,7 @@
 
 This module owns the I/O half of upstream's ``terminalpods`` podresources middleware:
 knowing which pods bound to this node have ended (phase ``Succeeded`` or ``Failed``),
-so that :func:`nrop.rte.scan.exclude_terminal_pods` can drop them from the ``List``
+so that :func:`nrop.rte.decisions.scan.exclude_terminal_pods` can drop them from the ``List``
 response (some kubelets keep listing a terminal pod until it is deleted, and its
 resources are no longer held).
 

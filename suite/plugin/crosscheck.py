@@ -15,9 +15,9 @@ NRT itself. Each finding names the component it points at:
   device plugin advertises one (each plugin's ``ListAndWatch``, on its socket beside the
   kubelet's);
 * ``resource-topology-exporter``: an NRT zone whose capacity or allocatable differ from what
-  the exporter's own rule (:func:`nrop.rte.scan.node_resources`) gives for the kubelet's
+  the exporter's own rule (:func:`nrop.rte.decisions.scan.node_resources`) gives for the kubelet's
   allocatable resources and the node's sysfs; and an NRT whose zones' ``available`` or pods
-  fingerprint differ from what the exporter's rule (:func:`nrop.rte.scan.scan`) gives for the
+  fingerprint differ from what the exporter's rule (:func:`nrop.rte.decisions.scan.scan`) gives for the
   pods the kubelet lists, in two reads one exporter refresh apart (the NRT trails the kubelet by up to one refresh: only a difference that outlives it
   is reported).
 
@@ -44,7 +44,8 @@ from nrop.api import fingerprint
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.api.nrt import NodeResourceTopology, numa_id_from_zone_name, topology_manager_config
 from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
-from nrop.rte import podres, scan, sysinfo
+from nrop.rte import podres, sysinfo
+from nrop.rte.decisions import scan
 
 __all__ = [
     "EXPORTER",

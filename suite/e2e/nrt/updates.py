@@ -10,7 +10,7 @@ upstream's rule (:func:`~nrop.suite.e2e.nrt.compare.is_nrt_unchanged`, ``isEqual
 counts as updated only once it was re-published (another ``resourceVersion``) with other
 zones or attributes, list order included. An unchanged node passes only because the
 exporter, as upstream's, writes each zone's resources in Go map order, which usually
-differs from one refresh to the next (see :mod:`nrop.rte.scan`).
+differs from one refresh to the next (see :mod:`nrop.rte.decisions.scan`).
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ from nrop.rte.config import (
     readiness_pod,
     resolve_topology_manager,
 )
+from nrop.rte.decisions.scan import ContainerRef, PodExclude
 from nrop.rte.nrtinfo import TopologyManager
 from nrop.rte.podreadiness import PodRef
-from nrop.rte.scan import ContainerRef, PodExclude
 
 ENV: dict[str, str] = {}
 

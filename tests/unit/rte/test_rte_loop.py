@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nrop.api.nrt import AttributeInfo, ResourceInfo, Zone
+from nrop.rte.decisions.scan import ScanResult
 from nrop.rte.nrtinfo import (
     TopologyManager,
     Trigger,
@@ -19,7 +20,6 @@ from nrop.rte.nrtinfo import (
 )
 from nrop.rte.refreshing import NotifyFileError, NotifyWatcher, Pacer, Scheduler, prepare_notify_file
 from nrop.rte.retrying import Backoff, FailureLog
-from nrop.rte.scan import ScanResult
 
 TM = TopologyManager("single-numa-node", "container")
 

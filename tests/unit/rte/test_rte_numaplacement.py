@@ -15,7 +15,7 @@ from nrop.api.podresources import (
     ContainerResources,
     PodResources,
 )
-from nrop.rte.scan import ScanOptions, container_numa_node, node_resources, scan
+from nrop.rte.decisions.scan import ScanOptions, container_numa_node, node_resources, scan
 from nrop.rte.sysinfo import MachineInfo, NUMANodeInfo
 
 MiB = 1024**2

@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
 from nrop.rte.config import Config
+from nrop.rte.decisions.scan import ScanResult, exclude_terminal_pods
 from nrop.rte.main import Exporter
 from nrop.rte.metrics import Metrics
 from nrop.rte.nrtinfo import TopologyManager, Trigger
@@ -28,7 +29,6 @@ from nrop.rte.podreadiness import (
 )
 from nrop.rte.podres import PodResourcesError
 from nrop.rte.publish import PublishError
-from nrop.rte.scan import ScanResult, exclude_terminal_pods
 from nrop.rte.sysinfo import MachineInfo, NUMANodeInfo
 from nrop.rte.terminalpods import field_selector
 

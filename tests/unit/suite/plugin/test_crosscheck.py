@@ -14,7 +14,8 @@ from nrop.api.podresources import (
     ContainerResources,
     PodResources,
 )
-from nrop.rte import scan, sysinfo
+from nrop.rte import sysinfo
+from nrop.rte.decisions import scan
 from nrop.suite.plugin import crosscheck
 
 CPU_TO_NUMA = {0: 0, 1: 0, 2: 0, 3: 0, 4: 1, 5: 1, 6: 1, 7: 1}

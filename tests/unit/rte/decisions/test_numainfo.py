@@ -1,6 +1,6 @@
 """The numainfo exporter: checkpoint bytes → per-NUMA figures → Prometheus samples, and its collector.
 
-Tables for the pure decisions (``nrop.rte.numainfo``, the shared checkpoint format in
+Tables for the pure decisions (``nrop.rte.decisions.numainfo``, the shared checkpoint format in
 ``nrop.api.checkpoints``), the collector over a sysfs tree and checkpoint files in a
 temporary directory, the command line, and hypothesis fuzzing of corrupt checkpoints:
 decoding raises only ``NUMAInfoError``, a damaged file yields either no figures or the
@@ -33,8 +33,8 @@ from nrop.api.checkpoints import (
     NUMANodeState,
     encode_cpu_manager_checkpoint,
 )
-from nrop.rte import numainfo
-from nrop.rte.numainfo import (
+from nrop.rte.decisions import numainfo
+from nrop.rte.decisions.numainfo import (
     MemoryFigures,
     NUMAInfoError,
     Sample,

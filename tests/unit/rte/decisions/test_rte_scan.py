@@ -20,7 +20,7 @@ from nrop.api.podresources import (
     ContainerResources,
     PodResources,
 )
-from nrop.rte.scan import (
+from nrop.rte.decisions.scan import (
     ContainerRef,
     NodeResources,
     PodExclude,
