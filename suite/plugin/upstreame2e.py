@@ -13,7 +13,10 @@ Owns the whole differential run (``python -m nrop.suite.plugin.upstreame2e``):
 * **selection and routing**: the Python suite is collected (a dry run, nothing starts) for the
   same tier, and each selected spec keeps the embedded profile :func:`nrop.suite.plugin.selecting.profile_for`
   gave it (``container-scope`` for container-scope specs, ``wide-zones`` for the spec marked so, the
-  default profile for the rest): the port's routing is the one rule;
+  default profile for the rest): the port's routing is the one rule. A spec that needs a
+  flavour no embedded profile serves (:func:`nrop.suite.plugin.expectedskips.flavour_missing`:
+  the HyperShift specs) is not given to the binary, as upstream's CI runs it in that flavour's
+  lane only; the port skips it with its reason, and the differential shows it skipped on both sides;
 * **run**: the selection is spread over *shards* as the port spreads its specs over workers
   (:func:`shards`: the port's lane plan over the measured durations; ``--workers N``, else as
   many as the port would choose); each shard is an embedded cluster of one profile with the
@@ -858,6 +861,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not selected:
             log.error("no selected spec matches --focus %s", " ".join(ns.focus))
             return 2
+    from nrop.suite.plugin.expectedskips import flavour_missing
+    from nrop.suite.plugin.specs import test_id_of
+
+    # specs of a flavour no embedded profile serves (HyperShift): neither suite runs them here
+    unservable = [(spec, why) for spec in selected if (why := flavour_missing(test_id_of(spec.full_text)))]
+    selected = [spec for spec in selected if all(spec is not other for other, _ in unservable)]
     python: dict[str, Verdict] | None = None
     if not ns.no_python:
         junit = ns.python_junit or ns.report_dir / PYTHON_JUNIT
@@ -875,7 +884,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers = ns.workers
     if workers is None:
         workers = lanes.worker_count(planned(selected, durations), distributing.available_memory(), cores)
-    runs = shards(selected, workers, durations, cores)
+    runs = shards(selected, workers, durations, cores) if selected else []
     log.info("upstream's binary: %d runs side by side (%s)", len(runs),
              "; ".join(", ".join(f"{s.name}: {len(s.full_texts)}" for s in lane) for lane in runs))  # fmt: skip
 
@@ -890,7 +899,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             done.append((shard, code, cases))
         return done
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(runs)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
         results = [result for lane in pool.map(run_lane, runs) for result in lane]
     rows: list[Row] = []
     failures: dict[str, list[GinkgoCase]] = {}
@@ -901,6 +910,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 GinkgoCase("[binary]", f"exit {code}", f"see upstream-{shard.name}.log")
             )
         rows += rows_for(shard.profile, shard.full_texts, cases, python)
+    rows += [
+        Row(spec.profile, spec.full_text, Verdict(SKIPPED, f"not run: {why}"),
+            None if python is None else python.get(spec.full_text, Verdict(ABSENT, "not in the port's report")))
+        for spec, why in unservable
+    ]  # fmt: skip
     table = render_table(rows, failures)
     (ns.report_dir / DIFFERENTIAL_NAME).write_text(table)
     log.info("%s", table)

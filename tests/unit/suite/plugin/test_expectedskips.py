@@ -32,3 +32,17 @@ def test_is_expected(test_id: str | None, name: str, reason: str, expected: bool
 
 def test_every_entry_says_why() -> None:
     assert all(entry.spec and entry.reason and entry.why for entry in es.EXPECTED)
+
+
+@pytest.mark.parametrize(
+    ("test_id", "why"),
+    [
+        ("80823", "requires HyperShift: no embedded profile is a HyperShift hosted cluster yet"),
+        ("80912", "requires HyperShift: no embedded profile is a HyperShift hosted cluster yet"),
+        ("85776", None),  # upstream skips it itself: its binary runs it
+        ("47591", None),
+        (None, None),
+    ],
+)
+def test_flavour_missing(test_id: str | None, why: str | None) -> None:
+    assert es.flavour_missing(test_id) == why
