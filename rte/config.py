@@ -29,8 +29,8 @@ import yaml
 from nrop.api import fingerprint, tlsprofiles
 from nrop.api.durations import format_duration, parse_duration
 from nrop.api.nrt import TOPOLOGY_MANAGER_POLICIES, TOPOLOGY_MANAGER_SCOPES
+from nrop.rte.decisions.nrtinfo import TopologyManager
 from nrop.rte.decisions.scan import ContainerRef, PodExclude
-from nrop.rte.nrtinfo import TopologyManager
 from nrop.rte.podreadiness import PodRef, pod_from_env
 from nrop.rte.podres import DEFAULT_SOCKET, parse_endpoint
 from nrop.rte.sysinfo import parse_cpulist

@@ -31,6 +31,7 @@ from typing import IO, Any, Final
 
 from nrop.api.distribution import package_version
 from nrop.rte import config as rteconfig
+from nrop.rte.decisions.nrtinfo import TopologyManager, Trigger, new_nrt, update_nrt_info
 from nrop.rte.decisions.scan import (
     NodeResources,
     ScanOptions,
@@ -42,7 +43,6 @@ from nrop.rte.decisions.scan import (
     scan,
 )
 from nrop.rte.metrics import Metrics
-from nrop.rte.nrtinfo import TopologyManager, Trigger, new_nrt, update_nrt_info
 from nrop.rte.podreadiness import ConditionInjector, ConditionType
 from nrop.rte.podres import CALL_GET_ALLOCATABLE, PodResourcesClient, PodResourcesError, retry
 from nrop.rte.publish import Publisher, PublishError

@@ -27,9 +27,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nrop.api.nrt import GROUP, PLURAL, VERSION
-from nrop.rte.decisions.scan import ScanResult
-from nrop.rte.metrics import Metrics
-from nrop.rte.nrtinfo import (
+from nrop.rte.decisions.nrtinfo import (
     TopologyManager,
     Trigger,
     merge_patch,
@@ -38,6 +36,8 @@ from nrop.rte.nrtinfo import (
     set_node_owner,
     update_nrt_info,
 )
+from nrop.rte.decisions.scan import ScanResult
+from nrop.rte.metrics import Metrics
 
 __all__ = ["PublishError", "Publisher"]
 

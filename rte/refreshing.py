@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from nrop.rte.nrtinfo import Trigger
+from nrop.rte.decisions.nrtinfo import Trigger
 
 __all__ = ["NotifyFileError", "NotifyWatcher", "Pacer", "Scheduler", "prepare_notify_file"]
 

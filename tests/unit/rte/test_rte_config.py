@@ -19,8 +19,8 @@ from nrop.rte.config import (
     readiness_pod,
     resolve_topology_manager,
 )
+from nrop.rte.decisions.nrtinfo import TopologyManager
 from nrop.rte.decisions.scan import ContainerRef, PodExclude
-from nrop.rte.nrtinfo import TopologyManager
 from nrop.rte.podreadiness import PodRef
 
 ENV: dict[str, str] = {}

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from nrop.api.nrt import AttributeInfo, ResourceInfo, Zone
-from nrop.rte.decisions.scan import ScanResult
-from nrop.rte.nrtinfo import (
+from nrop.rte.decisions.nrtinfo import (
     TopologyManager,
     Trigger,
     merge_patch,
@@ -18,6 +17,7 @@ from nrop.rte.nrtinfo import (
     set_node_owner,
     update_nrt_info,
 )
+from nrop.rte.decisions.scan import ScanResult
 from nrop.rte.refreshing import NotifyFileError, NotifyWatcher, Pacer, Scheduler, prepare_notify_file
 from nrop.rte.retrying import Backoff, FailureLog
 

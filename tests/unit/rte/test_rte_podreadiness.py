@@ -14,10 +14,10 @@ from kubernetes.client.exceptions import ApiException
 
 from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
 from nrop.rte.config import Config
+from nrop.rte.decisions.nrtinfo import TopologyManager, Trigger
 from nrop.rte.decisions.scan import ScanResult, exclude_terminal_pods
 from nrop.rte.main import Exporter
 from nrop.rte.metrics import Metrics
-from nrop.rte.nrtinfo import TopologyManager, Trigger
 from nrop.rte.podreadiness import (
     ConditionInjector,
     ConditionType,

@@ -15,10 +15,10 @@ from kubernetes.client.exceptions import ApiException
 from nrop.api.nrt import AttributeInfo, ResourceInfo, Zone
 from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
 from nrop.rte.config import Config
+from nrop.rte.decisions.nrtinfo import TopologyManager, Trigger
 from nrop.rte.decisions.scan import ScanResult
 from nrop.rte.main import Exporter
 from nrop.rte.metrics import Metrics
-from nrop.rte.nrtinfo import TopologyManager, Trigger
 from nrop.rte.podres import PodResourcesError
 from nrop.rte.publish import Publisher, PublishError
 from nrop.rte.sysinfo import MachineInfo, NUMANodeInfo
