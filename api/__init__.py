@@ -22,6 +22,7 @@ __all__ = [
     "nodeaffinity",
     "nrt",
     "numaplacement",
+    "packageyaml",
     "plainhttp",
     "platform",
     "podrequests",

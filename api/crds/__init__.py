@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-import yaml
+from nrop.api import packageyaml
 
 __all__ = ["load", "names"]
 
@@ -32,7 +32,7 @@ def load(name: str) -> dict[str, Any]:
     if not entry.is_file():
         available = ", ".join(names()) or "none"
         raise FileNotFoundError(f"no CRD manifest {filename!r} in {__name__} (available: {available})")
-    document = yaml.safe_load(entry.read_text(encoding="utf-8"))
+    document = packageyaml.load(entry.read_text(encoding="utf-8"))
     if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
         raise ValueError(f"{filename} in {__name__} is not a CustomResourceDefinition")
     return document

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import yaml
+from nrop.api import packageyaml
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = {
@@ -106,7 +106,7 @@ def _kind_from_entry(entry: dict[str, Any]) -> Kind:
 @functools.cache
 def builtin_kinds() -> tuple[Kind, ...]:
     text = (resources.files(__package__) / "builtin_kinds.yaml").read_text()
-    return tuple(_kind_from_entry(e) for e in yaml.safe_load(text))
+    return tuple(_kind_from_entry(e) for e in packageyaml.load(text))
 
 
 def kinds_from_crd(crd: dict[str, Any]) -> list[Kind]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any, Final
 
-import yaml
+from nrop.api import packageyaml
 
 __all__ = ["FILES", "load"]
 
@@ -26,7 +26,7 @@ def load(kind: str) -> dict[str, Any]:
         filename = FILES[kind]
     except KeyError:
         raise ValueError(f"no sample for kind {kind!r} (known: {', '.join(FILES)})") from None
-    document = yaml.safe_load(resources.files(__name__).joinpath(filename).read_text(encoding="utf-8"))
+    document = packageyaml.load(resources.files(__name__).joinpath(filename).read_text(encoding="utf-8"))
     if not isinstance(document, dict) or document.get("kind") != kind:
         raise ValueError(f"{filename} does not hold a {kind}")
     return document

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from nrop.api import packageyaml
 from nrop.localcluster.apiserver.rbac.aggregation import aggregate_cluster_roles
 from nrop.localcluster.apiserver.rbac.identity import RBAC_GROUP
 
@@ -54,7 +53,7 @@ def _cluster_role_binding(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 def load(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The ClusterRoles (stored as the aggregation controller would leave them) and bindings of ``text``."""
-    data = yaml.safe_load(text)
+    data = packageyaml.load(text)
     roles = aggregate_cluster_roles(_cluster_role(e) for e in data["clusterRoles"])
     return roles, [_cluster_role_binding(e) for e in data["clusterRoleBindings"]]
 
