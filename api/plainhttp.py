@@ -11,8 +11,9 @@ connection instead (curl: "Empty reply from server"); the embedded API server, t
 and the exporter peek at the first bytes of each connection and answer as Go does.
 
 :func:`classify` decides from the bytes seen so far (pure); :func:`accept_tls` applies it to a
-blocking connection a thread-per-connection server accepted (the operator's and the exporter's
-metrics servers): it does I/O only on the socket it is given.
+blocking connection a thread-per-connection server accepted, and :class:`TLSPerConnection` is
+the ``socketserver`` mixin that does so for each connection (the operator's and the exporter's
+metrics servers): they do I/O only on the sockets they are given.
 """
 
 from __future__ import annotations
@@ -21,10 +22,20 @@ import contextlib
 import enum
 import logging
 import socket
+import socketserver
 import ssl
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["ANSWER", "HANDSHAKE_TIMEOUT", "HTTP_STARTS", "RECORD_HEADER", "First", "accept_tls", "classify"]
+__all__ = [
+    "ANSWER",
+    "HANDSHAKE_TIMEOUT",
+    "HTTP_STARTS",
+    "RECORD_HEADER",
+    "First",
+    "TLSPerConnection",
+    "accept_tls",
+    "classify",
+]
 
 log = logging.getLogger(__name__)
 
@@ -78,3 +89,22 @@ def accept_tls(conn: socket.socket, context: ssl.SSLContext) -> ssl.SSLSocket | 
         return None
     tls.settimeout(None)
     return tls
+
+
+class TLSPerConnection(socketserver.BaseServer):
+    """A threading ``socketserver`` mixin (list it before the server class) that serves each
+    connection over TLS with ``tls_context``, the handshake in the connection's own thread after
+    :func:`accept_tls`; without a context the connection is served as it is."""
+
+    tls_context: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls_context is None:
+            super().finish_request(request, client_address)
+            return
+        tls = accept_tls(request, self.tls_context)
+        if tls is not None:
+            try:
+                super().finish_request(tls, client_address)
+            finally:
+                self.shutdown_request(tls)

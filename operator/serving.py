@@ -63,16 +63,9 @@ def _https_metrics(host: str, port: int, context: ssl.SSLContext) -> None:
     """``/metrics`` of the default registry over TLS, one thread per connection (handshake included)."""
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
 
-    class Server(ThreadingWSGIServer):
+    class Server(plainhttp.TLSPerConnection, ThreadingWSGIServer):
         address_family = family
-
-        def finish_request(self, request: Any, client_address: Any) -> None:
-            tls = plainhttp.accept_tls(request, context)
-            if tls is not None:
-                try:
-                    super().finish_request(tls, client_address)
-                finally:
-                    self.shutdown_request(tls)
+        tls_context = context
 
     httpd = make_server(host, port, make_wsgi_app(), Server, handler_class=_QuietWSGI)
     threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()

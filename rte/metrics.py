@@ -104,20 +104,10 @@ def _start_server(
         address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
 
-    class Server(ThreadingWSGIServer):
+    class Server(plainhttp.TLSPerConnection, ThreadingWSGIServer):
+        # TLS per connection, in its own thread, so that plain HTTP gets Go's answer
         address_family = family
-
-        def finish_request(self, request: Any, client_address: Any) -> None:
-            # TLS per connection, in its own thread, so that plain HTTP gets Go's answer
-            if context is None:
-                super().finish_request(request, client_address)
-                return
-            tls = plainhttp.accept_tls(request, context)
-            if tls is not None:
-                try:
-                    super().finish_request(tls, client_address)
-                finally:
-                    self.shutdown_request(tls)
+        tls_context = context
 
     httpd = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Server, handler_class=_QuietHandler)
     threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()
