@@ -865,8 +865,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from nrop.suite.plugin.specs import test_id_of
 
     # specs of a flavour no embedded profile serves (HyperShift): neither suite runs them here
-    unservable = [(spec, why) for spec in selected if (why := flavour_missing(test_id_of(spec.full_text)))]
-    selected = [spec for spec in selected if all(spec is not other for other, _ in unservable)]
+    missing = {spec.full_text: flavour_missing(test_id_of(spec.full_text)) for spec in selected}
+    unservable = [(spec, why) for spec in selected if (why := missing[spec.full_text])]
+    selected = [spec for spec in selected if not missing[spec.full_text]]
     python: dict[str, Verdict] | None = None
     if not ns.no_python:
         junit = ns.python_junit or ns.report_dir / PYTHON_JUNIT
