@@ -269,6 +269,19 @@ def _listener_env(ip: str, port: int) -> list[bytes] | None:
     return None
 
 
+def _exporter_metrics(stack: Cluster, pod_name: str) -> str:
+    """The exporter's ``/metrics`` through the API server's pods/proxy; "" while nothing listens
+    on the port yet (503: the exporter is Running before its metrics server binds)."""
+    try:
+        return str(
+            stack.core.connect_get_namespaced_pod_proxy_with_path(f"https:{pod_name}:2112", NS, "metrics")
+        )
+    except client.ApiException as exc:
+        if exc.status != 503:
+            raise
+        return ""
+
+
 def test_exporter_metrics_are_https(stack: Cluster) -> None:
     wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available", TIMEOUT)
     pods = stack.core.list_namespaced_pod(NS, label_selector="name=resource-topology").items
@@ -277,10 +290,11 @@ def test_exporter_metrics_are_https(stack: Cluster) -> None:
         args = pod.spec.containers[0].args
         assert "--metrics-mode=httptls" in args and "--metrics-port=2112" in args
         text = wait_for(
-            lambda pod=pod: stack.core.connect_get_namespaced_pod_proxy_with_path(
-                f"https:{pod.metadata.name}:2112", NS, "metrics"
+            functools.partial(_exporter_metrics, stack, pod.metadata.name),
+            # the series appear with the exporter's first write, after its server is up
+            lambda body, node=pod.spec.node_name: (
+                "rte_noderesourcetopology_writes_total" in body and f'node="{node}"' in body
             ),
-            lambda body: "rte_noderesourcetopology_writes_total" in body,
             f"the metrics of exporter {pod.metadata.name}",
             TIMEOUT,
         )
