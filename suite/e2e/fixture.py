@@ -82,6 +82,7 @@ class Fixture:
             f"namespace {name} to be readable",
             30.0,
             interval=timeouts.namespace_interval,
+            fixed_rate=True,
         )
         log.info("test namespace %r was set up", name)
         nrts = list(config.nrt_reference)
@@ -92,6 +93,7 @@ class Fixture:
                 "the NRT list to be readable",
                 30.0,
                 interval=10.0,
+                fixed_rate=True,
             )
             assert current is not None
             same, why = equal_nrt_lists_items(current, config.nrt_reference)

@@ -356,6 +356,7 @@ class Padder:
                 f"NRTs of {self.padded_nodes} to show at most {to_string(self.target)} per zone",
                 timeout,
                 interval=self.poll_interval,
+                fixed_rate=True,
             )
         except WaitTimeout:
             raise AssertionError(

@@ -130,6 +130,7 @@ def _updated(
         description,
         timeout,
         interval=interval,
+        fixed_rate=True,
         terminal=lambda u: bool(u.missing),
         immediate=immediate,
     )

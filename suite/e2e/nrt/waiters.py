@@ -44,6 +44,7 @@ def for_nrts(
             f"NRT {node} {description}",
             timeout,
             interval=interval,
+            fixed_rate=True,
         )
         for node in nodes
     }
@@ -98,6 +99,7 @@ def for_nrts_equal_to(
             f"{len(wanted)} NRTs to be equal to the reference",
             timeout,
             interval=interval,
+            fixed_rate=True,
             terminal=lambda c: bool(c.missing),
             immediate=False,
         ).nrts
@@ -180,5 +182,6 @@ def for_nrts_settled(
         f"NRTs to settle ({threshold} identical pod fingerprints in a row)",
         timeout,
         interval=interval,
+        fixed_rate=True,
         terminal=lambda s: bool(s.missing_pfp),
     ).nrts

@@ -12,6 +12,7 @@ is tested without sleeping.
 
 from __future__ import annotations
 
+import math
 import pprint
 import time
 from collections.abc import Callable
@@ -31,6 +32,20 @@ def _dump(value: object) -> str:
     return pprint.pformat(value, width=110)
 
 
+def next_tick(interval: float, consumed: float, now: float) -> tuple[float, float]:
+    """When the next look of a fixed-rate poll comes: ``(seconds to sleep, the tick it takes)``.
+
+    A Go ``time.Ticker`` fires every ``interval`` from its start and keeps at most one tick
+    waiting: ``consumed`` is the time of the tick the last look took. When a tick fell due
+    while that look ran, the next look comes at once and the ticks it missed are dropped (the
+    one after it is the first one past ``now``); otherwise it comes on the next tick.
+    """
+    due = consumed + interval
+    if now >= due:
+        return 0.0, consumed + math.floor((now - consumed) / interval) * interval
+    return due - now, due
+
+
 def wait_for(
     getter: Callable[[], T],
     predicate: Callable[[T], bool],
@@ -40,6 +55,7 @@ def wait_for(
     interval: float = 0.05,
     terminal: Callable[[T], bool] | None = None,
     immediate: bool = True,
+    fixed_rate: bool = False,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
@@ -49,19 +65,35 @@ def wait_for(
     reached (a pod that ended Failed will never become Running). ``immediate=False`` first
     waits one ``interval`` (upstream's ``PollUntilContextTimeout(..., immediate=false)``:
     the first look comes after the change being waited for had a chance to show).
+
+    By default the next look comes ``interval`` after a look ends, as Gomega's ``Eventually``
+    polls. ``fixed_rate=True`` is apimachinery's ``PollUntilContextTimeout``, which every
+    waiter of upstream's ``internal/wait`` and test helpers uses: a ticker started with the
+    wait sets the looks ``interval`` apart however long each takes (:func:`next_tick`), and
+    no look comes once ``timeout`` has passed; the wait fails then. Under load, where a look
+    takes a good part of a second, the difference decides whether a state that lasts about
+    one interval (a pod Running for a second) is seen at all.
     """
-    deadline = clock() + timeout
+    started = clock()
+    deadline = started + timeout
+    consumed = started
     if not immediate:
         sleep(interval)
+        consumed += interval
     value = getter()
     while not predicate(value):
         if terminal is not None and terminal(value):
             raise WaitTimeout(
                 f"expected {description}, but it can no longer happen; got instead:\n{_dump(value)}"
             )
-        if clock() >= deadline:
+        now = clock()
+        delay, consumed = next_tick(interval, consumed, now) if fixed_rate else (interval, now)
+        if now >= deadline or (fixed_rate and consumed > deadline):
+            if deadline > now:  # no tick before the deadline: the wait lasts its whole timeout
+                sleep(deadline - now)
             raise WaitTimeout(f"expected {description} within {timeout:g}s, got instead:\n{_dump(value)}")
-        sleep(interval)
+        if delay > 0:
+            sleep(delay)
         value = getter()
     return value
 

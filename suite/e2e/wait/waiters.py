@@ -138,6 +138,7 @@ def for_pod_phase(
             f"pod {namespace}/{name} to be {phase}",
             timeout,
             interval=interval,
+            fixed_rate=True,
             terminal=lambda v: v.phase in ended,
         )
     except WaitTimeout as err:
@@ -243,6 +244,7 @@ def while_in_pod_phase(
         lambda v: v.phase == phase,
         f"pod {namespace}/{name} to keep being {phase}",
         interval=interval,
+        fixed_rate=True,
         steps=steps,
         failure=failure,
     )
@@ -266,6 +268,7 @@ def _deleted(
         f"{kind.kind} {namespace + '/' if namespace else ''}{name} to be deleted",
         timeout,
         interval=interval,
+        fixed_rate=True,
         immediate=immediate,
     )
 
@@ -393,6 +396,7 @@ def _until(
         f"{kind.kind.lower()} {namespace}/{name} {what}",
         timeout,
         interval=interval,
+        fixed_rate=True,
         terminal=terminal,
     )
 
@@ -630,6 +634,7 @@ def for_mcp_condition(
             f"MCP {name} condition {ctype}",
             timeout,
             interval=interval,
+            fixed_rate=True,
             immediate=False,
             sleep=sleep,
             clock=clock,

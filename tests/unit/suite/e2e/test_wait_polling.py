@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from nrop.suite.e2e.wait.polling import WaitTimeout, consistently, wait_for
+from nrop.suite.e2e.wait.polling import WaitTimeout, consistently, next_tick, wait_for
 
 
 class FakeClock:
@@ -243,3 +243,92 @@ def test_consistently_last_look_polls_once_the_window_has_ended(
     )  # fmt: skip
     assert clock.looks == looks
     assert clock.now == pytest.approx(ends)
+
+
+@pytest.mark.parametrize(
+    ("interval", "consumed", "now", "expected"),
+    [
+        (1.0, 0.0, 0.3, (0.7, 1.0)),  # a short look: the next one on the next tick
+        (1.0, 0.0, 0.0, (1.0, 1.0)),
+        (1.0, 0.0, 1.0, (0.0, 1.0)),  # the tick fell due as the look ended: at once
+        (1.0, 0.0, 1.4, (0.0, 1.0)),  # one tick waiting: at once, and it is the 1.0 tick
+        (1.0, 0.0, 3.6, (0.0, 3.0)),  # ticks 2.0 and 3.0 dropped: at once, the next look on 4.0
+        (1.0, 3.0, 3.2, (0.8, 4.0)),
+        (5.0, 10.0, 24.0, (0.0, 20.0)),
+    ],
+)
+def test_next_tick_is_a_go_ticker(
+    interval: float, consumed: float, now: float, expected: tuple[float, float]
+) -> None:
+    delay, tick = next_tick(interval, consumed, now)
+    assert (delay, tick) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("fixed_rate", "looks"),
+    [
+        # each look takes 0.4s: Eventually's polls drift, PollUntilContextTimeout's stay 1s apart
+        (False, [0.0, 1.4, 2.8, 4.2, 5.6]),
+        (True, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]),
+    ],
+)
+def test_fixed_rate_keeps_the_looks_one_interval_apart(fixed_rate: bool, looks: list[float]) -> None:
+    clock = FakeClock()
+    seen: list[float] = []
+
+    def look() -> str:
+        seen.append(clock.now)
+        clock.now += 0.4
+        return "Pending"
+
+    with pytest.raises(WaitTimeout, match=r"within 5\.5s"):
+        wait_for(
+            look,
+            lambda v: False,
+            "pod to be Running",
+            5.5,
+            interval=1.0,
+            fixed_rate=fixed_rate,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+    assert seen == pytest.approx(looks)
+
+
+def test_fixed_rate_look_that_overruns_a_tick_is_followed_at_once() -> None:
+    clock = FakeClock()
+    seen: list[float] = []
+    durations = iter([2.5, 0.1, 0.1])
+
+    def look() -> int:
+        seen.append(clock.now)
+        clock.now += next(durations)
+        return len(seen)
+
+    wait_for(
+        look,
+        lambda n: n == 3,
+        "three looks",
+        60,
+        interval=1.0,
+        fixed_rate=True,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    assert seen == pytest.approx([0.0, 2.5, 3.0])
+
+
+def test_fixed_rate_fails_at_the_deadline_without_a_late_look() -> None:
+    clock = FakeClock()
+    seen: list[float] = []
+
+    def look() -> str:
+        seen.append(clock.now)
+        return "Pending"
+
+    with pytest.raises(WaitTimeout):
+        wait_for(
+            look, lambda v: False, "x", 25, interval=10.0, fixed_rate=True, clock=clock, sleep=clock.sleep
+        )
+    assert seen == [0.0, 10.0, 20.0]
+    assert clock.now == pytest.approx(25.0)
