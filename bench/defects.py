@@ -14,10 +14,17 @@ report directory. A defect whose target changed since it was written is reported
 run; one whose component never started is "not applied"; a run that fails nothing but skips specs
 the baseline ran is "skipped" (not caught: the suite skips on a cluster that looks unsuitable).
 
-    python bench/defects.py [--defects id,id|all] [--tier-up-to N] [-n N] [--parallel K] [--report-dir DIR] [--no-baseline]
+    python bench/defects.py [--defects id,id|all] [--tier-up-to N] [-n N] [--parallel K] [--workers-budget W]
+                            [--report-dir DIR] [--no-baseline] [--update-durations]
     python bench/defects.py --report-dir DIR --from-report   # judge DIR's runs again, run nothing
     python bench/defects.py --check      # every defect still applies to the code as it is
     python bench/defects.py --list       # the catalog
+
+Without ``-n``, the runs are planned from what each took last time (``bench/defects/durations.json``,
+written by ``--update-durations``): the longest first, each with the fewest workers that bring it
+near its longest spec, as many at once as a budget of workers allows (the machine's memory and
+cores, or ``--workers-budget``). A defect whose specs fail waits out their timeouts: its run is
+long but light on CPU, and more workers shorten it at little cost.
 
 Never run in CI: one suite run per defect takes minutes.
 """
@@ -25,23 +32,27 @@ Never run in CI: one suite run per defect takes minutes.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import datetime
 import importlib.util
+import json
+import math
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from nrop.suite.plugin.distributing import available_memory
 from nrop.suite.plugin.labels import EXTRA_LABEL
+from nrop.suite.plugin.lanes import MEMORY_PER_WORKER, MEMORY_RESERVE
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFECTS_DIR = ROOT / "bench" / "defects"
@@ -53,6 +64,20 @@ DETAIL_CHARS = 200
 #: the run's live output, each line after its seconds since the start
 LIVE_LOG = "pytest.log"
 BASELINE = "baseline"
+#: what each run of the last full table took (``--update-durations``), to plan the next one
+DURATIONS = DEFECTS_DIR / "durations.json"
+#: the share of a core one worker of a tier0-1 run uses on average: the baseline with four
+#: workers took 123 CPU-s in 488 s on the 2-core machine (2026-11-29)
+CPU_PER_WORKER = 0.063
+#: the share of the cores the planned workers may use on average; the rest absorbs the peaks
+#: (cluster starts, pod bursts) that make specs flaky when the cores are saturated
+CPU_SHARE = 0.67
+#: workers of one run: at least two (one is no spreading), at most this many
+MOST_WORKERS_PER_RUN = 12
+#: a run gets the fewest workers that end it within this share of its longest spec
+PLAN_TOLERANCE = 0.15
+#: workers of a run with nothing measured (a new defect, another tier)
+UNKNOWN_RUN_WORKERS = 4
 _NODEID = re.compile(r"(serial/\S+::\S+)")
 _FAILED = re.compile(r"\b(FAILED|ERROR)\b")
 
@@ -282,6 +307,142 @@ def baseline_verdict(run: Run) -> str:
     return f"baseline: all green ({len(run.specs)} specs{took})"
 
 
+# -- planning the runs -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a run took last time: the sum of its specs' seconds and its longest spec."""
+
+    spec_seconds: float
+    longest: float
+
+    def wall(self, workers: int) -> float:
+        """Its wall time with ``workers``: no shorter than its longest spec, nor than an even share."""
+        return max(self.longest, self.spec_seconds / max(1, workers))
+
+
+def workers_for(expected: Expected | None, most: int = MOST_WORKERS_PER_RUN) -> int:
+    """The fewest workers (two at least, ``most`` at most) that end a run within
+    :data:`PLAN_TOLERANCE` of its longest spec; :data:`UNKNOWN_RUN_WORKERS` with nothing measured."""
+    if expected is None:
+        return min(UNKNOWN_RUN_WORKERS, most)
+    needed = math.ceil(expected.spec_seconds / (expected.longest * (1 + PLAN_TOLERANCE)))
+    return max(2, min(most, needed))
+
+
+def plan_runs(runs: Sequence[str], expected: Mapping[str, Expected], budget: int) -> list[tuple[str, int]]:
+    """The order the runs start in, each with its workers: the longest expected first (runs with
+    nothing measured last), none with more workers than ``budget``."""
+    planned = [
+        (run, workers_for(expected.get(run), max(2, min(budget, MOST_WORKERS_PER_RUN)))) for run in runs
+    ]
+    planned.sort(key=lambda item: -expected[item[0]].wall(item[1]) if item[0] in expected else 0.0)
+    return planned
+
+
+def workers_budget(memory: int, cores: int) -> int:
+    """How many workers all the runs at once may have: what the memory holds, and no more than
+    use :data:`CPU_SHARE` of the cores on average."""
+    by_memory = max(0, memory - MEMORY_RESERVE) // MEMORY_PER_WORKER
+    by_cpu = math.floor(cores * CPU_SHARE / CPU_PER_WORKER)
+    return max(2, min(by_memory, by_cpu))
+
+
+def next_to_start(pending: Sequence[tuple[str, int]], free: int, running: int) -> int | None:
+    """Which pending run starts now (its index): the first in plan order whose workers fit in
+    ``free``, or the first if nothing runs (a run wider than the budget still runs, alone)."""
+    for index, (_, workers) in enumerate(pending):
+        if workers <= free:
+            return index
+    return 0 if pending and running == 0 else None
+
+
+def load_expected(path: Path, tier: int) -> dict[str, Expected]:
+    """The runs :data:`DURATIONS` measured at ``tier`` (none when it holds another tier or is unreadable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if int(data["tier"]) != tier:
+            return {}
+        return {
+            str(run): Expected(float(v["spec_seconds"]), float(v["longest"]))
+            for run, v in data["runs"].items()
+        }
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(
+            f"no run durations from {path} ({exc}): every run gets {UNKNOWN_RUN_WORKERS} workers", flush=True
+        )
+        return {}
+
+
+def measured(specs: Sequence[Spec]) -> Expected | None:
+    """What a run's junit says it took (``None`` without specs)."""
+    if not specs:
+        return None
+    return Expected(round(sum(s.seconds for s in specs), 1), round(max(s.seconds for s in specs), 1))
+
+
+def write_durations(path: Path, tier: int, commit: str, runs: Mapping[str, Run]) -> None:
+    """Record what each run took (the ones with a junit), keeping the other runs' entries of the same tier."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        kept = data["runs"] if int(data["tier"]) == tier else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        kept = {}
+    for name, run in runs.items():
+        if (got := measured(run.specs)) is not None:
+            kept[name] = {"spec_seconds": got.spec_seconds, "longest": got.longest}
+    body = {
+        "tier": tier,
+        "commit": commit,
+        "date": datetime.date.today().isoformat(),
+        "runs": dict(sorted(kept.items())),
+    }
+    path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+
+
+def run_planned(
+    planned: Sequence[tuple[str, int]], budget: int, parallel: int | None, start: Callable[[str, int], Run]
+) -> dict[str, Run]:
+    """Run ``start(run, workers)`` for every planned run, as many at once as ``budget`` workers
+    (and ``parallel`` runs, when given) allow, in plan order with later runs filling the gaps."""
+    pending = list(planned)
+    results: dict[str, Run] = {}
+    done = threading.Condition()
+    state = {"free": budget, "running": 0}
+    threads = []
+
+    def one(run: str, workers: int) -> None:
+        try:
+            results[run] = start(run, workers)
+        finally:
+            with done:
+                state["free"] += workers
+                state["running"] -= 1
+                done.notify_all()
+
+    while pending:
+        with done:
+            while True:
+                index = (
+                    None
+                    if parallel and state["running"] >= parallel
+                    else next_to_start(pending, state["free"], state["running"])
+                )
+                if index is not None:
+                    break
+                done.wait()
+            run, workers = pending.pop(index)
+            state["free"] -= workers
+            state["running"] += 1
+        thread = threading.Thread(target=one, args=(run, workers), name=run)
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    return results
+
+
 # -- running ---------------------------------------------------------------------------------------
 
 
@@ -369,18 +530,52 @@ def _git_head() -> str:
     return done.stdout.strip() or "unknown"
 
 
+def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -> dict[str, Run]:
+    """Every run of the table: with ``-n`` as given, else as :func:`plan_runs` plans them."""
+
+    def start(run: str, workers: int) -> Run:
+        defect = None if run == BASELINE else run
+        return run_suite(defect, report_dir / run, args.tier_up_to, ["-n", str(workers)])
+
+    if args.workers is not None:
+        parallel = args.parallel or 1
+        planned = [(run, args.workers) for run in to_run]
+        return run_planned(planned, args.workers * parallel, parallel, start)
+    budget = args.workers_budget or workers_budget(available_memory(), os.cpu_count() or 1)
+    planned = plan_runs(to_run, load_expected(DURATIONS, args.tier_up_to), budget)
+    print(
+        f"planned {len(planned)} runs on a budget of {budget} workers: "
+        + ", ".join(f"{run} ({workers})" for run, workers in planned),
+        flush=True,
+    )
+    return run_planned(planned, budget, args.parallel, start)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--defects", default="all", help="ids separated by commas, or all (default)")
     parser.add_argument("--tier-up-to", type=int, default=0, help="highest tier run (default 0)")
     parser.add_argument(
-        "-n", dest="workers", type=int, help="pass -n N to pytest (default: the suite chooses)"
+        "-n",
+        dest="workers",
+        type=int,
+        help="pass -n N to every run's pytest (default: planned per run from bench/defects/durations.json)",
     )
     parser.add_argument(
         "--parallel",
         type=int,
-        default=1,
-        help="suite runs at once, the baseline among them (default 1; each run has its own clusters)",
+        help="suite runs at once at most, the baseline among them (each run has its own clusters; "
+        "default: 1 with -n, else as many as the workers budget allows)",
+    )
+    parser.add_argument(
+        "--workers-budget",
+        type=int,
+        help="workers of all the runs at once, when planned (default: what the memory holds and the cores carry)",
+    )
+    parser.add_argument(
+        "--update-durations",
+        action="store_true",
+        help="record what each run took in bench/defects/durations.json, to plan the next table",
     )
     parser.add_argument(
         "--report-dir",
@@ -414,7 +609,6 @@ def main() -> int:
     if args.from_report and args.report_dir is None:
         parser.error("--from-report needs --report-dir")
     report_dir = args.report_dir or Path(tempfile.mkdtemp(prefix="nrop-bench-defects-"))
-    extra = ["-n", str(args.workers)] if args.workers is not None else []
     defects = chosen(catalog, args.defects)
     if args.from_report:
         defects = [d for d in defects if (report_dir / d.id).is_dir()]
@@ -425,24 +619,22 @@ def main() -> int:
     stale = {d.id: r for d in defects if (r := runtime_stale or stale_reason(d)) is not None}
     for defect_id, reason in stale.items():
         print(f"defect stale: {defect_id}: {reason}")
-    to_run: list[str | None] = [d.id for d in defects if d.id not in stale]
+    to_run = [d.id for d in defects if d.id not in stale]
     if args.from_report:
-        runs = {i: load_run(report_dir / (i or BASELINE), -1, 0.0) for i in [None, *to_run]}
-        if not (report_dir / BASELINE).is_dir():
-            del runs[None]
+        runs = {
+            i: load_run(report_dir / i, -1, 0.0) for i in [BASELINE, *to_run] if (report_dir / i).is_dir()
+        }
     else:
         if not args.no_baseline:
-            to_run.insert(0, None)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-            futures = {
-                i: pool.submit(run_suite, i, report_dir / (i or BASELINE), args.tier_up_to, extra)
-                for i in to_run
-            }
-            runs = {i: future.result() for i, future in futures.items()}
+            to_run.insert(0, BASELINE)
+        runs = run_all(to_run, report_dir, args)
+        if args.update_durations:
+            write_durations(DURATIONS, args.tier_up_to, _git_head(), runs)
+            print(f"run durations written to {DURATIONS}", flush=True)
     baseline: list[Spec] = []
-    if None in runs:
-        header.append(baseline_verdict(runs[None]))
-        baseline = runs[None].specs
+    if BASELINE in runs:
+        header.append(baseline_verdict(runs[BASELINE]))
+        baseline = runs[BASELINE].specs
     rows = []
     for defect in defects:
         if defect.id in stale:

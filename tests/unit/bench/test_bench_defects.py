@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -559,3 +561,101 @@ def test_cpus_not_accounted_changes_the_zones_only() -> None:
 
     result = module.cpus_not_accounted(scan)(None, None, [Pod((Container((1, 2)),))])
     assert result == Result(zones=[8], fingerprint=[1, 2])
+
+
+# -- planning the runs ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expected", "most", "workers"),
+    [
+        (None, 12, 4),  # nothing measured
+        (None, 3, 3),
+        ((2000.0, 320.0), 12, 6),  # a healthy run: six workers bring it near its longest spec
+        ((7700.0, 400.0), 12, 12),  # specs waiting out their timeouts: as many as a run may have
+        ((7700.0, 400.0), 8, 8),
+        ((240.0, 43.0), 12, 5),
+        ((300.0, 300.0), 12, 2),  # one long spec: no fewer than two
+    ],
+)
+def test_workers_for(expected: tuple[float, float] | None, most: int, workers: int) -> None:
+    got = bench.workers_for(bench.Expected(*expected) if expected else None, most)
+    assert got == workers
+
+
+def test_plan_runs_starts_the_longest_first_and_the_unmeasured_last() -> None:
+    expected = {
+        "baseline": bench.Expected(2000.0, 320.0),
+        "slow": bench.Expected(7700.0, 400.0),
+        "quick": bench.Expected(240.0, 43.0),
+    }
+    planned = bench.plan_runs(["baseline", "new", "quick", "slow"], expected, budget=21)
+    assert planned == [("slow", 12), ("baseline", 6), ("quick", 5), ("new", 4)]
+    assert bench.plan_runs(["slow"], expected, budget=5) == [("slow", 5)]
+
+
+@pytest.mark.parametrize(
+    ("memory_gib", "cores", "budget"),
+    [
+        (22, 2, 21),  # the cores decide: 2 x 0.67 / 0.063
+        (6, 2, 5),  # the memory decides: (6 - 2 GiB) / 768 MiB
+        (1, 2, 2),
+        (64, 8, 82),  # memory again: (64 - 2 GiB) / 768 MiB, where the cores would carry 85
+    ],
+)
+def test_workers_budget(memory_gib: int, cores: int, budget: int) -> None:
+    assert bench.workers_budget(memory_gib * 2**30, cores) == budget
+
+
+@pytest.mark.parametrize(
+    ("pending", "free", "running", "index"),
+    [
+        ([("a", 12), ("b", 6)], 21, 0, 0),
+        ([("a", 12), ("b", 6)], 8, 1, 1),  # b fills the gap a does not fit in
+        ([("a", 12), ("b", 6)], 5, 2, None),
+        ([("a", 30)], 21, 0, 0),  # wider than the budget: alone
+        ([("a", 30)], 21, 1, None),
+        ([], 21, 0, None),
+    ],
+)
+def test_next_to_start(pending: list[tuple[str, int]], free: int, running: int, index: int | None) -> None:
+    assert bench.next_to_start(pending, free, running) == index
+
+
+def _timed_run(seconds: list[float]) -> object:
+    specs = [bench.Spec(f"s::t{i}", "passed", s) for i, s in enumerate(seconds)]
+    return bench.Run(specs, None, [], 0, sum(seconds), Path("."))
+
+
+def test_durations_round_trip_per_tier(tmp_path: Path) -> None:
+    path = tmp_path / "durations.json"
+    bench.write_durations(path, 1, "abc1234", {"baseline": _timed_run([300.0, 20.5]), "empty": _timed_run([])})
+    assert bench.load_expected(path, 1) == {"baseline": bench.Expected(320.5, 300.0)}
+    bench.write_durations(path, 1, "abc1235", {"slow": _timed_run([400.0])})
+    assert set(bench.load_expected(path, 1)) == {"baseline", "slow"}  # other runs kept
+    assert bench.load_expected(path, 0) == {}  # measured at another tier
+    bench.write_durations(path, 0, "abc1236", {"quick": _timed_run([40.0])})
+    assert set(bench.load_expected(path, 0)) == {"quick"}  # another tier replaces the file's runs
+
+
+def test_run_planned_keeps_to_the_budget_and_runs_everything() -> None:
+    lock = threading.Lock()
+    busy = {"now": 0, "peak": 0}
+    started: list[str] = []
+
+    def start(run: str, workers: int) -> object:
+        with lock:
+            busy["now"] += workers
+            busy["peak"] = max(busy["peak"], busy["now"])
+            started.append(run)
+        time.sleep(0.05)
+        with lock:
+            busy["now"] -= workers
+        return run
+
+    planned = [("a", 6), ("b", 6), ("c", 4), ("d", 2), ("e", 9)]
+    results = bench.run_planned(planned, 10, None, start)
+    assert results == {run: run for run, _ in planned}
+    assert busy["peak"] <= 10
+    assert started[:2] == ["a", "c"]  # b does not fit beside a, c does
+    assert bench.run_planned(planned, 100, 1, start) == results  # --parallel 1: one after the other
