@@ -83,7 +83,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run = state(config)
     if not run.spreads or not session.items:
         return
-    specs = _specs(session.items, load_durations())
+    planned_with = run.options.spec_durations if run.options is not None else None
+    specs = _specs(session.items, load_durations(planned_with))
     requested = run.requested_workers
     cores = os.cpu_count() or 1
     workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)

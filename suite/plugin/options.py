@@ -18,6 +18,7 @@ came from and what would be accepted.
 | ``--skip RE`` (repeatable) | ``E2E_SERIAL_SKIP`` | nothing |
 | ``--report-dir D`` | ``E2E_NROP_REPORT_DIR`` | ``/tmp/artifacts/nrop`` |
 | ``--keep-namespace-on-failure`` | ``E2E_NROP_KEEP_NAMESPACE_ON_FAILURE`` | off |
+| ``--spec-durations FILE`` | ``E2E_NROP_SPEC_DURATIONS`` | the measured ``durations.json`` of the suite |
 | ``--dry-run-specs`` | | off |
 """
 
@@ -82,6 +83,8 @@ class SuiteOptions:
     report_dir: Path = DEFAULT_REPORT_DIR
     keep_namespace_on_failure: bool = False
     dry_run: bool = False
+    #: The spec durations the run is planned with (``None``: the suite's measured ``durations.json``).
+    spec_durations: Path | None = None
     #: The kubeconfig's cluster is an embedded one started elsewhere (``nrop-cluster up``).
     embedded_server: bool = False
 
@@ -218,6 +221,13 @@ def add_options(parser: pytest.Parser) -> None:
         const=True,
         help="keep the test namespace of a failed spec (env E2E_NROP_KEEP_NAMESPACE_ON_FAILURE)",
     )
+    group.addoption(
+        "--spec-durations",
+        dest="nrop_spec_durations",
+        metavar="FILE",
+        help="plan the workers' lanes with these spec durations (JSON, by spec key; env E2E_NROP_SPEC_DURATIONS, "
+        "default the suite's measured durations.json)",
+    )
     group.addoption("--dry-run-specs", dest="nrop_dry_run", action="store_true", default=None,
                     help="list the selected specs (full text and labels) and exit without running them")  # fmt: skip
 
@@ -300,6 +310,11 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str]) -> SuiteOptions:
     keep, source = _pick(cli, environ, "nrop_keep_namespace", "E2E_NROP_KEEP_NAMESPACE_ON_FAILURE")
     keep_flag = keep if isinstance(keep, bool) else (_bool(keep, source) if keep is not None else False)
 
+    durations, source = _pick(cli, environ, "nrop_spec_durations", "E2E_NROP_SPEC_DURATIONS")
+    durations_path = Path(durations).expanduser() if durations else None
+    if durations_path is not None and not durations_path.is_file():
+        raise pytest.UsageError(f"{source}={durations!r}: no such file")
+
     return SuiteOptions(
         kubeconfig=kube_path,
         cluster_profile=profile or DEFAULT_PROFILE,
@@ -313,4 +328,5 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str]) -> SuiteOptions:
         report_dir=Path(report_dir).expanduser() if report_dir else DEFAULT_REPORT_DIR,
         keep_namespace_on_failure=keep_flag,
         dry_run=bool(cli.get("nrop_dry_run")),
+        spec_durations=durations_path,
     )

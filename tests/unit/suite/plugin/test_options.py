@@ -63,3 +63,12 @@ def test_a_kubeconfig_turns_setup_and_teardown_off_by_default(tmp_path: Path) ->
 def test_install_via_rejects_an_unknown_way() -> None:
     with pytest.raises(pytest.UsageError, match=r"E2E_NROP_INSTALL_VIA='helm': expected one of direct, olm"):
         suite_options.resolve({}, {"E2E_NROP_INSTALL_VIA": "helm"})
+
+
+def test_spec_durations_name_an_existing_file(tmp_path: Path) -> None:
+    assert suite_options.resolve({}, {}).spec_durations is None
+    given = tmp_path / "durations.json"
+    given.write_text("{}")
+    assert suite_options.resolve({}, {"E2E_NROP_SPEC_DURATIONS": str(given)}).spec_durations == given
+    with pytest.raises(pytest.UsageError, match=r"--spec-durations='/nowhere\.json': no such file"):
+        suite_options.resolve({"nrop_spec_durations": "/nowhere.json"}, {})
