@@ -50,6 +50,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from nrop.suite.plugin import lanes
 from nrop.suite.plugin.distributing import available_memory
 from nrop.suite.plugin.labels import EXTRA_LABEL
 from nrop.suite.plugin.lanes import MEMORY_PER_WORKER, MEMORY_RESERVE
@@ -66,6 +67,8 @@ LIVE_LOG = "pytest.log"
 BASELINE = "baseline"
 #: what each run of the last full table took (``--update-durations``), to plan the next one
 DURATIONS = DEFECTS_DIR / "durations.json"
+#: in a run's report directory: the spec durations its lanes were planned with
+PLANNED_DURATIONS = "planned-durations.json"
 #: the share of a core one worker of a tier0-1 run uses on average: the baseline with four
 #: workers took 123 CPU-s in 488 s on the 2-core machine (2026-11-29)
 CPU_PER_WORKER = 0.063
@@ -74,25 +77,29 @@ CPU_PER_WORKER = 0.063
 CPU_SHARE = 0.67
 #: workers of one run: at least two (one is no spreading), at most this many
 MOST_WORKERS_PER_RUN = 12
-#: a run gets the fewest workers that end it within this share of its longest spec
-PLAN_TOLERANCE = 0.15
 #: workers of a run with nothing measured (a new defect, another tier)
 UNKNOWN_RUN_WORKERS = 4
 _NODEID = re.compile(r"(serial/\S+::\S+)")
 _FAILED = re.compile(r"\b(FAILED|ERROR)\b")
 
 
-def _load_seeding() -> ModuleType:
-    """``bench/defects/seeding.py``, the catalog and check shared with the injected processes."""
-    spec = importlib.util.spec_from_file_location("seeding", DEFECTS_DIR / "seeding.py")
+def _load_bench(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("seeding", module)
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
 
 
+def _load_seeding() -> ModuleType:
+    """``bench/defects/seeding.py``, the catalog and check shared with the injected processes."""
+    return _load_bench("seeding", DEFECTS_DIR / "seeding.py")
+
+
 seeding = _load_seeding()
+#: ``bench/suite.py``: its junit reading keys specs as the suite's ``durations.json`` does
+benchsuite = _load_bench("bench_suite", ROOT / "bench" / "suite.py")
 
 
 # -- reading a run ---------------------------------------------------------------------------------
@@ -312,32 +319,40 @@ def baseline_verdict(run: Run) -> str:
 
 @dataclass(frozen=True)
 class Expected:
-    """What a run took last time: the sum of its specs' seconds and its longest spec."""
+    """What a run took last time: each spec's own seconds (cluster start left out), by spec key."""
 
-    spec_seconds: float
-    longest: float
+    specs: Mapping[str, float]
 
-    def wall(self, workers: int) -> float:
-        """Its wall time with ``workers``: no shorter than its longest spec, nor than an even share."""
-        return max(self.longest, self.spec_seconds / max(1, workers))
+    def lanes_specs(self) -> list[lanes.Spec]:
+        """Its specs as the suite's planner sees them (all on one profile: the sum is what counts)."""
+        return [lanes.Spec(key, "default", seconds) for key, seconds in sorted(self.specs.items())]
+
+    def wall(self, workers: int, cores: int) -> float:
+        """Its planned wall time with ``workers``, cluster starts included (the suite's own plan)."""
+        return lanes.makespan(lanes.plan(self.lanes_specs(), workers, lanes.cluster_start(workers, cores)))
 
 
-def workers_for(expected: Expected | None, most: int = MOST_WORKERS_PER_RUN) -> int:
-    """The fewest workers (two at least, ``most`` at most) that end a run within
-    :data:`PLAN_TOLERANCE` of its longest spec; :data:`UNKNOWN_RUN_WORKERS` with nothing measured."""
-    if expected is None:
+def workers_for(expected: Expected | None, cores: int, most: int = MOST_WORKERS_PER_RUN) -> int:
+    """A run's workers: what the suite itself would choose for those durations (the fewest
+    whose plan ends near the soonest one, :func:`nrop.suite.plugin.lanes.worker_count`) with
+    memory for ``most`` of them, and two at least; :data:`UNKNOWN_RUN_WORKERS` with nothing
+    measured."""
+    if expected is None or not expected.specs:
         return min(UNKNOWN_RUN_WORKERS, most)
-    needed = math.ceil(expected.spec_seconds / (expected.longest * (1 + PLAN_TOLERANCE)))
-    return max(2, min(most, needed))
+    memory = MEMORY_RESERVE + most * MEMORY_PER_WORKER
+    return max(2, lanes.worker_count(expected.lanes_specs(), memory, cores))
 
 
-def plan_runs(runs: Sequence[str], expected: Mapping[str, Expected], budget: int) -> list[tuple[str, int]]:
+def plan_runs(
+    runs: Sequence[str], expected: Mapping[str, Expected], budget: int, cores: int
+) -> list[tuple[str, int]]:
     """The order the runs start in, each with its workers: the longest expected first (runs with
-    nothing measured last), none with more workers than ``budget``."""
-    planned = [
-        (run, workers_for(expected.get(run), max(2, min(budget, MOST_WORKERS_PER_RUN)))) for run in runs
-    ]
-    planned.sort(key=lambda item: -expected[item[0]].wall(item[1]) if item[0] in expected else 0.0)
+    nothing measured last), none with more than half the ``budget`` workers, so that a wide run
+    waiting for the budget is not passed over by narrower ones for long."""
+    most = max(2, min(budget // 2, MOST_WORKERS_PER_RUN))  # two of the widest runs fit at once
+    planned = [(run, workers_for(expected.get(run), cores, most)) for run in runs]
+    walls = {run: expected[run].wall(workers, cores) for run, workers in planned if run in expected}
+    planned.sort(key=lambda item: -walls.get(item[0], 0.0))
     return planned
 
 
@@ -365,40 +380,43 @@ def load_expected(path: Path, tier: int) -> dict[str, Expected]:
         if int(data["tier"]) != tier:
             return {}
         return {
-            str(run): Expected(float(v["spec_seconds"]), float(v["longest"]))
-            for run, v in data["runs"].items()
+            str(run): Expected({str(k): float(v) for k, v in specs.items()})
+            for run, specs in data["runs"].items()
         }
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         print(
             f"no run durations from {path} ({exc}): every run gets {UNKNOWN_RUN_WORKERS} workers", flush=True
         )
         return {}
 
 
-def measured(specs: Sequence[Spec]) -> Expected | None:
-    """What a run's junit says it took (``None`` without specs)."""
-    if not specs:
+def measured(junit: Path) -> Expected | None:
+    """What a run's junit says its specs took, in whole seconds (``None`` without a junit or
+    specs). The seconds a spec waited for its cluster are kept: with a defect, that wait can be
+    BeforeSuite failing (every spec of ``rte-no-tm-attributes`` errors there, after minutes)."""
+    if not junit.exists():
         return None
-    return Expected(round(sum(s.seconds for s in specs), 1), round(max(s.seconds for s in specs), 1))
+    found = {case.key: round(case.seconds) for case in benchsuite.cases(junit)}
+    return Expected(found) if found else None
 
 
-def write_durations(path: Path, tier: int, commit: str, runs: Mapping[str, Run]) -> None:
-    """Record what each run took (the ones with a junit), keeping the other runs' entries of the same tier."""
+def write_durations(path: Path, tier: int, commit: str, junits: Mapping[str, Path]) -> None:
+    """Record what each run's specs took (runs with a junit), keeping the other runs' entries of the same tier."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         kept = data["runs"] if int(data["tier"]) == tier else {}
     except (OSError, ValueError, KeyError, TypeError):
         kept = {}
-    for name, run in runs.items():
-        if (got := measured(run.specs)) is not None:
-            kept[name] = {"spec_seconds": got.spec_seconds, "longest": got.longest}
-    body = {
-        "tier": tier,
-        "commit": commit,
-        "date": datetime.date.today().isoformat(),
-        "runs": dict(sorted(kept.items())),
-    }
-    path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+    for name, junit in junits.items():
+        if (got := measured(junit)) is not None:
+            kept[name] = dict(sorted(got.specs.items()))
+    header = {"tier": tier, "commit": commit, "date": datetime.date.today().isoformat()}
+    lines = [json.dumps(header)[:-1] + ', "runs": {']
+    lines += [f"  {json.dumps(name)}: {json.dumps(kept[name])}," for name in sorted(kept)]
+    if len(lines) > 1:
+        lines[-1] = lines[-1].rstrip(",")
+    lines.append("}}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def run_planned(
@@ -531,18 +549,27 @@ def _git_head() -> str:
 
 
 def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -> dict[str, Run]:
-    """Every run of the table: with ``-n`` as given, else as :func:`plan_runs` plans them."""
+    """Every run of the table: with ``-n`` as given, else as :func:`plan_runs` plans them, each
+    run's lanes planned with what its specs took last time (``--spec-durations``)."""
+    expected = load_expected(DURATIONS, args.tier_up_to)
 
     def start(run: str, workers: int) -> Run:
         defect = None if run == BASELINE else run
-        return run_suite(defect, report_dir / run, args.tier_up_to, ["-n", str(workers)])
+        extra = ["-n", str(workers)]
+        if run in expected:
+            (report_dir / run).mkdir(parents=True, exist_ok=True)
+            planned_with = report_dir / run / PLANNED_DURATIONS
+            planned_with.write_text(json.dumps(dict(expected[run].specs)), encoding="utf-8")
+            extra += ["--spec-durations", str(planned_with)]
+        return run_suite(defect, report_dir / run, args.tier_up_to, extra)
 
     if args.workers is not None:
         parallel = args.parallel or 1
         planned = [(run, args.workers) for run in to_run]
         return run_planned(planned, args.workers * parallel, parallel, start)
-    budget = args.workers_budget or workers_budget(available_memory(), os.cpu_count() or 1)
-    planned = plan_runs(to_run, load_expected(DURATIONS, args.tier_up_to), budget)
+    cores = os.cpu_count() or 1
+    budget = args.workers_budget or workers_budget(available_memory(), cores)
+    planned = plan_runs(to_run, expected, budget, cores)
     print(
         f"planned {len(planned)} runs on a budget of {budget} workers: "
         + ", ".join(f"{run} ({workers})" for run, workers in planned),
@@ -629,7 +656,9 @@ def main() -> int:
             to_run.insert(0, BASELINE)
         runs = run_all(to_run, report_dir, args)
         if args.update_durations:
-            write_durations(DURATIONS, args.tier_up_to, _git_head(), runs)
+            write_durations(
+                DURATIONS, args.tier_up_to, _git_head(), {i: report_dir / i / JUNIT for i in runs}
+            )
             print(f"run durations written to {DURATIONS}", flush=True)
     baseline: list[Spec] = []
     if BASELINE in runs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -566,32 +567,38 @@ def test_cpus_not_accounted_changes_the_zones_only() -> None:
 # -- planning the runs ----------------------------------------------------------------------------
 
 
+def _expected(*seconds: float) -> object:
+    return bench.Expected({f"test_x.py::test_{i}": s for i, s in enumerate(seconds)})
+
+
 @pytest.mark.parametrize(
-    ("expected", "most", "workers"),
+    ("seconds", "most", "workers"),
     [
         (None, 12, 4),  # nothing measured
         (None, 3, 3),
-        ((2000.0, 320.0), 12, 6),  # a healthy run: six workers bring it near its longest spec
-        ((7700.0, 400.0), 12, 12),  # specs waiting out their timeouts: as many as a run may have
-        ((7700.0, 400.0), 8, 8),
-        ((240.0, 43.0), 12, 5),
-        ((300.0, 300.0), 12, 2),  # one long spec: no fewer than two
+        ((), 12, 4),
+        ((300.0, *[60.0] * 20), 12, 5),  # a healthy run: five lanes reach its longest spec
+        ((300.0, *[240.0] * 30), 12, 11),  # specs waiting out their timeouts: the suite's own choice
+        ((300.0, *[240.0] * 30), 8, 8),  # capped
+        ((300.0,), 12, 2),  # one long spec: no fewer than two
     ],
 )
-def test_workers_for(expected: tuple[float, float] | None, most: int, workers: int) -> None:
-    got = bench.workers_for(bench.Expected(*expected) if expected else None, most)
-    assert got == workers
+def test_workers_for(seconds: tuple[float, ...] | None, most: int, workers: int) -> None:
+    expected = _expected(*seconds) if seconds is not None else None
+    assert bench.workers_for(expected, 2, most) == workers
 
 
 def test_plan_runs_starts_the_longest_first_and_the_unmeasured_last() -> None:
     expected = {
-        "baseline": bench.Expected(2000.0, 320.0),
-        "slow": bench.Expected(7700.0, 400.0),
-        "quick": bench.Expected(240.0, 43.0),
+        "baseline": _expected(300.0, *[60.0] * 20),
+        "slow": _expected(300.0, *[240.0] * 30),
+        "quick": _expected(40.0, 30.0),
     }
-    planned = bench.plan_runs(["baseline", "new", "quick", "slow"], expected, budget=21)
-    assert planned == [("slow", 12), ("baseline", 6), ("quick", 5), ("new", 4)]
-    assert bench.plan_runs(["slow"], expected, budget=5) == [("slow", 5)]
+    planned = bench.plan_runs(["baseline", "new", "quick", "slow"], expected, budget=21, cores=2)
+    assert [run for run, _ in planned] == ["slow", "baseline", "quick", "new"]
+    assert dict(planned)["slow"] == 8  # the suite's choice with memory for half the budget
+    assert dict(planned)["new"] == 4
+    assert bench.plan_runs(["slow"], expected, budget=5, cores=2) == [("slow", 2)]
 
 
 @pytest.mark.parametrize(
@@ -622,20 +629,28 @@ def test_next_to_start(pending: list[tuple[str, int]], free: int, running: int, 
     assert bench.next_to_start(pending, free, running) == index
 
 
-def _timed_run(seconds: list[float]) -> object:
-    specs = [bench.Spec(f"s::t{i}", "passed", s) for i, s in enumerate(seconds)]
-    return bench.Run(specs, None, [], 0, sum(seconds), Path("."))
+def _junit(tmp_path: Path, name: str, seconds: list[float]) -> Path:
+    cases = "".join(
+        f'<testcase classname="serial.test_x" name="test_{i}" time="{s}"/>' for i, s in enumerate(seconds)
+    )
+    path = tmp_path / f"{name}.xml"
+    path.write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")
+    return path
 
 
 def test_durations_round_trip_per_tier(tmp_path: Path) -> None:
     path = tmp_path / "durations.json"
-    bench.write_durations(path, 1, "abc1234", {"baseline": _timed_run([300.0, 20.5]), "empty": _timed_run([])})
-    assert bench.load_expected(path, 1) == {"baseline": bench.Expected(320.5, 300.0)}
-    bench.write_durations(path, 1, "abc1235", {"slow": _timed_run([400.0])})
+    junits = {"baseline": _junit(tmp_path, "b", [300.4, 20.5]), "gone": tmp_path / "missing.xml"}
+    bench.write_durations(path, 1, "abc1234", junits)
+    assert bench.load_expected(path, 1) == {
+        "baseline": bench.Expected({"test_x.py::test_0": 300.0, "test_x.py::test_1": 20.0})
+    }
+    bench.write_durations(path, 1, "abc1235", {"slow": _junit(tmp_path, "s", [400.0])})
     assert set(bench.load_expected(path, 1)) == {"baseline", "slow"}  # other runs kept
     assert bench.load_expected(path, 0) == {}  # measured at another tier
-    bench.write_durations(path, 0, "abc1236", {"quick": _timed_run([40.0])})
+    bench.write_durations(path, 0, "abc1236", {"quick": _junit(tmp_path, "q", [40.0])})
     assert set(bench.load_expected(path, 0)) == {"quick"}  # another tier replaces the file's runs
+    assert json.loads(path.read_text())["commit"] == "abc1236"
 
 
 def test_run_planned_keeps_to_the_budget_and_runs_everything() -> None:
