@@ -77,6 +77,10 @@ CPU_PER_WORKER = 0.063
 CPU_SHARE = 0.67
 #: workers of one run: at least two (one is no spreading), at most this many
 MOST_WORKERS_PER_RUN = 12
+#: the workers a run past its planned wall time still counts (its last lanes)
+TAIL_WORKERS = 2
+#: how often the runs' planned walls are looked at while waiting for the budget
+RECHECK_SECONDS = 10.0
 #: workers of a run with nothing measured (a new defect, another tier)
 UNKNOWN_RUN_WORKERS = 4
 _NODEID = re.compile(r"(serial/\S+::\S+)")
@@ -351,9 +355,16 @@ def plan_runs(
     waiting for the budget is not passed over by narrower ones for long."""
     most = max(2, min(budget // 2, MOST_WORKERS_PER_RUN))  # two of the widest runs fit at once
     planned = [(run, workers_for(expected.get(run), cores, most)) for run in runs]
-    walls = {run: expected[run].wall(workers, cores) for run, workers in planned if run in expected}
+    walls = planned_walls(planned, expected, cores)
     planned.sort(key=lambda item: -walls.get(item[0], 0.0))
     return planned
+
+
+def planned_walls(
+    planned: Sequence[tuple[str, int]], expected: Mapping[str, Expected], cores: int
+) -> dict[str, float]:
+    """Each measured run's planned wall time with its workers."""
+    return {run: expected[run].wall(workers, cores) for run, workers in planned if run in expected}
 
 
 def workers_budget(memory: int, cores: int) -> int:
@@ -419,24 +430,48 @@ def write_durations(path: Path, tier: int, commit: str, junits: Mapping[str, Pat
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def held(workers: int, elapsed: float, wall: float | None) -> int:
+    """The workers a running run counts against the budget: all of them until it outlives its
+    planned wall time (``None``: unknown), then :data:`TAIL_WORKERS`. Its lanes were planned to
+    end by then; the workers of the ones that did wait idle for the last, holding a cluster's
+    memory and next to no CPU."""
+    if wall is None or elapsed < wall:
+        return workers
+    return min(workers, TAIL_WORKERS)
+
+
 def run_planned(
-    planned: Sequence[tuple[str, int]], budget: int, parallel: int | None, start: Callable[[str, int], Run]
+    planned: Sequence[tuple[str, int]],
+    budget: int,
+    parallel: int | None,
+    start: Callable[[str, int], Run],
+    walls: Mapping[str, float] | None = None,
+    *,
+    recheck: float = RECHECK_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Run]:
     """Run ``start(run, workers)`` for every planned run, as many at once as ``budget`` workers
-    (and ``parallel`` runs, when given) allow, in plan order with later runs filling the gaps."""
+    (and ``parallel`` runs, when given) allow, in plan order with later runs filling the gaps.
+    A run past its planned wall time (``walls``) counts only its tail (:func:`held`)."""
     pending = list(planned)
     results: dict[str, Run] = {}
     done = threading.Condition()
-    state = {"free": budget, "running": 0}
+    running: dict[str, tuple[int, float]] = {}  # run -> (workers, started)
     threads = []
+
+    def free() -> int:
+        now = clock()
+        return budget - sum(
+            held(workers, now - started, (walls or {}).get(run))
+            for run, (workers, started) in running.items()
+        )
 
     def one(run: str, workers: int) -> None:
         try:
             results[run] = start(run, workers)
         finally:
             with done:
-                state["free"] += workers
-                state["running"] -= 1
+                del running[run]
                 done.notify_all()
 
     while pending:
@@ -444,15 +479,14 @@ def run_planned(
             while True:
                 index = (
                     None
-                    if parallel and state["running"] >= parallel
-                    else next_to_start(pending, state["free"], state["running"])
+                    if parallel and len(running) >= parallel
+                    else next_to_start(pending, free(), len(running))
                 )
                 if index is not None:
                     break
-                done.wait()
+                done.wait(recheck)
             run, workers = pending.pop(index)
-            state["free"] -= workers
-            state["running"] += 1
+            running[run] = (workers, clock())
         thread = threading.Thread(target=one, args=(run, workers), name=run)
         thread.start()
         threads.append(thread)
@@ -570,12 +604,13 @@ def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -
     cores = os.cpu_count() or 1
     budget = args.workers_budget or workers_budget(available_memory(), cores)
     planned = plan_runs(to_run, expected, budget, cores)
+    walls = planned_walls(planned, expected, cores)
     print(
         f"planned {len(planned)} runs on a budget of {budget} workers: "
         + ", ".join(f"{run} ({workers})" for run, workers in planned),
         flush=True,
     )
-    return run_planned(planned, budget, args.parallel, start)
+    return run_planned(planned, budget, args.parallel, start, walls)
 
 
 def main() -> int:

@@ -674,3 +674,35 @@ def test_run_planned_keeps_to_the_budget_and_runs_everything() -> None:
     assert busy["peak"] <= 10
     assert started[:2] == ["a", "c"]  # b does not fit beside a, c does
     assert bench.run_planned(planned, 100, 1, start) == results  # --parallel 1: one after the other
+
+
+@pytest.mark.parametrize(
+    ("workers", "elapsed", "wall", "expected"),
+    [
+        (10, 100.0, 700.0, 10),  # within its plan: every worker
+        (10, 700.0, 700.0, 2),  # past it: the last lanes only
+        (1, 900.0, 700.0, 1),
+        (10, 5000.0, None, 10),  # nothing planned: every worker until it ends
+    ],
+)
+def test_held(workers: int, elapsed: float, wall: float | None, expected: int) -> None:
+    assert bench.held(workers, elapsed, wall) == expected
+
+
+def test_run_planned_releases_the_budget_of_a_run_past_its_plan() -> None:
+    started: dict[str, float] = {}
+    ended: dict[str, float] = {}
+
+    def start(run: str, workers: int) -> object:
+        started[run] = time.monotonic()
+        time.sleep(0.4 if run == "long" else 0.05)
+        ended[run] = time.monotonic()
+        return run
+
+    planned = [("long", 8), ("next", 6)]
+    bench.run_planned(planned, 10, None, start, {"long": 0.1}, recheck=0.02)
+    assert started["next"] < ended["long"]  # past its 0.1 s plan, "long" holds 2 of its 8 workers
+    started.clear()
+    ended.clear()
+    bench.run_planned(planned, 10, None, start, {"long": 5.0}, recheck=0.02)
+    assert started["next"] >= ended["long"]  # within its plan it holds all 8
