@@ -38,8 +38,11 @@ def next_tick(interval: float, consumed: float, now: float) -> tuple[float, floa
     A Go ``time.Ticker`` fires every ``interval`` from its start and keeps at most one tick
     waiting: ``consumed`` is the time of the tick the last look took. When a tick fell due
     while that look ran, the next look comes at once and the ticks it missed are dropped (the
-    one after it is the first one past ``now``); otherwise it comes on the next tick.
+    one after it is the first one past ``now``); otherwise it comes on the next tick. With no
+    interval (tests), the next look comes at once.
     """
+    if interval <= 0:
+        return 0.0, now
     due = consumed + interval
     if now >= due:
         return 0.0, consumed + math.floor((now - consumed) / interval) * interval

@@ -198,7 +198,12 @@ def for_pods_all_running(
 
     try:
         wait_for(
-            look, lambda view: not view.pending, "every pod Running or ended", timeout, interval=interval
+            look,
+            lambda view: not view.pending,
+            "every pod Running or ended",
+            timeout,
+            interval=interval,
+            fixed_rate=True,
         )
     except WaitTimeout:
         pass  # the pods not seen Running are the failed ones, as upstream's
@@ -244,7 +249,6 @@ def while_in_pod_phase(
         lambda v: v.phase == phase,
         f"pod {namespace}/{name} to keep being {phase}",
         interval=interval,
-        fixed_rate=True,
         steps=steps,
         failure=failure,
     )

@@ -255,6 +255,7 @@ def test_consistently_last_look_polls_once_the_window_has_ended(
         (1.0, 0.0, 3.6, (0.0, 3.0)),  # ticks 2.0 and 3.0 dropped: at once, the next look on 4.0
         (1.0, 3.0, 3.2, (0.8, 4.0)),
         (5.0, 10.0, 24.0, (0.0, 20.0)),
+        (0.0, 3.0, 3.5, (0.0, 3.5)),  # no interval: at once
     ],
 )
 def test_next_tick_is_a_go_ticker(

@@ -502,3 +502,21 @@ def test_pods_of_workload_is_upstreams_podlist(workload, call, names) -> None:
     kube = _PodLister([_TERMINATING, _LIVE, _ELSEWHERE])
     assert [p["metadata"]["name"] for p in w.pods_of_workload(kube, workload)] == names
     assert kube.calls == [call]
+
+
+def test_the_pod_waiters_poll_at_upstreams_fixed_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ForPodPhase and ForPodsAllRunning run on PollUntilContextTimeout, whose ticker keeps
+    the looks one interval apart; WhileInPodPhase is a PollSteps loop, not a poll to a deadline."""
+    seen: list[bool] = []
+    real = w.wait_for
+
+    def spy(*args: object, fixed_rate: bool = False, **kwargs: object) -> object:
+        seen.append(fixed_rate)
+        return real(*args, fixed_rate=fixed_rate, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(w, "wait_for", spy)
+    kube = FakeKube({("ns", "p"): ["Running"]})
+    w.for_pod_phase(kube, "ns", "p", "Running", interval=0)
+    w.for_pods_all_running(kube, [_pod("ns", "p")], interval=0, timeout=1)
+    assert seen == [True, True]
+    w.while_in_pod_phase(kube, "ns", "p", "Running", interval=0, steps=1)
