@@ -21,10 +21,10 @@ the baseline ran is "skipped" (not caught: the suite skips on a cluster that loo
     python bench/defects.py --list       # the catalog
 
 Without ``-n``, the runs are planned from what each took last time (``bench/defects/durations.json``,
-written by ``--update-durations``): the longest first, each with the fewest workers that bring it
-near its longest spec, as many at once as a budget of workers allows (the machine's memory and
+written by ``--update-durations``): the longest first, each with the workers the suite's own rule
+chooses for its durations, as many at once as a budget of workers allows (the machine's memory and
 cores, or ``--workers-budget``). A defect whose specs fail waits out their timeouts: its run is
-long but light on CPU, and more workers shorten it at little cost.
+long, and more workers shorten it.
 
 Never run in CI: one suite run per defect takes minutes.
 """
@@ -323,7 +323,7 @@ def baseline_verdict(run: Run) -> str:
 
 @dataclass(frozen=True)
 class Expected:
-    """What a run took last time: each spec's own seconds (cluster start left out), by spec key."""
+    """What a run took last time: each spec's seconds as its junit gives them, by spec key."""
 
     specs: Mapping[str, float]
 
@@ -384,17 +384,24 @@ def next_to_start(pending: Sequence[tuple[str, int]], free: int, running: int) -
     return 0 if pending and running == 0 else None
 
 
+def _stored_runs(path: Path, tier: int) -> dict[str, dict[str, Any]]:
+    """The runs ``path`` holds, by name, if it was measured at ``tier`` (else none); raises
+    ``OSError``, ``ValueError``, ``KeyError``, ``TypeError`` or ``AttributeError`` when unreadable."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if int(data["tier"]) != tier:
+        return {}
+    return {str(run): dict(specs.items()) for run, specs in data["runs"].items()}
+
+
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError)
+
+
 def load_expected(path: Path, tier: int) -> dict[str, Expected]:
     """The runs :data:`DURATIONS` measured at ``tier`` (none when it holds another tier or is unreadable)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if int(data["tier"]) != tier:
-            return {}
-        return {
-            str(run): Expected({str(k): float(v) for k, v in specs.items()})
-            for run, specs in data["runs"].items()
-        }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        stored = _stored_runs(path, tier)
+        return {run: Expected({str(k): float(v) for k, v in specs.items()}) for run, specs in stored.items()}
+    except _UNREADABLE as exc:
         print(
             f"no run durations from {path} ({exc}): every run gets {UNKNOWN_RUN_WORKERS} workers", flush=True
         )
@@ -414,9 +421,8 @@ def measured(junit: Path) -> Expected | None:
 def write_durations(path: Path, tier: int, commit: str, junits: Mapping[str, Path]) -> None:
     """Record what each run's specs took (runs with a junit), keeping the other runs' entries of the same tier."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        kept = data["runs"] if int(data["tier"]) == tier else {}
-    except (OSError, ValueError, KeyError, TypeError):
+        kept = _stored_runs(path, tier)
+    except _UNREADABLE:
         kept = {}
     for name, junit in junits.items():
         if (got := measured(junit)) is not None:
