@@ -115,6 +115,7 @@ _GENERIC: Final[dict[int, tuple[str, str | None]]] = {
     415: ("UnsupportedMediaType", None),
     422: ("Invalid", "the server rejected our request due to an error in our request"),
     429: ("TooManyRequests", "the server has received too many requests and has asked us to try again later"),
+    503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
     504: (
         "Timeout",
         "the server was unable to return a response in the time allotted, but may still be processing the request",

@@ -91,6 +91,14 @@ def test_what_a_status_body_leaves_out(body: dict, http_status: int, expected: t
         pytest.param(
             503,
             "GET",
+            "",
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request",
+            id="503",
+        ),
+        pytest.param(
+            502,
+            "GET",
             'say "hi"',
             "InternalError",
             'an error on the server ("say \\"hi\\"") has prevented the request from succeeding',
