@@ -36,10 +36,10 @@ from typing import Any
 from kubernetes import client, config
 
 from nrop.api import crds
+from nrop.api.clientconfig import load_kubeconfig
 from nrop.api.nrt import GROUP, PLURAL, VERSION
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
-from nrop.sched.clientconfig import load_kubeconfig
 from nrop.sched.config import configuration as schedconfig
 from nrop.sched.framework import registry
 from nrop.sched.kubeclient import KubeClient

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from nrop.api.clientconfig import ClientConfig
 from nrop.localcluster.apiserver import kubeconfig, tls
 from nrop.localcluster.apiserver.lifecycle import Lifecycle, bootstrap, publish_kubernetes_service
 from nrop.localcluster.apiserver.listening import HTTPSSite
@@ -33,7 +34,6 @@ from nrop.localcluster.controllers.openshiftconfig import install_platform as in
 from nrop.localcluster.kubelet.decisions.entrypoints import DEFAULT_OWN_IMAGES, RuntimeConfig
 from nrop.localcluster.kubelet.fleet import Fleet
 from nrop.localcluster.profiles import Profile, load_profile
-from nrop.sched.clientconfig import ClientConfig
 from nrop.sched.kubeclient import KubeClient
 from nrop.sched.main import default_configuration
 from nrop.sched.scheduler import Scheduler

@@ -1,10 +1,11 @@
-"""The operator's Kubernetes client: plain dicts through the official client's ``ApiClient``.
+"""The operator's Kubernetes client: plain dicts through the blocking :class:`~nrop.api.restclient.RestClient`.
 
 Owns the kinds the operator touches (paths by apiVersion and kind), get/list/create/
 replace/delete, status merge patches, and :meth:`Api.apply`, the "make it so" of every
 rendered object: create it when missing; replace it when the live object no longer holds
 every field the operator renders (a manual edit) or was rendered from another desired
-state (the hash annotation differs). Errors are :class:`kubernetes.client.ApiException`.
+state (the hash annotation differs). Errors are :mod:`nrop.api.restapi`'s ``ApiError``
+(``ApiException`` here, as the operator's modules name it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubernetes import client, config
+from nrop.api.clientconfig import resolve_config
+from nrop.api.distribution import package_version
+from nrop.api.restapi import JSON, ApiError, query
+from nrop.api.restclient import RestClient
 
 __all__ = [
     "DESIRED_HASH_ANNOTATION",
@@ -31,7 +35,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-ApiException = client.ApiException
+ApiException = ApiError
+#: The operator's name on the wire, as controller-runtime's manager sets it from the binary.
+USER_AGENT: Final = "numaresources-operator"
 Obj = dict[str, Any]
 DESIRED_HASH_ANNOTATION: Final = "nodetopology.openshift.io/desired-hash"
 
@@ -106,41 +112,26 @@ def desired_hash(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def load_client(kubeconfig: str | None) -> client.ApiClient:
-    configuration = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        try:
-            config.load_incluster_config(client_configuration=configuration)
-        except config.ConfigException:
-            config.load_kube_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
+def load_client(kubeconfig: str | None) -> RestClient:
+    """``--kubeconfig``, else ``KUBECONFIG``, else the pod's service account (``ClientConfigError`` if none)."""
+    return RestClient(resolve_config(kubeconfig), user_agent=f"{USER_AGENT}/{package_version()}")
 
 
 class Api:
     """Plain-dict access to the API server."""
 
-    def __init__(self, api_client: client.ApiClient) -> None:
-        self._client = api_client
+    def __init__(self, rest: RestClient) -> None:
+        self._rest = rest
 
-    def _call(self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None,
-              content_type: str = "application/json") -> Obj:  # fmt: skip
-        method_, url, headers, payload, post = self._client.param_serialize(
-            method,
-            path,
-            query_params=query or [],
-            header_params={"Accept": "application/json", "Content-Type": content_type},
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        response = self._client.call_api(method_, url, headers, payload, post, _request_timeout=30)
-        data = response.read()
-        if not 200 <= response.status < 300:
-            raise ApiException(
-                status=response.status, reason=response.reason, body=data.decode(errors="replace")
-            )
-        return json.loads(data) if data else {}
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: dict[str, str] | None = None,
+        content_type: str = JSON,
+    ) -> Obj:
+        return self._rest.request(method, path, params=params, body=body, content_type=content_type) or {}
 
     def get(self, k: Kind, name: str, namespace: str | None = None) -> Obj | None:
         try:
@@ -153,9 +144,9 @@ class Api:
     def list(
         self, k: Kind, namespace: str | None = None, labels: Mapping[str, str] | None = None
     ) -> list[Obj]:
-        query = [("labelSelector", ",".join(f"{a}={b}" for a, b in labels.items()))] if labels else []
+        params = query(labelSelector=",".join(f"{a}={b}" for a, b in labels.items())) if labels else None
         try:
-            return list(self._call("GET", k.path(namespace), query=query).get("items") or [])
+            return list(self._call("GET", k.path(namespace), params=params).get("items") or [])
         except ApiException as exc:
             if exc.status == 404 and k.kind == "MachineConfigPool":
                 return []
@@ -247,12 +238,8 @@ class Api:
 
 
 def error_message(exc: ApiException) -> str:
-    """``<code> <reason>: <the Status message>`` of an API error."""
-    try:
-        message = json.loads(exc.body).get("message", exc.body)
-    except (TypeError, ValueError, AttributeError):
-        message = exc.body
-    return f"{exc.status} {exc.reason}: {message}"
+    """``<code> <reason>: <the Status message>`` of an API error (the message alone without a response)."""
+    return str(exc) if exc.status else exc.message
 
 
 def _key(obj: Mapping[str, Any]) -> str:

@@ -133,6 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "render":
         return _render(args)
+    # kopf imports the official Kubernetes client, when it is installed, only to recognise its
+    # models in what handlers return; the operator's handlers use plain dicts, and the import
+    # costs about half a CPU-second at every start (bench/README.md). None in sys.modules makes
+    # that import fail, as it does where the client is not installed.
+    sys.modules.setdefault("kubernetes", None)  # type: ignore[arg-type]
     from nrop.operator.running import Options, run
 
     options = Options(
@@ -154,6 +159,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         # kopf logs every handler run at INFO, aiohttp every probe: keep the operator's own lines.
         for noisy in ("kopf", "aiohttp.access"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
-    if options.verbosity < 6:
-        logging.getLogger("urllib3").setLevel(logging.INFO)
     return run(options, os.environ)

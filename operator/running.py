@@ -12,7 +12,6 @@ detected once at start, as upstream's operator does (:func:`detect_platform`).
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from typing import Any
 
 import kopf
 
+from nrop.api.clientconfig import resolve_config
 from nrop.api.platform import Platform, platform_of
 from nrop.api.tlsprofiles import ProfileError, TLSProfileSpec
 from nrop.operator import (
@@ -71,13 +71,21 @@ def build_registry(
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        if kubeconfig or os.environ.get("KUBECONFIG"):
-            return kopf.login_with_kubeconfig(**kwargs)
-        # In a pod: the official client's in-cluster configuration, as controller-runtime's
-        # rest.InClusterConfig (KUBERNETES_SERVICE_HOST/PORT and the projected token; kopf's
-        # login_with_service_account assumes the cluster DNS name kubernetes.default.svc).
-        return kopf.login_via_client(**kwargs)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        # The settings every other request of the operator uses (--kubeconfig, KUBECONFIG, or in
+        # a pod KUBERNETES_SERVICE_HOST/PORT and the projected token, as controller-runtime's
+        # rest.InClusterConfig), read again at each login: kopf logs in again after a 401, and
+        # a rotated token is then the one on disk.
+        cfg = resolve_config(kubeconfig)
+        return kopf.ConnectionInfo(
+            server=cfg.server,
+            ca_data=cfg.ca_data,
+            insecure=cfg.insecure or None,
+            token=cfg.token or None,
+            certificate_data=cfg.client_cert_data,
+            private_key_data=cfg.client_key_data,
+            default_namespace=cfg.namespace,
+        )
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -132,8 +140,6 @@ def detect_platform(api: Api) -> Platform:
 
 
 def run(options: Options, environ: Mapping[str, str]) -> int:
-    if options.kubeconfig:
-        os.environ["KUBECONFIG"] = options.kubeconfig
     api = Api(load_client(options.kubeconfig))
     try:
         tls = tlsprofilewatcher.startup(api)

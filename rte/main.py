@@ -27,9 +27,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Final
 
+from nrop.api.clientconfig import ClientConfigError, resolve_config
 from nrop.api.distribution import package_version
+from nrop.api.restclient import RestClient
 from nrop.rte import config as rteconfig
 from nrop.rte.decisions.nrtinfo import TopologyManager, Trigger, new_nrt, update_nrt_info
 from nrop.rte.decisions.scan import (
@@ -265,28 +267,18 @@ def _setup_logging(cfg: rteconfig.Config) -> None:
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
     if level > logging.DEBUG:
-        logging.getLogger("kubernetes").setLevel(logging.WARNING)
         logging.getLogger("urllib3").setLevel(logging.WARNING)
 
 
-def _api_client(cfg: rteconfig.Config) -> Any:
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
+def _api_client(cfg: rteconfig.Config) -> RestClient:
+    """The API connection: ``--kubeconfig``, else ``KUBECONFIG``, else the pod's service account."""
     try:
-        if cfg.kubeconfig:
-            config.load_kube_config(config_file=cfg.kubeconfig, client_configuration=configuration)
-        else:
-            try:
-                config.load_incluster_config(client_configuration=configuration)
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=configuration)
-    except (config.ConfigException, OSError, TypeError, ValueError) as exc:
+        return RestClient(resolve_config(cfg.kubeconfig), user_agent=f"{rteconfig.PROG}/{package_version()}")
+    except (ClientConfigError, ValueError) as exc:
         source = cfg.sources.get("kubeconfig", "default")
         raise rteconfig.ConfigError(
             f"cannot load kubeconfig {cfg.kubeconfig or '(default)'} ({source}): {exc}"
         ) from None
-    return client.ApiClient(configuration)
 
 
 def _dump_config(cfg: rteconfig.Config, dest: str) -> bool:

@@ -25,18 +25,15 @@ are plain functions over plain dicts; :class:`ConditionInjector` is the I/O arou
 from __future__ import annotations
 
 import enum
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import urllib3
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from nrop.api.metatime import rfc3339
+from nrop.api.restapi import PODS, ApiError
+from nrop.api.restclient import RestClient
 
 __all__ = [
     "ENV_NAMESPACE",
@@ -129,21 +126,18 @@ def with_condition(
     return out
 
 
-_CLIENT_ERRORS: Final = (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError)
-
-
 class ConditionInjector:
     """Sets the exporter pod's conditions through ``pods/status``; never raises for API errors."""
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api: RestClient,
         pod: PodRef,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.pod = pod
-        self._core = client.CoreV1Api(api_client)
+        self._api = api
         self._clock = clock
         self._last: dict[str, dict[str, Any]] = {}
 
@@ -153,23 +147,24 @@ class ConditionInjector:
         if same_condition(self._last.get(kind.value), condition):
             return True
         try:
-            response = self._core.read_namespaced_pod(
-                self.pod.name, self.pod.namespace, _preload_content=False, _request_timeout=_REQUEST_TIMEOUT
+            pod = self._api.request(
+                "GET", PODS.path(self.pod.namespace, self.pod.name), timeout=_REQUEST_TIMEOUT
             )
-            pod = json.loads(response.data)
             status = pod.setdefault("status", {})
             status["conditions"] = with_condition(status.get("conditions") or [], condition)
-            self._core.replace_namespaced_pod_status(
-                self.pod.name, self.pod.namespace, pod, _request_timeout=_REQUEST_TIMEOUT
+            self._api.request(
+                "PUT",
+                PODS.path(self.pod.namespace, self.pod.name, "status"),
+                body=pod,
+                timeout=_REQUEST_TIMEOUT,
             )
-        except _CLIENT_ERRORS as exc:
-            text = f"HTTP {exc.status} {exc.reason}" if isinstance(exc, ApiException) else str(exc)
+        except ApiError as exc:
             log.error(
                 "failed to update pod %s status with condition %s=%s: %s",
                 self.pod,
                 kind.value,
                 condition["status"],
-                text,
+                exc,
             )
             return False
         log.info("pod %s: condition %s=%s", self.pod, kind.value, condition["status"])

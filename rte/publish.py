@@ -1,4 +1,4 @@
-"""Writing NRT objects through the Kubernetes API (the official client), as upstream ``nrtupdater`` does.
+"""Writing NRT objects through the Kubernetes API, as upstream ``nrtupdater`` does.
 
 This module owns the exporter's only API traffic:
 
@@ -13,7 +13,7 @@ This module owns the exporter's only API traffic:
   its NRT);
 
 Every API failure becomes a :class:`PublishError` (``raise … from`` the client's
-exception) that the main loop logs and retries with back-off: the exporter outlives API
+``ApiError``) that the main loop logs and retries with back-off: the exporter outlives API
 server restarts, expired connections and RBAC mistakes that get fixed.
 """
 
@@ -22,11 +22,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-import urllib3
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
-from nrop.api.nrt import GROUP, PLURAL, VERSION
+from nrop.api.restapi import NODES, NRTS, ApiError, PatchType
+from nrop.api.restclient import RestClient
 from nrop.rte.decisions.nrtinfo import (
     TopologyManager,
     Trigger,
@@ -43,7 +40,6 @@ __all__ = ["PublishError", "Publisher"]
 
 log = logging.getLogger(__name__)
 
-_MERGE_PATCH: Final = "application/merge-patch+json"
 _CONFLICT: Final = 409
 _NOT_FOUND: Final = 404
 DEFAULT_REQUEST_TIMEOUT: Final = 10.0
@@ -57,14 +53,9 @@ class PublishError(Exception):
         self.status = status
 
 
-def _describe(exc: Exception) -> tuple[str, int | None]:
-    if isinstance(exc, ApiException):
-        reason = exc.reason or ""
-        return f"HTTP {exc.status} {reason}".strip(), exc.status
-    return f"{type(exc).__name__}: {exc}", None
-
-
-_CLIENT_ERRORS: Final = (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError)
+def _describe(exc: ApiError) -> tuple[str, int | None]:
+    """The failure as logged, and the HTTP status when the server answered."""
+    return str(exc), exc.status or None
 
 
 class Publisher:
@@ -72,7 +63,7 @@ class Publisher:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api: RestClient,
         node_name: str,
         tm: TopologyManager,
         *,
@@ -89,8 +80,7 @@ class Publisher:
         self.add_owner = add_owner
         self.metrics = metrics
         self._timeout = request_timeout
-        self._custom = client.CustomObjectsApi(api_client)
-        self._core = client.CoreV1Api(api_client)
+        self._api = api
         self._node_uid: str | None = None
         self._prev: dict[str, Any] | None = None
         self._patch_count = 0
@@ -99,13 +89,13 @@ class Publisher:
     def _owner_uid(self) -> str | None:
         if self._node_uid is None:
             try:
-                node = self._core.read_node(self.node_name, _request_timeout=self._timeout)
-            except _CLIENT_ERRORS as exc:
+                node = self._api.request("GET", NODES.path(name=self.node_name), timeout=self._timeout)
+            except ApiError as exc:
                 log.debug(
                     "cannot read Node %s for the owner reference: %s", self.node_name, _describe(exc)[0]
                 )
                 return None
-            self._node_uid = node.metadata.uid
+            self._node_uid = (node.get("metadata") or {}).get("uid")
             log.info("NRT owner: Node %s uid %s", self.node_name, self._node_uid)
         return self._node_uid
 
@@ -142,16 +132,14 @@ class Publisher:
         if self.metrics is not None:
             self.metrics.patch_size_ratio(patch_size_ratio(patch, new))
         try:
-            obj = self._custom.patch_cluster_custom_object(
-                GROUP,
-                VERSION,
-                PLURAL,
-                self.node_name,
-                patch,
-                _content_type=_MERGE_PATCH,
-                _request_timeout=self._timeout,
+            obj = self._api.request(
+                "PATCH",
+                NRTS.path(name=self.node_name),
+                body=patch,
+                content_type=PatchType.MERGE.content_type,
+                timeout=self._timeout,
             )
-        except _CLIENT_ERRORS as exc:
+        except ApiError as exc:
             if self.metrics is not None:
                 self.metrics.patch_failure("send_patch")
             text, status = _describe(exc)
@@ -164,10 +152,8 @@ class Publisher:
     def _update(self, result: ScanResult, trigger: Trigger) -> dict[str, Any]:
         name = self.node_name
         try:
-            current = self._custom.get_cluster_custom_object(
-                GROUP, VERSION, PLURAL, name, _request_timeout=self._timeout
-            )
-        except _CLIENT_ERRORS as exc:
+            current = self._api.request("GET", NRTS.path(name=name), timeout=self._timeout)
+        except ApiError as exc:
             text, status = _describe(exc)
             if status != _NOT_FOUND:
                 raise PublishError(f"get noderesourcetopologies/{name}: {text}", status) from exc
@@ -176,20 +162,16 @@ class Publisher:
             body = self._mutate(new_nrt(name), result, trigger)
             operation = "create"
             try:
-                obj = self._custom.create_cluster_custom_object(
-                    GROUP, VERSION, PLURAL, body, _request_timeout=self._timeout
-                )
-            except _CLIENT_ERRORS as exc:
+                obj = self._api.request("POST", NRTS.path(), body=body, timeout=self._timeout)
+            except ApiError as exc:
                 text, status = _describe(exc)
                 raise PublishError(f"create noderesourcetopologies/{name}: {text}", status) from exc
         else:
             body = self._mutate(current, result, trigger)
             operation = "update"
             try:
-                obj = self._custom.replace_cluster_custom_object(
-                    GROUP, VERSION, PLURAL, name, body, _request_timeout=self._timeout
-                )
-            except _CLIENT_ERRORS as exc:
+                obj = self._api.request("PUT", NRTS.path(name=name), body=body, timeout=self._timeout)
+            except ApiError as exc:
                 text, status = _describe(exc)
                 raise PublishError(f"update noderesourcetopologies/{name}: {text}", status) from exc
         if self.metrics is not None:

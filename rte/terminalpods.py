@@ -26,18 +26,15 @@ upstream waits for its informer cache to sync.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
 from typing import Any, Final
 
-import urllib3
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
-
 from nrop.api import reflector
 from nrop.api.reflector import Step
+from nrop.api.restapi import PODS, ApiError, query
+from nrop.api.restclient import RestClient, Watch
 from nrop.rte.retrying import FailureLog
 
 __all__ = ["TerminalPods", "field_selector"]
@@ -47,7 +44,6 @@ log = logging.getLogger(__name__)
 #: A list taking longer than this fails (and is retried after the back-off).
 LIST_TIMEOUT: Final = 60.0
 _NON_TERMINAL_PHASES: Final = ("Pending", "Running", "Unknown")
-_CLIENT_ERRORS: Final = (urllib3.exceptions.HTTPError, OSError, ValueError)
 
 PodKey = tuple[str, str]
 
@@ -68,7 +64,7 @@ class TerminalPods:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api: RestClient,
         node_name: str,
         *,
         min_watch_timeout: float = reflector.MIN_WATCH_TIMEOUT,
@@ -76,14 +72,14 @@ class TerminalPods:
         self.node_name = node_name
         self.selector = field_selector(node_name)
         self.synced = threading.Event()
-        self._core = client.CoreV1Api(api_client)
+        self._api = api
         self._min_watch_timeout = min_watch_timeout
         self._backoff = reflector.backoff_schedule()
         self._cursor = reflector.Cursor()
         self._pods: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._watch: watch.Watch | None = None
+        self._watch: Watch | None = None
         self._thread = threading.Thread(target=self._run, name="terminal-pods", daemon=True)
 
     def start(self) -> None:
@@ -92,39 +88,40 @@ class TerminalPods:
     def stop(self) -> None:
         self._stop.set()
         if self._watch is not None:
-            self._watch.stop()
+            self._watch.close()
 
     def current(self) -> frozenset[PodKey]:
         with self._lock:
             return frozenset(_pod_key(pod) for pod in self._pods.values())
 
     def _list(self) -> None:
-        response = self._core.list_pod_for_all_namespaces(
-            field_selector=self.selector, _request_timeout=LIST_TIMEOUT, _preload_content=False
+        listed = self._api.request(
+            "GET", PODS.path(), params=query(fieldSelector=self.selector), timeout=LIST_TIMEOUT
         )
-        listed = json.loads(response.data)
         with self._lock:
             self._pods, _ = reflector.relist_changes(self._pods, listed.get("items") or [])
         self._cursor = reflector.listed(self._cursor, listed)
 
     def _follow(self) -> None:
-        self._watch = watch.Watch()
-        stream = self._watch.stream(
-            self._core.list_pod_for_all_namespaces,
-            field_selector=self.selector,
-            resource_version=self._cursor.resource_version,
-            allow_watch_bookmarks=True,
+        self._watch = self._api.watch(
+            PODS.path(),
+            params=query(
+                fieldSelector=self.selector,
+                resourceVersion=self._cursor.resource_version,
+                allowWatchBookmarks=True,
+            ),
             timeout_seconds=reflector.watch_timeout(random.random(), self._min_watch_timeout),
         )
-        # Deserialising events is what makes the client raise an in-stream 410 as an
-        # ApiException (with deserialize=False it fails on the ERROR event with a KeyError).
-        for event in stream:
+        if self._stop.is_set():
+            self._watch.close()
+        for kind, obj in self._watch:
             if self._stop.is_set():
                 return
-            obj = event.get("raw_object") or {}
             with self._lock:
-                reflector.apply_event(self._pods, event.get("type", ""), obj)
+                reflector.apply_event(self._pods, kind, obj)
             self._cursor = reflector.observed(self._cursor, obj)
+        if self._stop.is_set():
+            return
         self._cursor = reflector.closed(self._cursor)
 
     def _run(self) -> None:
@@ -146,13 +143,12 @@ class TerminalPods:
             except Exception as exc:  # the thread must outlive every fault, as the exporter does
                 if self._stop.is_set():
                     return
-                if isinstance(exc, ApiException):
-                    code, reason, text = exc.status or 0, exc.reason or "", f"HTTP {exc.status} {exc.reason}"
-                else:  # no response: a client error as its text says it, anything else with its type
-                    code, reason = 0, ""
-                    text = str(exc) if isinstance(exc, _CLIENT_ERRORS) else f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, ApiError):  # status 0: no response, the message says why
+                    code, reason, text = exc.status, exc.reason if exc.status else "", str(exc)
+                else:
+                    code, reason, text = 0, "", f"{type(exc).__name__}: {exc}"
                 self._cursor = reflector.failed(self._cursor, code, reason, self._backoff)
                 if self._cursor.expired:
-                    log.info("%s: watch expired (%s); re-listing", what, reason)
+                    log.info("%s: watch expired (%s); re-listing", what, text)
                     continue
                 failures.failed(f"cannot list/watch {what}: {text}", self._cursor.delay)

@@ -9,7 +9,6 @@ Code outside this package imports only what ``__all__`` lists; every other modul
 """
 
 __all__ = [
-    "clientconfig",
     "config",
     "events",
     "framework",

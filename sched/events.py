@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nrop.api.metatime import from_unix_nanos, rfc3339_micro
-from nrop.sched.kubeclient import EVENTS, ApiConnectionError, ApiError, KubeClient, NotFoundError, PatchType
+from nrop.api.restapi import EVENTS, ApiConnectionError, ApiError, NotFoundError, PatchType
+from nrop.sched.kubeclient import KubeClient
 
 __all__ = [
     "NOTE_LENGTH_LIMIT",

@@ -31,16 +31,8 @@ from typing import Any
 from nrop.api import reflector
 from nrop.api.backoff import Backoff
 from nrop.api.reflector import ADDED, DELETED, MODIFIED, Step, object_key
-from nrop.sched.kubeclient import (
-    NAMESPACES,
-    NODES,
-    NRTS,
-    PODS,
-    ApiError,
-    KubeClient,
-    NotFoundError,
-    Resource,
-)
+from nrop.api.restapi import NAMESPACES, NODES, NRTS, PODS, ApiError, NotFoundError, Resource
+from nrop.sched.kubeclient import KubeClient
 
 __all__ = [
     "ADDED",

@@ -1,10 +1,10 @@
 """The scheduler's Kubernetes client: asyncio, one aiohttp connection pool, orjson, typed errors.
 
-Owns talking to an API server: building request paths for a :class:`Resource`, bearer
-tokens and TLS from a :class:`~nrop.sched.clientconfig.ClientConfig` read once, the
-client-side QPS/burst limit (:mod:`nrop.sched.config.ratelimit`), reading responses, and
-translating failures at the edge into one small hierarchy that carries the Kubernetes
-``Status`` (:class:`ApiError`; :class:`ApiConnectionError` when no response came at all).
+Owns talking to an API server from an event loop: requests on the paths of a
+:class:`~nrop.api.restapi.Resource`, bearer tokens and TLS from a
+:class:`~nrop.api.clientconfig.ClientConfig` read once, the client-side QPS/burst limit
+(:mod:`nrop.sched.config.ratelimit`), reading responses, and translating failures at the
+edge into :mod:`nrop.api.restapi`'s errors, which carry the Kubernetes ``Status``.
 
 It is lean on purpose (the scheduler binds 100+ pods/s): no discovery, no models,
 bodies are plain dicts.  Watches are async iterators of ``(type, object)`` whose
@@ -14,190 +14,33 @@ bodies are plain dicts.  Watches are async iterators of ``(type, object)`` whose
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
 import orjson
 
-from nrop.api import reflector
-from nrop.api.status import Status, generic_server_response
-from nrop.sched.clientconfig import ClientConfig, TokenSource
+from nrop.api.clientconfig import ClientConfig, TokenSource
+from nrop.api.restapi import (
+    JSON,
+    PODS,
+    ApiConnectionError,
+    GoneError,
+    PatchType,
+    Resource,
+    error_from_response,
+    error_from_status,
+    query,
+)
 from nrop.sched.config.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
-from nrop.sched.errors import SchedulerError
 
-__all__ = [
-    "EVENTS",
-    "LEASES",
-    "NAMESPACES",
-    "NODES",
-    "NRTS",
-    "PODS",
-    "ApiConnectionError",
-    "ApiError",
-    "ConflictError",
-    "GoneError",
-    "KubeClient",
-    "NotFoundError",
-    "PatchType",
-    "Resource",
-    "error_from_response",
-    "error_from_status",
-]
+__all__ = ["KubeClient"]
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-
-# ------------------------------------------------------------------------------ errors
-
-
-class ApiError(SchedulerError):
-    """A failed API request: HTTP ``status``, the Status ``reason`` and ``message``, the whole ``body``."""
-
-    def __init__(self, status: int, reason: str, message: str, body: Obj | None = None) -> None:
-        super().__init__(f"{status} {reason}: {message}" if status else f"{reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body: Obj = body or {}
-
-    @property
-    def details(self) -> Obj:
-        return self.body.get("details") or {}
-
-    @property
-    def already_exists(self) -> bool:
-        return self.status == 409 and self.reason == "AlreadyExists"
-
-    @property
-    def expired(self) -> bool:
-        """A resourceVersion or continue token too old to serve (410, ``Expired``/``Gone``)."""
-        return reflector.expired(self.status, self.reason)
-
-
-class NotFoundError(ApiError):
-    """404: the object, or the resource itself (a CRD not installed yet)."""
-
-
-class ConflictError(ApiError):
-    """409: a stale resourceVersion, an existing name (``already_exists``), a pod already bound."""
-
-
-class GoneError(ApiError):
-    """410: the requested resourceVersion was compacted away; list again."""
-
-
-class ApiConnectionError(ApiError):
-    """No HTTP response: refused, reset, TLS failure or timeout (``status`` is 0)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(0, "ConnectionError", message, {})
-
-
-_BY_STATUS: dict[int, type[ApiError]] = {404: NotFoundError, 409: ConflictError, 410: GoneError}
-
-
-def _error(status: Status, body: Mapping[str, Any]) -> ApiError:
-    return _BY_STATUS.get(status.code, ApiError)(status.code, status.reason, status.message, dict(body))
-
-
-def error_from_status(status_obj: Mapping[str, Any], http_status: int = 0) -> ApiError:
-    """The typed error for a ``kind: Status`` body (from a response or a watch ``ERROR`` event)."""
-    return _error(Status.from_dict(status_obj, http_status), status_obj)
-
-
-def error_from_response(status: int, raw: bytes, what: str = "") -> ApiError:
-    """The typed error for an HTTP error response; a body that is not a ``Status`` gets client-go's
-    generic reason and message, ``what`` (``GET /api/v1/...``) naming the request after it."""
-    try:
-        body = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        body = None
-    if isinstance(body, dict) and body.get("kind") == "Status":
-        return error_from_status(body, status)
-    verb, _, path = what.partition(" ")
-    generic = generic_server_response(status, verb, raw[:512].decode("utf-8", errors="replace").strip(), path)
-    return _error(generic, generic.to_dict())
-
-
-# ------------------------------------------------------------------------------ resources
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    """A REST resource: group (``""`` for core), version, plural, and whether it lives in namespaces."""
-
-    group: str
-    version: str
-    plural: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{quote(name, safe='')}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
-
-    def __str__(self) -> str:
-        return f"{self.plural}.{self.version}.{self.group}" if self.group else f"{self.plural}.{self.version}"
-
-
-PODS = Resource("", "v1", "pods")
-NODES = Resource("", "v1", "nodes", namespaced=False)
-NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
-LEASES = Resource("coordination.k8s.io", "v1", "leases")
-EVENTS = Resource("events.k8s.io", "v1", "events")
-NRTS = Resource("topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", namespaced=False)
-
-
-class PatchType(enum.StrEnum):
-    """Patch flavours (``PatchType("merge")`` works too) and the content type each is sent with."""
-
-    JSON = "json"
-    MERGE = "merge"
-    STRATEGIC = "strategic"
-    APPLY = "apply"
-
-    @property
-    def content_type(self) -> str:
-        return _PATCH_CONTENT_TYPES[self]
-
-
-_PATCH_CONTENT_TYPES = {
-    PatchType.JSON: "application/json-patch+json",
-    PatchType.MERGE: "application/merge-patch+json",
-    PatchType.STRATEGIC: "application/strategic-merge-patch+json",
-    PatchType.APPLY: "application/apply-patch+yaml",
-}
-
-_JSON = "application/json"
-
-
-def _query(**params: Any) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in params.items():
-        if value is None or value == "":
-            continue
-        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return out
-
 
 # ------------------------------------------------------------------------------ the client
 
@@ -220,7 +63,7 @@ class _Transport:
         return self._session
 
     def headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": _JSON, "User-Agent": self.user_agent}
+        headers = {"Accept": JSON, "User-Agent": self.user_agent}
         token = self.tokens.token()
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -290,7 +133,7 @@ class KubeClient:
         *,
         params: Mapping[str, str] | None = None,
         body: Any = None,
-        content_type: str = _JSON,
+        content_type: str = JSON,
     ) -> Any:
         """One request; returns the decoded JSON body (``None`` if empty), raises :class:`ApiError`."""
         await self._throttle()
@@ -343,7 +186,7 @@ class KubeClient:
         list is read again in one piece, as client-go's pager does.
         """
         path = resource.path(namespace)
-        base = _query(labelSelector=label_selector, fieldSelector=field_selector)
+        base = query(labelSelector=label_selector, fieldSelector=field_selector)
         if not page_size:
             return await self.request("GET", path, params=base)
         items: list[Obj] = []
@@ -351,7 +194,7 @@ class KubeClient:
         while True:
             try:
                 page = await self.request(
-                    "GET", path, params={**base, **_query(limit=page_size, **{"continue": token})}
+                    "GET", path, params={**base, **query(limit=page_size, **{"continue": token})}
                 )
             except GoneError:
                 if not token:
@@ -407,7 +250,7 @@ class KubeClient:
         if kind is PatchType.APPLY and not field_manager:
             raise ValueError("field_manager: Required value for an apply patch")
         path = resource.path(self._namespace_of(resource, namespace), name, subresource)
-        params = _query(fieldManager=field_manager, force=force)
+        params = query(fieldManager=field_manager, force=force)
         return await self.request("PATCH", path, params=params, body=patch, content_type=kind.content_type)
 
     async def patch_status(
@@ -430,7 +273,7 @@ class KubeClient:
         grace_period_seconds: int | None = None,
         propagation_policy: str | None = None,
     ) -> Obj:
-        params = _query(gracePeriodSeconds=grace_period_seconds, propagationPolicy=propagation_policy)
+        params = query(gracePeriodSeconds=grace_period_seconds, propagationPolicy=propagation_policy)
         path = resource.path(self._namespace_of(resource, namespace), name)
         return await self.request("DELETE", path, params=params)
 
@@ -466,7 +309,7 @@ class KubeClient:
         ``BOOKMARK`` events are passed through (their object carries only the
         resourceVersion); an ``ERROR`` event is raised as the matching :class:`ApiError`.
         """
-        params = _query(
+        params = query(
             watch=True,
             resourceVersion=resource_version,
             labelSelector=label_selector,

@@ -39,8 +39,9 @@ from nrop.api.leases import (
     released,
 )
 from nrop.api.metatime import from_unix_nanos, rfc3339_micro
+from nrop.api.restapi import LEASES, ApiError, NotFoundError
 from nrop.sched.config.election import JITTER_FACTOR, ElectionTiming
-from nrop.sched.kubeclient import LEASES, ApiError, KubeClient, NotFoundError
+from nrop.sched.kubeclient import KubeClient
 
 __all__ = ["LeaderElectionConfig", "LeaderElector", "default_identity"]
 

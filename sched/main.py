@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from nrop.sched.clientconfig import ClientConfigError, resolve_config
+from nrop.api.clientconfig import ClientConfigError, resolve_config
 from nrop.sched.config import configuration as schedconfig
 from nrop.sched.config.election import ElectionTiming
 from nrop.sched.config.ratelimit import RateLimit

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nrop.api.metatime import rfc3339
+from nrop.api.restapi import PODS, ApiError, NotFoundError
 from nrop.sched.config.configuration import SchedulerConfiguration
 from nrop.sched.config.profile import DEFAULT_SCHEDULER_NAME, ProfileConfig
 from nrop.sched.events import EventBroadcaster
@@ -52,7 +53,7 @@ from nrop.sched.framework.interface import (
 from nrop.sched.framework.queue import QueuedPodInfo, SchedulingQueue
 from nrop.sched.framework.runtime import Profile, build_profile
 from nrop.sched.informers import Informer, InformerFactory
-from nrop.sched.kubeclient import PODS, ApiError, KubeClient, NotFoundError
+from nrop.sched.kubeclient import KubeClient
 from nrop.sched.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)

@@ -205,6 +205,17 @@ def api_client(kubeconfig: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
+def rest_client(kubeconfig: Path):  # type: ignore[no-untyped-def]
+    """The blocking client the exporter and the operator use (``nrop.api.restclient``), as admin."""
+    from nrop.api.clientconfig import load_kubeconfig
+    from nrop.api.restclient import RestClient
+
+    rest = RestClient(load_kubeconfig(kubeconfig), user_agent="nrop-tests")
+    yield rest
+    rest.close()
+
+
+@pytest.fixture(scope="module")
 def core(api_client):  # type: ignore[no-untyped-def]
     """The official client's CoreV1Api."""
     from kubernetes import client

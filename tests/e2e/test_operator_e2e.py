@@ -43,6 +43,7 @@ from kubernetes import client
 
 from nrop.api import tlsprofiles
 from nrop.api.images import DEFAULT_IMAGE
+from nrop.api.restclient import RestClient
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.operator import samples
 from nrop.operator.decisions.manifests import install_manifests
@@ -69,8 +70,8 @@ def cluster_config() -> ClusterConfig:
 
 
 class Cluster:
-    def __init__(self, api_client: client.ApiClient) -> None:
-        self.api = Api(api_client)
+    def __init__(self, api_client: client.ApiClient, rest_client: RestClient) -> None:
+        self.api = Api(rest_client)
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
@@ -163,8 +164,13 @@ def _install(cluster: Cluster, kube_env: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def stack(cluster_thread: ClusterThread, api_client: client.ApiClient, kube_env: dict[str, str]) -> Cluster:
-    cluster = Cluster(api_client)
+def stack(
+    cluster_thread: ClusterThread,
+    api_client: client.ApiClient,
+    rest_client: RestClient,
+    kube_env: dict[str, str],
+) -> Cluster:
+    cluster = Cluster(api_client, rest_client)
     _install(cluster, kube_env)
     wait_for(
         lambda: cluster.apps.read_namespaced_deployment("numaresources-controller-manager", NS).status,

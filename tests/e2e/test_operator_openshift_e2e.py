@@ -16,6 +16,7 @@ from kubernetes import client
 
 from nrop.api.annotations import SELINUX_POLICY_ANNOTATION, SELINUX_POLICY_CUSTOM
 from nrop.api.images import DEFAULT_IMAGE
+from nrop.api.restclient import RestClient
 from nrop.localcluster.cluster import ClusterConfig
 from nrop.operator import samples
 from nrop.operator.decisions.manifests import install_manifests
@@ -42,8 +43,10 @@ def cluster_config() -> ClusterConfig:
 
 
 @pytest.fixture(scope="module")
-def custom(cluster_thread: Any, api_client: client.ApiClient) -> client.CustomObjectsApi:
-    api = Api(api_client)
+def custom(
+    cluster_thread: Any, api_client: client.ApiClient, rest_client: RestClient
+) -> client.CustomObjectsApi:
+    api = Api(rest_client)
     for manifest in install_manifests(NS, DEFAULT_IMAGE):
         api.apply(manifest)
     objects = client.CustomObjectsApi(api_client)

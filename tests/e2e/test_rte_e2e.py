@@ -52,6 +52,7 @@ from kubernetes import client, config, watch
 
 from nrop.api import crds, fingerprint
 from nrop.api.nrt import GROUP, PLURAL, VERSION, NodeResourceTopology
+from nrop.api.restclient import RestClient
 from nrop.rte.terminalpods import TerminalPods
 from nrop.suite.e2e.kube import NRT, POD, Kube
 from nrop.suite.e2e.nrt.waiters import for_nrts
@@ -462,13 +463,11 @@ def test_no_publish_waits_for_a_late_socket_then_prints_once(stack: Stack, state
     assert "Traceback" not in proc.log()
 
 
-def test_terminal_pods_watch_follows_the_api(
-    stack: Stack, api_client: client.ApiClient, namespace: str
-) -> None:
+def test_terminal_pods_watch_follows_the_api(stack: Stack, rest_client: RestClient, namespace: str) -> None:
     """The --exclude-terminal-pods watcher against the API server, on nodes no kubelet serves."""
     node, other = f"ghost-{uuid.uuid4().hex[:6]}", f"ghost-{uuid.uuid4().hex[:6]}"
     # Watches of 2 to 4 s instead of 5 to 10 min: the test crosses a re-watch from the last resourceVersion.
-    watcher = TerminalPods(api_client, node, min_watch_timeout=2.0)
+    watcher = TerminalPods(rest_client, node, min_watch_timeout=2.0)
     watcher.start()
 
     def make(name: str, on: str, phase: str | None) -> None:

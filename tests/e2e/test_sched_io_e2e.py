@@ -24,12 +24,13 @@ import pytest
 from kubernetes import client
 
 from nrop.api import crds
+from nrop.api.clientconfig import load_kubeconfig
 from nrop.api.nrt import NodeResourceTopology
-from nrop.sched.clientconfig import load_kubeconfig
+from nrop.api.restapi import LEASES, NRTS, PODS, ConflictError, NotFoundError, Resource
 from nrop.sched.config.election import ElectionTiming
 from nrop.sched.events import EventBroadcaster
 from nrop.sched.informers import ADDED, DELETED, MODIFIED, Informer, InformerFactory
-from nrop.sched.kubeclient import LEASES, NRTS, PODS, ConflictError, KubeClient, NotFoundError, Resource
+from nrop.sched.kubeclient import KubeClient
 from nrop.sched.leaderelection import LeaderElectionConfig, LeaderElector
 from nrop.sched.metrics import SchedulerMetrics
 

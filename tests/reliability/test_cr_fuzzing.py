@@ -43,7 +43,9 @@ from hypothesis import strategies as st
 from kubernetes import client
 
 from nrop.api import crds
+from nrop.api.clientconfig import load_kubeconfig
 from nrop.api.images import DEFAULT_IMAGE
+from nrop.api.restclient import RestClient
 from nrop.localcluster.apiserver.crd.celrules import BLOCKING_MESSAGE, ROOT
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.localcluster.controllers import ControllerSettings
@@ -340,9 +342,11 @@ def schema_server(start_cluster: Callable[[str, ClusterConfig], ClusterThread]) 
     cluster = start_cluster("schema", config_).cluster
     configuration = client.Configuration()
     config.load_kube_config(config_file=str(cluster.kubeconfig_path), client_configuration=configuration)
+    rest = RestClient(load_kubeconfig(cluster.kubeconfig_path), user_agent="nrop-tests")
+    for crd in (NROP, NRS):
+        Api(rest).apply(crds.load(crd.manifest))
+    rest.close()
     with client.ApiClient(configuration) as api_client:
-        for crd in (NROP, NRS):
-            Api(api_client).apply(crds.load(crd.manifest))
         yield api_client
 
 

@@ -69,6 +69,7 @@ from stackfaults import (
     wait_for,
 )
 
+from nrop.api.restclient import RestClient
 from nrop.localcluster.cluster import LocalCluster
 from nrop.operator.decisions.naming import OPERATOR_NAME, SCHEDULER_DEPLOYMENT
 from nrop.operator.kubeapi import DESIRED_HASH_ANNOTATION
@@ -246,7 +247,7 @@ def test_the_stack_recovers_from_a_watch_cut_without_a_restart(
 
 
 def test_the_exporters_terminal_pod_watch_recovers_from_a_watch_cut(
-    kube: Kube, namespace: str, caplog: pytest.LogCaptureFixture
+    kube: Kube, rest_client: RestClient, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The exporter's only watch (``--exclude-terminal-pods``; the operator does not turn it on) is
     :class:`~nrop.rte.terminalpods.TerminalPods`, run here in-process for a node no kubelet serves
@@ -255,7 +256,7 @@ def test_the_exporters_terminal_pod_watch_recovers_from_a_watch_cut(
     reflector: an info line, no failure and no back-off."""
     caplog.set_level(logging.INFO, logger=TerminalPods.__module__)
     node = f"ghost-{uuid.uuid4().hex[:6]}"
-    watcher = TerminalPods(kube.api_client, node)
+    watcher = TerminalPods(rest_client, node)
     watcher.start()
 
     def ended(name: str, phase: str) -> None:
@@ -303,6 +304,6 @@ def test_the_exporters_terminal_pod_watch_recovers_from_a_watch_cut(
                     (r.levelname, r.getMessage()) for r in caplog.records if r.name == TerminalPods.__module__
                 ]
                 assert [level for level, _ in said] == ["INFO"], said
-                assert "watch expired (Expired: too old resource version" in said[0][1], said
+                assert "watch expired (410 Expired: too old resource version" in said[0][1], said
     finally:
         watcher.stop()

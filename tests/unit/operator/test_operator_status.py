@@ -133,7 +133,7 @@ def test_retrying(statuses: list[int], result: Any, sleeps: int) -> None:
 
     def action() -> str:
         if failures:
-            raise ApiException(status=failures.pop(0), reason="r")
+            raise ApiException(failures.pop(0), "r", "injected")
         return "done"
 
     try:
@@ -152,12 +152,12 @@ class FakeLeases:
 
     def raw_get(self, path: str) -> dict[str, Any]:
         if self.lease is None:
-            raise ApiException(status=404, reason="Not Found")
+            raise ApiException(404, "NotFound", "not found")
         return json.loads(json.dumps(self.lease))
 
     def raw_post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.lease is not None:
-            raise ApiException(status=409, reason="Conflict")
+            raise ApiException(409, "Conflict", "conflict")
         self.lease = body
         return body
 

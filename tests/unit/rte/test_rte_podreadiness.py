@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
+from nrop.api.restapi import PODS, ApiError
 from nrop.rte.config import Config
 from nrop.rte.decisions.nrtinfo import TopologyManager, Trigger
 from nrop.rte.decisions.scan import ScanResult, exclude_terminal_pods
@@ -125,11 +124,7 @@ def test_pod_from_env() -> None:
 
 
 class FakeCore:
-    """``read_namespaced_pod`` (raw) and ``replace_namespaced_pod_status`` over one pod; failures on demand."""
-
-    class _Raw:
-        def __init__(self, body: dict[str, Any]) -> None:
-            self.data = json.dumps(body).encode()
+    """The exporter pod's ``GET`` and ``PUT pods/status`` over one pod; failures on demand."""
 
     def __init__(self) -> None:
         self.pod: dict[str, Any] = {
@@ -142,16 +137,14 @@ class FakeCore:
     def _maybe_fail(self, call: str) -> None:
         self.calls.append(call)
         if call in self.fail:
-            raise ApiException(status=self.fail.pop(call), reason="Injected")
+            raise ApiError(self.fail.pop(call), "Injected", "injected failure")
 
-    def read_namespaced_pod(self, name: str, namespace: str, **kw: Any) -> Any:
-        assert (namespace, name) == ("rte", "rte-x") and kw["_preload_content"] is False
-        self._maybe_fail("get")
-        return self._Raw(self.pod)
-
-    def replace_namespaced_pod_status(
-        self, name: str, namespace: str, body: dict[str, Any], **kw: Any
-    ) -> Any:
+    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        if method == "GET":
+            assert path == PODS.path("rte", "rte-x")
+            self._maybe_fail("get")
+            return json.loads(json.dumps(self.pod))
+        assert (method, path) == ("PUT", PODS.path("rte", "rte-x", "status"))
         self._maybe_fail("update")
         assert body["metadata"]["resourceVersion"] == self.pod["metadata"]["resourceVersion"]
         self.pod = body
@@ -163,9 +156,7 @@ class FakeCore:
 
 
 def injector(core: FakeCore, now: list[datetime]) -> ConditionInjector:
-    inj = ConditionInjector(client.ApiClient(), PodRef("rte", "rte-x"), clock=lambda: now[0])
-    inj._core = core  # type: ignore[assignment]
-    return inj
+    return ConditionInjector(core, PodRef("rte", "rte-x"), clock=lambda: now[0])  # type: ignore[arg-type]
 
 
 def test_injector_writes_only_changes_and_retries_failed_writes(caplog: pytest.LogCaptureFixture) -> None:
@@ -192,7 +183,7 @@ def test_injector_writes_only_changes_and_retries_failed_writes(caplog: pytest.L
     with caplog.at_level("ERROR", logger="nrop.rte.podreadiness"):
         assert not inj.set(UPDATED, True)  # logged, never raised
     assert (
-        "failed to update pod rte/rte-x status with condition NodeTopologyUpdated=True: HTTP 409"
+        "failed to update pod rte/rte-x status with condition NodeTopologyUpdated=True: 409 Injected"
         in caplog.text
     )
     assert core.conditions()["NodeTopologyUpdated"] == ("False", "UpdateFailed")

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from nrop.api.nrt import AttributeInfo, ResourceInfo, Zone
 from nrop.api.podresources import AllocatableResources, ContainerResources, PodResources
+from nrop.api.restapi import NODES, NRTS, ApiError
 from nrop.rte.config import Config
 from nrop.rte.decisions.nrtinfo import TopologyManager, Trigger
 from nrop.rte.decisions.scan import ScanResult
@@ -35,7 +34,8 @@ def result(available: int) -> ScanResult:
 
 
 class FakeAPI:
-    """The three custom-object calls and read_node, over one stored object; failures on demand."""
+    """The exporter's requests (the NRT's get, create, update and merge patch; the Node's get) over one
+    stored object; failures on demand."""
 
     def __init__(self) -> None:
         self.obj: dict[str, Any] | None = None
@@ -47,7 +47,7 @@ class FakeAPI:
     def _maybe_fail(self, call: str) -> None:
         self.calls.append(call)
         if call in self.fail:
-            raise ApiException(status=self.fail.pop(call), reason="Injected")
+            raise ApiError(self.fail.pop(call), "Injected", "injected failure")
 
     def _store(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.rv += 1
@@ -56,35 +56,32 @@ class FakeAPI:
         self.obj = obj
         return copy.deepcopy(obj)
 
-    # CustomObjectsApi
-    def get_cluster_custom_object(self, group, version, plural, name, **kw):  # type: ignore[no-untyped-def]
-        self._maybe_fail("get")
-        if self.obj is None:
-            raise ApiException(status=404, reason="Not Found")
-        return copy.deepcopy(self.obj)
-
-    def create_cluster_custom_object(self, group, version, plural, body, **kw):  # type: ignore[no-untyped-def]
-        self._maybe_fail("create")
-        return self._store(body)
-
-    def replace_cluster_custom_object(self, group, version, plural, name, body, **kw):  # type: ignore[no-untyped-def]
-        self._maybe_fail("update")
-        return self._store(body)
-
-    def patch_cluster_custom_object(self, group, version, plural, name, body, **kw):  # type: ignore[no-untyped-def]
+    def request(self, method: str, path: str, *, body: Any = None, content_type: str = "", **_: Any) -> Any:
+        if path == NODES.path(name="worker-0"):
+            assert method == "GET"
+            self.calls.append("read_node")
+            if self.node_uid is None:
+                raise ApiError(404, "NotFound", 'nodes "worker-0" not found')
+            return {"metadata": {"name": "worker-0", "uid": self.node_uid}}
+        if method == "POST":
+            assert path == NRTS.path()
+            self._maybe_fail("create")
+            return self._store(body)
+        assert path == NRTS.path(name="worker-0"), path
+        if method == "GET":
+            self._maybe_fail("get")
+            if self.obj is None:
+                raise ApiError(404, "NotFound", "not found")
+            return copy.deepcopy(self.obj)
+        if method == "PUT":
+            self._maybe_fail("update")
+            return self._store(body)
+        assert method == "PATCH" and content_type == "application/merge-patch+json"
         self._maybe_fail("patch")
-        assert kw["_content_type"] == "application/merge-patch+json"
         assert self.obj is not None
         merged = copy.deepcopy(self.obj)
         _apply_merge_patch(merged, body)
         return self._store(merged)
-
-    # CoreV1Api
-    def read_node(self, name, **kw):  # type: ignore[no-untyped-def]
-        self.calls.append("read_node")
-        if self.node_uid is None:
-            raise ApiException(status=404, reason="Not Found")
-        return client.V1Node(metadata=client.V1ObjectMeta(name=name, uid=self.node_uid))
 
 
 def _apply_merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> None:
@@ -103,10 +100,7 @@ def api() -> FakeAPI:
 
 
 def publisher(api: FakeAPI, **kwargs: Any) -> Publisher:
-    pub = Publisher(client.ApiClient(), "worker-0", TM, metrics=Metrics("worker-0"), **kwargs)
-    pub._custom = api  # type: ignore[assignment]
-    pub._core = api  # type: ignore[assignment]
-    return pub
+    return Publisher(api, "worker-0", TM, metrics=Metrics("worker-0"), **kwargs)  # type: ignore[arg-type]
 
 
 def avail(api: FakeAPI) -> str:
@@ -162,11 +156,11 @@ def test_failed_patch_falls_back_to_update_and_conflict_drops_the_cache(api: Fak
 def test_api_errors_become_publish_errors(api: FakeAPI) -> None:
     pub = publisher(api)
     api.fail["get"] = 503
-    with pytest.raises(PublishError, match="get noderesourcetopologies/worker-0: HTTP 503") as exc:
+    with pytest.raises(PublishError, match="get noderesourcetopologies/worker-0: 503 Injected") as exc:
         pub.publish(result(4), Trigger.REACTIVE)
     assert exc.value.status == 503
     api.fail["create"] = 403
-    with pytest.raises(PublishError, match=r"create .*HTTP 403"):
+    with pytest.raises(PublishError, match=r"create .*: 403 Injected"):
         pub.publish(result(4), Trigger.REACTIVE)
     pub.publish(result(4), Trigger.REACTIVE)  # and it recovers
     assert avail(api) == "4"

@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from kubernetes import client
 from scriptedapi import EXPECTED_REQUESTS, script, serving
 
+from nrop.api.clientconfig import ClientConfig
+from nrop.api.restclient import RestClient
 from nrop.rte.terminalpods import TerminalPods
 
 
@@ -19,7 +20,7 @@ def test_the_terminal_pod_watch_follows_the_reflector_rule_with_one_line_per_fau
     scripted = script()
     caplog.set_level(logging.INFO, logger=TerminalPods.__module__)
     with serving(scripted) as url:
-        watcher = TerminalPods(client.ApiClient(client.Configuration(host=url)), "node-0")
+        watcher = TerminalPods(RestClient(ClientConfig(server=url), user_agent="test"), "node-0")
         watcher.start()
         try:
             assert scripted.done.wait(10)  # the 500 costs client-go's first back-off, 0.8 s
@@ -31,7 +32,7 @@ def test_the_terminal_pod_watch_follows_the_reflector_rule_with_one_line_per_fau
     what = "terminal pods of node node-0"
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("INFO", f"{what}: 1 at start"),
-        ("INFO", f"{what}: watch expired (Expired: too old resource version: 15 (18)); re-listing"),
-        ("WARNING", f"cannot list/watch {what}: HTTP 500 InternalError: boom; retrying in 0.8s"),
+        ("INFO", f"{what}: watch expired (410 Expired: too old resource version: 15 (18)); re-listing"),
+        ("WARNING", f"cannot list/watch {what}: 500 InternalError: boom; retrying in 0.8s"),
         ("INFO", f"watching {what} recovered after 1 failed attempts"),
     ]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from nrop.api.restapi import EVENTS, ApiConnectionError, ApiError, NotFoundError, PatchType
 from nrop.sched.events import (
     NOTE_LENGTH_LIMIT,
     EventBroadcaster,
@@ -21,7 +22,6 @@ from nrop.sched.events import (
     pod_reference,
     truncate_note,
 )
-from nrop.sched.kubeclient import EVENTS, ApiConnectionError, ApiError, NotFoundError, PatchType
 
 POD = {
     "metadata": {"name": "p1", "namespace": "ns", "uid": "u-1", "resourceVersion": "42", "labels": {"a": "b"}}

@@ -11,9 +11,10 @@ import pytest
 from scriptedapi import EXPECTED_REQUESTS, script, serving
 
 from nrop.api.backoff import Backoff
-from nrop.sched.clientconfig import ClientConfig
+from nrop.api.clientconfig import ClientConfig
+from nrop.api.restapi import Resource
 from nrop.sched.informers import Informer
-from nrop.sched.kubeclient import KubeClient, Resource
+from nrop.sched.kubeclient import KubeClient
 
 
 def test_the_informer_follows_the_reflector_rule_with_one_line_per_fault(

@@ -13,8 +13,7 @@ import pytest
 import yaml
 from aiohttp import web
 
-from nrop.localcluster.apiserver import tls
-from nrop.sched.clientconfig import (
+from nrop.api.clientconfig import (
     ClientConfig,
     ClientConfigError,
     TokenSource,
@@ -22,9 +21,7 @@ from nrop.sched.clientconfig import (
     load_kubeconfig,
     resolve_config,
 )
-from nrop.sched.config.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
-from nrop.sched.errors import ConfigError
-from nrop.sched.kubeclient import (
+from nrop.api.restapi import (
     EVENTS,
     NODES,
     NRTS,
@@ -33,12 +30,15 @@ from nrop.sched.kubeclient import (
     ApiError,
     ConflictError,
     GoneError,
-    KubeClient,
     NotFoundError,
     PatchType,
     error_from_response,
     error_from_status,
 )
+from nrop.localcluster.apiserver import tls
+from nrop.sched.config.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
+from nrop.sched.errors import ConfigError
+from nrop.sched.kubeclient import KubeClient
 
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nfake\n-----END CERTIFICATE-----\n"
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from nrop.api.clientconfig import ClientConfig
 from nrop.sched.config import configuration as config
 from nrop.sched.errors import ConfigError
 from nrop.sched.framework import registry
@@ -33,7 +34,7 @@ from nrop.sched.framework.plugins.interpodaffinity import (
     InterPodAffinityArgs,
     PreFilterState,
 )
-from nrop.sched.kubeclient import ClientConfig, KubeClient
+from nrop.sched.kubeclient import KubeClient
 from nrop.sched.main import default_configuration
 from nrop.sched.scheduler import Scheduler
 

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from nrop.api.clientconfig import ClientConfig
 from nrop.sched.framework.interface import PodInfo
 from nrop.sched.framework.queue import QueuedPodInfo
-from nrop.sched.kubeclient import ClientConfig, KubeClient
+from nrop.sched.kubeclient import KubeClient
 from nrop.sched.main import default_configuration
 from nrop.sched.scheduler import Scheduler
 

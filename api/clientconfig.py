@@ -1,4 +1,4 @@
-"""Where the scheduler's API connection comes from: a kubeconfig file or the pod's service account.
+"""Where a component's API connection comes from: a kubeconfig file or the pod's service account.
 
 Owns reading a kubeconfig (its current context: ``server``, ``certificate-authority``
 (``-data``), ``insecure-skip-tls-verify``, ``token``, ``tokenFile``,
@@ -28,8 +28,6 @@ from typing import Any
 
 import yaml
 
-from nrop.sched.errors import SchedulerError
-
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
     "ClientConfig",
@@ -47,7 +45,7 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_PERIOD = 60.0
 
 
-class ClientConfigError(SchedulerError):
+class ClientConfigError(Exception):
     """The connection settings cannot be loaded; the message names the source and the field."""
 
 
