@@ -198,11 +198,19 @@ def _enum_violation(draw: st.DrawFn, schema: dict[str, Any]) -> str:
     return draw(st.sampled_from([c for c in candidates if c not in schema["enum"]]))
 
 
+def _leads_to(force: str, gpath: str) -> bool:
+    """Whether the generic path ``force`` is ``gpath`` or lies below it."""
+    return force == gpath or force.startswith((gpath + ".", gpath + "[", gpath + "{", gpath + "!"))
+
+
 @st.composite
-def fuzz(draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, name: str, mutate: bool) -> Fuzzed:
-    """A value for ``schema`` at ``path`` (``gpath`` its generic form); ``mutate``: may break things."""
+def fuzz(
+    draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, name: str, mutate: bool, force: str = ""
+) -> Fuzzed:
+    """A value for ``schema`` at ``path`` (``gpath`` its generic form); ``mutate``: may break things;
+    ``force``: a generic path (``!`` for a missing required field) to reach and break in any case."""
     kind = schema.get("type", "object")
-    if mutate and _chance(draw, 0.15):
+    if mutate and (force == gpath or (not _leads_to(force, gpath) and _chance(draw, 0.15))):
         how = draw(st.sampled_from(["type", "enum"] if "enum" in schema else ["type"]))
         value = draw(st.sampled_from(_WRONG_TYPES[kind])) if how == "type" else _enum_violation(draw, schema)
         return Fuzzed(value, bad=frozenset({path}), broken=frozenset({gpath}))
@@ -215,58 +223,66 @@ def fuzz(draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, name: s
             return Fuzzed(value, bad=frozenset({path}), broken=frozenset({gpath}))
         return Fuzzed(value, good=good)
     if kind == "array":
-        return draw(_array(schema, path, gpath, name, mutate)).merge(Fuzzed(None, good=good))
-    return draw(_object(schema, path, gpath, mutate)).merge(Fuzzed(None, good=good))
+        return draw(_array(schema, path, gpath, name, mutate, force)).merge(Fuzzed(None, good=good))
+    return draw(_object(schema, path, gpath, mutate, force)).merge(Fuzzed(None, good=good))
 
 
 @st.composite
-def _array(draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, name: str, mutate: bool) -> Fuzzed:
+def _array(
+    draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, name: str, mutate: bool, force: str
+) -> Fuzzed:
     items = schema["items"]
-    if items.get("type") == "string" and name in HINTS and _chance(draw, 0.2 if mutate else 0.5):
+    forced = _leads_to(force, gpath + "[*]")
+    hinted = items.get("type") == "string" and name in HINTS
+    if hinted and not forced and _chance(draw, 0.2 if mutate else 0.5):
         return Fuzzed(list(draw(st.sampled_from(HINTS[name]))))
     result = Fuzzed([])
-    for i in range(draw(st.integers(0, 3))):
-        if mutate and _chance(draw, 0.04):  # a null item: non-nullable items refuse it
+    for i in range(draw(st.integers(1 if forced else 0, 3))):
+        if mutate and not forced and _chance(draw, 0.04):  # a null item: non-nullable items refuse it
             result = result.merge(
                 Fuzzed(None, bad=frozenset({f"{path}[{i}]"}), broken=frozenset({f"{gpath}[*]"}))
             )
             result.value.append(None)
             continue
-        item = draw(fuzz(items, f"{path}[{i}]", f"{gpath}[*]", name, mutate))
+        item = draw(fuzz(items, f"{path}[{i}]", f"{gpath}[*]", name, mutate, force))
         result = result.merge(item)
         result.value.append(item.value)
     return result
 
 
 @st.composite
-def _object(draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, mutate: bool) -> Fuzzed:
+def _object(
+    draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, mutate: bool, force: str
+) -> Fuzzed:
     required = set(schema.get("required", ()))
     result = Fuzzed({})
     for key, sub in (schema.get("properties") or {}).items():
         child, gchild = f"{path}.{key}", f"{gpath}.{key}"
+        forced = _leads_to(force, gchild)
         if key in required:
-            if mutate and _chance(draw, 0.08):
+            if mutate and (force == gchild + "!" or (not forced and _chance(draw, 0.08))):
                 # Missing, or null (pruned, hence missing): the schema requires it.
                 missing = Fuzzed(None, bad=frozenset({child}), broken=frozenset({gchild + "!"}))
                 result = result.merge(missing)
                 if _chance(draw, 0.5):
                     result.value[key] = None
                 continue
-        elif not _chance(draw, PRESENCE.get(key, 0.5)):
+        elif not forced and not _chance(draw, PRESENCE.get(key, 0.5)):
             continue
-        elif _chance(draw, 0.03):  # null for an optional field: pruned (or defaulted)
+        elif not forced and _chance(draw, 0.03):  # null for an optional field: pruned (or defaulted)
             result.value[key] = None
             continue
-        value = draw(fuzz(sub, child, gchild, key, mutate))
+        value = draw(fuzz(sub, child, gchild, key, mutate, force))
         result = result.merge(value)
         result.value[key] = value.value
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
-        count = draw(st.sampled_from([0, 0, 1, 2, 9]))
-        for key in draw(st.lists(_MAP_KEYS, min_size=0, max_size=count, unique=True)) + [
+        forced = _leads_to(force, gpath + "{*}")
+        count = draw(st.sampled_from([1, 2, 9] if forced else [0, 0, 1, 2, 9]))
+        for key in draw(st.lists(_MAP_KEYS, min_size=int(forced), max_size=count, unique=True)) + [
             f"k{i}" for i in range(count if count > 6 else 0)
         ]:
-            value = draw(fuzz(extra, f"{path}.{key}", f"{gpath}{{*}}", "value", mutate))
+            value = draw(fuzz(extra, f"{path}.{key}", f"{gpath}{{*}}", "value", mutate, force))
             result = result.merge(value)
             result.value[key] = value.value
     elif mutate and _chance(draw, 0.1):
@@ -278,16 +294,17 @@ def _object(draw: st.DrawFn, schema: dict[str, Any], path: str, gpath: str, muta
 
 
 @st.composite
-def cases(draw: st.DrawFn, crd: CRD, mutate: bool | None = None) -> Fuzzed:
+def cases(draw: st.DrawFn, crd: CRD, mutate: bool | None = None, force: str = "") -> Fuzzed:
     """A whole spec of ``crd``: absent, broken as a whole, or walked field by field.
 
-    ``mutate=None`` draws it per case (60% of the cases may break the schema).
+    ``mutate=None`` draws it per case (60% of the cases may break the schema); ``force`` (a
+    generic path) makes a case that reaches that path and breaks it, whatever else it breaks.
     """
     if mutate is None:
         mutate = _chance(draw, 0.6)
-    if not _chance(draw, 0.97):
+    if not force and not _chance(draw, 0.97):
         return Fuzzed(None, good=frozenset({"spec"}))  # no spec at all
-    return draw(fuzz(crd.spec_schema, "spec", "spec", "spec", mutate))
+    return draw(fuzz(crd.spec_schema, "spec", "spec", "spec", mutate, force))
 
 
 def schema_paths(schema: dict[str, Any], gpath: str = "spec") -> set[str]:
@@ -412,19 +429,37 @@ def check_schema_outcome(case: Fuzzed, outcome: Outcome) -> None:
         assert f'unknown field \\"{path}\\"' in outcome.warnings, outcome.warnings
 
 
+def refusable_paths(crd: CRD) -> set[str]:
+    """The generic paths a value can break: every field, and every required one left out."""
+    return schema_paths(crd.spec_schema) | required_paths(crd.spec_schema)
+
+
 def run_schema_fuzz(api_client: client.ApiClient, crd: CRD) -> dict[str, Any]:
+    """:data:`SCHEMA_CASES` random cases, then one directed case per refusable path (the random ones
+    reach deep paths by luck, which depends on Hypothesis's version)."""
     custom = client.CustomObjectsApi(api_client)
     stats: dict[str, Any] = {"cases": 0, "201": 0, "422": 0, "unknown": 0, "good": set(), "broken": set()}
-
-    @settings(
-        max_examples=SCHEMA_CASES,
+    fuzzing = settings(
         deadline=None,
         derandomize=True,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
+
+    @settings(fuzzing, max_examples=SCHEMA_CASES)
     @given(case=cases(crd))
     def one(case: Fuzzed) -> None:
+        send(case)
+
+    @settings(fuzzing, max_examples=1)
+    @given(data=st.data())
+    def directed(data: st.DataObject) -> None:
+        for path in sorted(refusable_paths(crd)):
+            case = data.draw(cases(crd, mutate=True, force=path), label=path)
+            assert path in case.broken, f"the directed case for {path} does not break it: {case}"
+            send(case)
+
+    def send(case: Fuzzed) -> None:
         body = body_of(crd, case.value, absent=case.value is None)
         started = time.monotonic()
         outcome = dry_run_create(custom, crd, body)
@@ -437,6 +472,7 @@ def run_schema_fuzz(api_client: client.ApiClient, crd: CRD) -> dict[str, Any]:
         stats["broken"] |= case.broken
 
     one()
+    directed()
     return stats
 
 
@@ -447,7 +483,7 @@ def _assert_coverage(crd: CRD, stats: dict[str, Any]) -> None:
     assert stats["unknown"] >= 20, stats
     every = schema_paths(crd.spec_schema)
     assert every <= stats["good"], f"never given a valid value: {sorted(every - stats['good'])}"
-    refusable = every | required_paths(crd.spec_schema)
+    refusable = refusable_paths(crd)
     assert refusable <= stats["broken"], f"never broken: {sorted(refusable - stats['broken'])}"
 
 
