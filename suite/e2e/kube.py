@@ -84,6 +84,9 @@ NROP = Kind("nodetopology.openshift.io/v1", "NUMAResourcesOperator")
 NROSCHED = Kind("nodetopology.openshift.io/v1", "NUMAResourcesScheduler")
 MCP = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool")
 
+#: What ``CoreV1Api.read_namespaced_pod_log`` sends (its client picks the JSON entry of its list).
+_LOG_ACCEPT = "application/json"
+
 ApiError = DynamicApiError
 #: The cluster does not serve the kind at all (its CRD is not installed); :meth:`Kube.list` also
 #: raises it where a stale discovery cache still knew the kind.
@@ -192,13 +195,27 @@ class Kube:
         since_seconds: int | None = None,
         previous: bool = False,
     ) -> str:
-        core = client.CoreV1Api(self.api_client)
-        kwargs: dict[str, Any] = {"previous": previous}
+        query: list[tuple[str, Any]] = [("previous", "true" if previous else "false")]
         if container:
-            kwargs["container"] = container
+            query.append(("container", container))
         if since_seconds is not None:
-            kwargs["since_seconds"] = since_seconds
-        return str(core.read_namespaced_pod_log(name, namespace, **kwargs))
+            query.append(("sinceSeconds", since_seconds))
+        return self._get_text(f"/api/v1/namespaces/{namespace}/pods/{name}/log", query, _LOG_ACCEPT)
+
+    def node_proxy(self, node: str, path: str) -> str:
+        """``GET /api/v1/nodes/<node>/proxy/<path>``: what the node's kubelet answers there, as text."""
+        return self._get_text(f"/api/v1/nodes/{node}/proxy/{path}", [], "*/*")
+
+    def _get_text(self, path: str, query: list[tuple[str, Any]], accept: str) -> str:
+        """A GET whose answer is no API object (logs, a kubelet endpoint); errors are :data:`ApiError`.
+
+        The dynamic client's raw request, not ``CoreV1Api``: importing that costs each pytest
+        process about half a CPU-second (pydantic wraps its 400 methods), for two paths.
+        """
+        response = self._dynamic.request(
+            "GET", path, query_params=query, header_params={"Accept": accept}, serialize=False
+        )
+        return bytes(response.data).decode("utf-8", errors="replace")
 
     # -- writes --------------------------------------------------------------------------
 

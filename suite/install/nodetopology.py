@@ -17,8 +17,6 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kubernetes import client
-
 from nrop.api.fielderrors import go_quote
 from nrop.suite.e2e.kube import NODE, NROP, NRT, Kube, UnknownKindError, name_of
 from nrop.suite.e2e.nrt.topologies import attribute as nrt_attribute
@@ -103,9 +101,7 @@ def topology_problems(
 def kubelet_configuration(kube: Kube, node: str) -> dict[str, Any] | None:
     """The node's ``KubeletConfiguration`` from ``/api/v1/nodes/<node>/proxy/configz``; ``None`` if unreadable."""
     try:
-        core = client.CoreV1Api(kube.api_client)
-        response = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False)
-        body = json.loads(response.data)
+        body = json.loads(kube.node_proxy(node, "configz"))
     except Exception as err:  # an API error, a refused proxy or a body that is not JSON
         log.warning("cannot read the kubelet configuration of node %s: %s", node, err)
         return None

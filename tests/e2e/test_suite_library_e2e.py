@@ -26,6 +26,7 @@ library's public API only:
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -324,3 +325,23 @@ def test_pin_pod_to_places_the_pod_in_that_zone(fxt: Fixture) -> None:
         )
         assert consumed == f"node-{zone_id}", nrtcompare.nrt_diff([reference], [updated])
     assert nrtcompare.nrt_diff(before, nrtutil.list_nrts(kube)).startswith(f"{WORKERS[0]}:\n  node-0: cpu -2")
+
+
+def test_kube_reads_pod_logs_and_a_kubelets_endpoint(fxt: Fixture) -> None:
+    """The two reads that are no API objects, through the dynamic client's raw requests."""
+    kube, ns = fxt.kube, fxt.namespace
+    command = ["python", "-c", "print('hello from the pod')"]
+    pod = objects.new_test_pod_pause(ns, "talker")
+    pod["spec"]["containers"][0].update(image=DEFAULT_IMAGE, command=command, args=[])
+    pod["spec"]["restartPolicy"] = "Never"
+    kube.create(pod)
+    waiters.for_pod_phase(kube, ns, "talker", "Succeeded", interval=0.25, timeout=60)
+    container = pod["spec"]["containers"][0]["name"]
+    assert kube.pod_logs(ns, "talker") == "hello from the pod\n"
+    assert kube.pod_logs(ns, "talker", container, since_seconds=600) == "hello from the pod\n"
+    with pytest.raises(k.ApiError) as missing:
+        kube.pod_logs(ns, "nobody")
+    assert missing.value.status == 404
+
+    configz = json.loads(kube.node_proxy(WORKERS[0], "configz"))
+    assert configz["kubeletconfig"]["topologyManagerPolicy"] == "single-numa-node"
