@@ -20,7 +20,7 @@ from typing import Any
 
 import kopf
 
-from nrop.api.clientconfig import resolve_config
+from nrop.api.clientconfig import ClientConfigError, resolve_config
 from nrop.api.platform import Platform, platform_of
 from nrop.api.tlsprofiles import ProfileError, TLSProfileSpec
 from nrop.operator import (
@@ -140,7 +140,11 @@ def detect_platform(api: Api) -> Platform:
 
 
 def run(options: Options, environ: Mapping[str, str]) -> int:
-    api = Api(load_client(options.kubeconfig))
+    try:
+        api = Api(load_client(options.kubeconfig))
+    except ClientConfigError as exc:
+        log.error("cannot connect to the API server: %s", exc)
+        return 1
     try:
         tls = tlsprofilewatcher.startup(api)
     except ProfileError as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -393,3 +395,14 @@ def test_the_operator_may_watch_apiservers() -> None:
     """Upstream's kubebuilder marker: config.openshift.io apiservers get;list;watch."""
     rules = [r for r in OPERATOR_RULES if "config.openshift.io" in r["apiGroups"]]
     assert any("apiservers" in r["resources"] and set(r["verbs"]) >= {"get", "list", "watch"} for r in rules)
+
+
+def test_an_unreadable_kubeconfig_is_an_error_line_and_exit_1(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # main() keeps kopf from importing the official client; the test process gets it back after.
+    monkeypatch.setitem(sys.modules, "kubernetes", sys.modules.get("kubernetes"))
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("current-context: nowhere\n")
+    assert main.main(["--kubeconfig", str(broken), "--leader-elect=false"]) == 1
+    assert f'kubeconfig {broken}: current-context: context "nowhere" not found' in caplog.text
