@@ -375,13 +375,48 @@ def workers_budget(memory: int, cores: int) -> int:
     return max(2, min(by_memory, by_cpu))
 
 
-def next_to_start(pending: Sequence[tuple[str, int]], free: int, running: int) -> int | None:
-    """Which pending run starts now (its index): the first in plan order whose workers fit in
-    ``free``, or the first if nothing runs (a run wider than the budget still runs, alone)."""
-    for index, (_, workers) in enumerate(pending):
-        if workers <= free:
+def reservation(need: int, free: int, releases: Sequence[tuple[float, int]]) -> tuple[float, int] | None:
+    """When the first pending run, which needs ``need`` workers, can start (seconds from now) and
+    the workers then spare beside it, as the running runs reach their planned ends (``releases``:
+    in how many seconds, and how many workers each then gives back); ``None`` if those ends do
+    not free enough (the rest is held by tails that end when they end)."""
+    if need <= free:
+        return 0.0, free - need
+    for when, given in sorted(releases):
+        free += given
+        if free >= need:
+            return when, free - need
+    return None
+
+
+def next_to_start(
+    pending: Sequence[tuple[str, int]],
+    free: int,
+    running: int,
+    walls: Mapping[str, float] | None = None,
+    releases: Sequence[tuple[float, int]] = (),
+) -> int | None:
+    """Which pending run starts now (its index), or ``None``: the first in plan order if its
+    workers fit in ``free`` (or nothing runs: a run wider than the budget still runs, alone);
+    else a later one that fits and does not delay the first (EASY backfilling): it ends, by its
+    planned wall time (``walls``), before the first's :func:`reservation`, or takes only workers
+    spare beside it then. Without a reservation (nothing planned) the first later run that fits
+    starts, which can keep a wide run waiting for as long as narrower ones fill the gaps."""
+    if not pending:
+        return None
+    if pending[0][1] <= free or running == 0:
+        return 0
+    booked = reservation(pending[0][1], free, releases) if walls is not None else None
+    for index, (run, workers) in enumerate(pending[1:], start=1):
+        if workers > free:
+            continue
+        if booked is None:
             return index
-    return 0 if pending and running == 0 else None
+        when, spare = booked
+        wall = walls.get(run) if walls is not None else None
+        if workers <= spare or (wall is not None and wall <= when):
+            return index
+    return None
 
 
 def _stored_runs(path: Path, tier: int) -> dict[str, dict[str, Any]]:
@@ -457,8 +492,9 @@ def run_planned(
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Run]:
     """Run ``start(run, workers)`` for every planned run, as many at once as ``budget`` workers
-    (and ``parallel`` runs, when given) allow, in plan order with later runs filling the gaps.
-    A run past its planned wall time (``walls``) counts only its tail (:func:`held`)."""
+    (and ``parallel`` runs, when given) allow, in plan order with later runs filling the gaps
+    they leave without delaying the next in order (:func:`next_to_start`). A run past its
+    planned wall time (``walls``) counts only its tail (:func:`held`)."""
     pending = list(planned)
     results: dict[str, Run] = {}
     done = threading.Condition()
@@ -471,6 +507,16 @@ def run_planned(
             held(workers, now - started, (walls or {}).get(run))
             for run, (workers, started) in running.items()
         )
+
+    def releases() -> list[tuple[float, int]]:
+        # In how long each running run reaches its planned end, and the workers it then gives back.
+        now = clock()
+        out = []
+        for run, (workers, started) in running.items():
+            wall = (walls or {}).get(run)
+            if wall is not None and now - started < wall:
+                out.append((started + wall - now, workers - held(workers, wall, wall)))
+        return out
 
     def one(run: str, workers: int) -> None:
         try:
@@ -486,7 +532,7 @@ def run_planned(
                 index = (
                     None
                     if parallel and len(running) >= parallel
-                    else next_to_start(pending, free(), len(running))
+                    else next_to_start(pending, free(), len(running), walls, releases())
                 )
                 if index is not None:
                     break

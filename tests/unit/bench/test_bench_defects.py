@@ -629,6 +629,44 @@ def test_next_to_start(pending: list[tuple[str, int]], free: int, running: int, 
     assert bench.next_to_start(pending, free, running) == index
 
 
+@pytest.mark.parametrize(
+    ("need", "free", "releases", "expected"),
+    [
+        (6, 8, [], (0.0, 2)),  # fits now
+        (10, 2, [(300.0, 4), (100.0, 2)], None),  # the planned ends leave 8 of the 10 needed
+        (10, 4, [(300.0, 4), (100.0, 4)], (300.0, 2)),  # after both, 2 spare
+        (8, 4, [(300.0, 8), (100.0, 4)], (100.0, 0)),  # the earlier end is enough
+    ],
+)
+def test_reservation(
+    need: int, free: int, releases: list[tuple[float, int]], expected: tuple[float, int] | None
+) -> None:
+    assert bench.reservation(need, free, releases) == expected
+
+
+WALLS = {"wide": 900.0, "short": 200.0, "long": 600.0, "small": 900.0}
+
+
+@pytest.mark.parametrize(
+    ("pending", "free", "releases", "index"),
+    [
+        # "wide" (10) waits for 6 workers a run gives back in 300 s: "short" ends before, it starts
+        ([("wide", 10), ("long", 4), ("short", 4)], 4, [(300.0, 6)], 2),
+        # nothing ends before the reservation, and nothing is spare then: "wide" waits
+        ([("wide", 10), ("long", 4)], 4, [(300.0, 6)], None),
+        # 4 spare beside "wide" once the run ends: "long" may take them now
+        ([("wide", 10), ("long", 4)], 8, [(300.0, 6)], 1),
+        # no planned end frees enough: the first later run that fits, as without walls
+        ([("wide", 10), ("long", 4)], 4, [], 1),
+        ([("wide", 10), ("short", 4)], 10, [], 0),
+    ],
+)
+def test_next_to_start_backfills_without_delaying_the_first(
+    pending: list[tuple[str, int]], free: int, releases: list[tuple[float, int]], index: int | None
+) -> None:
+    assert bench.next_to_start(pending, free, 2, WALLS, releases) == index
+
+
 def _junit(tmp_path: Path, name: str, seconds: list[float]) -> Path:
     cases = "".join(
         f'<testcase classname="serial.test_x" name="test_{i}" time="{s}"/>' for i, s in enumerate(seconds)
@@ -687,6 +725,22 @@ def test_run_planned_keeps_to_the_budget_and_runs_everything() -> None:
 )
 def test_held(workers: int, elapsed: float, wall: float | None, expected: int) -> None:
     assert bench.held(workers, elapsed, wall) == expected
+
+
+def test_run_planned_does_not_let_narrow_runs_starve_a_wide_one() -> None:
+    started: list[str] = []
+    sleeps = {"first": 0.35, "wide": 0.05, "long": 0.5, "short": 0.05}
+
+    def start(run: str, workers: int) -> object:
+        started.append(run)
+        time.sleep(sleeps[run])
+        return run
+
+    planned = [("first", 6), ("wide", 8), ("long", 4), ("short", 4)]
+    walls = {"first": 0.3, "wide": 0.1, "long": 1.0, "short": 0.05}
+    bench.run_planned(planned, 10, None, start, walls, recheck=0.02)
+    # "long" would fit beside "first" but outlast it and hold the workers "wide" waits for
+    assert started == ["first", "short", "wide", "long"]
 
 
 def test_run_planned_releases_the_budget_of_a_run_past_its_plan() -> None:
