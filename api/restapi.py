@@ -38,6 +38,7 @@ __all__ = [
     "error_from_response",
     "error_from_status",
     "query",
+    "request_headers",
 ]
 
 Obj = dict[str, Any]
@@ -176,6 +177,17 @@ _PATCH_CONTENT_TYPES = {
 }
 
 JSON = "application/json"
+
+
+def request_headers(user_agent: str, token: str, content_type: str | None) -> dict[str, str]:
+    """Every request's headers: JSON accepted, the client's name, the bearer token when there is
+    one, the body's content type when there is a body."""
+    headers = {"Accept": JSON, "User-Agent": user_agent}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if content_type:
+        headers["Content-Type"] = content_type
+    return headers
 
 
 def query(**params: Any) -> dict[str, str]:

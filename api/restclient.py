@@ -31,7 +31,13 @@ from urllib.parse import urlencode, urlsplit
 import orjson
 
 from nrop.api.clientconfig import ClientConfig, TokenSource
-from nrop.api.restapi import JSON, ApiConnectionError, error_from_response, error_from_status
+from nrop.api.restapi import (
+    JSON,
+    ApiConnectionError,
+    error_from_response,
+    error_from_status,
+    request_headers,
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "RestClient", "Watch"]
 
@@ -97,13 +103,7 @@ class RestClient:
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON, "User-Agent": self.user_agent}
-        token = self._tokens.token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
+        return request_headers(self.user_agent, self._tokens.token(), content_type)
 
     def _target(self, path: str, params: Mapping[str, str] | None) -> str:
         return self._prefix + path + (f"?{urlencode(params)}" if params else "")

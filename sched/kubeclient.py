@@ -33,6 +33,7 @@ from nrop.api.restapi import (
     error_from_response,
     error_from_status,
     query,
+    request_headers,
 )
 from nrop.sched.config.ratelimit import DEFAULT_SCHEDULER_RATE_LIMIT, RateLimit, TokenBucket
 
@@ -63,13 +64,7 @@ class _Transport:
         return self._session
 
     def headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON, "User-Agent": self.user_agent}
-        token = self.tokens.token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        return headers
+        return request_headers(self.user_agent, self.tokens.token(), content_type)
 
     async def close(self) -> None:
         if self._session is not None:

@@ -3,7 +3,8 @@
 Both reflectors (the scheduler's informers, asyncio; the exporter's terminal-pod watch, a
 thread with the official client) run the same script (:func:`script`) and must send the
 same requests (:data:`EXPECTED_REQUESTS`): client-go's rule, decided once in
-``nrop.api.reflector``. ``tests/`` is on ``sys.path`` through its ``conftest.py``.
+``nrop.api.reflector``. :func:`loopback` serves any handler the same way (the REST client's
+tests use it). ``tests/`` is on ``sys.path`` through its ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -103,13 +104,22 @@ def serving(scripted: Script) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with loopback(Handler) as url:
+        try:
+            yield url
+        finally:
+            release.set()
+
+
+@contextmanager
+def loopback(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on a loopback port, a thread per connection; yields the server's URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
-        release.set()
         server.shutdown()
         server.server_close()

@@ -9,10 +9,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from scriptedapi import loopback
 
 from nrop.api import restclient
 from nrop.api.clientconfig import ClientConfig
@@ -64,15 +65,8 @@ def serving(route: Route) -> Iterator[tuple[str, Seen]]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback(Handler) as url:
+        yield url, seen
 
 
 def client(url: str, **kwargs: Any) -> RestClient:
