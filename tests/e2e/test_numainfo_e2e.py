@@ -208,6 +208,19 @@ def test_capacity_without_allocations(exporter: Exporter) -> None:
     assert ("version", "1") in version
 
 
+def allocated(metrics: dict[str, Series]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """The worker's allocated CPUs, memory and 2Mi hugepages, per NUMA node.
+
+    The kubelet's CPU and memory managers checkpoint to separate files, one after the other,
+    so a scrape can see one of them updated and not the other: waits compare all three.
+    """
+    return (
+        cores(metrics, WORKER, "allocation"),
+        memory(metrics, "memory", "allocation"),
+        memory(metrics, "hugepages-2Mi", "allocation"),
+    )
+
+
 def test_allocation_follows_a_guaranteed_pod(
     embedded: EmbeddedCluster, exporter: Exporter, kube: Kube, namespace: str
 ) -> None:
@@ -216,45 +229,42 @@ def test_allocation_follows_a_guaranteed_pod(
     base_cpus, _ = placement(root, namespace, "background")
     baseline = wait_for(
         exporter.scrape,
-        lambda m: sum(cores(m, WORKER, "allocation").values()) == 2,
-        "2 allocated CPUs for the background pod",
+        lambda m: sum(allocated(m)[0].values()) == 2 and sum(allocated(m)[1].values()) == 512 * MI,
+        "2 allocated CPUs and 512Mi of memory for the background pod",
     )
-    assert {k: v for k, v in cores(baseline, WORKER, "allocation").items() if v} == base_cpus
-    base_memory = memory(baseline, "memory", "allocation")
-    base_hugepages = memory(baseline, "hugepages-2Mi", "allocation")
+    base_cores, base_memory, base_hugepages = allocated(baseline)
+    assert {k: v for k, v in base_cores.items() if v} == base_cpus
 
     run_pod(kube, namespace, guaranteed_pod("measured", WORKER, 4, "1Gi", "128Mi"))
     cpus, blocks = placement(root, namespace, "measured")
     (numa,) = cpus  # single-numa-node: one NUMA node
     assert cpus[numa] == 4
-    expected = dict(cores(baseline, WORKER, "allocation"))
-    expected[numa] += 4
+    assert blocks == {(numa, "memory"): GI, (numa, "hugepages-2Mi"): 128 * MI}
+    expected = (
+        {**base_cores, numa: base_cores[numa] + 4},
+        {**base_memory, numa: base_memory[numa] + GI},
+        {**base_hugepages, numa: base_hugepages.get(numa, 0) + 128 * MI},
+    )
     after = wait_for(
         exporter.scrape,
-        lambda m: cores(m, WORKER, "allocation") == expected,
-        f"the allocation of {numa} to rise by 4 to {expected}",
+        lambda m: allocated(m) == expected,
+        f"the allocation of {numa} to rise by 4 CPUs, 1Gi of memory and 128Mi of hugepages to {expected}",
     )
-    assert blocks == {(numa, "memory"): GI, (numa, "hugepages-2Mi"): 128 * MI}
-    assert memory(after, "memory", "allocation")[numa] == base_memory[numa] + GI
-    assert memory(after, "hugepages-2Mi", "allocation")[numa] == base_hugepages[numa] + 128 * MI
     assert cores(after, WORKER, "capacity") == {"node00": 16, "node01": 16}
 
     delete_pod(kube, namespace, "measured")
-    back = wait_for(
+    wait_for(
         exporter.scrape,
-        lambda m: cores(m, WORKER, "allocation") == cores(baseline, WORKER, "allocation"),
-        "the allocation to fall back to the baseline",
+        lambda m: allocated(m) == (base_cores, base_memory, base_hugepages),
+        "the CPU, memory and hugepages allocation to fall back to the baseline",
     )
-    assert memory(back, "memory", "allocation") == base_memory
-    assert memory(back, "hugepages-2Mi", "allocation") == base_hugepages
 
     delete_pod(kube, namespace, "background")
-    empty = wait_for(
+    wait_for(
         exporter.scrape,
-        lambda m: cores(m, WORKER, "allocation") == {},
-        "no allocation samples once no pod holds CPUs",
+        lambda m: allocated(m) == ({}, {}, {}),
+        "no allocation samples once no pod holds CPUs or memory",
     )
-    assert memory(empty, "memory", "allocation") == {}
 
 
 def test_corrupt_checkpoints_warn_keep_serving_and_recover(
