@@ -12,7 +12,8 @@ cause shaped as upstream's:
 * the text is ``messageExpression`` (when it evaluates to a string), else ``message``, else
   ``failed rule: <rule>``.
 
-Rules are compiled with ``cel-python`` (``celpy``) once per rule text. Pure: no I/O.
+Rules are compiled with ``cel-python`` (``celpy``) once per rule text. Pure but for one
+cache: celpy's parser tables, kept by Lark in a temporary file (:func:`_environment`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import celpy
+from celpy import celparser
 
 from nrop.api.status import Cause
 from nrop.localcluster.apiserver.crd.structural import additional_of, child_path, items_of, props_of
@@ -40,7 +42,26 @@ BLOCKING_MESSAGE = (
     "correct the existing errors to complete validation"
 )
 _BLOCKING_TYPES = frozenset({"FieldValueTypeInvalid", "FieldValueNotSupported"})
-_ENV = celpy.Environment()
+
+
+def _environment() -> celpy.Environment:
+    """celpy's environment, its LALR parser tables loaded from Lark's cache when it has them.
+
+    celpy analyses its grammar when the first environment is made, about 0.3 CPU-s of each
+    cluster start. Lark can keep that analysis in a file of the temporary directory, named for
+    the grammar, its options and the Python version; a missing, stale or unreadable file is
+    analysed again and rewritten. celpy does not pass Lark's ``cache`` option, so it is added
+    to this one call.
+    """
+    lark = celparser.Lark
+    celparser.Lark = functools.partial(lark, cache=True)
+    try:
+        return celpy.Environment()
+    finally:
+        celparser.Lark = lark
+
+
+_ENV = _environment()
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
+import celpy
+import lark
 import pytest
+from celpy import celparser
 
 from nrop.api.status import Cause
+from nrop.localcluster.apiserver.crd import celrules
 from nrop.localcluster.apiserver.crd.celrules import BLOCKING_MESSAGE, validate_rules
 
 SINGLETON = "This is a singleton resource and the object name must be 'numaresourcesoperator'."
@@ -145,3 +151,23 @@ def test_type_errors_block_the_rules() -> None:
 
 def test_schema_without_rules_is_not_walked() -> None:
     assert validate_rules({"type": "object"}, {"anything": [1, 2]}, None, []) == []
+
+
+def test_celpys_parser_tables_are_cached_and_a_broken_cache_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(celparser.CELParser, "CEL_PARSER", None)
+    celrules._environment()
+    (cache,) = tmp_path.glob(".lark_cache_*")
+    written = cache.read_bytes()
+    assert celparser.Lark is lark.Lark  # celpy's module is left as it was
+
+    for broken in (written[: len(written) // 2], b"not a cache\n"):
+        cache.write_bytes(broken)
+        monkeypatch.setattr(celparser.CELParser, "CEL_PARSER", None)
+        env = celrules._environment()
+        program = env.program(env.compile("self.name == 'numaresourcesoperator'"))
+        assert bool(program.evaluate({"self": celpy.json_to_cel({"name": "numaresourcesoperator"})}))
+        rewritten = cache.read_bytes()  # analysed again and written whole (pickles differ run to run)
+        assert rewritten != broken and rewritten.partition(b"\n")[0] == written.partition(b"\n")[0]
