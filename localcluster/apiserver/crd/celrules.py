@@ -13,15 +13,18 @@ cause shaped as upstream's:
   ``failed rule: <rule>``.
 
 Rules are compiled with ``cel-python`` (``celpy``) once per rule text. Pure but for one
-cache: celpy's parser tables, kept by Lark in a temporary file (:func:`_environment`).
+cache: celpy's parser tables, kept by Lark in the user's cache directory (:func:`_environment`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import celpy
@@ -44,17 +47,34 @@ BLOCKING_MESSAGE = (
 _BLOCKING_TYPES = frozenset({"FieldValueTypeInvalid", "FieldValueNotSupported"})
 
 
+def _parser_cache() -> str | bool:
+    """The file Lark keeps celpy's parser tables in, or ``False`` for none.
+
+    The file is a pickle, which runs code when loaded, so it lives in a directory only this
+    user can write (``$XDG_CACHE_HOME/nrop``, else ``~/.cache/nrop``), never in a shared
+    temporary directory where another user could put one under the expected name.
+    """
+    try:
+        home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        directory = Path(home) / "nrop"
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except (OSError, RuntimeError) as err:  # no home, or nowhere writable: analyse every time
+        log.debug("no cache for celpy's parser tables: %s", err)
+        return False
+    return str(directory / f"celpy-parser-py{sys.version_info[0]}{sys.version_info[1]}.lark")
+
+
 def _environment() -> celpy.Environment:
     """celpy's environment, its LALR parser tables loaded from Lark's cache when it has them.
 
     celpy analyses its grammar when the first environment is made, about 0.3 CPU-s of each
-    cluster start. Lark can keep that analysis in a file of the temporary directory, named for
-    the grammar, its options and the Python version; a missing, stale or unreadable file is
-    analysed again and rewritten. celpy does not pass Lark's ``cache`` option, so it is added
-    to this one call.
+    cluster start. Lark can keep that analysis in a file (:func:`_parser_cache`), marked with
+    the grammar, its options and Lark's and Python's versions; a missing, stale or unreadable
+    file is analysed again and rewritten. celpy does not pass Lark's ``cache`` option, so it is
+    added to this one call.
     """
     lark = celparser.Lark
-    celparser.Lark = functools.partial(lark, cache=True)
+    celparser.Lark = functools.partial(lark, cache=_parser_cache())
     try:
         return celpy.Environment()
     finally:

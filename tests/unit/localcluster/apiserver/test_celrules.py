@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -156,18 +156,33 @@ def test_schema_without_rules_is_not_walked() -> None:
 def test_celpys_parser_tables_are_cached_and_a_broken_cache_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(celparser.CELParser, "CEL_PARSER", None)
     celrules._environment()
-    (cache,) = tmp_path.glob(".lark_cache_*")
+    (cache,) = (tmp_path / "nrop").iterdir()
+    assert stat.S_IMODE((tmp_path / "nrop").stat().st_mode) == 0o700  # a pickle: only this user writes there
     written = cache.read_bytes()
     assert celparser.Lark is lark.Lark  # celpy's module is left as it was
 
     for broken in (written[: len(written) // 2], b"not a cache\n"):
         cache.write_bytes(broken)
         monkeypatch.setattr(celparser.CELParser, "CEL_PARSER", None)
-        env = celrules._environment()
-        program = env.program(env.compile("self.name == 'numaresourcesoperator'"))
-        assert bool(program.evaluate({"self": celpy.json_to_cel({"name": "numaresourcesoperator"})}))
+        assert _evaluates(celrules._environment())
         rewritten = cache.read_bytes()  # analysed again and written whole (pickles differ run to run)
         assert rewritten != broken and rewritten.partition(b"\n")[0] == written.partition(b"\n")[0]
+
+
+def test_without_a_writable_cache_directory_the_tables_are_analysed_each_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(celparser.CELParser, "CEL_PARSER", None)
+    assert celrules._parser_cache() is False
+    assert _evaluates(celrules._environment())
+
+
+def _evaluates(env: celpy.Environment) -> bool:
+    program = env.program(env.compile("self.name == 'numaresourcesoperator'"))
+    return bool(program.evaluate({"self": celpy.json_to_cel({"name": "numaresourcesoperator"})}))
