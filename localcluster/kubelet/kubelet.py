@@ -60,6 +60,7 @@ from nrop.localcluster.kubelet.decisions import nodeobjects, nodestatus
 from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers
 from nrop.localcluster.kubelet.decisions.entrypoints import RuntimeConfig
 from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
+from nrop.localcluster.kubelet.decisions.pleg import Relists
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     RegistrationServer,
     device_plugin_dir,
@@ -308,6 +309,7 @@ class Kubelet:
             api_url=f"https://{self.server.address}",
             ca_pem=self.ca_pem,
             clock=self.clock,
+            relists=Relists(self.clock.now()),
             enqueue=self._enqueue,
             allocatable=lambda: self.node_resources().allocatable,
             mount_namespaces=mount_namespaces,

@@ -158,16 +158,14 @@ class PodLifecycle:
             changed = self._probed(record, container, cid, spec, result, message, now)
         else:  # SYNC: retry containers that could not be created
             changed = True
-        await self._after_change(record, changed, now)
+        await self._after_change(record, changed)
 
-    def _wake_at(self, record: _PodRecord, since: datetime) -> None:
-        """Schedule the pod's next simulated change, as long after now as it is due after ``since``.
+    def _wake_at(self, record: _PodRecord) -> None:
+        """Schedule the pod's next simulated change (an exit seen at a PLEG relist, a restart).
 
-        ``since`` is the time the change just handled was taken at; the status showing it was
-        written since. Measuring the next one from here keeps it shown for as long as it lasts:
-        a simulated ``sleep 1s`` is Running in the API for one second, however busy the loop
-        was writing it, as a real kubelet, which notices a container's start and exit on the
-        same one-second PLEG relist, shows it.
+        The time is absolute (the node's relists are a fixed grid), so a busy loop delays a
+        change without moving the next one; a ``TICK`` that comes early finds nothing due
+        and is scheduled again.
         """
         if record.timer is not None:
             record.timer.cancel()
@@ -175,12 +173,11 @@ class PodLifecycle:
         change = record.worker.run.next_change() if record.worker is not None else None
         if change is None:
             return
-        delay = max(0.0, (change - since).total_seconds()) + 0.001
+        delay = max(0.0, (change - self.clock.now()).total_seconds()) + 0.001
         record.timer = asyncio.get_running_loop().call_later(delay, self._put, ("TICK", record.uid))
 
-    async def _after_change(self, record: _PodRecord, changed: bool, now: datetime) -> None:
-        """Act on the pod run (processes to start or stop), then release, write and wake as needed
-        (``now``: when the change was taken)."""
+    async def _after_change(self, record: _PodRecord, changed: bool) -> None:
+        """Act on the pod run (processes to start or stop), then release, write and wake as needed."""
         worker = record.worker
         assert worker is not None
         before = worker.run.status()
@@ -193,7 +190,7 @@ class PodLifecycle:
         if record.deleting and worker.run.terminal and not worker.processes_left:
             self._finish_deletion(record)
             return
-        self._wake_at(record, now)
+        self._wake_at(record)
 
     def _probed(
         self,
@@ -292,7 +289,7 @@ class PodLifecycle:
         assert self.context is not None
         record.worker = PodWorker(self.context, pod, pod_ip, now)
         self._publish()
-        await self._after_change(record, True, now)
+        await self._after_change(record, True)
 
     # -- ending --------------------------------------------------------------------------------
 
@@ -313,7 +310,7 @@ class PodLifecycle:
         self._reporter.container_events(pod, podevents.killing(pod, running))
         now = self.clock.now()
         worker.terminate(float(grace) if isinstance(grace, int) else worker.pod_grace, now)
-        await self._after_change(record, True, now)
+        await self._after_change(record, True)
 
     def _finish_deletion(self, record: _PodRecord) -> None:
         if record.timer is not None:

@@ -56,6 +56,7 @@ from nrop.localcluster.kubelet.decisions.entrypoints import (
     entry_point,
     image_executables,
 )
+from nrop.localcluster.kubelet.decisions.pleg import Relists
 from nrop.localcluster.kubelet.decisions.podruntime import (
     FALLBACK_LOG_BYTES,
     FALLBACK_LOG_LINES,
@@ -112,6 +113,8 @@ class RuntimeContext:
     api_url: str
     ca_pem: bytes
     clock: Clock
+    #: The node's PLEG relists, when the kubelet sees a simulated container's exit.
+    relists: Relists
     enqueue: Enqueue
     allocatable: Callable[[], Mapping[str, str]]
     #: Whether process containers get a mount namespace of their own (else: path rewriting).
@@ -182,7 +185,7 @@ class PodWorker:
         self._processes = frozenset(n for n, b in self._behaviours.items() if b.process)
         #: Simulated containers whose program the runtime does not know (they stand in as ``pause``).
         self.unknown_programs = frozenset(n for n, b in self._behaviours.items() if not b.known)
-        self.run = PodRun(self.pod, now, self._behaviours)
+        self.run = PodRun(self.pod, now, self._behaviours, seen=ctx.relists.after)
         self._handles: dict[str, tuple[str, Handle]] = {}  # name -> (container id, process)
         self._probes: dict[str, list[asyncio.Task[None]]] = {}
         self._grace: dict[str, float] = {}

@@ -27,6 +27,12 @@ Owns the per-pod state machine that both kinds of containers go through:
   killed after the grace), process ones when the kubelet reports their exit; the phase is
   final once none is left.
 
+A simulated container's exit is seen when the kubelet would see it: ``seen`` maps its
+instant to the node's next PLEG relist (:mod:`.pleg`); the exit keeps its own time
+(``finishedAt``), and what follows from it happens at the relist that saw it. Restarts
+after a back-off happen when it ends; process containers' starts and exits are reported by
+the kubelet when they happen.
+
 Pure: the time is passed in, so tables test the lifecycle without sleeping.  The kubelet
 shell wakes up at :meth:`PodRun.next_change`, calls :meth:`PodRun.advance`, acts on
 :meth:`PodRun.to_create` / :meth:`PodRun.to_stop`, and writes :meth:`PodRun.status`.
@@ -36,7 +42,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -203,11 +209,17 @@ class PodRun:
     """The containers of one admitted pod, from ``now`` on.
 
     ``behaviours`` overrides :func:`.simulation.behaviour` per container name; the kubelet
-    gives :data:`.simulation.PROCESS` for containers that run as real processes.
+    gives :data:`.simulation.PROCESS` for containers that run as real processes. ``seen``:
+    when the kubelet sees a simulated exit that happened at a given instant (by default at
+    once; the kubelet passes its relists, :meth:`.pleg.Relists.after`).
     """
 
     def __init__(
-        self, pod: Mapping[str, Any], now: datetime, behaviours: Mapping[str, Behaviour] | None = None
+        self,
+        pod: Mapping[str, Any],
+        now: datetime,
+        behaviours: Mapping[str, Behaviour] | None = None,
+        seen: Callable[[datetime], datetime] | None = None,
     ) -> None:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         self.uid = str(meta.get("uid", ""))
@@ -217,6 +229,7 @@ class PodRun:
         self.started_at = now
         self.phase = PENDING
         self._terminating = False
+        self._seen = seen or (lambda moment: moment)
         overrides = behaviours or {}
 
         def make(c: Mapping[str, Any], kind: ContainerKind) -> _Container:
@@ -260,8 +273,12 @@ class PodRun:
         """When :meth:`advance` next has something to do (``None``: only events change it)."""
         if self.terminal:
             return None
-        times = [t for c in self.containers for t in (c.exit_time(), c.restart_at) if t is not None]
+        times = [t for c in self.containers for t in (self._exit_seen(c), c.restart_at) if t is not None]
         return min(times, default=None)
+
+    def _exit_seen(self, container: _Container) -> datetime | None:
+        exit_time = container.exit_time()
+        return None if exit_time is None else self._seen(exit_time)
 
     def _refs(self, state: _State) -> list[ContainerRef]:
         return [
@@ -345,27 +362,35 @@ class PodRun:
         return self.restart_policy == "OnFailure" and container.exit_code != 0
 
     def _exited(
-        self, container: _Container, when: datetime, code: int, reason: str = "", message: str = ""
+        self,
+        container: _Container,
+        when: datetime,
+        code: int,
+        reason: str = "",
+        message: str = "",
+        acted: datetime | None = None,
     ) -> None:
+        """The container exited at ``when``; the kubelet acts on it at ``acted`` (default: then)."""
+        acted = acted or when
         self._end(container, when, code, reason, message)
         if self._terminating:
-            self._finish_termination(when)
+            self._finish_termination(acted)
             return
         if self.terminal:
             return
         if self._restarts(container):
-            container.restart_at = container.backoff.restart_at(when)
+            container.restart_at = max(container.backoff.restart_at(when), acted)
             return
         if container.kind == ContainerKind.INIT:
             if code == 0:
                 self._next_init += 1
-                self._progress(when)
+                self._progress(acted)
             else:
-                self._finish(when, FAILED)
+                self._finish(acted, FAILED)
             return
         if all(c.state in (_State.EXITED, _State.WAITING) and c.restart_at is None for c in self.apps):
             failed = any(c.exit_code != 0 for c in self.apps)
-            self._finish(when, FAILED if failed else SUCCEEDED)
+            self._finish(acted, FAILED if failed else SUCCEEDED)
 
     def _stop_all(self, when: datetime) -> None:
         """Simulated containers end now; processes are asked to stop; nothing restarts."""
@@ -393,21 +418,24 @@ class PodRun:
         self._refresh_conditions(when)
 
     def advance(self, now: datetime) -> bool:
-        """Play every simulated exit and due restart up to ``now``; returns whether anything changed."""
+        """Play every simulated exit seen and every due restart up to ``now``; returns whether
+        anything changed."""
         changed = False
         while not self.terminal and not self._terminating:
             due: list[tuple[datetime, int, _Container, bool]] = []
             for order, container in enumerate(self.containers):
-                exit_time = container.exit_time()
-                if exit_time is not None and exit_time <= now:
-                    due.append((exit_time, order, container, True))
+                seen = self._exit_seen(container)
+                if seen is not None and seen <= now:
+                    due.append((seen, order, container, True))
                 if container.restart_at is not None and container.restart_at <= now:
                     due.append((container.restart_at, order, container, False))
             if not due:
                 break
             when, _, container, exiting = min(due, key=lambda d: (d[0], d[1]))
             if exiting:
-                self._exited(container, when, container.behaviour.exit_code)
+                exit_time = container.exit_time()
+                assert exit_time is not None
+                self._exited(container, exit_time, container.behaviour.exit_code, acted=when)
             else:
                 self._start(container, when)
             self._refresh_conditions(when)
