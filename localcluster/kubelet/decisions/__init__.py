@@ -1,6 +1,6 @@
 """The kubelet's pure decisions: pod admission and node fit, pod runtime state and simulated container
 behaviour, probes, back-off, entrypoints and container environments, node objects and status, pod
-events and node networking. No I/O: the kubelet's loops call them.
+events, node networking and when the PLEG sees a container's exit. No I/O: the kubelet's loops call them.
 """
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "nodenetwork",
     "nodeobjects",
     "nodestatus",
+    "pleg",
     "podevents",
     "podruntime",
     "probes",
