@@ -422,19 +422,18 @@ class PodRun:
         anything changed."""
         changed = False
         while not self.terminal and not self._terminating:
-            due: list[tuple[datetime, int, _Container, bool]] = []
+            # (when the kubelet acts, order, container, the exit's own time; None: a restart)
+            due: list[tuple[datetime, int, _Container, datetime | None]] = []
             for order, container in enumerate(self.containers):
-                seen = self._exit_seen(container)
-                if seen is not None and seen <= now:
-                    due.append((seen, order, container, True))
+                exit_time = container.exit_time()
+                if exit_time is not None and (seen := self._seen(exit_time)) <= now:
+                    due.append((seen, order, container, exit_time))
                 if container.restart_at is not None and container.restart_at <= now:
-                    due.append((container.restart_at, order, container, False))
+                    due.append((container.restart_at, order, container, None))
             if not due:
                 break
-            when, _, container, exiting = min(due, key=lambda d: (d[0], d[1]))
-            if exiting:
-                exit_time = container.exit_time()
-                assert exit_time is not None
+            when, _, container, exit_time = min(due, key=lambda d: (d[0], d[1]))
+            if exit_time is not None:
                 self._exited(container, exit_time, container.behaviour.exit_code, acted=when)
             else:
                 self._start(container, when)
