@@ -22,7 +22,7 @@ what ``__all__`` lists; every other module here is internal.
 
 from __future__ import annotations
 
-from nrop.localcluster.apiserver.rbac.aggregation import aggregate_cluster_roles
+from nrop.localcluster.apiserver.rbac.aggregation import aggregate_cluster_roles, aggregated_rules
 from nrop.localcluster.apiserver.rbac.attributes import Attributes, request_attributes
 from nrop.localcluster.apiserver.rbac.bootstrap import (
     BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
@@ -53,6 +53,7 @@ __all__ = [
     "UserInfo",
     "WriteGuard",
     "aggregate_cluster_roles",
+    "aggregated_rules",
     "audit",
     "authorize",
     "check_write",

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from nrop.api.fielderrors import go_quote
-from nrop.localcluster.apiserver.rbac.aggregation import Obj, aggregate_cluster_roles, name_of, namespace_of
+from nrop.localcluster.apiserver.rbac.aggregation import Obj, aggregated_rules, name_of, namespace_of
 from nrop.localcluster.apiserver.rbac.attributes import Attributes
 from nrop.localcluster.apiserver.rbac.bootstrap import (
     BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
@@ -60,9 +60,7 @@ class Policy:
 
     def __post_init__(self) -> None:
         roles = {(namespace_of(r), name_of(r)): list(r.get("rules") or []) for r in self.roles}
-        cluster_roles = {
-            name_of(r): list(r.get("rules") or []) for r in aggregate_cluster_roles(self.cluster_roles)
-        }
+        cluster_roles = aggregated_rules(self.cluster_roles)
         by_ns: dict[str, list[Obj]] = {}
         for binding in self.role_bindings:
             by_ns.setdefault(namespace_of(binding), []).append(binding)

@@ -498,6 +498,21 @@ def test_aggregation_replaces_the_aggregated_roles_own_rules() -> None:
     assert agg["rules"] == [rule(["get"], [""], ["stale"])], "inputs are not modified"
 
 
+def test_the_policy_reads_the_roles_where_they_are_and_the_bootstrap_gets_copies() -> None:
+    plain = cluster_role("plain", [rule(["get"], [""], ["fresh"])], labels={"x": "p"})
+    agg = cluster_role("agg", [], aggregationRule={"clusterRoleSelectors": [{"matchLabels": {"x": "p"}}]})
+    empty = cluster_role(
+        "empty", [rule(["get"], [""], ["own"])], aggregationRule={"clusterRoleSelectors": []}
+    )
+    rules = rbac.aggregated_rules([plain, agg, empty])
+    assert rules == {"plain": plain["rules"], "agg": plain["rules"], "empty": []}
+    assert rules["agg"][0] is plain["rules"][0], "the policy's rules are the stored ones, not copies"
+    assert agg["rules"] == [] and empty["rules"] == [rule(["get"], [""], ["own"])], "inputs are not modified"
+    stored = {r["metadata"]["name"]: r for r in rbac.aggregate_cluster_roles([plain, agg, empty])}
+    assert stored["agg"]["rules"] == plain["rules"] and stored["agg"]["rules"][0] is not plain["rules"][0]
+    assert stored["empty"]["rules"] == [] and stored["plain"] is not plain
+
+
 def test_aggregation_cycles_terminate() -> None:
     a = cluster_role(
         "a", [], labels={"x": "a"}, aggregationRule={"clusterRoleSelectors": [{"matchLabels": {"x": "b"}}]}
