@@ -730,6 +730,8 @@ def main() -> int:
     header = [
         f"kill table: tier0..{args.tier_up_to}, commit {_git_head()}, {datetime.date.today().isoformat()}"
     ]
+    if not args.from_report:
+        header.append(benchsuite.speed_line(benchsuite.machine_speed()))
     stale = {d.id: r for d in defects if (r := runtime_stale or stale_reason(d)) is not None}
     for defect_id, reason in stale.items():
         print(f"defect stale: {defect_id}: {reason}")

@@ -7,7 +7,8 @@ tier, upstream's untiered specs included), and prints side by side,
 one row per run: the wall time; the sum of the spec times (what a serial run would wait);
 the longest spec without its wait for a cluster, the floor no spread can beat; wall ÷ floor;
 the workers the run used; the peak memory of the machine during the run above what it used
-before (other jobs count too); the outcomes; the load average before and after. Then the targets (tier0 within 100 s, the
+before (other jobs count too); the outcomes; the load average before and after; above them, the
+machine's speed (:func:`machine_speed`, timed before the runs). Then the targets (tier0 within 100 s, the
 whole suite within 6 minutes and 1.2 × its longest spec, memory within 12 GiB, on 2 cores)
 and, from each run's junit, seconds and outcomes per family (upstream file). Each run writes
 its reports (junit, report.html with the timeline, cluster logs) into its own temporary
@@ -56,6 +57,9 @@ _WORKERS = re.compile(r"nrop: (\d+) workers \(")
 #: the suffix pytest-xdist's loadgroup used to add to node ids (``test_x[1]@group``), in old junit files
 _GROUP_SUFFIX = re.compile(r"@[^@\[\]]*\]?$")
 _SAMPLE_SECONDS = 0.5
+#: the machine's speed as every table states it: seconds for this many pure-Python additions
+#: (the suite's CPU-bound parts, cluster starts first, scale with it; its windows do not)
+SPEED_ADDITIONS = 10**7
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,25 @@ def floor_of(found: list[Case]) -> Case | None:
     return max(found, key=lambda c: c.own_seconds, default=None)
 
 
+def machine_speed(tries: int = 3) -> float:
+    """CPU seconds this machine takes for :data:`SPEED_ADDITIONS` pure-Python additions at module
+    level (as ``python3 -c`` runs them: the figure the tables in docs/defects.md quote), the best
+    of ``tries``, timed before the runs: it says how a table's wall times compare with another
+    machine's."""
+    code = compile(f"total = 0\nfor i in range({SPEED_ADDITIONS}):\n    total += i\n", "<speed>", "exec")
+    best = float("inf")
+    for _ in range(tries):
+        started = time.process_time()
+        exec(code, {})
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def speed_line(seconds: float) -> str:
+    """How every table states the machine it ran on."""
+    return f"machine speed: {SPEED_ADDITIONS:,} Python additions in {seconds:.2f} s"
+
+
 def figures(runs: list[Run]) -> list[str]:
     """One row per run: wall, sum of spec times, the floor, wall ÷ floor, workers, memory, outcomes, load."""
     head = (
@@ -268,8 +291,9 @@ def main() -> int:
         return 0
     if args.workers is not None:
         extra = ["-n", str(args.workers), *extra]
+    speed = machine_speed()
     runs = [run(tier, extra) for tier in args.tier or [0]]
-    print(f"\nserial suite on {os.cpu_count()} cores")
+    print(f"\nserial suite on {os.cpu_count()} cores; {speed_line(speed)}")
     print("\n".join(figures(runs)))
     for r in runs:
         print(f"{_tiers(r.tier)}: " + "; ".join(verdicts(r)) + f" (reports: {r.report_dir})")

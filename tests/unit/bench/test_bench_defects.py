@@ -760,3 +760,13 @@ def test_run_planned_releases_the_budget_of_a_run_past_its_plan() -> None:
     ended.clear()
     bench.run_planned(planned, 10, None, start, {"long": 5.0}, recheck=0.02)
     assert started["next"] >= ended["long"]  # within its plan it holds all 8
+
+
+def test_every_table_states_the_machine_speed_as_the_documented_tables_do(monkeypatch) -> None:
+    suite = bench.benchsuite
+    assert suite.speed_line(1.314) == "machine speed: 10,000,000 Python additions in 1.31 s"
+    monkeypatch.setattr(suite, "SPEED_ADDITIONS", 200_000)
+    small = suite.machine_speed(tries=1)
+    monkeypatch.setattr(suite, "SPEED_ADDITIONS", 2_000_000)
+    large = suite.machine_speed(tries=1)
+    assert 0 < small < large  # CPU seconds of the loop itself, which grow with its length
