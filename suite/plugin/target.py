@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -27,6 +27,7 @@ __all__ = [
     "ClusterStartError",
     "EmbeddedCluster",
     "cluster_command",
+    "environment_without",
     "is_embedded_version",
     "progress_line",
     "serves_embedded",
@@ -131,6 +132,19 @@ def progress_line(line: str) -> str:
     return rest if level == "INFO" else f"{level}: {rest}"
 
 
+def environment_without(names: Collection[str]) -> dict[str, str]:
+    """A copy of this process's environment less ``names``, safe while another thread changes it:
+    pytest sets and pops ``PYTEST_CURRENT_TEST`` at every test phase on the main thread while a
+    cluster starts on the session's background thread, and ``os.environ.items()`` raises
+    ``KeyError`` for a key that went between its listing and its read."""
+    env = {}
+    for key in list(os.environ):
+        value = os.environ.get(key)
+        if value is not None and key not in names:
+            env[key] = value
+    return env
+
+
 def _relay_stderr(stream: IO[str], log_path: Path, progress: Progress, ready: threading.Event) -> None:
     """Copy the cluster's stderr to its log file; show lines as progress until it is ready."""
     with log_path.open("a", encoding="utf-8") as sink:
@@ -157,7 +171,7 @@ def start(
         *(command or cluster_command()), "up", "--profile", profile, "--state-dir", str(state_dir),
         "--exit-with-parent",
     ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NROP_CLUSTER_KUBECONFIG")}
+    env = environment_without(("KUBECONFIG", "NROP_CLUSTER_KUBECONFIG"))
     began = time.monotonic()
     process = subprocess.Popen(
         argv,

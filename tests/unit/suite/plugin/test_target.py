@@ -20,3 +20,20 @@ from nrop.suite.plugin import target
 )
 def test_progress_line(line: str, shown: str) -> None:
     assert target.progress_line(line) == shown
+
+
+def test_the_cluster_environment_survives_a_variable_another_thread_removes(monkeypatch) -> None:
+    """pytest pops PYTEST_CURRENT_TEST on the main thread while a cluster starts on another one."""
+
+    class Racing(dict):
+        def __iter__(self):  # the listing still has the key; it is gone when read
+            keys = list(super().__iter__())
+            self.pop("PYTEST_CURRENT_TEST", None)
+            return iter(keys)
+
+    environ = Racing(PATH="/bin", PYTEST_CURRENT_TEST="x (setup)", KUBECONFIG="/k")
+    monkeypatch.setattr(target.os, "environ", environ)
+    assert target.environment_without(("KUBECONFIG",)) == {"PATH": "/bin"}
+    racing_again = Racing(PATH="/bin", PYTEST_CURRENT_TEST="x (call)")
+    with pytest.raises(KeyError):  # what the comprehension over items() did
+        {k: racing_again[k] for k in racing_again}
