@@ -40,7 +40,7 @@ from typing import Any
 from nrop.api.images import own_image
 from nrop.suite.plugin.htmlreport import ClusterSpan
 from nrop.suite.plugin.options import SuiteOptions
-from nrop.suite.plugin.target import EmbeddedCluster
+from nrop.suite.plugin.target import EmbeddedCluster, environment_copy
 
 __all__ = ["EMBEDDED_DEVICE_TYPES", "EMBEDDED_REFRESH_PERIOD", "KUBECONFIG_KEY", "Context", "Targets"]
 
@@ -344,7 +344,8 @@ class Targets:
         embedded = self.options.embedded
         began = time.monotonic()
         try:
-            log.info("%s", infra.dump_environment(os.environ))
+            # environment_copy: this may run on the background thread that opens the next cluster
+            log.info("%s", infra.dump_environment(environment_copy()))
             problems = nodetopology.check_nodes_topology(context.kube)
             if problems:
                 reason = "the cluster does not satisfy the serial suite: " + "; ".join(problems)

@@ -27,7 +27,7 @@ __all__ = [
     "ClusterStartError",
     "EmbeddedCluster",
     "cluster_command",
-    "environment_without",
+    "environment_copy",
     "is_embedded_version",
     "progress_line",
     "serves_embedded",
@@ -132,15 +132,15 @@ def progress_line(line: str) -> str:
     return rest if level == "INFO" else f"{level}: {rest}"
 
 
-def environment_without(names: Collection[str]) -> dict[str, str]:
-    """A copy of this process's environment less ``names``, safe while another thread changes it:
-    pytest sets and pops ``PYTEST_CURRENT_TEST`` at every test phase on the main thread while a
-    cluster starts on the session's background thread, and ``os.environ.items()`` raises
+def environment_copy(without: Collection[str] = ()) -> dict[str, str]:
+    """A copy of this process's environment less ``without``, safe while another thread changes it:
+    pytest sets and pops ``PYTEST_CURRENT_TEST`` at every test phase on the main thread while the
+    session opens the next cluster on its background thread, and ``os.environ.items()`` raises
     ``KeyError`` for a key that went between its listing and its read."""
     env = {}
     for key in list(os.environ):
         value = os.environ.get(key)
-        if value is not None and key not in names:
+        if value is not None and key not in without:
             env[key] = value
     return env
 
@@ -171,7 +171,7 @@ def start(
         *(command or cluster_command()), "up", "--profile", profile, "--state-dir", str(state_dir),
         "--exit-with-parent",
     ]  # fmt: skip
-    env = environment_without(("KUBECONFIG", "NROP_CLUSTER_KUBECONFIG"))
+    env = environment_copy(without=("KUBECONFIG", "NROP_CLUSTER_KUBECONFIG"))
     began = time.monotonic()
     process = subprocess.Popen(
         argv,

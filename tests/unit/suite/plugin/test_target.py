@@ -33,7 +33,7 @@ def test_the_cluster_environment_survives_a_variable_another_thread_removes(monk
 
     environ = Racing(PATH="/bin", PYTEST_CURRENT_TEST="x (setup)", KUBECONFIG="/k")
     monkeypatch.setattr(target.os, "environ", environ)
-    assert target.environment_without(("KUBECONFIG",)) == {"PATH": "/bin"}
+    assert target.environment_copy(without=("KUBECONFIG",)) == {"PATH": "/bin"}
     racing_again = Racing(PATH="/bin", PYTEST_CURRENT_TEST="x (call)")
     with pytest.raises(KeyError):  # what the comprehension over items() did
         {k: racing_again[k] for k in racing_again}
