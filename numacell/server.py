@@ -8,7 +8,9 @@ against the emulated kubelet, as the kubelet's e2e tests run ``sample-device-plu
 * it serves ``DevicePlugin`` on ``<plugin dir>/<socket name>`` and registers its resource with
   the kubelet's ``Registration`` socket (``<plugin dir>/kubelet.sock`` by default);
 * ``ListAndWatch`` sends the device list at once and again after every
-  :meth:`~DevicePluginServer.set_devices` / :meth:`~DevicePluginServer.set_device_health`;
+  :meth:`~DevicePluginServer.set_devices` / :meth:`~DevicePluginServer.set_device_health`
+  (the server is ``grpc.aio`` on the process's gRPC loop, :mod:`nrop.api.grpc.aioloop`: an
+  idle stream costs nothing until the list changes);
 * ``GetPreferredAllocation``, when the plugin offers it, keeps a container on as few NUMA nodes
   as it can (:func:`preferred_devices`);
 * ``Allocate`` gives the plugin's answer: by default :func:`name_devices` (the devices in an
@@ -22,12 +24,12 @@ kubelet's (``nrop.localcluster.kubelet.grpcservers.deviceplugins``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent import futures
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +43,7 @@ from nrop.api.deviceplugin import (
     Device,
     sorted_device_ids,
 )
+from nrop.api.grpc import aioloop
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 
 __all__ = [
@@ -58,10 +61,6 @@ log = logging.getLogger("numacell")
 
 #: Requests of each RPC a server keeps: enough for any test, bounded for a long-running plugin.
 REQUEST_HISTORY = 100
-#: Each open ``ListAndWatch`` holds a worker for its whole life; a kubelet opens one at a time.
-MAX_WORKERS = 4
-#: How often an idle ``ListAndWatch`` stream checks that its client is still there.
-STREAM_POLL = 0.2
 
 #: An ``Allocate`` answer: the device ids of each container -> the response; raises :class:`AllocationError`.
 Allocator = Callable[[Sequence[Sequence[str]]], api_pb2.AllocateResponse]
@@ -153,32 +152,37 @@ def _address(path: Path) -> str:
     return f"unix://{path}"
 
 
+async def _register(address: str, request: api_pb2.RegisterRequest, timeout: float) -> None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        await api_pb2_grpc.RegistrationStub(channel).Register(request, timeout=timeout)
+
+
 class _Servicer(api_pb2_grpc.DevicePluginServicer):
     def __init__(self, plugin: DevicePluginServer) -> None:
         self._plugin = plugin
 
-    def GetDevicePluginOptions(self, request, context):
+    async def GetDevicePluginOptions(self, request, context):
         return self._plugin.options()
 
-    def ListAndWatch(self, request, context) -> Iterator[api_pb2.ListAndWatchResponse]:
+    async def ListAndWatch(self, request, context) -> AsyncIterator[api_pb2.ListAndWatchResponse]:
+        # A client that leaves cancels this coroutine where it waits.
         plugin = self._plugin
         log.debug("ListAndWatch for %s", plugin.resource_name)
-        context.add_callback(plugin._wake)
         seen = -1
-        while (update := plugin._next_devices(seen, context.is_active)) is not None:
+        while (update := await plugin._next_devices(seen)) is not None:
             seen, devices = update
             yield api_pb2.ListAndWatchResponse(devices=[device_to_pb(d) for d in devices])
 
-    def GetPreferredAllocation(self, request, context):
+    async def GetPreferredAllocation(self, request, context):
         return self._plugin._preferred_allocation(request)
 
-    def Allocate(self, request, context):
+    async def Allocate(self, request, context):
         try:
             return self._plugin._allocate(request)
         except AllocationError as err:
-            context.abort(grpc.StatusCode.UNKNOWN, str(err))
+            await context.abort(grpc.StatusCode.UNKNOWN, str(err))
 
-    def PreStartContainer(self, request, context):
+    async def PreStartContainer(self, request, context):
         return self._plugin._pre_start_container(request)
 
 
@@ -217,12 +221,13 @@ class DevicePluginServer:
         self.preferred_requests: deque[api_pb2.PreferredAllocationRequest] = deque(maxlen=REQUEST_HISTORY)
         self.pre_start_requests: deque[api_pb2.PreStartContainerRequest] = deque(maxlen=REQUEST_HISTORY)
         self._allocator = allocate
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._devices: dict[str, Device] = {d.id: d for d in devices}
         self._generation = 0
         self._stopping = False
-        self._server: grpc.Server | None = None
-        self._executor: futures.ThreadPoolExecutor | None = None
+        # Set (on the gRPC loop) when the list changed or the server stops; then replaced.
+        self._changed: asyncio.Event | None = None
+        self._server: grpc.aio.Server | None = None
 
     def options(self) -> api_pb2.DevicePluginOptions:
         return api_pb2.DevicePluginOptions(
@@ -234,42 +239,53 @@ class DevicePluginServer:
 
     @property
     def devices(self) -> list[Device]:
-        with self._cond:
+        with self._lock:
             return list(self._devices.values())
 
     def set_devices(self, devices: Iterable[Device]) -> None:
         """Replace the whole list and push it to every open ``ListAndWatch`` stream."""
-        with self._cond:
+        with self._lock:
             self._devices = {d.id: d for d in devices}
             self._generation += 1
-            self._cond.notify_all()
+        self._notify()
 
     def set_device_health(self, device_id: str, healthy: bool) -> None:
-        with self._cond:
+        with self._lock:
             self._devices[device_id] = replace(self._devices[device_id], healthy=healthy)
             self._generation += 1
-            self._cond.notify_all()
+        self._notify()
 
-    def _next_devices(self, seen: int, active: Callable[[], bool]) -> tuple[int, list[Device]] | None:
-        """The list once it is newer than generation ``seen``; ``None`` once the server stops or the
-        client leaves."""
-        with self._cond:
-            while self._generation == seen and not self._stopping and active():
-                self._cond.wait(STREAM_POLL)
-            if self._stopping or not active():
-                return None
-            return self._generation, list(self._devices.values())
+    def _notify(self) -> None:
+        """Wake the streams (from any thread)."""
+        if aioloop.on_loop():
+            self._wake()
+        else:
+            aioloop.call_soon(self._wake)
 
     def _wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
+        changed, self._changed = self._changed, asyncio.Event()
+        if changed is not None:
+            changed.set()
+
+    async def _next_devices(self, seen: int) -> tuple[int, list[Device]] | None:
+        """On the gRPC loop: the list once it is newer than generation ``seen``; ``None`` once the
+        server stops."""
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return None
+                if self._generation != seen:
+                    return self._generation, list(self._devices.values())
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            await self._changed.wait()
 
     # answers
 
     def _preferred_allocation(
         self, request: api_pb2.PreferredAllocationRequest
     ) -> api_pb2.PreferredAllocationResponse:
-        with self._cond:
+        with self._lock:
             self.preferred_requests.append(request)
             devices = dict(self._devices)
         if not self.get_preferred_allocation_available:
@@ -286,7 +302,7 @@ class DevicePluginServer:
         )
 
     def _allocate(self, request: api_pb2.AllocateRequest) -> api_pb2.AllocateResponse:
-        with self._cond:
+        with self._lock:
             self.allocate_requests.append(request)
             known = set(self._devices)
             failure = self.allocate_error
@@ -301,7 +317,7 @@ class DevicePluginServer:
     def _pre_start_container(
         self, request: api_pb2.PreStartContainerRequest
     ) -> api_pb2.PreStartContainerResponse:
-        with self._cond:
+        with self._lock:
             self.pre_start_requests.append(request)
         return api_pb2.PreStartContainerResponse()
 
@@ -311,33 +327,39 @@ class DevicePluginServer:
     def serving(self) -> bool:
         return self._server is not None
 
+    async def _serve(self) -> grpc.aio.Server:
+        server = grpc.aio.server()
+        api_pb2_grpc.add_DevicePluginServicer_to_server(_Servicer(self), server)
+        try:
+            server.add_insecure_port(self.address)
+            await server.start()
+        except BaseException:
+            await server.stop(None)
+            raise
+        return server
+
+    async def _stop(self, server: grpc.aio.Server, grace: float | None) -> None:
+        self._wake()
+        await server.stop(grace)
+
     def start(self) -> None:
         """Serve on a fresh socket, creating the directory if need be."""
         self.stop()
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         self.socket_path.unlink(missing_ok=True)
-        with self._cond:
+        with self._lock:
             self._stopping = False
-        # The pool starts no thread before its first call: a failed bind leaves nothing running.
-        executor = futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix=self.socket_name)
-        server = grpc.server(executor)
-        api_pb2_grpc.add_DevicePluginServicer_to_server(_Servicer(self), server)
-        server.add_insecure_port(self.address)
-        server.start()
-        self._server, self._executor = server, executor
+        self._server = aioloop.run(self._serve())
         log.info("serving %s on %s", self.resource_name, self.socket_path)
 
     def stop(self, grace: float | None = None) -> None:
         """End the streams, stop serving (in-flight calls get ``grace`` seconds) and remove the socket."""
-        with self._cond:
+        with self._lock:
             self._stopping = True
-            self._cond.notify_all()
-        server, executor = self._server, self._executor
-        self._server = self._executor = None
-        if server is None or executor is None:
+        server, self._server = self._server, None
+        if server is None:
             return
-        server.stop(grace).wait()
-        executor.shutdown(wait=True)
+        aioloop.run(self._stop(server, grace))
         self.socket_path.unlink(missing_ok=True)
 
     def __enter__(self) -> DevicePluginServer:
@@ -361,6 +383,5 @@ class DevicePluginServer:
             resource_name=self.resource_name,
             options=self.options(),
         )
-        with grpc.insecure_channel(_address(socket)) as channel:
-            api_pb2_grpc.RegistrationStub(channel).Register(request, timeout=timeout)
+        aioloop.run(_register(_address(socket), request, timeout))
         log.info("registered %s with %s (%d devices)", self.resource_name, socket, len(self.devices))

@@ -29,7 +29,10 @@ Stopping the kubelet stops every process it started (SIGTERM, SIGKILL after
 
 Threads: the event loop owns the API (store writes are synchronous on it).  Admissions run
 in a worker thread, because a device plugin's ``GetPreferredAllocation``/``Allocate`` RPCs
-may block; every use of the managers, gRPC threads included, holds ``self._lock``.
+may block; every use of the managers, the gRPC loop's worker threads included, holds
+``self._lock``. The gRPC servers and plugin streams live on the process's gRPC loop
+(:mod:`nrop.api.grpc.aioloop`), which never takes that lock: admission holds it while it
+waits on that loop for a plugin's answer.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ the decisions are :class:`~nrop.localcluster.kubelet.cm.DeviceManager`'s, reache
 * :meth:`PluginEndpoints.allocate` calls ``Allocate`` and ``PreStartContainer`` of the plugins
   whose devices an admitted pod got, and records each ``Allocate`` response for the checkpoint.
 
-Threads: the handler methods run on gRPC threads and hand what follows to the event loop
-through ``from_thread``; every use of the managers holds the kubelet's lock.
+Threads: the handler methods run in the gRPC loop's worker threads and hand what follows to
+the event loop through ``from_thread``; every use of the managers holds the kubelet's lock.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class PluginEndpoints:
         self._plugins: dict[str, PluginClient] = {}
         self._removals: dict[str, asyncio.TimerHandle] = {}
 
-    # -- DevicePluginHandler (gRPC threads) ------------------------------------------------------
+    # -- DevicePluginHandler (the gRPC loop's worker threads) -------------------------------------
 
     def plugin_connected(self, resource: str, client: PluginClient) -> None:
         with self._lock:

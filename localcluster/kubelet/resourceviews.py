@@ -2,7 +2,7 @@
 
 The kubelet rebuilds a :class:`ResourceSnapshot` (under its managers' lock) after every
 allocation or device change and swaps it into :class:`ResourceViews`; the podresources
-server's gRPC threads read whichever snapshot is current, never the managers themselves.
+server (on the gRPC loop) reads whichever snapshot is current, never the managers themselves.
 
 The mapping follows upstream's ``pkg/kubelet/apis/podresources/server_v1.go``: regular init
 containers are not listed, restartable init containers come before app containers, CPUs are

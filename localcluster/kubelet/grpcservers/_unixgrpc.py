@@ -1,10 +1,10 @@
 """gRPC over unix sockets, the way the kubelet serves and dials its local APIs.
 
 Owns what the two servers of this package share: the socket file's life (parent
-directory, stale file, permissions, removal), a thread-pool ``grpc.server`` with start
-and stop, and rendering a ``grpc.RpcError`` as the Go client prints it
-(``rpc error: code = Unknown desc = …``), so that messages built on top of it read like
-the kubelet's.
+directory, stale file, permissions, removal), a ``grpc.aio`` server on the process's gRPC
+loop (:mod:`nrop.api.grpc.aioloop`) with blocking start and stop, and rendering a gRPC error
+as the Go client prints it (``rpc error: code = Unknown desc = …``), so that messages built
+on top of it read like the kubelet's.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Sequence
-from concurrent import futures
 from pathlib import Path
 
 import grpc
+
+from nrop.api.grpc import aioloop
 
 __all__ = [
     "MAX_UNIX_SOCKET_PATH",
@@ -50,10 +51,14 @@ def go_code_name(code: grpc.StatusCode) -> str:
 
 
 def go_rpc_error(err: grpc.RpcError) -> str:
-    """The text of a grpc-go client error: ``rpc error: code = X desc = Y``."""
-    code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
-    details = err.details() if isinstance(err, grpc.Call) else str(err)
-    return f"rpc error: code = {go_code_name(code)} desc = {details}"
+    """The text of a grpc-go client error: ``rpc error: code = X desc = Y``.
+
+    Both APIs' errors carry ``code()`` and ``details()`` (a synchronous call's error is a
+    ``grpc.Call``, ``grpc.aio.AioRpcError`` is not); any other ``RpcError`` reads as ``Unknown``.
+    """
+    if isinstance(err, grpc.Call | grpc.aio.AioRpcError):
+        return f"rpc error: code = {go_code_name(err.code())} desc = {err.details()}"
+    return f"rpc error: code = {go_code_name(grpc.StatusCode.UNKNOWN)} desc = {err}"
 
 
 def unix_address(path: Path) -> str:
@@ -86,72 +91,57 @@ def prepare_socket(path: Path, *, dir_mode: int = 0o750) -> None:
 
 
 class UnixGrpcServer:
-    """A ``grpc.server`` in its own thread pool, listening on one unix socket.
+    """A ``grpc.aio`` server on the process's gRPC loop, listening on one unix socket.
 
-    Subclasses add their servicers in :meth:`_add_servicers`.  ``start`` binds (after
-    :func:`prepare_socket`) and restricts the socket to its owner; ``stop`` cancels
-    in-flight RPCs after ``grace`` seconds, joins the pool and removes the socket file.
+    Subclasses add their (``async``) servicers in :meth:`_add_servicers`. ``start`` binds
+    (after :func:`prepare_socket`) and restricts the socket to its owner; ``stop`` cancels
+    in-flight RPCs after ``grace`` seconds and removes the socket file. Both block, and must not
+    be called on the gRPC loop itself.
     """
 
-    #: Streams (ListAndWatch) hold a worker each for their whole life.
-    max_workers = 8
     socket_mode = 0o600
 
-    def __init__(
-        self,
-        socket_path: Path,
-        *,
-        interceptors: Sequence[grpc.ServerInterceptor] = (),
-        thread_name: str = "grpc",
-    ) -> None:
+    def __init__(self, socket_path: Path, *, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()) -> None:
         self.socket_path = Path(socket_path)
         self.address = unix_address(self.socket_path)
         self._interceptors = tuple(interceptors)
-        self._thread_name = thread_name
         self._lock = threading.Lock()
-        self._server: grpc.Server | None = None
-        self._executor: futures.ThreadPoolExecutor | None = None
+        self._server: grpc.aio.Server | None = None
 
-    def _add_servicers(self, server: grpc.Server) -> None:
+    def _add_servicers(self, server: grpc.aio.Server) -> None:
         raise NotImplementedError
 
     @property
     def running(self) -> bool:
         return self._server is not None
 
+    async def _serve(self) -> grpc.aio.Server:
+        server = grpc.aio.server(interceptors=self._interceptors)
+        self._add_servicers(server)
+        try:
+            server.add_insecure_port(self.address)
+            await server.start()
+        except BaseException:
+            await server.stop(None)
+            raise
+        return server
+
     def start(self) -> None:
         with self._lock:
             if self._server is not None:
                 return
             prepare_socket(self.socket_path)
-            executor = futures.ThreadPoolExecutor(
-                max_workers=self.max_workers, thread_name_prefix=self._thread_name
-            )
-            server = grpc.server(executor, interceptors=self._interceptors)
-            self._add_servicers(server)
-            try:
-                server.add_insecure_port(self.address)
-                server.start()
-            except BaseException:
-                server.stop(None)
-                executor.shutdown(wait=True)
-                raise
+            server = aioloop.run(self._serve())
             os.chmod(self.socket_path, self.socket_mode)
-            self._server, self._executor = server, executor
+            self._server = server
         log.debug("serving %s on %s", type(self).__name__, self.socket_path)
-
-    def _before_stop(self) -> None:
-        """Hook: wake long-lived streams so that ``stop`` does not wait out the grace."""
 
     def stop(self, grace: float | None = 1.0) -> None:
         with self._lock:
-            server, executor = self._server, self._executor
-            self._server = self._executor = None
-        if server is None or executor is None:
+            server, self._server = self._server, None
+        if server is None:
             return
-        self._before_stop()
-        server.stop(grace).wait()
-        executor.shutdown(wait=True)
+        aioloop.run(server.stop(grace))
         try:
             if stat.S_ISSOCK(self.socket_path.lstat().st_mode):
                 self.socket_path.unlink()
@@ -168,10 +158,10 @@ class UnixGrpcServer:
 
 
 def abort_handler(code: grpc.StatusCode, details: str) -> grpc.RpcMethodHandler:
-    """A unary handler that fails every call (used by interceptors to reject)."""
+    """A unary ``grpc.aio`` handler that fails every call (used by interceptors to reject)."""
 
-    def reject(_request: bytes, context: grpc.ServicerContext) -> bytes:
-        context.abort(code, details)
+    async def reject(_request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        await context.abort(code, details)
         raise AssertionError("unreachable")  # abort raises
 
     return grpc.unary_unary_rpc_method_handler(reject)

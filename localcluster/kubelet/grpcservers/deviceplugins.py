@@ -8,9 +8,14 @@ Owns the I/O of upstream ``pkg/kubelet/cm/devicemanager/plugin/v1beta1``:
   error texts, dials the plugin at ``<device-plugins dir>/<endpoint>`` and hands the
   connected :class:`PluginClient` to the :class:`DevicePluginHandler`.  A second
   registration of a resource replaces (and closes) the previous client.
-* :class:`PluginClient` asks ``GetDevicePluginOptions`` once, keeps ``ListAndWatch`` open in
-  a background thread and reports every device list, and offers the per-admission RPCs
+* :class:`PluginClient` asks ``GetDevicePluginOptions`` once, keeps ``ListAndWatch`` open
+  and reports every device list, and offers the per-admission RPCs
   (``GetPreferredAllocation``, ``Allocate``, ``PreStartContainer``).
+
+Servers, channels and streams are ``grpc.aio`` on the process's gRPC loop
+(:mod:`nrop.api.grpc.aioloop`): an idle node costs no wake-ups. What may wait on the kubelet's
+locks (the handler's calls) runs in the loop's worker threads, because the kubelet's admission
+holds those locks while it waits on the loop for a plugin's ``Allocate``.
 
 When a plugin's stream ends (the plugin died or stopped) the handler first receives the
 last device list with every device unhealthy (``markResourceUnhealthy``: capacity stays,
@@ -24,15 +29,17 @@ devices are reported as :class:`nrop.api.deviceplugin.Device`. The plugin side o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import grpc
 
 from nrop.api.deviceplugin import DEVICE_PLUGIN_PATH, HEALTHY, KUBELET_SOCKET_NAME, VERSION, Device
+from nrop.api.grpc import aioloop
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.api.resources import is_extended_resource as is_extended_resource_name
 from nrop.localcluster.kubelet.grpcservers._unixgrpc import UnixGrpcServer, go_rpc_error, unix_address
@@ -54,6 +61,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 SUPPORTED_VERSIONS = (VERSION,)
 #: Relative to a node's root directory (``pluginapi.DevicePluginPath``).
@@ -94,7 +103,7 @@ def device_from_pb(device: api_pb2.Device) -> Device:
 class DevicePluginHandler(Protocol):
     """The kubelet's device manager as the registration server sees it (``ClientHandler``).
 
-    Called from gRPC and stream threads, one call at a time per server: implementations
+    Called from the gRPC loop's worker threads, one call at a time per server: implementations
     must lock whatever the kubelet's other loops also touch.
     """
 
@@ -114,9 +123,11 @@ class DevicePluginHandler(Protocol):
 class PluginClient:
     """The kubelet's connection to one device plugin (``client.go`` + ``endpoint.go``).
 
-    ``on_devices(resource, devices)`` receives each ``ListAndWatch`` list from the stream
-    thread; ``on_stream_end(client)`` runs once when the stream is over, unless
-    :meth:`close` ended it.
+    The channel and its ``ListAndWatch`` stream live on the process's gRPC loop
+    (:mod:`nrop.api.grpc.aioloop`). ``on_devices(resource, devices)`` receives each list and
+    ``on_stream_end(client)`` runs once when the stream is over, unless :meth:`close` ended it;
+    both run in the loop's worker threads, one at a time, so they may take locks. The
+    per-admission RPCs block the calling thread (never the loop's).
     """
 
     def __init__(
@@ -131,10 +142,10 @@ class PluginClient:
         self.options = api_pb2.DevicePluginOptions()
         self._on_devices = on_devices
         self._on_stream_end = on_stream_end
-        self._channel: grpc.Channel | None = None
+        self._channel: grpc.aio.Channel | None = None
         self._stub: api_pb2_grpc.DevicePluginStub | None = None
-        self._stream: grpc.Future | None = None
-        self._thread: threading.Thread | None = None
+        self._follower: asyncio.Task[None] | None = None
+        self._stream_over = threading.Event()
         self._closing = threading.Event()
         self._lock = threading.Lock()
         self._devices: list[Device] = []
@@ -146,50 +157,55 @@ class PluginClient:
 
     def connect(self, timeout: float = DIAL_TIMEOUT) -> None:
         """Dial the plugin and read its options; raises :class:`DevicePluginError`."""
+        aioloop.run(self.connect_async(timeout))
+
+    async def connect_async(self, timeout: float = DIAL_TIMEOUT) -> None:
+        """:meth:`connect` on the gRPC loop."""
         if not self.socket_path.exists():
             raise DevicePluginError(
                 f"{_ERR_FAILED_TO_DIAL} dial unix {self.socket_path}: connect: no such file or directory"
             )
-        channel = grpc.insecure_channel(
+        channel = grpc.aio.insecure_channel(
             unix_address(self.socket_path), options=[("grpc.default_authority", "localhost")]
         )
         try:
-            grpc.channel_ready_future(channel).result(timeout=timeout)
-        except grpc.FutureTimeoutError:
-            channel.close()
+            await asyncio.wait_for(channel.channel_ready(), timeout)
+        except TimeoutError:
+            await channel.close()
             raise DevicePluginError(f"{_ERR_FAILED_TO_DIAL} context deadline exceeded") from None
         stub = api_pb2_grpc.DevicePluginStub(channel)
         try:
-            self.options = stub.GetDevicePluginOptions(api_pb2.Empty(), timeout=timeout)
+            self.options = await stub.GetDevicePluginOptions(api_pb2.Empty(), timeout=timeout)
         except grpc.RpcError as err:
-            channel.close()
+            await channel.close()
             raise DevicePluginError(f"failed to get device plugin options: {go_rpc_error(err)}") from err
         self._channel, self._stub = channel, stub
 
     def run(self) -> None:
-        """Open ``ListAndWatch`` and follow it in a background thread."""
+        """Open ``ListAndWatch`` and follow it on the gRPC loop (from any thread)."""
         if self._stub is None:
             raise RuntimeError(f"{self!r} is not connected")
-        self._thread = threading.Thread(
-            target=self._follow, name=f"listandwatch-{self.resource}", daemon=True
-        )
-        self._thread.start()
+        aioloop.call_soon(self._start_following)
 
-    def _follow(self) -> None:
+    def _start_following(self) -> None:
+        if self._closing.is_set():
+            self._stream_over.set()
+            return
+        self._follower = asyncio.get_running_loop().create_task(
+            self._follow(), name=f"listandwatch-{self.resource}"
+        )
+
+    async def _follow(self) -> None:
         assert self._stub is not None
+        loop = asyncio.get_running_loop()
         try:
-            stream = self._stub.ListAndWatch(api_pb2.Empty())
-            with self._lock:
-                self._stream = stream
-            if self._closing.is_set():
-                stream.cancel()
-            for response in stream:
+            async for response in self._stub.ListAndWatch(api_pb2.Empty()):
                 devices = [device_from_pb(d) for d in response.devices]
                 with self._lock:
                     self._devices = devices
                 log.debug("state pushed for device plugin %s: %d devices", self.resource, len(devices))
                 try:
-                    self._on_devices(self.resource, list(devices))
+                    await loop.run_in_executor(None, self._on_devices, self.resource, list(devices))
                 except Exception:
                     log.exception("device plugin %s: handling a ListAndWatch update failed", self.resource)
             if not self._closing.is_set():
@@ -204,22 +220,34 @@ class PluginClient:
                     go_rpc_error(err),
                 )
         finally:
-            if not self._closing.is_set() and self._on_stream_end is not None:
-                self._on_stream_end(self)
+            self._stream_over.set()
+        if not self._closing.is_set() and self._on_stream_end is not None:
+            await loop.run_in_executor(None, self._on_stream_end, self)
+
+    async def _close(self) -> None:
+        follower = self._follower
+        if follower is not None and follower is not asyncio.current_task():
+            follower.cancel()
+            await asyncio.wait([follower])
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Cancel the stream, close the channel and join the thread (idempotent)."""
+        """Cancel the stream and close the channel (idempotent; from any thread).
+
+        Off the gRPC loop it waits up to ``timeout`` seconds for both; on it, it only schedules them.
+        """
         self._closing.set()
-        with self._lock:
-            stream = self._stream
-        if stream is not None:
-            stream.cancel()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
+        if self._follower is None:
+            self._stream_over.set()
+        if aioloop.on_loop():
+            asyncio.get_running_loop().create_task(self._close())
+            return
+        try:
+            aioloop.run(self._close(), timeout)
+        except TimeoutError:
+            log.warning("device plugin %s: closing its connection took over %.0fs", self.resource, timeout)
 
     @property
     def devices(self) -> list[Device]:
@@ -229,21 +257,26 @@ class PluginClient:
 
     @property
     def stream_alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._follower is not None and not self._stream_over.is_set()
 
     def wait_stream_end(self, timeout: float) -> bool:
-        thread = self._thread
-        if thread is None:
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
+        return self._follower is None or self._stream_over.wait(timeout)
 
     # per-admission RPCs
 
-    def _api(self) -> api_pb2_grpc.DevicePluginStub:
+    def _call(self, rpc: Callable[[api_pb2_grpc.DevicePluginStub], Awaitable[_R]]) -> _R:
+        """One unary RPC on the gRPC loop, the calling thread waiting for it; errors as the kubelet words them."""
         if self._stub is None or self._closing.is_set():
             raise DevicePluginError(f"device plugin {self.resource} is not connected")
-        return self._stub
+        stub = self._stub
+
+        async def call() -> _R:
+            return await rpc(stub)
+
+        try:
+            return aioloop.run(call())
+        except grpc.RpcError as err:
+            raise DevicePluginError(go_rpc_error(err)) from err
 
     @property
     def preferred_allocation(self) -> Callable[[frozenset[str], frozenset[str], int], list[str]] | None:
@@ -265,10 +298,7 @@ class PluginClient:
                 )
             ]
         )
-        try:
-            response = self._api().GetPreferredAllocation(request)
-        except grpc.RpcError as err:
-            raise DevicePluginError(go_rpc_error(err)) from err
+        response = self._call(lambda stub: stub.GetPreferredAllocation(request))
         if len(response.container_responses) != 1:
             raise DevicePluginError(
                 f"device plugin {self.resource} returned {len(response.container_responses)} preferred allocations for 1 request"
@@ -282,10 +312,7 @@ class PluginClient:
                 api_pb2.ContainerAllocateRequest(devices_ids=list(ids)) for ids in container_requests
             ]
         )
-        try:
-            return self._api().Allocate(request)
-        except grpc.RpcError as err:
-            raise DevicePluginError(go_rpc_error(err)) from err
+        return self._call(lambda stub: stub.Allocate(request))
 
     def pre_start_container(
         self, device_ids: Iterable[str], timeout: float = PRE_START_CONTAINER_TIMEOUT
@@ -294,21 +321,18 @@ class PluginClient:
         if not self.options.pre_start_required:
             return
         request = api_pb2.PreStartContainerRequest(devices_ids=list(device_ids))
-        try:
-            self._api().PreStartContainer(request, timeout=timeout)
-        except grpc.RpcError as err:
-            raise DevicePluginError(go_rpc_error(err)) from err
+        self._call(lambda stub: stub.PreStartContainer(request, timeout=timeout))
 
 
 class _RegistrationServicer(api_pb2_grpc.RegistrationServicer):
     def __init__(self, owner: RegistrationServer) -> None:
         self._owner = owner
 
-    def Register(self, request, context):
-        error = self._owner._register(request)
+    async def Register(self, request, context):
+        error = await self._owner._register(request)
         if error is not None:
             # A plain Go error upstream, which grpc-go sends as code Unknown.
-            context.abort(grpc.StatusCode.UNKNOWN, error)
+            await context.abort(grpc.StatusCode.UNKNOWN, error)
         return api_pb2.Empty()
 
 
@@ -327,7 +351,7 @@ class RegistrationServer(UnixGrpcServer):
         cleanup_sockets: bool = True,
         dial_timeout: float = DIAL_TIMEOUT,
     ) -> None:
-        super().__init__(socket_path, thread_name="deviceplugin-registration")
+        super().__init__(socket_path)
         self.socket_dir = self.socket_path.parent
         self.handler = handler
         self.cleanup_sockets = cleanup_sockets
@@ -342,7 +366,7 @@ class RegistrationServer(UnixGrpcServer):
         with self._clients_lock:
             return dict(self._clients)
 
-    def _add_servicers(self, server: grpc.Server) -> None:
+    def _add_servicers(self, server: grpc.aio.Server) -> None:
         api_pb2_grpc.add_RegistrationServicer_to_server(_RegistrationServicer(self), server)
 
     def start(self) -> None:
@@ -361,7 +385,8 @@ class RegistrationServer(UnixGrpcServer):
             client.close()
             self._report_gone(client)
 
-    def _register(self, request: api_pb2.RegisterRequest) -> str | None:
+    async def _register(self, request: api_pb2.RegisterRequest) -> str | None:
+        """On the gRPC loop: the request's error text, or ``None`` once the plugin is connected."""
         resource = request.resource_name
         log.info("got registration request from device plugin with resource %s", resource)
         if request.version not in SUPPORTED_VERSIONS:
@@ -381,21 +406,27 @@ class RegistrationServer(UnixGrpcServer):
             self._stream_ended,
         )
         try:
-            client.connect(self.dial_timeout)
+            await client.connect_async(self.dial_timeout)
         except DevicePluginError as err:
             log.error("error connecting to device plugin client %s: %s", resource, err)
             return str(err)
-        with self._deliver_lock:
-            with self._clients_lock:
-                previous = self._clients.get(resource)
-                self._clients[resource] = client
-            self.handler.plugin_connected(resource, client)
+        # The handler takes the kubelet's locks: in a worker thread, never on the loop.
+        previous = await asyncio.get_running_loop().run_in_executor(None, self._install, client)
         log.info("connected to new client for resource %s at %s", resource, client.socket_path)
         client.run()
         if previous is not None:
             log.info("device plugin %s registered again; closing the previous connection", resource)
             previous.close()
         return None
+
+    def _install(self, client: PluginClient) -> PluginClient | None:
+        """Make ``client`` its resource's current one and tell the handler; the replaced client, if any."""
+        with self._deliver_lock:
+            with self._clients_lock:
+                previous = self._clients.get(client.resource)
+                self._clients[client.resource] = client
+            self.handler.plugin_connected(client.resource, client)
+        return previous
 
     def _deliver_devices(self, client: PluginClient, devices: list[Device]) -> None:
         with self._deliver_lock:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -70,10 +70,11 @@ def pod_resources_socket(root: Path) -> Path:
 class PodResourcesProvider(Protocol):
     """What the kubelet knows, as immutable snapshots.
 
-    Called from the server's gRPC worker threads, concurrently with the kubelet's own
-    loops and with each other: implementations must take their own lock and return
-    values that they will not mutate afterwards (the model's dataclasses are frozen; build
-    new ones rather than sharing mutable lists).
+    Called on the process's gRPC loop (:mod:`nrop.api.grpc.aioloop`), concurrently with the
+    kubelet's own threads: implementations must answer at once, never waiting on a lock that
+    another thread may hold while it waits for that loop (the kubelet's admission does, for
+    its device plugin calls), and return values that they will not mutate afterwards (the
+    model's dataclasses are frozen; build new ones rather than sharing mutable lists).
     """
 
     def list_pods(self) -> Sequence[PodResources]:
@@ -206,18 +207,18 @@ class _TokenBucket:
             return False
 
 
-class _RateLimitInterceptor(grpc.ServerInterceptor):
+class _RateLimitInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, bucket: _TokenBucket) -> None:
         self._bucket = bucket
         self._reject = abort_handler(grpc.StatusCode.RESOURCE_EXHAUSTED, "rejected by rate limit")
 
-    def intercept_service(
+    async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler | None:
         if self._bucket.allow():
-            return continuation(handler_call_details)
+            return await continuation(handler_call_details)
         return self._reject
 
 
@@ -240,32 +241,34 @@ class _Servicer(api_pb2_grpc.PodResourcesListerServicer):
     def __init__(self, owner: PodResourcesServer) -> None:
         self._owner = owner
 
-    def List(self, request, context):
+    async def List(self, request, context):
         self._owner._count("requests_total", "requests_list")
-        pods = self._owner._call(context, "list", self._owner.provider.list_pods)
+        pods = await self._owner._call(context, "list", self._owner.provider.list_pods)
         return api_pb2.ListPodResourcesResponse(pod_resources=[_pod_pb(p) for p in pods])
 
-    def GetAllocatableResources(self, request, context):
+    async def GetAllocatableResources(self, request, context):
         self._owner._count("requests_total", "requests_get_allocatable")
         try:
-            allocatable = self._owner._call(context, "get_allocatable", self._owner.provider.allocatable)
+            allocatable = await self._owner._call(
+                context, "get_allocatable", self._owner.provider.allocatable
+            )
         except Exception:
             self._owner._count("errors_get_allocatable")
             raise
         return _allocatable_pb(allocatable)
 
-    def Get(self, request, context):
+    async def Get(self, request, context):
         owner = self._owner
         owner._count("requests_total", "requests_get")
         if not owner.get_enabled:
             owner._count("errors_get")
-            context.abort(grpc.StatusCode.UNKNOWN, "PodResources API Get method disabled")
-        pod = owner._call(
+            await context.abort(grpc.StatusCode.UNKNOWN, "PodResources API Get method disabled")
+        pod = await owner._call(
             context, "get", lambda: owner.provider.get_pod(request.pod_namespace, request.pod_name)
         )
         if pod is None:
             owner._count("errors_get")
-            context.abort(
+            await context.abort(
                 grpc.StatusCode.UNKNOWN,
                 f"pod {request.pod_name} in namespace {request.pod_namespace} not found",
             )
@@ -289,7 +292,7 @@ class PodResourcesServer(UnixGrpcServer):
         clock: Clock = time.monotonic,
     ) -> None:
         interceptors = [] if rate_limit is None else [_RateLimitInterceptor(_TokenBucket(rate_limit, clock))]
-        super().__init__(socket_path, interceptors=interceptors, thread_name="podresources")
+        super().__init__(socket_path, interceptors=interceptors)
         self.provider = provider
         self.get_enabled = get_enabled
         self._metrics_lock = threading.Lock()
@@ -305,14 +308,14 @@ class PodResourcesServer(UnixGrpcServer):
             for name in names:
                 self._metrics[name] += 1
 
-    def _call(self, context: grpc.ServicerContext, what: str, fn: Callable[[], _T]) -> _T:
+    async def _call(self, context: grpc.aio.ServicerContext, what: str, fn: Callable[[], _T]) -> _T:
         # A provider failure is a plain Go error upstream: code Unknown, its text as details.
         try:
             return fn()
         except Exception as exc:
             log.exception("podresources %s: provider failed", what)
-            context.abort(grpc.StatusCode.UNKNOWN, str(exc))
+            await context.abort(grpc.StatusCode.UNKNOWN, str(exc))
             raise  # unreachable: abort raises
 
-    def _add_servicers(self, server: grpc.Server) -> None:
+    def _add_servicers(self, server: grpc.aio.Server) -> None:
         api_pb2_grpc.add_PodResourcesListerServicer_to_server(_Servicer(self), server)

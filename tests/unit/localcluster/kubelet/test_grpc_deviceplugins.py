@@ -14,6 +14,7 @@ import grpc
 import pytest
 
 from nrop.api.deviceplugin import Device
+from nrop.api.grpc import aioloop
 from nrop.api.grpc.deviceplugin.v1beta1 import api_pb2, api_pb2_grpc
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     DevicePluginError,
@@ -83,13 +84,18 @@ def root() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _per_server(thread: threading.Thread) -> bool:
+    """Not one of the process-wide gRPC threads: the aio loop, its workers, grpc.aio's poller."""
+    return not thread.name.startswith(aioloop.THREAD_NAME) and "_poll_wrapper" not in thread.name
+
+
 @pytest.fixture
 def _no_leaked_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
-        leftover = [t for t in set(threading.enumerate()) - before if t.is_alive()]
+        leftover = [t for t in set(threading.enumerate()) - before if t.is_alive() and _per_server(t)]
         if not leftover:
             return
         time.sleep(0.02)
