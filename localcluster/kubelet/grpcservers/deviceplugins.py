@@ -145,6 +145,7 @@ class PluginClient:
         self._channel: grpc.aio.Channel | None = None
         self._stub: api_pb2_grpc.DevicePluginStub | None = None
         self._follower: asyncio.Task[None] | None = None
+        self._closer: asyncio.Task[None] | None = None
         self._stream_over = threading.Event()
         self._closing = threading.Event()
         self._lock = threading.Lock()
@@ -242,7 +243,8 @@ class PluginClient:
         if self._follower is None:
             self._stream_over.set()
         if aioloop.on_loop():
-            asyncio.get_running_loop().create_task(self._close())
+            # Held until done: the loop keeps only a weak reference to its tasks.
+            self._closer = asyncio.get_running_loop().create_task(self._close())
             return
         try:
             aioloop.run(self._close(), timeout)
