@@ -330,13 +330,7 @@ class DevicePluginServer:
     async def _serve(self) -> grpc.aio.Server:
         server = grpc.aio.server()
         api_pb2_grpc.add_DevicePluginServicer_to_server(_Servicer(self), server)
-        try:
-            server.add_insecure_port(self.address)
-            await server.start()
-        except BaseException:
-            await server.stop(None)
-            raise
-        return server
+        return await aioloop.start_server(server, self.address)
 
     async def _stop(self, server: grpc.aio.Server, grace: float | None) -> None:
         self._wake()

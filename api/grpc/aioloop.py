@@ -9,6 +9,7 @@ all the time; ``grpc.aio`` sleeps until there is work.
 * :func:`run` runs a coroutine on the loop and waits for its result (from any other thread:
   called on the loop itself it would wait for itself, so it raises);
 * :func:`call_soon` hands a plain callable to the loop from any thread;
+* :func:`start_server` binds and starts a ``grpc.aio`` server, leaving nothing listening if that fails;
 * the loop's default executor (``loop.run_in_executor(None, …)``) has threads named
   :data:`WORKER_THREAD_NAME`-N: coroutines on the loop hand it the calls that may block
   (a lock another thread holds while it waits for this loop), so the loop never waits on them.
@@ -22,7 +23,9 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["THREAD_NAME", "WORKER_THREAD_NAME", "call_soon", "loop", "on_loop", "run"]
+import grpc
+
+__all__ = ["THREAD_NAME", "WORKER_THREAD_NAME", "call_soon", "loop", "on_loop", "run", "start_server"]
 
 THREAD_NAME = "grpc-aio"
 WORKER_THREAD_NAME = "grpc-aio-worker"
@@ -78,3 +81,17 @@ def run(coro: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
 def call_soon(fn: Callable[..., object], *args: object) -> None:
     """Schedule ``fn(*args)`` on the background loop, from any thread."""
     loop().call_soon_threadsafe(fn, *args)
+
+
+async def start_server(server: grpc.aio.Server, address: str) -> grpc.aio.Server:
+    """On the loop: bind ``server`` (its servicers added) to ``address`` and start it.
+
+    A failure (the address taken, a bad path) stops the server before it is raised.
+    """
+    try:
+        server.add_insecure_port(address)
+        await server.start()
+    except BaseException:
+        await server.stop(None)
+        raise
+    return server

@@ -118,13 +118,7 @@ class UnixGrpcServer:
     async def _serve(self) -> grpc.aio.Server:
         server = grpc.aio.server(interceptors=self._interceptors)
         self._add_servicers(server)
-        try:
-            server.add_insecure_port(self.address)
-            await server.start()
-        except BaseException:
-            await server.stop(None)
-            raise
-        return server
+        return await aioloop.start_server(server, self.address)
 
     def start(self) -> None:
         with self._lock:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
+import grpc
 import pytest
 
 from nrop.api.grpc import aioloop
@@ -73,3 +75,18 @@ def test_call_soon_and_the_executor_run_off_the_callers_thread() -> None:
     seen.append(aioloop.run(in_executor()))
     assert seen[0] == aioloop.THREAD_NAME
     assert seen[1].startswith(aioloop.WORKER_THREAD_NAME)
+
+
+def test_start_server_raises_a_bind_failure_and_leaves_nothing_serving(tmp_path: Path) -> None:
+    async def bind_where_no_directory_is() -> None:
+        server = grpc.aio.server()
+        await aioloop.start_server(server, f"unix://{tmp_path}/missing/dir/x.sock")
+
+    with pytest.raises(RuntimeError):
+        aioloop.run(bind_where_no_directory_is())
+
+    async def serve_and_stop() -> None:
+        server = await aioloop.start_server(grpc.aio.server(), f"unix://{tmp_path}/ok.sock")
+        await server.stop(None)
+
+    aioloop.run(serve_and_stop())
