@@ -226,7 +226,7 @@ class DevicePluginServer:
         self._generation = 0
         self._stopping = False
         # Set (on the gRPC loop) when the list changed or the server stops; then replaced.
-        self._changed: asyncio.Event | None = None
+        self._changed = asyncio.Event()
         self._server: grpc.aio.Server | None = None
 
     def options(self) -> api_pb2.DevicePluginOptions:
@@ -264,8 +264,7 @@ class DevicePluginServer:
 
     def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
-        if changed is not None:
-            changed.set()
+        changed.set()
 
     async def _next_devices(self, seen: int) -> tuple[int, list[Device]] | None:
         """On the gRPC loop: the list once it is newer than generation ``seen``; ``None`` once the
@@ -276,8 +275,6 @@ class DevicePluginServer:
                     return None
                 if self._generation != seen:
                     return self._generation, list(self._devices.values())
-            if self._changed is None:
-                self._changed = asyncio.Event()
             await self._changed.wait()
 
     # answers

@@ -156,12 +156,8 @@ class PluginClient:
 
     # lifecycle
 
-    def connect(self, timeout: float = DIAL_TIMEOUT) -> None:
-        """Dial the plugin and read its options; raises :class:`DevicePluginError`."""
-        aioloop.run(self.connect_async(timeout))
-
-    async def connect_async(self, timeout: float = DIAL_TIMEOUT) -> None:
-        """:meth:`connect` on the gRPC loop."""
+    async def connect(self, timeout: float = DIAL_TIMEOUT) -> None:
+        """On the gRPC loop: dial the plugin and read its options; raises :class:`DevicePluginError`."""
         if not self.socket_path.exists():
             raise DevicePluginError(
                 f"{_ERR_FAILED_TO_DIAL} dial unix {self.socket_path}: connect: no such file or directory"
@@ -408,7 +404,7 @@ class RegistrationServer(UnixGrpcServer):
             self._stream_ended,
         )
         try:
-            await client.connect_async(self.dial_timeout)
+            await client.connect(self.dial_timeout)
         except DevicePluginError as err:
             log.error("error connecting to device plugin client %s: %s", resource, err)
             return str(err)
