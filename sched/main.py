@@ -3,7 +3,8 @@
 The process reads its configuration (errors name the field and exit 1), connects with
 ``clientConnection.kubeconfig`` / ``--kubeconfig``, else ``KUBECONFIG``, else the
 in-cluster service account, optionally serves metrics, takes part in Lease leader
-election when ``leaderElection.leaderElect`` is true (only the leader schedules; losing
+election when ``leaderElection.leaderElect`` is true (only the leader schedules; a candidate
+has its caches synced and its queue filling meanwhile, unless ``delayCacheUntilActive``; losing
 the lease ends the process with exit 1 so that its supervisor restarts it, as
 kube-scheduler does), and stops cleanly on SIGTERM/SIGINT (exit 0).
 """
@@ -108,6 +109,20 @@ async def run(args: argparse.Namespace, cfg: schedconfig.SchedulerConfiguration)
             await scheduler.start()
             await stop.wait()
             return 0
+        # As kube-scheduler: unless delayCacheUntilActive, caches are synced and the queue
+        # fills before the election, so a candidate queues pods in the order they come
+        # while another instance leads.
+        stopping = loop.create_task(stop.wait())
+        if not cfg.delay_cache_until_active:
+            preparing = loop.create_task(scheduler.prepare())
+            await asyncio.wait({preparing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not preparing.done():
+                stopping.cancel()
+                preparing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await preparing
+                return 0
+            preparing.result()
         elector = LeaderElector(
             client,
             LeaderElectionConfig(
@@ -119,12 +134,13 @@ async def run(args: argparse.Namespace, cfg: schedconfig.SchedulerConfiguration)
         )
 
         async def lead() -> None:
-            await scheduler.start()
+            if cfg.delay_cache_until_active:
+                await scheduler.prepare()
+            scheduler.run()
             await asyncio.Event().wait()  # schedule until cancelled (lease lost or stopping)
 
         # The election ends on its own only when the lease is lost.
         election_task = loop.create_task(elector.run(lead, lambda: None))
-        stopping = loop.create_task(stop.wait())
         await asyncio.wait({election_task, stopping}, return_when=asyncio.FIRST_COMPLETED)
         lost = not stop.is_set()
         if lost:

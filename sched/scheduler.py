@@ -137,8 +137,9 @@ class _Handle:
 class Scheduler:
     """One scheduler process (or the embedded cluster's default scheduler).
 
-    Profiles are built in :meth:`start`, once the watch caches are synced: the NRT
-    plugin's over-reserve cache takes its initial NRT list then, as upstream's does.
+    Profiles are built in :meth:`prepare`, once the watch caches are synced: the NRT
+    plugin's over-reserve cache takes its initial NRT list then, before any leader election,
+    as upstream's does; :meth:`run` starts scheduling (:meth:`start` does both).
     """
 
     def __init__(
@@ -206,6 +207,15 @@ class Scheduler:
 
     async def start(self) -> None:
         """Start the watch caches, wait until they are synced, then start scheduling."""
+        await self.prepare()
+        self.run()
+
+    async def prepare(self) -> None:
+        """Everything but scheduling: synced watch caches, the profiles, the queue they feed.
+
+        kube-scheduler does this before it takes part in leader election: a candidate's
+        queue fills in the order the pods arrive while another instance still leads.
+        """
         self.broadcaster.start()
         self.factory.start()
         log.info("scheduler: waiting for the pod, node, NRT and namespace caches to sync")
@@ -216,17 +226,21 @@ class Scheduler:
         self.pods.add_handler(self._on_pod)
         if self.nrts is not None:
             self.nrts.add_handler(self._on_nrt, replay=False)
+        log.info(
+            "scheduler ready: profiles %s, %d nodes, %d pods",
+            sorted(self.profiles),
+            self.cache.node_count(),
+            self.cache.pod_count(),
+        )
+
+    def run(self) -> None:
+        """Start scheduling (after :meth:`prepare`): the scheduling loop and the plugins' periodic work."""
         self._running = True
         self._spawn(self._schedule_loop(), "schedule-loop")
         for name, profile in self.profiles.items():
             for plugin, period in profile.periodic_tasks():
                 self._spawn(self._periodic(plugin, period), f"{name}-periodic")
-        log.info(
-            "scheduler started: profiles %s, %d nodes, %d pods",
-            sorted(self.profiles),
-            self.cache.node_count(),
-            self.cache.pod_count(),
-        )
+        log.info("scheduler started: %d pods pending", sum(self.queue.pending_counts().values()))
 
     async def stop(self) -> None:
         self._running = False

@@ -3,7 +3,8 @@
 Informers list (in pages) and watch, see creations, updates and deletions, re-list
 after a forced compaction, and pick up the NodeResourceTopology CRD once it is
 installed; ``bind()`` assigns a pod; the event recorder writes events.k8s.io/v1 Events
-that kubectl shows; two leader electors share one Lease; the metrics endpoint is scraped.
+that kubectl shows; two leader electors share one Lease; the metrics endpoint is scraped; a
+scheduler prepared but not yet running (a leader-election candidate) queues pods without binding.
 Each test drives the asyncio code with ``asyncio.run`` in the test thread, while the
 cluster runs in its own thread.
 """
@@ -27,12 +28,15 @@ from nrop.api import crds
 from nrop.api.clientconfig import load_kubeconfig
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.restapi import LEASES, NRTS, PODS, ConflictError, NotFoundError, Resource
+from nrop.sched.config import configuration as schedconfig
 from nrop.sched.config.election import ElectionTiming
 from nrop.sched.events import EventBroadcaster
+from nrop.sched.framework import registry
 from nrop.sched.informers import ADDED, DELETED, MODIFIED, Informer, InformerFactory
 from nrop.sched.kubeclient import KubeClient
 from nrop.sched.leaderelection import LeaderElectionConfig, LeaderElector
 from nrop.sched.metrics import SchedulerMetrics
+from nrop.sched.scheduler import Scheduler
 
 CONFIGMAPS = Resource("", "v1", "configmaps")
 TIMEOUT = 15.0
@@ -424,3 +428,51 @@ def test_metrics_endpoint_is_scraped() -> None:
     assert 'scheduler_pod_scheduling_attempts_bucket{le="1.0"} 0.0' in lines
     assert 'scheduler_pod_scheduling_attempts_bucket{le="2.0"} 1.0' in lines
     assert 'scheduler_pod_scheduling_attempts_bucket{le="16.0"} 1.0' in lines
+
+
+# ------------------------------------------------------------------------------ before leading
+
+
+def _attempt(pod: dict[str, Any]) -> str | None:
+    """What a scheduling attempt left on a pod: its node, or its PodScheduled reason; None before any."""
+    if pod["spec"].get("nodeName"):
+        return pod["spec"]["nodeName"]
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return next((c.get("reason") or "" for c in conditions if c.get("type") == "PodScheduled"), None)
+
+
+def test_prepared_scheduler_queues_pods_and_binds_them_only_once_running(
+    kubeconfig: Path, namespace: str
+) -> None:
+    """As a kube-scheduler candidate: caches synced and pods queued while another instance leads."""
+    doc = {
+        "apiVersion": schedconfig.API_VERSION,
+        "kind": schedconfig.KIND,
+        "profiles": [{"schedulerName": "nrop-scheduler"}],
+    }
+    cfg = schedconfig.parse(doc, registry.REGISTRY, registry.NOT_IMPLEMENTED, registry.DEFAULT_MULTI_POINT)
+
+    async def scenario() -> None:
+        async with kube(kubeconfig) as api:
+            scheduler = Scheduler(cfg, api)
+            try:
+                await scheduler.prepare()
+                for name in ("first", "second"):
+                    await api.create(PODS, pod(name, namespace))
+                await eventually(lambda: scheduler.queue.pending_counts()["active"] == 2, "both pods queued")
+                await asyncio.sleep(1.0)
+                assert [_attempt(await api.get(PODS, n, namespace)) for n in ("first", "second")] == [
+                    None,
+                    None,
+                ]
+                scheduler.run()
+                deadline = time.monotonic() + TIMEOUT
+                while None in [_attempt(await api.get(PODS, n, namespace)) for n in ("first", "second")]:
+                    assert time.monotonic() < deadline, (
+                        "expected a scheduling attempt for both pods once running"
+                    )
+                    await asyncio.sleep(0.1)
+            finally:
+                await scheduler.stop()
+
+    run(scenario())
