@@ -4,7 +4,9 @@ Informers list (in pages) and watch, see creations, updates and deletions, re-li
 after a forced compaction, and pick up the NodeResourceTopology CRD once it is
 installed; ``bind()`` assigns a pod; the event recorder writes events.k8s.io/v1 Events
 that kubectl shows; two leader electors share one Lease; the metrics endpoint is scraped; a
-scheduler prepared but not yet running (a leader-election candidate) queues pods without binding.
+scheduler prepared but not yet running queues pods without binding, and ``nrop-scheduler``'s run
+does that while another instance holds the lease (nothing until it leads with
+``delayCacheUntilActive``).
 Each test drives the asyncio code with ``asyncio.run`` in the test thread, while the
 cluster runs in its own thread.
 """
@@ -28,6 +30,7 @@ from nrop.api import crds
 from nrop.api.clientconfig import load_kubeconfig
 from nrop.api.nrt import NodeResourceTopology
 from nrop.api.restapi import LEASES, NRTS, PODS, ConflictError, NotFoundError, Resource
+from nrop.sched import main as sched_main
 from nrop.sched.config import configuration as schedconfig
 from nrop.sched.config.election import ElectionTiming
 from nrop.sched.events import EventBroadcaster
@@ -441,6 +444,18 @@ def _attempt(pod: dict[str, Any]) -> str | None:
     return next((c.get("reason") or "" for c in conditions if c.get("type") == "PodScheduled"), None)
 
 
+async def attempts(api: KubeClient, namespace: str, names: tuple[str, ...]) -> list[str | None]:
+    return [_attempt(await api.get(PODS, name, namespace)) for name in names]
+
+
+async def until_attempted(api: KubeClient, namespace: str, names: tuple[str, ...], what: str) -> None:
+    """Wait until a scheduling attempt shows on every pod named."""
+    deadline = time.monotonic() + TIMEOUT
+    while None in await attempts(api, namespace, names):
+        assert time.monotonic() < deadline, f"expected {what} within {TIMEOUT}s"
+        await asyncio.sleep(0.1)
+
+
 def test_prepared_scheduler_queues_pods_and_binds_them_only_once_running(
     kubeconfig: Path, namespace: str
 ) -> None:
@@ -461,18 +476,85 @@ def test_prepared_scheduler_queues_pods_and_binds_them_only_once_running(
                     await api.create(PODS, pod(name, namespace))
                 await eventually(lambda: scheduler.queue.pending_counts()["active"] == 2, "both pods queued")
                 await asyncio.sleep(1.0)
-                assert [_attempt(await api.get(PODS, n, namespace)) for n in ("first", "second")] == [
-                    None,
-                    None,
-                ]
+                assert await attempts(api, namespace, ("first", "second")) == [None, None]
                 scheduler.run()
-                deadline = time.monotonic() + TIMEOUT
-                while None in [_attempt(await api.get(PODS, n, namespace)) for n in ("first", "second")]:
-                    assert time.monotonic() < deadline, (
-                        "expected a scheduling attempt for both pods once running"
-                    )
-                    await asyncio.sleep(0.1)
+                await until_attempted(
+                    api, namespace, ("first", "second"), "a scheduling attempt for both pods once running"
+                )
             finally:
                 await scheduler.stop()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("delay", [False, True], ids=["default", "delayCacheUntilActive"])
+def test_candidate_prepares_before_the_election_unless_delayed(
+    kubeconfig: Path, namespace: str, delay: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nrop-scheduler's run: while another instance holds the lease, a candidate has its profiles
+    built and the pod queued (kube-scheduler's default) or nothing yet (``delayCacheUntilActive``);
+    once the holder lets go, it schedules."""
+    doc = {
+        "apiVersion": schedconfig.API_VERSION,
+        "kind": schedconfig.KIND,
+        "delayCacheUntilActive": delay,
+        "leaderElection": {
+            "leaderElect": True,
+            "resourceNamespace": namespace,
+            "resourceName": "sched-candidate",
+            "leaseDuration": "30s",
+            "renewDeadline": "10s",
+            "retryPeriod": "250ms",
+        },
+        "profiles": [{"schedulerName": "nrop-scheduler"}],
+    }
+    cfg = schedconfig.parse(doc, registry.REGISTRY, registry.NOT_IMPLEMENTED, registry.DEFAULT_MULTI_POINT)
+    made: list[Scheduler] = []
+
+    class Recorded(Scheduler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(sched_main, "Scheduler", Recorded)
+    args = sched_main._parser().parse_args(["--kubeconfig", str(kubeconfig)])
+    holder_config = LeaderElectionConfig(
+        namespace=namespace,
+        name="sched-candidate",
+        timing=ElectionTiming(30.0, 10.0, 0.25),
+        release_on_cancel=True,
+    )
+
+    async def scenario() -> None:
+        async with kube(kubeconfig) as api:
+            holder = LeaderElector(api, holder_config)
+
+            async def idle() -> None:
+                await asyncio.Event().wait()
+
+            holding = asyncio.create_task(holder.run(idle, lambda: None))
+            await eventually(lambda: holder.is_leader, "the other instance to lead")
+            candidate = asyncio.create_task(sched_main.run(args, cfg))
+            try:
+                await api.create(PODS, pod("waiting", namespace))
+                await eventually(lambda: made, "the scheduler to be built")
+                scheduler = made[0]
+                if delay:
+                    await asyncio.sleep(1.5)
+                    assert scheduler.profiles == {}
+                else:
+                    await eventually(
+                        lambda: scheduler.profiles and scheduler.queue.pending_counts()["active"] == 1,
+                        "the candidate to queue the pod",
+                    )
+                await asyncio.sleep(0.5)
+                assert await attempts(api, namespace, ("waiting",)) == [None]
+                holding.cancel()
+                await asyncio.gather(holding, return_exceptions=True)
+                await until_attempted(api, namespace, ("waiting",), "the new leader to schedule the pod")
+            finally:
+                for task in (candidate, holding):
+                    task.cancel()
+                await asyncio.gather(candidate, holding, return_exceptions=True)
 
     run(scenario())
