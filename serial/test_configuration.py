@@ -16,7 +16,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import _accounting_helpers as acct
@@ -1498,7 +1498,9 @@ class TestTLSComplianceRteCompliesWithTLSProfileModifications:
         "slow",
         "tier2",
     )
-    def test_88383_rte_tls_args_follow_profile(self, fxt: Any, kube: Kube, suite_config: Any) -> None:
+    def test_88383_rte_tls_args_follow_profile(
+        self, fxt: Any, kube: Kube, suite_config: Any, defer_cleanup: Callable[[Callable[[], None]], None]
+    ) -> None:
         reason = ocp.openshift_kinds_missing(kube, ocp.APISERVER_CONFIG, ocp.MCP)
         if reason:
             pytest.skip(reason)
@@ -1521,20 +1523,22 @@ class TestTLSComplianceRteCompliesWithTLSProfileModifications:
 
         log.info("updating APIServer TLS profile from %s to %s", original_type, new_type)
         set_spec({**original_spec, "tlsSecurityProfile": new_profile})
-        try:
-            _wait_mcps_and_verify_nodes(kube, target, "after MCP rollout")
-            expected = TLS_PROFILE_SETTINGS[new_type]
-            log.info("verifying RTE DaemonSet TLS flags match the updated profile: %s", expected)
-            polling.eventually(
-                lambda: _rte_tls_flags_problem(kube, suite_config.nrop["metadata"]["name"], expected),
-                "RTE DaemonSet TLS flags to match the TLS profile",
-                30,
-                polling.poll(target, 5),
-            )
-        finally:
+
+        def revert() -> None:  # a DeferCleanup: after the AfterEach's teardown, as upstream
             log.info("reverting APIServer TLS profile from %s to %s", new_type, original_type)
             set_spec(original_spec)
             _wait_mcps_and_verify_nodes(kube, target, "after MCP rollback")
+
+        defer_cleanup(revert)
+        _wait_mcps_and_verify_nodes(kube, target, "after MCP rollout")
+        expected = TLS_PROFILE_SETTINGS[new_type]
+        log.info("verifying RTE DaemonSet TLS flags match the updated profile: %s", expected)
+        polling.eventually(
+            lambda: _rte_tls_flags_problem(kube, suite_config.nrop["metadata"]["name"], expected),
+            "RTE DaemonSet TLS flags to match the TLS profile",
+            30,
+            polling.poll(target, 5),
+        )
 
 
 # -- helpers of the specs above ----------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,22 +118,28 @@ def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
 
 
 @pytest.fixture
-def preemption_enabled(fxt: Any, suite_config: Any, priority_classes: list[dict]) -> Iterator[None]:
-    """ "when preemptionMode is set to Enabled": set it, and put the initial value back after."""
+def preemption_enabled(
+    fxt: Any,
+    suite_config: Any,
+    priority_classes: list[dict],
+    defer_cleanup: Callable[[Callable[[], None]], None],
+) -> None:
+    """ "when preemptionMode is set to Enabled": set it; the initial value is put back by a
+    ``DeferCleanup``, after the ``AfterEach`` (namespace teardown and cooldown), as upstream."""
     name = suite_config.nrosched["metadata"]["name"]
     initial_obj = acct.expect_ok(
         lambda: fxt.kube.get(k8s.NROSCHED, name), f"cannot get {acct.q(name)} in the cluster"
     )
     initial = (initial_obj.get("spec") or {}).get("preemptionMode")
     if initial == "Enabled":
-        yield
         return
     _set_preemption_mode(fxt, name, "Enabled")
-    try:
-        yield
-    finally:
+
+    def revert() -> None:
         log.info("reverting preemption mode")
         _set_preemption_mode(fxt, name, initial)
+
+    defer_cleanup(revert)
 
 
 @dataclass
@@ -143,8 +149,14 @@ class Target:
 
 
 @pytest.fixture
-def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> Iterator[Target]:
-    """ "when one node is schedulable and the others are unschedulable": cordon every other node."""
+def target(
+    fxt: Any,
+    priority_classes: list[dict],
+    preemption_enabled: None,
+    defer_cleanup: Callable[[Callable[[], None]], None],
+) -> Target:
+    """ "when one node is schedulable and the others are unschedulable": cordon every other node
+    (uncordoned by a ``DeferCleanup``, registered before the first cordon, as upstream)."""
     kube = fxt.kube
     nrt_list = priority_classes
     candidates = e2enrt.filter_zone_count_equal(nrt_list, 2)
@@ -163,25 +175,27 @@ def target(fxt: Any, priority_classes: list[dict], preemption_enabled: None) -> 
 
     cordoned: list[str] = []
     nodes = acct.expect_ok(lambda: kube.list(k8s.NODE), "cannot list cluster nodes")
-    try:
-        for node in nodes:
-            name = node["metadata"]["name"]
-            if name == target_node or (node.get("spec") or {}).get("unschedulable"):
-                continue
-            acct.expect_ok(
-                lambda name=name: kube.patch(k8s.NODE, name, {"spec": {"unschedulable": True}}),
-                f"cannot cordon node {acct.q(name)}",
-            )
-            cordoned.append(name)
-            log.info("cordoned node %s", name)
-        yield Target(node=target_node, nrt_list=nrt_list)
-    finally:
+
+    def uncordon() -> None:
         for name in cordoned:
             acct.expect_ok(
                 lambda name=name: kube.patch(k8s.NODE, name, {"spec": {"unschedulable": False}}),
                 f"cannot uncordon node {acct.q(name)}",
             )
             log.info("uncordoned node %s", name)
+
+    defer_cleanup(uncordon)
+    for node in nodes:
+        name = node["metadata"]["name"]
+        if name == target_node or (node.get("spec") or {}).get("unschedulable"):
+            continue
+        acct.expect_ok(
+            lambda name=name: kube.patch(k8s.NODE, name, {"spec": {"unschedulable": True}}),
+            f"cannot cordon node {acct.q(name)}",
+        )
+        cordoned.append(name)
+        log.info("cordoned node %s", name)
+    return Target(node=target_node, nrt_list=nrt_list)
 
 
 def _find_nrt(nrt_list: list[dict], node: str) -> dict:

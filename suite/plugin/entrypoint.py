@@ -25,7 +25,8 @@ Fixtures (see docs/contributing.md): ``kube`` (session) the client of the target
 installed; ``timeouts`` (session); ``suite_config`` (session) the BeforeSuite result,
 skipping the spec with the reason when the cluster lacks what the suite needs; ``fxt``
 (function) the per-test namespace and NRT cooldown, named after the module's
-``FIXTURE_BASENAME``.
+``FIXTURE_BASENAME``; ``defer_cleanup`` (function) Ginkgo's ``DeferCleanup``, run after
+``fxt``'s teardown.
 
 This module is the entry point and owns the run's configuration: the options, the markers,
 whether this is a suite run, the option checks against ``-n`` and the defaults it sets

@@ -2,9 +2,10 @@
 
 Owns the session fixtures docs/contributing.md lists, ``kube`` (the client of the target, with the
 stack installed), ``timeouts`` and ``suite_config`` (BeforeSuite's result, skipping the
-spec with the reason when the cluster lacks what the suite needs), and the per-test
+spec with the reason when the cluster lacks what the suite needs), the per-test
 ``fxt`` (the namespace and NRT cooldown, named after the module's ``FIXTURE_BASENAME``,
-kept on failure when asked). They hang on one session fixture, the target of the running
+kept on failure when asked) and ``defer_cleanup`` (Ginkgo's ``DeferCleanup``: what a spec
+registers runs after its teardowns, ``fxt``'s included, last registered first). They hang on one session fixture, the target of the running
 spec (:class:`nrop.suite.plugin.session.Targets` opens and closes them): before a spec whose
 profile differs from the previous one, ``pytest_runtest_setup`` finishes the session
 fixtures, switches the target and closes the previous one in the background (a run takes
@@ -18,8 +19,9 @@ abnormally still stops its embedded clusters (``pytest_unconfigure``).
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -37,7 +39,9 @@ from nrop.suite.plugin.runstate import (
 )
 from nrop.suite.plugin.session import Context, Targets
 
-__all__ = ["DEFAULT_FIXTURE_BASENAME"]
+__all__ = ["DEFAULT_FIXTURE_BASENAME", "run_deferred"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_FIXTURE_BASENAME = "e2e-test"
 
@@ -151,9 +155,42 @@ def suite_config(request: pytest.FixtureRequest, _nrop_context: Context) -> Any:
     return _nrop_context.config
 
 
+def run_deferred(callbacks: list[Callable[[], None]]) -> None:
+    """Run a spec's deferred cleanups as Ginkgo does: the last registered first, each one even
+    when an earlier one failed; the first failure is raised (the later ones are logged and noted
+    on it)."""
+    first: BaseException | None = None
+    while callbacks:
+        callback = callbacks.pop()
+        try:
+            callback()
+        except Exception as err:
+            if first is None:
+                first = err
+            else:
+                log.error("deferred cleanup failed too: %s: %s", type(err).__name__, err)
+                first.add_note(f"deferred cleanup failed too: {type(err).__name__}: {err}")
+    if first is not None:
+        raise first
+
+
 @pytest.fixture
-def fxt(request: pytest.FixtureRequest, suite_config: Any) -> Iterator[Any]:
-    """The per-test fixture (``nrop.suite.e2e.fixture.Fixture``): a namespace, the initial NRTs, the cooldown."""
+def defer_cleanup() -> Iterator[Callable[[Callable[[], None]], None]]:
+    """Ginkgo's ``DeferCleanup`` inside a spec: ``defer_cleanup(fn)`` from a setup fixture or the
+    body runs ``fn`` after the spec's ``AfterEach`` work (the teardowns of the fixtures that use
+    ``fxt``, then ``fxt``'s namespace teardown and cooldown, which asks for this fixture so that
+    it finishes first), the last registered first (:func:`run_deferred`)."""
+    callbacks: list[Callable[[], None]] = []
+    yield callbacks.append
+    run_deferred(callbacks)
+
+
+@pytest.fixture
+def fxt(
+    request: pytest.FixtureRequest, suite_config: Any, defer_cleanup: Callable[[Callable[[], None]], None]
+) -> Iterator[Any]:
+    """The per-test fixture (``nrop.suite.e2e.fixture.Fixture``): a namespace, the initial NRTs, the
+    cooldown. It asks for ``defer_cleanup`` so that the cleanups a spec defers run after its teardown."""
     from nrop.suite.e2e.fixture import Fixture
 
     base_name = getattr(request.module, "FIXTURE_BASENAME", DEFAULT_FIXTURE_BASENAME)

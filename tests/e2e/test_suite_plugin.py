@@ -446,3 +446,59 @@ def test_allure_gets_the_zone_pictures_of_a_failed_spec(pytester: pytest.Pyteste
     assert pages[0].count('<figure class="zone"') == 2 and "node-00: cpu -14" in pages[0]
     texts = [p.read_text(encoding="utf-8") for p in allure_dir.glob("*-attachment.txt")]
     assert any("node-00: cpu -14" in text for text in texts)
+
+
+# ------------------------------------------------------------------------- deferred cleanups
+
+DEFERRING_SPECS = textwrap.dedent(
+    """
+    import pytest
+    from nrop.suite.plugin.specs import spec
+
+    EVENTS = []
+
+    @pytest.fixture(scope="module", autouse=True)
+    def the_order():
+        yield
+        assert EVENTS == ["mode set", "spec", "after-each", "fxt torn down", "uncordoned", "mode reverted"]
+
+    @pytest.fixture
+    def mode(fxt, defer_cleanup):
+        EVENTS.append("mode set")
+        defer_cleanup(lambda: EVENTS.append("mode reverted"))
+        yield
+        EVENTS.append("after-each")
+
+    @pytest.fixture
+    def cordon(mode, defer_cleanup):
+        defer_cleanup(lambda: EVENTS.append("uncordoned"))
+
+    @spec("[test_id:11] defers", "tier0")
+    def test_defers(cordon):
+        EVENTS.append("spec")
+    """
+)
+
+
+def test_deferred_cleanups_run_after_the_fxt_teardown_last_first(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    from nrop.suite.e2e import fixture as e2efixture
+
+    pytester.makeconftest(
+        SUITE_CONFTEST
+        + "import pytest\n@pytest.fixture(scope='session')\ndef suite_config():\n    return None\n"
+    )
+    pytester.makepyfile(test_defer=DEFERRING_SPECS)
+
+    def fake_setup(config: object, base_name: str) -> types.SimpleNamespace:
+        events = sys.modules["test_defer"].EVENTS
+        return types.SimpleNamespace(teardown=lambda: events.append("fxt torn down"))
+
+    monkeypatch.setattr(e2efixture.Fixture, "setup", fake_setup)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert passed_names(result) == {"test_defers"}
