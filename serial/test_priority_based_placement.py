@@ -43,6 +43,8 @@ PENDING_TIMEOUT = 300.0
 #: ``Consistently`` windows and intervals of upstream's checks (kept on every target).
 CONSISTENTLY_WINDOW = 120.0
 CONSISTENTLY_INTERVAL = 10.0
+#: ``setPreemptionMode``'s poll of the scheduler object (15s), kept on every target (see there).
+UPSTREAM_MODE_POLL = 15.0
 #: ``ensurePodsNotEvicted``'s window and interval (1m / 10s).
 NOT_EVICTED_WINDOW = 60.0
 NOT_EVICTED_INTERVAL = 10.0
@@ -112,7 +114,13 @@ def _set_preemption_mode(fxt: Any, name: str, mode: str | None) -> None:
             obj.get("status"), nropcr.CONDITION_AVAILABLE, obj["metadata"]["generation"]
         )
 
-    polling.eventually(synced, "failed to update the schedulerName field", 60, timeouts.poll(15))
+    # Upstream's 15 s interval, not the embedded cluster's 1 s cap: the first look comes before
+    # the operator has seen the change, so the spec goes on one interval later, with the new
+    # scheduler long running. Capped, it went on while the new scheduler was starting: the
+    # fillers were then pending at its start, queued in name order rather than creation order,
+    # and the second one scheduled first left the first one's copy (the test pod) outside the
+    # placement its cache had decoded, so the eviction simulation failed.
+    polling.eventually(synced, "failed to update the schedulerName field", 60, UPSTREAM_MODE_POLL)
     found = (updated[0].get("spec") or {}).get("preemptionMode")
     assert found == mode, f"failed to update the schedulerName field,expected {mode} but found {found}"
 
