@@ -48,20 +48,14 @@ def _owner_labels(name: str) -> dict[str, str]:
 
 
 def deployment_step(deployment: Mapping[str, Any]) -> Step:
-    """Available when the Deployment's ``Available`` condition is True and the rollout is done."""
+    """Available when the Deployment's ``Available`` condition is True, as upstream's
+    ``isDeploymentRunning``: during a rollout the old replica keeps the condition True, so the
+    object turns Available at its new generation before the new scheduler runs."""
     status = deployment.get("status") or {}
-    replicas = deployment.get("spec", {}).get("replicas", 1)
     available = any(
         c.get("type") == "Available" and c.get("status") == "True" for c in status.get("conditions") or []
     )
-    rolled = (
-        status.get("observedGeneration", 0) >= deployment["metadata"].get("generation", 0)
-        and status.get("updatedReplicas", 0) >= replicas
-        and status.get("availableReplicas", 0) >= replicas
-    )
-    if available and rolled:
-        return Step.available()
-    return Step.progressing()
+    return Step.available() if available else Step.progressing()
 
 
 def _count_roles(nodes: list[dict[str, Any]]) -> tuple[int, int]:

@@ -87,18 +87,21 @@ def test_daemonset_step(daemonsets: list[dict[str, Any]], expected: Type) -> Non
     [
         pytest.param("True", 2, 1, 1, Type.AVAILABLE, id="ready"),
         pytest.param("False", 2, 1, 1, Type.PROGRESSING, id="unavailable"),
-        pytest.param("True", 1, 1, 1, Type.PROGRESSING, id="not-observed"),
-        pytest.param("True", 2, 1, 0, Type.PROGRESSING, id="rolling"),
-        # the operator's rule counts updated and available replicas, not old ones still terminating
+        # upstream's isDeploymentRunning reads the Available condition alone: a rollout that has
+        # not started or is half-way (the old replica still available) is Available
+        pytest.param("True", 1, 1, 1, Type.AVAILABLE, id="not-observed"),
+        pytest.param("True", 2, 1, 0, Type.AVAILABLE, id="rolling"),
         pytest.param("True", 2, 2, 1, Type.AVAILABLE, id="old-replica-terminating"),
+        pytest.param("", 2, 1, 1, Type.PROGRESSING, id="no-condition"),
     ],
 )
 def test_deployment_step(available: str, observed: int, replicas: int, updated: int, expected: Type) -> None:
+    conditions = [{"type": "Available", "status": available}] if available else []
     deployment = {
         "metadata": {"generation": 2},
         "spec": {"replicas": 1},
         "status": {"observedGeneration": observed, "replicas": replicas, "updatedReplicas": updated,
-                   "availableReplicas": replicas, "conditions": [{"type": "Available", "status": available}]},
+                   "availableReplicas": replicas, "conditions": conditions},
     }  # fmt: skip
     assert deployment_step(deployment).type == expected
 
