@@ -6,7 +6,8 @@
   the failure diagnostics attached;
 * the failure diagnostics themselves, as report sections of the failed test: the events of
   the test namespace, the NRT difference from the NRTs the test started with, and the
-  secondary scheduler's recent log;
+  secondary scheduler's log since the test began (:func:`scheduler_log_window`; a long one
+  keeps its beginning and its end, :func:`head_and_tail`), each pod headed with its start;
 * a one-screen summary at the end: passed / failed / skipped per tier, skip reasons grouped,
   and the wall time;
 * ``report.html`` in the report directory (:mod:`nrop.suite.plugin.htmlreport`): one entry per spec
@@ -21,14 +22,17 @@ the failure it documents.
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nrop.api.metatime import parse_time
 from nrop.suite.plugin import htmlreport
 from nrop.suite.plugin.htmlreport import ClusterSpan, ReportEntry
 from nrop.suite.plugin.lanes import TARGET_SECONDS
@@ -44,7 +48,9 @@ __all__ = [
     "RunSummary",
     "attach_to_allure",
     "failure_diagnostics",
+    "head_and_tail",
     "report_entry",
+    "scheduler_log_window",
     "skip_reason",
     "spec_properties",
     "write_html_report",
@@ -62,7 +68,12 @@ NRT_DIFF_TITLE = "NRT difference from the start of the test"
 CROSSCHECK_TITLE = "what the nodes' kubelets report against the NRTs"
 NO_TIER = "no tier"
 SCHEDULER_POD_LABEL = "app=secondary-scheduler"
+#: Seconds of scheduler log a failure report shows when the test's start is unknown.
 SCHEDULER_LOG_SECONDS = 300
+#: Added to the time since the test namespace was created (clock skew, the log line's own delay).
+SCHEDULER_LOG_MARGIN = 10
+#: Characters of each scheduler pod's log kept: its first and its last ones.
+_LOG_HEAD_CHARS = 8_000
 _LOG_TAIL_CHARS = 20_000
 _MESSAGE_CHARS = 20_000
 
@@ -177,6 +188,36 @@ class FailureDiagnostics:
         return {"nrt_diff": self.nrt_diff, "nrts": self.nrts, "evidence": evidence}
 
 
+def scheduler_log_window(namespace_created: str | None, *, now: datetime) -> tuple[int, str]:
+    """The ``sinceSeconds`` of the scheduler logs in a failure report, and how to say it: from
+    :data:`SCHEDULER_LOG_MARGIN` seconds before the test namespace was created (the spec's
+    start), or the last :data:`SCHEDULER_LOG_SECONDS` when that time is unknown. A fixed
+    window lost the beginning of a spec that had waited five minutes for its failure."""
+    if namespace_created:
+        try:
+            started = parse_time(namespace_created)
+        except ValueError:
+            started = None
+        if started is not None:
+            seconds = max(0, math.ceil((now - started).total_seconds())) + SCHEDULER_LOG_MARGIN
+            return seconds, f"log since the test namespace was created at {namespace_created}"
+    return SCHEDULER_LOG_SECONDS, f"last {SCHEDULER_LOG_SECONDS}s"
+
+
+def head_and_tail(text: str, head: int, tail: int) -> str:
+    """``text`` whole when it has at most ``head + tail`` characters; else its first ``head`` and
+    last ``tail`` characters, whole lines, with how many were left out between them."""
+    if len(text) <= head + tail:
+        return text
+    first = text[:head]
+    first = first[: first.rfind("\n") + 1] or first
+    last = text[-tail:]
+    if text[-tail - 1] != "\n":  # it starts mid-line: from the next whole line
+        last = last[last.find("\n") + 1 :] or last
+    left_out = len(text) - len(first) - len(last)
+    return f"{first}[… {left_out} characters left out …]\n{last}"
+
+
 def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
     """Diagnostics of a failed test that used the per-test fixture ``fxt``.
 
@@ -232,12 +273,17 @@ def failure_diagnostics(fxt: Any, *, events: bool = True) -> FailureDiagnostics:
 
     def scheduler_logs() -> str:
         pods = kube.list(k.POD, operator_ns, label_selector=SCHEDULER_POD_LABEL)
+        created = (getattr(fxt, "namespace_obj", None) or {}).get("metadata", {}).get("creationTimestamp")
+        seconds, since = scheduler_log_window(created, now=datetime.now(tz=UTC))
         chunks = []
         for pod in pods:
             name = pod["metadata"]["name"]
-            text = kube.pod_logs(operator_ns, name, since_seconds=SCHEDULER_LOG_SECONDS)
+            started = (pod.get("status") or {}).get("startTime")
+            start = f"started {started}" if started else "not started"
+            text = kube.pod_logs(operator_ns, name, since_seconds=seconds)
             chunks.append(
-                f"--- {operator_ns}/{name} (last {SCHEDULER_LOG_SECONDS}s)\n{text[-_LOG_TAIL_CHARS:]}"
+                f"--- {operator_ns}/{name} ({start}; {since})\n"
+                f"{head_and_tail(text, _LOG_HEAD_CHARS, _LOG_TAIL_CHARS)}"
             )
         return "\n".join(chunks)
 

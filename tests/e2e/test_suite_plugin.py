@@ -351,7 +351,7 @@ def test_a_failed_spec_gets_events_nrt_diff_and_scheduler_logs(pytester: pytest.
             "2026-01-01T00:00:00Z Warning Pod/testpod FailedScheduling [[]topo-sched[]]: 0/3 nodes: cannot align pod",
             "*- nrop: NRT difference from the start of the test -*",
             "*- nrop: secondary scheduler logs -*",
-            "--- numaresources/secondary-scheduler-abc (last 300s)",
+            "--- numaresources/secondary-scheduler-abc (not started; last 300s)",
             "scheduler log of numaresources/secondary-scheduler-abc",
         ]
     )
