@@ -51,7 +51,7 @@ from types import ModuleType
 from typing import Any
 
 from nrop.suite.plugin import lanes
-from nrop.suite.plugin.distributing import available_memory
+from nrop.suite.plugin.distributing import available_memory, usable_cores
 from nrop.suite.plugin.labels import EXTRA_LABEL
 from nrop.suite.plugin.lanes import MEMORY_PER_WORKER, MEMORY_RESERVE
 
@@ -653,7 +653,7 @@ def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -
         parallel = args.parallel or 1
         planned = [(run, args.workers) for run in to_run]
         return run_planned(planned, args.workers * parallel, parallel, start)
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     budget = args.workers_budget or workers_budget(available_memory(), cores)
     planned = plan_runs(to_run, expected, budget, cores)
     walls = planned_walls(planned, expected, cores)

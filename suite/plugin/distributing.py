@@ -2,7 +2,8 @@
 
 A suite run without a kubeconfig collects in the pytest process itself, as a serial run does;
 then, knowing the selection, it decides how many workers to start (:func:`nrop.suite.plugin.lanes.worker_count`
-over the spec durations in ``durations.json``, the machine's available memory and its cores, or ``-n N`` when
+over the spec durations in ``durations.json``, the machine's available memory and the cores the run may use
+(:func:`usable_cores`: its CPU affinity and cgroup quota), or ``-n N`` when
 given: the plugin holds xdist back until this point) and starts them itself. Each worker gets a
 *lane* of the plan (:func:`nrop.suite.plugin.lanes.plan`): its specs longest first, one cluster per
 profile it needs; :class:`LaneScheduling`, the xdist scheduler of such a run, hands every worker
@@ -33,7 +34,7 @@ import pytest
 from nrop.suite.plugin import lanes
 from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, FIRST_PROFILE_INPUT, PROFILE, state
 
-__all__ = ["DIST", "DURATIONS_FILE", "LaneScheduling", "available_memory", "load_durations"]
+__all__ = ["DIST", "DURATIONS_FILE", "LaneScheduling", "available_memory", "load_durations", "usable_cores"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,22 @@ def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
+def usable_cores(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """The cores this process may use: those it may run on (its CPU affinity), fewer when its
+    cgroup's CPU quota (``cpu.max``, as ``podman run --cpus`` sets it) allows less; one at least."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = cpu_max.read_text(encoding="ascii").split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
+
+
 def _specs(items: Sequence[pytest.Item], durations: Mapping[str, float]) -> list[lanes.Spec]:
     specs = []
     for item in items:
@@ -86,7 +103,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     planned_with = run.options.spec_durations if run.options is not None else None
     specs = _specs(session.items, load_durations(planned_with))
     requested = run.requested_workers
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)
     if workers < 1 or (requested is None and workers < 2):
         return

@@ -15,7 +15,7 @@ that cluster, serially (``-n`` is refused: the specs disturb the whole cluster).
 one, an embedded cluster is started per needed profile: specs labelled ``tmscope:cnt``
 need ``container-scope``, the others ``--cluster-profile`` (default ``default``). Such a run
 spreads its specs over xdist workers by itself once it knows the selection
-(:mod:`nrop.suite.plugin.distributing`): as many as the free memory and the selected specs call for,
+(:mod:`nrop.suite.plugin.distributing`): as many as the free memory, the cores and the selected specs call for,
 or ``-n N`` (``-n 0``: serially); every worker starts its own clusters and runs its lane of
 the plan, longest spec first. A serial run orders the specs by profile, prepares the next
 cluster in the background (:data:`~nrop.suite.plugin.selecting.PREPARE_AHEAD` specs before it is

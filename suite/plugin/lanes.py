@@ -9,9 +9,11 @@ Pure decisions over plain data (no pytest, no I/O), used by :mod:`nrop.suite.plu
   plan counts cluster starts apart), and the estimate of a spec never measured (:func:`estimate`:
   what its module's specs took, or all of them);
 * :func:`worker_count`: how many workers a run on embedded clusters gets when ``-n`` is not
-  given: as many as memory allows and the selected specs can use, but no more than shorten
-  the planned run; the specs mostly wait on upstream's fixed windows, so cores do not bound
-  the count, they only make clusters that start together slower (:func:`cluster_start`);
+  given: as many as memory allows, the cores keep up with (:data:`CPU_PER_WORKER` each) and
+  the selected specs can use, but no more than shorten the planned run; the specs mostly wait
+  on upstream's fixed windows, so a worker needs a small share of a core, but past the cores
+  every cluster slows down and upstream's timing specs fail under the run's own load; cores
+  also make clusters that start together slower (:func:`cluster_start`);
 * :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where starting
   a cluster of a profile the lane has not got yet costs a cluster start; so the
   specs of a profile other than the run's are spread over several clusters of that profile
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "CLUSTER_START_CPU_SECONDS",
     "CLUSTER_START_SECONDS",
+    "CPU_PER_WORKER",
     "MEMORY_PER_WORKER",
     "MEMORY_RESERVE",
     "PLAN_TOLERANCE",
@@ -53,6 +56,12 @@ CLUSTER_START_SECONDS = 10.0
 #: CPU seconds one cluster start takes: clusters starting together share the cores (six at once
 #: took about 28 s each on 2 cores).
 CLUSTER_START_CPU_SECONDS = 6.0
+#: Cores one worker keeps busy on average while its specs run: its cluster (API server, kubelets,
+#: exporters, scheduler, operator) and its pytest process. tier0 with 9 to 10 workers on 2 cores
+#: took 168 to 205 CPU-s over 120 to 139 s of wall time: about 0.14 each. Every tier with 21
+#: workers on 2 cores ran at a load of 11 to 25 and 47627's scheduling-time spread failed in
+#: each of four runs (2.7 to 4.1 s against upstream's 2 s); with 14, it passed.
+CPU_PER_WORKER = 0.14
 #: A worker (and the cluster it starts) must end the planned run this much sooner to be worth it.
 PLAN_TOLERANCE = 0.05
 #: The JUnit property (and report property) of the seconds a spec's setup waited for its target:
@@ -196,13 +205,15 @@ def worker_count(
     """How many xdist workers a run on embedded clusters gets when ``-n`` is not given (0: serial).
 
     At most what the memory holds (``available_memory`` less ``reserve``, ``memory_per_worker``
-    each) and one per spec that needs a cluster; of those, the fewest whose plan (clusters
-    starting together on ``cores``: :func:`cluster_start`) ends within ``tolerance`` of the
-    soonest (a worker that does not shorten the run costs a cluster for nothing). One worker
-    is no worker: the run stays in the pytest process.
+    each), what ``cores`` keep up with (:data:`CPU_PER_WORKER` each) and one per spec that needs
+    a cluster; of those, the fewest whose plan (clusters starting together on ``cores``:
+    :func:`cluster_start`) ends within ``tolerance`` of the soonest (a worker that does not
+    shorten the run costs a cluster for nothing). One worker is no worker: the run stays in
+    the pytest process.
     """
     needing = sum(1 for spec in specs if spec.profile is not None)
-    ceiling = min(max(0, available_memory - reserve) // memory_per_worker, needing)
+    by_cpu = int(max(cores, 1) / CPU_PER_WORKER)
+    ceiling = min(max(0, available_memory - reserve) // memory_per_worker, by_cpu, needing)
     if ceiling < 2:
         return 0
     ends = {n: makespan(plan(specs, n, cluster_start(n, cores))) for n in range(1, ceiling + 1)}

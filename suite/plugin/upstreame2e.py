@@ -816,7 +816,7 @@ def _parser() -> argparse.ArgumentParser:
                    "a test_id such as 84316 matches its spec)")  # fmt: skip
     p.add_argument("--workers", type=int, metavar="N",
                    help="binary runs side by side, each on its own cluster (default: chosen as the port "
-                   "chooses its workers, from the selection, the measured durations and free memory; "
+                   "chooses its workers, from the selection, the measured durations, free memory and cores; "
                    "1: one run per profile, one after the other)")  # fmt: skip
     p.add_argument("--build-only", action="store_true", help="build (or find) the binary and stop")
     return p
@@ -881,7 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from nrop.suite.plugin import distributing
 
     durations = distributing.load_durations()
-    cores = os.cpu_count() or 1
+    cores = distributing.usable_cores()
     workers = ns.workers
     if workers is None:
         workers = lanes.worker_count(planned(selected, durations), distributing.available_memory(), cores)

@@ -3,6 +3,7 @@ and where the durations and the free memory come from."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nrop.suite.plugin.distributing import LaneScheduling, available_memory, load_durations
+from nrop.suite.plugin.distributing import LaneScheduling, available_memory, load_durations, usable_cores
 from nrop.suite.plugin.lanes import Spec
 
 
@@ -156,3 +157,25 @@ def test_durations_and_memory_have_safe_fallbacks(tmp_path: Path) -> None:
     (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable: 64 kB\n")
     assert available_memory(tmp_path / "meminfo") == 64 * 1024
     assert available_memory(tmp_path / "missing") > 0
+
+
+@pytest.mark.parametrize(
+    "cpu_max,bound",
+    [
+        ("max 100000\n", None),
+        ("100000 100000\n", 1),
+        ("250000 100000\n", 2),
+        ("50000 100000\n", 1),
+        (None, None),
+        ("garbage\n", None),
+    ],
+    ids=["no-quota", "one-core", "two-and-a-half", "half-a-core", "no-cgroup-file", "unreadable"],
+)
+def test_usable_cores_follow_the_affinity_and_the_cgroup_quota(
+    tmp_path: Path, cpu_max: str | None, bound: int | None
+) -> None:
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max, encoding="ascii")
+    affinity = len(os.sched_getaffinity(0))
+    assert usable_cores(path) == (affinity if bound is None else min(affinity, bound))
