@@ -13,6 +13,14 @@ all the time; ``grpc.aio`` sleeps until there is work.
 * the loop's default executor (``loop.run_in_executor(None, …)``) has threads named
   :data:`WORKER_THREAD_NAME`-N: coroutines on the loop hand it the calls that may block
   (a lock another thread holds while it waits for this loop), so the loop never waits on them.
+
+The loop holds one idle channel for the life of the process (never connected). grpcio counts its
+aio channels and servers and shuts its aio engine down when the last one is destroyed: it removes
+the completion queue's reader from the loop and closes its file descriptor from whatever thread
+dropped that object, while the loop's thread may be reading it, and asyncio then logs
+``OSError: [Errno 9] Bad file descriptor`` from ``PollerCompletionQueue._handle_events`` (a
+cluster stopping its last gRPC server did, now and then). With the idle channel that count never
+drops to zero while the process runs.
 """
 
 from __future__ import annotations
@@ -34,11 +42,19 @@ _T = TypeVar("_T")
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
+#: Keeps grpcio's aio engine up while the process runs (see the module docstring).
+_engine_holder: grpc.aio.Channel | None = None
+#: Where the idle channel points; it never connects (channels connect on their first call).
+_IDLE_TARGET = "unix:///dev/null"
+
+
+async def _idle_channel() -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(_IDLE_TARGET)
 
 
 def loop() -> asyncio.AbstractEventLoop:
     """The running background loop (started now if this is the first use)."""
-    global _loop, _thread
+    global _loop, _thread, _engine_holder
     with _lock:
         if _loop is None:
             new_loop = asyncio.new_event_loop()
@@ -53,6 +69,7 @@ def loop() -> asyncio.AbstractEventLoop:
             thread = threading.Thread(target=serve, name=THREAD_NAME, daemon=True)
             thread.start()
             ready.wait()
+            _engine_holder = asyncio.run_coroutine_threadsafe(_idle_channel(), new_loop).result()
             _loop, _thread = new_loop, thread
         return _loop
 

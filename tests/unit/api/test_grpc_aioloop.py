@@ -90,3 +90,43 @@ def test_start_server_raises_a_bind_failure_and_leaves_nothing_serving(tmp_path:
         await server.stop(None)
 
     aioloop.run(serve_and_stop())
+
+
+ENGINE_PROBE = """
+import gc, os, sys
+from nrop.api.grpc import aioloop
+import grpc
+
+def eventfds():
+    return sum(1 for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}") and "eventfd" in os.readlink(f"/proc/self/fd/{fd}"))
+
+async def serve():
+    return await aioloop.start_server(grpc.aio.server(), "unix:" + sys.argv[1])
+
+server = aioloop.run(serve())
+serving = eventfds()
+aioloop.run(server.stop(None))
+del server
+gc.collect()
+print(serving, eventfds())
+"""
+
+
+def test_grpc_aio_engine_stays_up_when_the_last_server_goes(tmp_path: Path) -> None:
+    # grpcio shuts its aio engine down with its last channel or server, closing the completion
+    # queue's descriptor from the thread that dropped it while the loop may be reading it; the
+    # loop's idle channel keeps the engine (its eventfds) up. A fresh process: nothing else holds it.
+    import subprocess
+    import sys
+
+    probe = subprocess.run(
+        [sys.executable, "-c", ENGINE_PROBE, str(tmp_path / "s.sock")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    serving, after = map(int, probe.stdout.split())
+    assert serving > 0
+    assert after == serving
