@@ -5,8 +5,9 @@ stack installed), ``timeouts`` and ``suite_config`` (BeforeSuite's result, skipp
 spec with the reason when the cluster lacks what the suite needs), the per-test
 ``fxt`` (the namespace and NRT cooldown, named after the module's ``FIXTURE_BASENAME``,
 kept on failure when asked) and ``defer_cleanup`` (Ginkgo's ``DeferCleanup``: what a spec
-registers runs after its teardowns, ``fxt``'s included, last registered first). They hang on one session fixture, the target of the running
-spec (:class:`nrop.suite.plugin.session.Targets` opens and closes them): before a spec whose
+registers runs after its teardowns, ``fxt``'s included, last registered first). They hang on
+one session fixture, the target of the running spec
+(:class:`nrop.suite.plugin.session.Targets` opens and closes them): before a spec whose
 profile differs from the previous one, ``pytest_runtest_setup`` finishes the session
 fixtures, switches the target and closes the previous one in the background (a run takes
 each profile's specs in one stretch); a spec whose setup waited for its target carries the
