@@ -2,19 +2,24 @@
 
 An :class:`EventBroadcaster` owns the writing: a bounded in-memory queue (1000 events;
 more are dropped) drained by one background task, so that recording never blocks or
-fails a scheduling cycle — write errors are only logged.  Each scheduler profile gets
-an :class:`EventRecorder` from it whose ``reportingController`` is the profile's
-``schedulerName`` and ``reportingInstance`` is ``<schedulerName>-<hostname>``.
+fails a scheduling cycle — write errors are only logged.  As client-go's events/v1
+broadcaster (``recordToSink`` starts a goroutine per event), each event to write gets its
+own task: writes run side by side, and a slow or retried one holds up no other (a
+pod's ``Scheduled`` event does not wait behind a burst's ``FailedScheduling`` ones).
+Each scheduler profile gets an :class:`EventRecorder` from it whose
+``reportingController`` is the profile's ``schedulerName`` and ``reportingInstance`` is
+``<schedulerName>-<hostname>``.
 
 Repetitions follow client-go's events/v1 broadcaster.  Events are *isomorphic* when
-they share action, reason, reporting controller and the full reference to the pod
-(uid and resourceVersion included).  The first is created (named
+they share type, action, reason, reporting controller and instance, and the full
+reference to the pod (uid and resourceVersion included).  The first is created (named
 ``<pod>.<hex wall-clock ns>``); the second isomorphic one patches the existing object
 with ``series: {count: 2, lastObservedTime}``; later ones only count in memory, and
 the count is written by the periodic refresh (every 30 min) or when the series ends
 (no repetition for 6 min), after which the event leaves the cache.  Failed writes are
-retried only when no response came (up to 12 tries, 10 s apart); a rejection by the
-server is final.
+retried only when no response came, or when a series' create finds the event already
+there (its first create was still in flight when the patch found nothing): up to 12
+tries, 10–12.5 s apart; any other rejection by the server is final.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import copy
 import logging
+import random
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -52,6 +59,8 @@ NOTE_LENGTH_LIMIT = 1024
 MAX_QUEUED_EVENTS = 1000
 MAX_TRIES_PER_EVENT = 12
 RETRY_DELAY = 10.0
+#: client-go's ``wait.Jitter(sleepDuration, 0.25)``: each retry waits up to a quarter longer.
+RETRY_JITTER = 0.25
 REFRESH_INTERVAL = 30 * 60.0
 FINISH_INTERVAL = 6 * 60.0
 
@@ -107,9 +116,11 @@ def make_event(
 def isomorphic_key(event: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes two events the same occurrence repeated (client-go's eventKey)."""
     return (
+        event.get("type"),
         event.get("action"),
         event.get("reason"),
         event.get("reportingController"),
+        event.get("reportingInstance"),
         tuple(sorted((event.get("regarding") or {}).items())),
         tuple(sorted((event.get("related") or {}).items())),
     )
@@ -169,11 +180,13 @@ class EventBroadcaster:
         max_tries: int = MAX_TRIES_PER_EVENT,
         refresh_interval: float = REFRESH_INTERVAL,
         finish_interval: float = FINISH_INTERVAL,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.client = client
         self.hostname = hostname or socket.gethostname()
         self.wall_ns = wall_ns
         self._clock = clock
+        self._jitter = jitter
         self._max_queued = max_queued
         self._retry_delay = retry_delay
         self._max_tries = max_tries
@@ -185,6 +198,8 @@ class EventBroadcaster:
         self._idle.set()
         self._cache: dict[tuple[Any, ...], _Cached] = {}
         self._task: asyncio.Task[None] | None = None
+        #: The writes in flight, one task per event (client-go's goroutine per event).
+        self._writes: set[asyncio.Task[None]] = set()
         #: Events dropped because the queue was full, and events the server did not take.
         self.dropped = 0
         self.failed = 0
@@ -207,15 +222,18 @@ class EventBroadcaster:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="event broadcaster")
 
     async def close(self, drain_timeout: float = 2.0) -> None:
-        """Give queued events ``drain_timeout`` seconds to be written, then stop the writer."""
+        """Give queued and in-flight events ``drain_timeout`` seconds to be written, then stop."""
         if self._task is None:
             return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(drain_timeout):
                 await self._idle.wait()
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        for write in list(self._writes):
+            write.cancel()
+        for task in (self._task, *self._writes):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         self._task = None
 
     # -- the writer
@@ -232,12 +250,10 @@ class EventBroadcaster:
                     await self._wakeup.wait()
             self._wakeup.clear()
             while self._queue:
-                event = self._queue.popleft()
-                try:
-                    await self._record(event)
-                except Exception:  # recording must never stop: log and go on with the next event
-                    log.exception("recording event %s failed", _describe(event))
-            self._idle.set()
+                to_write = self._admit(self._queue.popleft())
+                if to_write is not None:
+                    self._spawn(to_write)
+            self._mark_idle()
             now = self._clock()
             if now >= next_refresh:
                 next_refresh = now + self._refresh_interval
@@ -246,14 +262,30 @@ class EventBroadcaster:
                 next_finish = now + self._finish_interval
                 await self._finish(now)
 
-    async def _record(self, event: Obj) -> None:
+    def _spawn(self, event: Obj) -> None:
+        write = asyncio.get_running_loop().create_task(self._attempt(event), name=f"event {_describe(event)}")
+        self._writes.add(write)
+        write.add_done_callback(self._written)
+
+    def _written(self, write: asyncio.Task[None]) -> None:
+        self._writes.discard(write)
+        if not write.cancelled() and write.exception() is not None:
+            # recording must never stop: log it; the other writes go on
+            log.error("recording an event failed", exc_info=write.exception())
+        self._mark_idle()
+
+    def _mark_idle(self) -> None:
+        if not self._queue and not self._writes:
+            self._idle.set()
+
+    def _admit(self, event: Obj) -> Obj | None:
+        """The series bookkeeping of one occurrence: a copy of what to write now, or ``None``."""
         key = isomorphic_key(event)
         cached = self._cache.get(key)
         now = self._clock()
         if cached is None:
             self._cache[key] = _Cached(event, now)
-            await self._write(event)
-            return
+            return copy.deepcopy(event)
         cached.last_seen = now
         series = cached.event.get("series")
         stamp = rfc3339_micro(from_unix_nanos(self.wall_ns()))
@@ -261,42 +293,62 @@ class EventBroadcaster:
             # Counted only; the refresh or the end of the series writes the count.
             series["count"] += 1
             series["lastObservedTime"] = stamp
-            return
+            return None
         cached.event["series"] = {"count": 2, "lastObservedTime": stamp}
-        await self._write(cached.event)
+        return copy.deepcopy(cached.event)
+
+    async def _record(self, event: Obj) -> None:
+        """One occurrence admitted and, when there is something to write, written (in this task)."""
+        to_write = self._admit(event)
+        if to_write is not None:
+            await self._attempt(to_write)
 
     async def _refresh(self) -> None:
+        """client-go's heartbeat of the open series: each count written once (no retry)."""
         for cached in list(self._cache.values()):
             if cached.event.get("series") is not None:
-                await self._write(cached.event)
+                await self._record_event(copy.deepcopy(cached.event))
 
     async def _finish(self, now: float) -> None:
+        """Series without a repetition for the finish interval: their last count written, then
+        out of the cache (kept for the next round when the write may succeed later)."""
         for key, cached in list(self._cache.items()):
             if now - cached.last_seen < self._finish_interval:
                 continue
-            if cached.event.get("series") is not None:
-                await self._write(cached.event)
+            if cached.event.get("series") is not None and await self._record_event(
+                copy.deepcopy(cached.event)
+            ):
+                continue
             del self._cache[key]
 
-    async def _write(self, event: Obj) -> None:
+    async def _attempt(self, event: Obj) -> None:
+        """client-go's ``attemptRecording``: write, retrying what may succeed later."""
         for attempt in range(1, self._max_tries + 1):
-            try:
-                await self._write_once(event)
+            if not await self._record_event(event):
                 return
-            except ApiConnectionError as exc:
-                if attempt == self._max_tries:
-                    break
-                log.warning(
-                    "cannot write event %s (retrying in %.0fs): %s", _describe(event), self._retry_delay, exc
-                )
-                await asyncio.sleep(self._retry_delay)
-            except ApiError as exc:
-                self.failed += 1
-                level = logging.DEBUG if exc.already_exists else logging.ERROR
-                log.log(level, "server rejected event %s (will not retry): %s", _describe(event), exc)
-                return
+            if attempt == self._max_tries:
+                break
+            await asyncio.sleep(self._retry_delay * (1 + RETRY_JITTER * self._jitter()))
         self.failed += 1
         log.error("cannot write event %s: giving up after %d tries", _describe(event), self._max_tries)
+
+    async def _record_event(self, event: Obj) -> bool:
+        """client-go's ``recordEvent``: one write; ``True`` when trying again may succeed (no
+        response came, or a series' create found the event its patch had not found)."""
+        try:
+            await self._write_once(event)
+            return False
+        except ApiConnectionError as exc:
+            log.warning("cannot write event %s (may retry): %s", _describe(event), exc)
+            return True
+        except ApiError as exc:
+            if exc.already_exists and event.get("series") is not None:
+                log.debug("event %s created meanwhile (will patch again): %s", _describe(event), exc)
+                return True
+            self.failed += 1
+            level = logging.DEBUG if exc.already_exists else logging.ERROR
+            log.log(level, "server rejected event %s (will not retry): %s", _describe(event), exc)
+            return False
 
     async def _write_once(self, event: Obj) -> None:
         meta = event["metadata"]
@@ -312,7 +364,7 @@ class EventBroadcaster:
                 )
                 return
             except NotFoundError:
-                pass  # gone (expired or deleted): create it again with its series
+                pass  # gone (expired or deleted), or not created yet: create it with its series
         await self.client.create(EVENTS, event, meta["namespace"])
 
 

@@ -102,18 +102,23 @@ def test_truncate_note(note: str, expected_length: int, ends: str) -> None:
 
 
 def _event(
-    reason: str = "FailedScheduling", note: str = "n", rv: str = "42", controller: str = "sched"
+    reason: str = "FailedScheduling",
+    note: str = "n",
+    rv: str = "42",
+    controller: str = "sched",
+    event_type: str = "Warning",
+    instance: str = "i",
 ) -> dict[str, Any]:
     pod = copy.deepcopy(POD)
     pod["metadata"]["resourceVersion"] = rv
     return make_event(
         pod_reference(pod),
-        "Warning",
+        event_type,
         reason,
         "Scheduling",
         note,
         controller=controller,
-        instance="i",
+        instance=instance,
         now_ns=NS,
     )
 
@@ -125,6 +130,8 @@ def _event(
         pytest.param(_event(reason="Scheduled"), False, id="reason-matters"),
         pytest.param(_event(rv="43"), False, id="pod-resource-version-matters"),
         pytest.param(_event(controller="other-sched"), False, id="controller-matters"),
+        pytest.param(_event(event_type="Normal"), False, id="type-matters"),
+        pytest.param(_event(instance="other-host"), False, id="instance-matters"),
     ],
 )
 def test_isomorphic_key(other: dict[str, Any], same: bool) -> None:
@@ -204,6 +211,80 @@ def test_write_retries_only_without_a_response(
     asyncio.run(events._record(_event()))
     assert [c[0] for c in client.calls] == calls
     assert events.failed == failed
+
+
+def test_series_create_finding_the_event_created_meanwhile_patches_again() -> None:
+    # The second occurrence's patch ran while the first create was in flight: nothing to
+    # patch, and its create then finds the event; client-go retries that one (AlreadyExists
+    # is final only for a plain create).
+    client, now = RecordingClient(), [0.0]
+    events = broadcaster(client, now)
+
+    async def go() -> None:
+        await events._record(_event())
+        client.failures = [
+            NotFoundError(404, "NotFound", "not yet"),
+            ApiError(409, "AlreadyExists", "exists"),
+        ]
+        await events._record(_event())
+
+    asyncio.run(go())
+    assert [c[0] for c in client.calls] == ["create", "patch", "create", "patch"]
+    assert client.calls[-1][1][2]["series"]["count"] == 2 and events.failed == 0
+
+
+def test_finish_keeps_a_series_whose_last_write_may_succeed_later() -> None:
+    client, now = RecordingClient(), [0.0]
+    events = broadcaster(client, now)
+
+    async def go() -> None:
+        for _ in range(3):
+            await events._record(_event())
+        now[0] = 400.0
+        client.failures = [ApiConnectionError("refused")]
+        await events._finish(now[0])  # one try, no response: the series stays for the next round
+        await events._finish(now[0])
+        await events._record(_event())  # out of the cache now: a new event
+
+    asyncio.run(go())
+    kinds = [c[0] for c in client.calls]
+    assert kinds == ["create", "patch", "patch", "patch", "create"]
+    assert client.calls[3][1][2]["series"]["count"] == 3
+
+
+def test_writes_run_side_by_side_one_task_per_event() -> None:
+    # client-go's recordToSink starts a goroutine per event: a pod's Scheduled event does
+    # not wait behind the writes queued before it.
+    client = RecordingClient()
+    gate = asyncio.Event()
+    plain_create = client.create
+
+    async def held_create(*args: Any, **kwargs: Any) -> Any:
+        result = await plain_create(*args, **kwargs)
+        await gate.wait()
+        return result
+
+    client.create = held_create  # type: ignore[method-assign]
+    events = broadcaster(client, [0.0])
+    recorder = events.recorder("nrop-scheduler")
+
+    async def go() -> None:
+        events.start()
+        for name in ("p1", "p2", "p3"):
+            recorder.failed_scheduling(
+                {"metadata": {**POD["metadata"], "name": name}}, "0/3 nodes are available"
+            )
+        recorder.scheduled({"metadata": {**POD["metadata"], "name": "p4"}}, "node-1")
+        async with asyncio.timeout(3):
+            while len(client.calls) < 4:
+                await asyncio.sleep(0.01)
+        assert not events._idle.is_set(), "the broadcaster reported idle with writes in flight"
+        gate.set()
+        await events.close(drain_timeout=3)
+
+    asyncio.run(go())
+    reasons = [c[1]["reason"] for c in client.calls]
+    assert reasons == ["FailedScheduling"] * 3 + ["Scheduled"]
 
 
 def test_series_patch_of_a_vanished_event_creates_it_with_its_series() -> None:
