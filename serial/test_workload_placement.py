@@ -355,7 +355,9 @@ def _least_available(nrt: Mapping[str, Any], node_load: h.Resources, resource: s
 
 
 def _check_replica(kube: k.Kube, pod: Mapping[str, Any], target: str, scheduler: str) -> None:
-    node = pod["spec"]["nodeName"]
+    # "" for a pod not bound yet (Go's zero value): the replicas are listed as soon as there
+    # are two, which after the update may be new ones still pending
+    node = (pod.get("spec") or {}).get("nodeName", "")
     assert node == target, f"node landed on {q(node)} instead of on {target}"
     h.expect_scheduled_by(kube, pod, scheduler)
 
