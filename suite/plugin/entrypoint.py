@@ -55,8 +55,8 @@ from dataclasses import replace
 
 import pytest
 
+from nrop.suite.plugin import environtable, loggertable, reports
 from nrop.suite.plugin import labels as _labels
-from nrop.suite.plugin import loggertable, reports
 from nrop.suite.plugin.options import SELECTION_FLAGS, SuiteOptions, add_options, resolve
 from nrop.suite.plugin.runstate import STATE, RunState, is_distributed
 from nrop.suite.plugin.specs import SPEC_MARK
@@ -116,6 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
     suite_run = _is_suite_run(config)
     if suite_run:
         loggertable.guard()  # before the session's background threads exist
+        environtable.guard()
         for name in UNUSED_IN_SUITE_RUNS:
             if config.pluginmanager.has_plugin(name):
                 config.pluginmanager.unregister(name=name)
