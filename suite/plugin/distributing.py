@@ -12,10 +12,8 @@ collected (not when the last one has), and a worker whose lane
 is done takes the shortest spec of its current profile not yet handed out from the lane
 expected to end last, when that ends the run sooner, so an estimate that was off costs no
 extra cluster. A worker starts preparing its first cluster as it starts (told its profile
-here, :data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and each next one a minute of
-planned specs before it is needed (:data:`~nrop.suite.plugin.runstate.PREPARE_INPUT`,
-:func:`nrop.suite.plugin.lanes.prepare_points`), or at the latest while the spec before it runs
-(:mod:`nrop.suite.plugin.targeting`: a spec taken from another lane).
+here, :data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and its next one while its current
+spec runs (:mod:`nrop.suite.plugin.targeting`).
 
 A run that chose one worker or none stays in the pytest process (serial), as does ``-n 0``, a run against a
 kubeconfig (the specs disturb the whole cluster), a dry run and ``--collect-only``.
@@ -34,17 +32,9 @@ from typing import Any
 import pytest
 
 from nrop.suite.plugin import lanes
-from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, FIRST_PROFILE_INPUT, PREPARE_INPUT, PROFILE, state
+from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, FIRST_PROFILE_INPUT, PROFILE, state
 
-__all__ = [
-    "DIST",
-    "DURATIONS_FILE",
-    "LaneScheduling",
-    "available_memory",
-    "estimated_specs",
-    "load_durations",
-    "usable_cores",
-]
+__all__ = ["DIST", "DURATIONS_FILE", "LaneScheduling", "available_memory", "load_durations", "usable_cores"]
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +83,7 @@ def usable_cores(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
     return max(1, cores)
 
 
-def estimated_specs(items: Sequence[pytest.Item], durations: Mapping[str, float]) -> list[lanes.Spec]:
-    """The items as the plan sees them: the profile of the cluster each needs (``None``: none) and its
-    expected seconds."""
+def _specs(items: Sequence[pytest.Item], durations: Mapping[str, float]) -> list[lanes.Spec]:
     specs = []
     for item in items:
         profile = (
@@ -113,7 +101,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not run.spreads or not session.items:
         return
     planned_with = run.options.spec_durations if run.options is not None else None
-    specs = estimated_specs(session.items, load_durations(planned_with))
+    specs = _specs(session.items, load_durations(planned_with))
     requested = run.requested_workers
     cores = usable_cores()
     workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)
@@ -151,17 +139,15 @@ def _start_workers(session: pytest.Session, workers: int) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist: tell each worker the profile of its lane's first cluster, and where its lane
-    prepares the next ones (:func:`nrop.suite.plugin.lanes.prepare_points`)."""
+    """xdist: tell each worker the profile of its lane's first cluster."""
     run = state(node.config)
     if run.lanes is None:
         return
-    specs = [run.estimates[nodeid] for nodeid in run.lanes.get(node.workerinput["workerid"], [])]
-    first = next((spec.profile for spec in specs if spec.profile is not None), None)
-    if first is not None:
-        node.workerinput[FIRST_PROFILE_INPUT] = first
-    points = lanes.prepare_points(specs)
-    node.workerinput[PREPARE_INPUT] = {specs[index].nodeid: profile for index, profile in points.items()}
+    for nodeid in run.lanes.get(node.workerinput["workerid"], []):
+        profile = run.estimates[nodeid].profile
+        if profile is not None:
+            node.workerinput[FIRST_PROFILE_INPUT] = profile
+            return
 
 
 @pytest.hookimpl(optionalhook=True)

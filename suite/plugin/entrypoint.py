@@ -17,9 +17,9 @@ need ``container-scope``, the others ``--cluster-profile`` (default ``default``)
 spreads its specs over xdist workers by itself once it knows the selection
 (:mod:`nrop.suite.plugin.distributing`): as many as the free memory, the cores and the selected specs call for,
 or ``-n N`` (``-n 0``: serially); every worker starts its own clusters and runs its lane of
-the plan, longest spec first. A serial run orders the specs by profile; a run, or a worker's
-lane, prepares its next cluster in the background (:data:`~nrop.suite.plugin.lanes.PREPARE_LEAD`
-seconds of planned specs before it is needed) and closes the previous one in the background.
+the plan, longest spec first. A serial run orders the specs by profile, prepares the next
+cluster in the background (:data:`~nrop.suite.plugin.selecting.PREPARE_AHEAD` specs before it is
+needed) and closes the previous one in the background.
 
 Fixtures (see docs/contributing.md): ``kube`` (session) the client of the target, with the stack
 installed; ``timeouts`` (session); ``suite_config`` (session) the BeforeSuite result,
@@ -64,9 +64,9 @@ from nrop.suite.plugin.specs import SPEC_MARK
 __all__ = ["SESSION_TIMEOUT", "SUITE_FLAG"]
 
 #: The rest of the plugin, one module per seam (registered when pytest registers this module).
-pytest_plugins = (  # distributing first: selecting imports it (a module imported first is not rewritten)
-    "nrop.suite.plugin.distributing",
+pytest_plugins = (
     "nrop.suite.plugin.selecting",
+    "nrop.suite.plugin.distributing",
     "nrop.suite.plugin.targeting",
     "nrop.suite.plugin.reporting",
 )

@@ -17,9 +17,7 @@ Pure decisions over plain data (no pytest, no I/O), used by :mod:`nrop.suite.plu
 * :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where starting
   a cluster of a profile the lane has not got yet costs a cluster start; so the
   specs of a profile other than the run's are spread over several clusters of that profile
-  when that ends the run sooner, and each lane runs its profiles one after the other;
-* :func:`prepare_points`: where a lane (or a serial run) starts preparing its next cluster
-  in the background, :data:`PREPARE_LEAD` seconds of planned specs before it is needed.
+  when that ends the run sooner, and each lane runs its profiles one after the other.
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ __all__ = [
     "MEMORY_PER_WORKER",
     "MEMORY_RESERVE",
     "PLAN_TOLERANCE",
-    "PREPARE_LEAD",
     "TARGET_SECONDS",
     "Lane",
     "Spec",
@@ -43,7 +40,6 @@ __all__ = [
     "estimate",
     "makespan",
     "plan",
-    "prepare_points",
     "spec_key",
     "worker_count",
 ]
@@ -68,11 +64,6 @@ CLUSTER_START_CPU_SECONDS = 6.0
 CPU_PER_WORKER = 0.14
 #: A worker (and the cluster it starts) must end the planned run this much sooner to be worth it.
 PLAN_TOLERANCE = 0.05
-#: Planned seconds of specs before the first one needing a new cluster at which that cluster
-#: starts being prepared (cluster, stack, BeforeSuite). The clusters a whole run's 14 workers
-#: started mid-run took 35 to 57 s to be ready on 2 cores; preparing them from the last spec
-#: before the switch (often a few seconds long) left those specs waiting for most of it.
-PREPARE_LEAD = 60.0
 #: The JUnit property (and report property) of the seconds a spec's setup waited for its target:
 #: the first spec on a cluster waits for it to start (the timeline draws that part apart).
 TARGET_SECONDS = "target_seconds"
@@ -229,33 +220,3 @@ def worker_count(
     best = min(ends.values())
     workers = min(n for n, end in ends.items() if end <= best * (1 + tolerance))
     return 0 if workers == 1 else workers
-
-
-def prepare_points(specs: Sequence[Spec], lead: float = PREPARE_LEAD) -> dict[int, str]:
-    """Where a run of ``specs`` (in run order) starts preparing each cluster it switches to:
-    spec index -> profile, prepared when that spec starts.
-
-    The point is the latest spec from which the planned seconds up to the first spec of the
-    new profile are at least ``lead``, but not before the first spec of the stretch it follows
-    (one cluster being prepared at a time) nor before the first spec. Specs needing no cluster
-    (profile ``None``) count for time and change nothing; a profile already used is not
-    prepared again (the run opens it anew if it comes back).
-    """
-    points: dict[int, str] = {}
-    seen: set[str] = set()
-    current: str | None = None
-    stretch_start = 0
-    for index, spec in enumerate(specs):
-        if spec.profile is None or spec.profile == current:
-            continue
-        if current is not None and spec.profile not in seen:
-            at, ahead = index, 0.0
-            while at > stretch_start and ahead < lead:
-                at -= 1
-                ahead += specs[at].seconds
-            points.setdefault(at, spec.profile)
-        if current is None or spec.profile not in seen:
-            stretch_start = index
-        seen.add(spec.profile)
-        current = spec.profile
-    return points

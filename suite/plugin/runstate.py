@@ -31,7 +31,6 @@ __all__ = [
     "CONTEXT_FIXTURE",
     "FIRST_PROFILE_INPUT",
     "PREPARE",
-    "PREPARE_INPUT",
     "PROFILE",
     "REPORTS",
     "SPEC",
@@ -49,9 +48,6 @@ CONTEXT_FIXTURE = "_nrop_context"
 #: xdist workerinput key: the profile of the first cluster of a worker's lane, prepared as soon as
 #: the worker starts (while it collects), before its first spec asks for it.
 FIRST_PROFILE_INPUT = "nrop_first_profile"
-#: xdist workerinput key: where the worker's lane prepares its next clusters (node id of the spec
-#: at whose start -> profile: :func:`nrop.suite.plugin.lanes.prepare_points`).
-PREPARE_INPUT = "nrop_prepare"
 #: Progress lines of a worker's leak check: the controller shows them (xdist workers say nothing).
 _LEAK_NOTE_PREFIXES = ("leak check:", "left behind:")
 

@@ -4,8 +4,7 @@ Owns collection: each spec item gets its :class:`~nrop.suite.plugin.specs.SpecIn
 markers and ``test_id``, the embedded cluster profile it needs (:func:`profile_for`) and a
 pytest-timeout limit (:data:`SPEC_TIMEOUT`); then the selection (``--label-filter``,
 ``--focus``/``--skip``), the order of a serial run (the run's profile first), the points where
-it prepares its next target (:func:`nrop.suite.plugin.lanes.prepare_points`; an xdist worker
-takes its lane's from the controller), and ``--dry-run-specs``,
+a serial run prepares its next target (:func:`prepare_points`), and ``--dry-run-specs``,
 which lists the selection instead of running it. How a run is spread over xdist workers is
 :mod:`nrop.suite.plugin.distributing`'s.
 """
@@ -16,15 +15,17 @@ import re
 
 import pytest
 
-from nrop.suite.plugin import distributing, labelfilter, lanes, reports
+from nrop.suite.plugin import labelfilter, reports
 from nrop.suite.plugin import labels as _labels
-from nrop.suite.plugin.runstate import PREPARE, PREPARE_INPUT, PROFILE, SPEC, STATE, is_distributed, state
+from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, PREPARE, PROFILE, SPEC, STATE, is_distributed, state
 from nrop.suite.plugin.specs import spec_info
 
 __all__ = [
     "CONTAINER_SCOPE_PROFILE",
+    "PREPARE_AHEAD",
     "PROFILE_MARK",
     "SPEC_TIMEOUT",
+    "prepare_points",
     "profile_for",
 ]
 
@@ -38,6 +39,23 @@ PROFILE_MARK = "nrop_profile"
 #: spec nor ``--timeout`` sets one: pyproject's 300s is for the project's own tests; upstream bounds
 #: only the whole run, and scheduler-cache specs legitimately take several minutes each.
 SPEC_TIMEOUT = 1800.0
+
+#: A serial run on embedded clusters prepares its next target (cluster, stack, BeforeSuite) in
+#: the background when the spec this many places before the first one needing it starts.
+PREPARE_AHEAD = 2
+
+
+def prepare_points(profiles: list[str], ahead: int) -> dict[int, str]:
+    """Where a serial run starts preparing its next target: spec index -> profile to prepare.
+
+    ``profiles`` are the profiles of the specs in run order; each change of profile is
+    prepared when the spec ``ahead`` places before it starts (the first spec at the earliest).
+    """
+    points: dict[int, str] = {}
+    for index in range(1, len(profiles)):
+        if profiles[index] != profiles[index - 1] and profiles[index] not in profiles[:index]:
+            points.setdefault(max(0, index - ahead), profiles[index])
+    return points
 
 
 def profile_for(labels: tuple[str, ...], default_profile: str, marked: str | None = None) -> str:
@@ -131,22 +149,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run = state(session.config)
     run.selected_specs = sum(1 for item in session.items if SPEC in item.stash)
     options = run.options
-    if options is None or not options.embedded:
-        return
-    if run.worker is not None:
-        # an xdist worker: the points of its lane, planned by the controller
-        marks = getattr(session.config, "workerinput", {}).get(PREPARE_INPUT) or {}
-        for item in session.items:
-            if item.nodeid in marks:
-                item.stash[PREPARE] = marks[item.nodeid]
-    elif not is_distributed(session.config):
-        # after every deselection (-k, -m): the specs that will run, in order (a run spread later
-        # by distributing plans its lanes' points there; its own items never run)
-        specs = distributing.estimated_specs(
-            session.items, distributing.load_durations(options.spec_durations)
-        )
-        for index, profile in lanes.prepare_points(specs).items():
-            session.items[index].stash[PREPARE] = profile
+    if options is not None and options.embedded and run.worker is None and not is_distributed(session.config):
+        # after every deselection (-k, -m): the specs that will run, in order
+        targeted = [i for i in session.items if PROFILE in i.stash and CONTEXT_FIXTURE in i.fixturenames]
+        points = prepare_points([item.stash[PROFILE] for item in targeted], PREPARE_AHEAD)
+        for index, profile in points.items():
+            targeted[index].stash[PREPARE] = profile
 
 
 @pytest.hookimpl(tryfirst=True)

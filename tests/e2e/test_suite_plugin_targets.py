@@ -260,32 +260,6 @@ def test_with_xdist_workers_take_the_longest_specs_first(pytester: pytest.Pytest
     assert _order(pytester) == {"gw0": ["long"], "gw1": ["medium", "short_a", "short_b"]}
 
 
-def test_a_worker_prepares_its_next_cluster_a_minute_of_specs_ahead(pytester: pytest.Pytester) -> None:
-    cnt = ', "tmscope:cnt"'
-    _laned_suite(pytester, {"long": (100, ""), "mid": (20, ""), "short": (3, ""), "cnt": (10, cnt)})
-    pytester.makeconftest(
-        (pytester.path / "conftest.py").read_text()
-        + textwrap.dedent(
-            """
-            import pytest
-            from nrop.suite.plugin.runstate import PREPARE
-
-            @pytest.hookimpl(tryfirst=True)
-            def pytest_runtest_setup(item):
-                with open(os.path.join(os.path.dirname(__file__), "prepare.log"), "a") as f:
-                    f.write(f"{item.name} {item.stash.get(PREPARE, '-')}\\n")
-            """
-        )
-    )
-    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "1", "--report-dir", str(pytester.path))
-    assert result.ret == 0, result.stdout.str()
-    assert _order(pytester) == {"gw0": ["long", "mid", "short", "cnt"]}
-    # 23 s of specs lie between "mid" and "cnt": the lane prepares container-scope from "long"
-    # (lanes.prepare_points), not from "short", the spec before it
-    prepared = dict(line.split() for line in (pytester.path / "prepare.log").read_text().splitlines())
-    assert prepared == {"test_long": "container-scope", "test_mid": "-", "test_short": "-", "test_cnt": "-"}
-
-
 def test_without_n_a_spread_run_chooses_its_workers_and_spreads_a_profile_over_several(
     pytester: pytest.Pytester,
 ) -> None:

@@ -141,37 +141,3 @@ def test_worker_count_keeps_within_what_the_cores_keep_up_with(cores: int, memor
 )
 def test_clusters_starting_together_share_the_cores(workers: int, cores: int, seconds: float) -> None:
     assert lanes.cluster_start(workers, cores) == seconds
-
-
-def _run(*steps: tuple[str | None, float]) -> list[Spec]:
-    return [Spec(f"s{index}", profile, seconds) for index, (profile, seconds) in enumerate(steps)]
-
-
-@pytest.mark.parametrize(
-    ("specs", "lead", "points"),
-    [
-        pytest.param(_run(("d", 30), ("d", 30), ("d", 30), ("c", 60)), 60, {1: "c"}, id="a-minute-ahead"),
-        pytest.param(_run(("d", 90), ("d", 3), ("c", 60)), 60, {0: "c"}, id="past-a-short-last-spec"),
-        pytest.param(
-            _run(("d", 90), ("d", 70), ("c", 60)), 60, {1: "c"}, id="the-spec-before-is-long-enough"
-        ),
-        pytest.param(_run(("d", 10), ("c", 60)), 60, {0: "c"}, id="not-before-the-first-spec"),
-        pytest.param(
-            _run(("d", 100), ("c", 10), ("c", 10), ("s", 5)),
-            60,
-            {0: "c", 1: "s"},
-            id="not-before-its-stretch",
-        ),
-        pytest.param(
-            _run(("d", 30), (None, 20), ("d", 20), ("c", 5)), 40, {1: "c"}, id="clusterless-specs-count"
-        ),
-        pytest.param(
-            _run(("d", 30), ("c", 30), ("d", 30)), 60, {0: "c"}, id="a-profile-back-is-not-prepared"
-        ),
-        pytest.param(_run(("d", 30), ("d", 30)), 60, {}, id="one-profile"),
-        pytest.param([], 60, {}, id="nothing"),
-        pytest.param(_run((None, 5), ("c", 5)), 60, {}, id="the-first-cluster-is-prepared-at-the-start"),
-    ],
-)
-def test_prepare_points(specs: list[Spec], lead: float, points: dict[int, str]) -> None:
-    assert lanes.prepare_points(specs, lead) == points

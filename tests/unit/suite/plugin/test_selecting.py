@@ -1,10 +1,26 @@
-"""Which embedded profile a spec needs (nrop.suite.plugin.selecting)."""
+"""Which embedded profile a spec needs, and where a serial run prepares its next target (nrop.suite.plugin.selecting)."""
 
 from __future__ import annotations
 
 import pytest
 
 from nrop.suite.plugin import selecting
+
+
+@pytest.mark.parametrize(
+    ("profiles", "ahead", "points"),
+    [
+        (["d", "d", "d", "d", "c", "c"], 2, {2: "c"}),
+        (["d", "c"], 2, {0: "c"}),
+        (["d", "d", "c"], 0, {2: "c"}),
+        (["d", "d", "d"], 2, {}),
+        (["c", "c"], 2, {}),
+        ([], 2, {}),
+        (["d", "d", "c", "s"], 1, {1: "c", 2: "s"}),
+    ],
+)
+def test_prepare_points(profiles: list[str], ahead: int, points: dict[int, str]) -> None:
+    assert selecting.prepare_points(profiles, ahead) == points
 
 
 @pytest.mark.parametrize(
