@@ -250,7 +250,12 @@ class EventBroadcaster:
                     await self._wakeup.wait()
             self._wakeup.clear()
             while self._queue:
-                to_write = self._admit(self._queue.popleft())
+                event = self._queue.popleft()
+                try:
+                    to_write = self._admit(event)
+                except Exception:  # recording must never stop: log and go on with the next event
+                    log.exception("recording event %s failed", _describe(event))
+                    continue
                 if to_write is not None:
                     self._spawn(to_write)
             self._mark_idle()

@@ -349,3 +349,19 @@ def _yielding(create: Any) -> Any:
         return await create(*args, **kwargs)
 
     return create_after_a_yield
+
+
+def test_an_event_that_cannot_be_admitted_does_not_stop_the_writer() -> None:
+    client = RecordingClient()
+    events = broadcaster(client, [0.0])
+    bad = _event()
+    bad["regarding"]["uid"] = {"not": "hashable"}  # its isomorphic key cannot be a cache key
+
+    async def go() -> None:
+        events.start()
+        events.submit(bad)
+        events.submit(_event(reason="Scheduled"))
+        await events.close(drain_timeout=3)
+
+    asyncio.run(go())
+    assert [c[1]["reason"] for c in client.calls] == ["Scheduled"]
