@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,20 +14,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _helpers_bench import ROOT, load
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load("bench_defects", ROOT / "bench" / "defects.py")
+bench = load("bench_defects", ROOT / "bench" / "defects.py")
 seeding = bench.seeding
 
 
@@ -252,7 +240,7 @@ def _recording() -> tuple[list[tuple], object]:
     ],
 )
 def test_filter_defects_hide_one_resource_kind(factory: str, kept: set[str]) -> None:
-    module = _load("seeded_scheduler", seeding.HERE / "seeded_scheduler.py")
+    module = load("seeded_scheduler", seeding.HERE / "seeded_scheduler.py")
     calls, original = _recording()
     broken = getattr(module, factory)(original)
     requests = {"cpu": 2, "memory": 1, "hugepages-1Gi": 1, "example.com/dev": 1}
@@ -261,7 +249,7 @@ def test_filter_defects_hide_one_resource_kind(factory: str, kept: set[str]) -> 
 
 
 def test_hugepages_counted_as_pages() -> None:
-    module = _load("seeded_exporter", seeding.HERE / "seeded_exporter.py")
+    module = load("seeded_exporter", seeding.HERE / "seeded_exporter.py")
 
     @dataclasses.dataclass
     class Entry:
@@ -521,7 +509,7 @@ def test_runtime_gives_every_container_the_defect_environment(monkeypatch: pytes
     monkeypatch.setenv("NROP_DEFECT", "d")
     monkeypatch.setenv("NROP_DEFECT_LOG", "/r/log")
     monkeypatch.syspath_prepend(str(seeding.HERE))
-    module = _load("seeded_runtime", seeding.HERE / "seeded_runtime.py")
+    module = load("seeded_runtime", seeding.HERE / "seeded_runtime.py")
 
     @dataclasses.dataclass(frozen=True)
     class Spec:
@@ -540,7 +528,7 @@ def test_runtime_gives_every_container_the_defect_environment(monkeypatch: pytes
 
 
 def test_cpus_not_accounted_changes_the_zones_only() -> None:
-    module = _load("seeded_exporter", seeding.HERE / "seeded_exporter.py")
+    module = load("seeded_exporter", seeding.HERE / "seeded_exporter.py")
 
     @dataclasses.dataclass(frozen=True)
     class Container:

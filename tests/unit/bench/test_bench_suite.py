@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
+from _helpers_bench import ROOT, load
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-suite = _load("bench_suite", ROOT / "bench" / "suite.py")
+suite = load("bench_suite", ROOT / "bench" / "suite.py")
 KEY = "test_x.py::TestY::test_z"
 
 
