@@ -250,14 +250,7 @@ class EventBroadcaster:
                     await self._wakeup.wait()
             self._wakeup.clear()
             while self._queue:
-                event = self._queue.popleft()
-                try:
-                    to_write = self._admit(event)
-                except Exception:  # recording must never stop: log and go on with the next event
-                    log.exception("recording event %s failed", _describe(event))
-                    continue
-                if to_write is not None:
-                    self._spawn(to_write)
+                self._spawn(self._queue.popleft())
             self._mark_idle()
             now = self._clock()
             if now >= next_refresh:
@@ -268,7 +261,9 @@ class EventBroadcaster:
                 await self._finish(now)
 
     def _spawn(self, event: Obj) -> None:
-        write = asyncio.get_running_loop().create_task(self._attempt(event), name=f"event {_describe(event)}")
+        """One task per occurrence; tasks start in the order they are made, so each admits its
+        occurrence (:meth:`_admit`, before its first await) in the order they were recorded."""
+        write = asyncio.get_running_loop().create_task(self._record(event), name=f"event {_describe(event)}")
         self._writes.add(write)
         write.add_done_callback(self._written)
 
@@ -303,7 +298,7 @@ class EventBroadcaster:
         return copy.deepcopy(cached.event)
 
     async def _record(self, event: Obj) -> None:
-        """One occurrence admitted and, when there is something to write, written (in this task)."""
+        """One occurrence admitted and, when there is something to write, written."""
         to_write = self._admit(event)
         if to_write is not None:
             await self._attempt(to_write)
