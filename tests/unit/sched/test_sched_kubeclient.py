@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import socket
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,12 @@ def test_kubeconfig_insecure_builds_an_unverified_context(tmp_path: Path) -> Non
     doc = kubeconfig_doc(cluster={"server": "https://k", "insecure-skip-tls-verify": True})
     context = load_kubeconfig(write(tmp_path / "config", doc)).ssl_context()
     assert context is not None and not context.check_hostname
+    assert context.verify_mode == ssl.CERT_NONE and context.get_ca_certs() == []  # no bundle read for nothing
+
+
+def test_ssl_context_without_ca_data_trusts_the_system() -> None:
+    context = ClientConfig(server="https://k").ssl_context()
+    assert context is not None and context.check_hostname and context.verify_mode == ssl.CERT_REQUIRED
 
 
 def test_ssl_context_loads_ca_and_client_pair() -> None:
