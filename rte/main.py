@@ -147,6 +147,10 @@ class Exporter:
                 self.metrics.podresources_failure(err.call)
             self._podres_failed = True
             raise
+        finally:
+            # Dialled again at the next scan: while a channel is open, gRPC's core keeps a pool
+            # of threads sized to the CPUs the node shows, each waking now and then (bench/README.md).
+            self.podres.close()
         self._podres_failed = False
         pods = exclude_pods(remove_shared_pool(pods, self.cfg.reference), self.cfg.pod_exclude)
         if self.terminal_pods is not None:

@@ -219,6 +219,9 @@ class FakePodres:
     def allocatable(self) -> AllocatableResources:
         return AllocatableResources(cpu_ids=(0, 1, 2, 3))
 
+    def close(self) -> None:
+        pass
+
     def list_pods(self) -> list[PodResources]:
         if self.fail:
             raise PodResourcesError("list", "rpc error: code = Unavailable desc = gone")

@@ -193,12 +193,20 @@ class FakePodres:
         self.pods: list[PodResources] = []
         self.fail_list = False
         self.allocatable_calls = 0
+        self.open = False
+        self.closes = 0
+
+    def close(self) -> None:
+        self.open = False
+        self.closes += 1
 
     def allocatable(self) -> AllocatableResources:
+        self.open = True
         self.allocatable_calls += 1
         return AllocatableResources(cpu_ids=(1, 2, 3))
 
     def list_pods(self) -> list[PodResources]:
+        self.open = True
         if self.fail_list:
             raise PodResourcesError(
                 "list", "socket /x does not exist (is the kubelet running?)", socket_missing=True
@@ -232,6 +240,7 @@ def test_cycle_prints_with_no_publish_and_survives_podresources_failures() -> No
     podres.pods = [PodResources(namespace="ns", name="p", containers=(ContainerResources("c", (1,)),))]
     assert exporter.cycle(Trigger.PERIODIC)
     assert podres.allocatable_calls == 2  # re-read after the failure: the kubelet may have restarted
+    assert not podres.open and podres.closes == 3  # the channel is not kept between scans, failed or not
     last = json.loads(out.getvalue().splitlines()[-1])
     assert last["zones"][0]["resources"][0]["available"] == "2"
     assert last["metadata"]["annotations"]["k8stopoawareschedwg/rte-update"] == "periodic"
