@@ -4,8 +4,7 @@ Thin I/O around pure decisions: :mod:`nropspec` validates and resolves node grou
 :mod:`kubeletconfig` reads the groups' kubelet settings, :mod:`rtemanifests` renders the
 objects, :mod:`conditions` computes the conditions. An invalid CR only gets its
 ``Degraded`` condition: the running exporters are left as they are. API errors become
-``Degraded`` (``InternalError``) and are retried by the next trigger (the periodic resync
-at the latest); nothing here raises into kopf except on deletion.
+``Degraded`` (``InternalError``) and are retried after the work queue's back-off; nothing here raises into kopf except on deletion.
 
 Where the cluster serves KubeletConfigs, a pool's exporter ConfigMap may be controlled by a
 KubeletConfig (:mod:`kubeletconfigcontroller`): this controller then leaves it alone and
@@ -16,9 +15,11 @@ the exporters' MachineConfigs (:mod:`machineconfigs`: the custom SELinux policy 
 asks for it), and the exporters wait until every pool runs what it should; MachineConfigs of
 pools that left the node groups are deleted.
 
-Triggers: any event of the CR, any event of a DaemonSet it owns (labelled with its name) or
+Triggers: any event of the CR, any event of an object of the kinds upstream ``Owns`` (labelled
+with its name: :data:`WATCHED`) or
 of an exporter ConfigMap (labelled with the operator name, whoever controls it), on OpenShift
-any event of a MachineConfigPool, and a periodic resync. Deletion removes every object the CR
+any event of a MachineConfigPool, a step in progress or failed (:mod:`.requeueing`), and the
+periodic resync. Deletion removes every object the CR
 owns, then the finalizer goes.
 """
 
@@ -70,6 +71,9 @@ OWNED = (
     kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
     kind("v1", "ServiceAccount"),
 )
+#: The owned kinds whose events reconcile the owner: upstream's ``Owns`` (the exporter ConfigMaps
+#: have their own handler, as upstream's ``Watches``); its RBAC lets it watch these cluster-wide.
+WATCHED = (DAEMONSET, *(k for k in OWNED if k.kind in ("RoleBinding", "Role", "ServiceAccount")))
 RESOURCE = CustomResource(NROP, CONTROLLER, (Type.MCP_PAUSED,))
 
 
@@ -268,7 +272,7 @@ def register(registry: kopf.OperatorRegistry, ctx: Context) -> None:
     register_cr_controller(
         registry, prefix="nrop", plural=naming.NROP_PLURAL, kind_name=naming.NROP_KIND,
         reconcile=lambda name: reconcile(ctx, name), cleanup=lambda name: cleanup(ctx, name),
-        owned=(("apps", "v1", "daemonsets"),),
+        owned=WATCHED,
     )  # fmt: skip
 
     if ctx.platform is Platform.OPENSHIFT:

@@ -2,8 +2,9 @@
 
 Thin I/O around pure decisions: :mod:`nrsspec` validates, normalizes and computes the
 replicas, :mod:`schedmanifests` renders, :mod:`conditions` computes the conditions.
-Manual edits of the owned ConfigMap or Deployment trigger a reconciliation that puts
-them back. Deletion removes every object the CR owns.
+Manual edits of an object it owns trigger a reconciliation that puts it back; so does a node
+added or removed (the replicas follow the nodes), a step in progress or failed
+(:mod:`.requeueing`) and the periodic resync. Deletion removes every object the CR owns.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ OWNED = (
     kind("rbac.authorization.k8s.io/v1", "ClusterRole"),
     kind("v1", "ServiceAccount"),
 )
+#: The owned kinds whose events reconcile the owner: upstream's ``Owns``.
+WATCHED = tuple(k for k in OWNED if k.kind not in ("RoleBinding", "Role"))
 RESOURCE = CustomResource(NRS, CONTROLLER, (Type.DEDICATED_INFORMER,))
 
 
@@ -126,5 +129,13 @@ def register(registry: kopf.OperatorRegistry, ctx: Context) -> None:
     register_cr_controller(
         registry, prefix="nrs", plural=naming.NRS_PLURAL, kind_name=naming.NRS_KIND,
         reconcile=lambda name: reconcile(ctx, name), cleanup=lambda name: cleanup(ctx, name),
-        owned=(("apps", "v1", "deployments"), ("", "v1", "configmaps")),
+        owned=WATCHED,
     )  # fmt: skip
+
+    # upstream's nodeToNUMAResourcesScheduler: a node added or removed changes the replicas
+    # (updates are filtered out, as its predicate does); the first list counts as additions
+    @kopf.on.event("", "v1", "nodes", id="nrs-nodes", registry=registry)
+    def node_event(type: str | None, **_: Any) -> None:
+        if type in (None, "ADDED", "DELETED"):
+            for nrs in ctx.api.list(NRS):
+                reconcile(ctx, nrs["metadata"]["name"])

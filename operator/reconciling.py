@@ -28,6 +28,7 @@ from nrop.operator import metrics
 from nrop.operator.decisions import conditions, naming
 from nrop.operator.decisions.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import Api, ApiException, Kind, error_message
+from nrop.operator.requeueing import Requeue
 
 __all__ = [
     "TRANSIENT",
@@ -66,6 +67,8 @@ class Context:
     metrics_tls: Settings | None = None
     #: The cluster's platform, detected at start (upstream's operator does the same).
     platform: Platform = Platform.KUBERNETES
+    #: Reconciliations again without an event (``None``: only events and the resync; tests).
+    requeue: Requeue | None = None
     _locks: dict[tuple[str, str], threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock))
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
@@ -133,7 +136,21 @@ def reconcile_cr(
     objects, fills ``status`` and returns the step (retried on transient API errors; an API error
     that stays is ``Degraded``/``InternalError``). The conditions follow the step, ``finish``
     completes the status (with the CR's generation), which is written only when it changed.
+    A step still in progress or failed is reconciled again later (:mod:`.requeueing`).
     """
+    step = _reconcile_cr(ctx, cr, name, sync, finish)
+    if ctx.requeue is not None:
+        ctx.requeue.after_step((cr.kind.kind, name), step, lambda: reconcile_cr(ctx, cr, name, sync, finish))
+    return step
+
+
+def _reconcile_cr(
+    ctx: Context,
+    cr: CustomResource,
+    name: str,
+    sync: Callable[[Mapping[str, Any], dict[str, Any]], Step],
+    finish: Callable[[dict[str, Any], int], None] | None,
+) -> Step | None:
     kind_name = cr.kind.kind
     metrics.WORKQUEUE_ADDS.labels(cr.controller, cr.controller).inc()
     with ctx.lock(kind_name, name), metrics.measure(cr.controller):
@@ -182,13 +199,14 @@ def register_cr_controller(
     kind_name: str,
     reconcile: Callable[[str], Any],
     cleanup: Callable[[str], Any],
-    owned: tuple[tuple[str, str, str], ...],
+    owned: tuple[Kind, ...],
 ) -> None:
     """The kopf handlers of one CR controller (handler ids ``<prefix>_event`` etc., as before).
 
     Every event of a live CR reconciles it (the periodic resync is the process's, see
-    :func:`resync_forever`); its deletion runs ``cleanup``; an event on an ``owned`` ``(group, version, plural)`` object labelled as
-    owned by a ``kind_name`` reconciles the owner the label names.
+    :func:`resync_forever`); its deletion runs ``cleanup``; an event on an object of an ``owned``
+    kind labelled as owned by a ``kind_name`` reconciles the owner the label names (upstream's
+    ``Owns``: a deleted or edited operand is put back at once).
     """
 
     def on_event(name: str, type: str | None, **_: Any) -> None:
@@ -204,9 +222,10 @@ def register_cr_controller(
     group, version = naming.GROUP, naming.VERSION
     kopf.on.event(group, version, plural, id=f"{prefix}_event", registry=registry)(on_event)
     kopf.on.delete(group, version, plural, id=f"{prefix}_deleted", registry=registry)(on_delete)
-    for owned_group, owned_version, owned_plural in owned:
+    for kind in owned:
+        owned_group, _, owned_version = kind.api_version.rpartition("/")
         kopf.on.event(
-            owned_group, owned_version, owned_plural, id=f"{prefix}-owned-{owned_plural}",
+            owned_group, owned_version, kind.plural, id=f"{prefix}-owned-{kind.plural}",
             labels={naming.OWNER_KIND_LABEL: kind_name}, registry=registry,
         )(on_owned)  # fmt: skip
 

@@ -34,14 +34,17 @@ from nrop.operator.decisions import naming
 from nrop.operator.kubeapi import Api, kind, load_client
 from nrop.operator.leaderelection import LeaderElector
 from nrop.operator.reconciling import Context, resync_forever
+from nrop.operator.requeueing import Requeue
 from nrop.operator.serving import serve_health, serve_metrics
 
 __all__ = ["RESYNC_SECONDS", "Options", "build_registry", "detect_platform", "run"]
 
 log = logging.getLogger(__name__)
-#: Periodic re-reconciliation of every CR (node changes, drift of objects no event covers), by
-#: one loop for the process (:func:`~nrop.operator.reconciling.resync_forever`).
-RESYNC_SECONDS = 10.0
+#: Periodic re-reconciliation of every CR, by one loop for the process
+#: (:func:`~nrop.operator.reconciling.resync_forever`): controller-runtime's default ``SyncPeriod``
+#: (upstream sets none). Events of the CRs and of what they own or watch, and the requeues of
+#: steps in progress or failed (:mod:`~nrop.operator.requeueing`), do the rest.
+RESYNC_SECONDS = 10 * 3600.0
 CLUSTERVERSION = kind("config.openshift.io/v1", "ClusterVersion")
 INFRASTRUCTURE = kind("config.openshift.io/v1", "Infrastructure")
 
@@ -161,6 +164,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
         platform=platform,
     )
     stop = threading.Event()
+    ctx.requeue = Requeue(stop)
     elector: LeaderElector | None = None
     metrics.declare((numaresourcesoperator.CONTROLLER, numaresourcesscheduler.CONTROLLER))
     if options.metrics_address:
@@ -181,6 +185,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     threading.Thread(
         target=resync_forever, args=(ctx, controllers, RESYNC_SECONDS, stop), name="resync", daemon=True
     ).start()
+    threading.Thread(target=ctx.requeue.run, name="requeue", daemon=True).start()
     try:
         kubeletconfigs = api.has_api(kubeletconfigcontroller.GROUP_VERSION)
         if kubeletconfigs:
