@@ -72,7 +72,7 @@ cluster: $(STAMP)
 
 podman:
 	@command -v podman >/dev/null && command -v debootstrap >/dev/null && command -v runc >/dev/null || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap >/dev/null)
+	  (apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq podman runc debootstrap >/dev/null)
 
 base-image: podman
 	hack/base-image.sh $(BASE_IMAGE)
