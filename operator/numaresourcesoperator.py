@@ -4,7 +4,8 @@ Thin I/O around pure decisions: :mod:`nropspec` validates and resolves node grou
 :mod:`kubeletconfig` reads the groups' kubelet settings, :mod:`rtemanifests` renders the
 objects, :mod:`conditions` computes the conditions. An invalid CR only gets its
 ``Degraded`` condition: the running exporters are left as they are. API errors become
-``Degraded`` (``InternalError``) and are retried after the work queue's back-off; nothing here raises into kopf except on deletion.
+``Degraded`` (``InternalError``) and are retried after the work queue's back-off; nothing
+here raises into kopf except on deletion.
 
 Where the cluster serves KubeletConfigs, a pool's exporter ConfigMap may be controlled by a
 KubeletConfig (:mod:`kubeletconfigcontroller`): this controller then leaves it alone and
@@ -16,10 +17,9 @@ asks for it), and the exporters wait until every pool runs what it should; Machi
 pools that left the node groups are deleted.
 
 Triggers: any event of the CR, any event of an object of the kinds upstream ``Owns`` (labelled
-with its name: :data:`WATCHED`) or
-of an exporter ConfigMap (labelled with the operator name, whoever controls it), on OpenShift
-any event of a MachineConfigPool, a step in progress or failed (:mod:`.requeueing`), and the
-periodic resync. Deletion removes every object the CR
+with its name: :data:`WATCHED`) or of an exporter ConfigMap (labelled with the operator name,
+whoever controls it), on OpenShift any event of a MachineConfigPool, a step in progress or
+failed (:mod:`.requeueing`), and the periodic resync. Deletion removes every object the CR
 owns, then the finalizer goes.
 """
 

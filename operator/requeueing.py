@@ -56,8 +56,8 @@ class Requeue:
         self._stop = stop
         self._clock = clock
         self._cond = threading.Condition()
-        self._due: dict[Hashable, float] = {}
-        self._work: dict[Hashable, Callable[[], object]] = {}
+        #: key -> (when, work): the one pending run of each key
+        self._pending: dict[Hashable, tuple[float, Callable[[], object]]] = {}
         self._heap: list[tuple[float, int, Hashable]] = []
         self._failures: dict[Hashable, int] = {}
         self._order = 0
@@ -73,14 +73,12 @@ class Requeue:
             else:
                 self._failures.pop(key, None)
             if delay is None:
-                self._due.pop(key, None)
-                self._work.pop(key, None)
+                self._pending.pop(key, None)
                 return
             due = self._clock() + delay
-            if key in self._due and self._due[key] <= due:
+            if key in self._pending and self._pending[key][0] <= due:
                 return
-            self._due[key] = due
-            self._work[key] = work
+            self._pending[key] = (due, work)
             self._order += 1
             heapq.heappush(self._heap, (due, self._order, key))
             self._cond.notify()
@@ -92,10 +90,11 @@ class Requeue:
         with self._cond:
             while self._heap and self._heap[0][0] <= now:
                 due, _, key = heapq.heappop(self._heap)
-                if self._due.get(key) != due:
+                pending = self._pending.get(key)
+                if pending is None or pending[0] != due:
                     continue  # superseded by an earlier time, or forgotten
-                del self._due[key]
-                ready.append(self._work.pop(key))
+                del self._pending[key]
+                ready.append(pending[1])
         return ready
 
     def _wait(self) -> None:
