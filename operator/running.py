@@ -7,14 +7,22 @@ profile, read at start, sets the exporters' metrics TLS flags, and a change of i
 process (exit 0) so that its pod restarts with the new one (:mod:`tlsprofilewatcher`). kopf's own peering is off (``standalone``): one
 replica leads through the Lease ``numaresources-controller-manager`` instead. The platform is
 detected once at start, as upstream's operator does (:func:`detect_platform`).
+
+Stopping is bounded as controller-runtime's manager bounds it: once the operator stops (a
+signal, the stop flag, or one of kopf's root tasks failing, such as a watch the ClusterRole
+forbids), its handlers get :data:`GRACEFUL_SHUTDOWN_SECONDS` to end; past that the process exits
+1 (:func:`exit_when_stuck`, and kopf's own ``ultimate_exiting_timeout`` where kopf stops without
+the flag), so that the kubelet restarts it instead of leaving a process that reconciles nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +45,15 @@ from nrop.operator.reconciling import Context, resync_forever
 from nrop.operator.requeueing import Requeue
 from nrop.operator.serving import serve_health, serve_metrics
 
-__all__ = ["RESYNC_SECONDS", "Options", "build_registry", "detect_platform", "run"]
+__all__ = [
+    "GRACEFUL_SHUTDOWN_SECONDS",
+    "RESYNC_SECONDS",
+    "Options",
+    "build_registry",
+    "detect_platform",
+    "exit_when_stuck",
+    "run",
+]
 
 log = logging.getLogger(__name__)
 #: Periodic re-reconciliation of every CR, by one loop for the process
@@ -45,6 +61,10 @@ log = logging.getLogger(__name__)
 #: (upstream sets none). Events of the CRs and of what they own or watch, and the requeues of
 #: steps in progress or failed (:mod:`~nrop.operator.requeueing`), do the rest.
 RESYNC_SECONDS = 10 * 3600.0
+#: controller-runtime's default ``GracefulShutdownTimeout`` (upstream sets none): how long the
+#: handlers get to end once the operator stops; past it the manager's ``Start`` returns "failed
+#: waiting for all runnables to end within grace period" and upstream's main exits 1.
+GRACEFUL_SHUTDOWN_SECONDS = 30.0
 CLUSTERVERSION = kind("config.openshift.io/v1", "ClusterVersion")
 INFRASTRUCTURE = kind("config.openshift.io/v1", "Infrastructure")
 
@@ -103,6 +123,9 @@ def build_registry(
             prefix="nodetopology.openshift.io"
         )
         settings.execution.max_workers = 8
+        # kopf stopping on its own (a failed root task, a signal) kills the process past this;
+        # a stop by the flag is bounded by exit_when_stuck
+        settings.process.ultimate_exiting_timeout = GRACEFUL_SHUTDOWN_SECONDS
 
     numaresourcesoperator.register(registry, ctx)
     numaresourcesscheduler.register(registry, ctx)
@@ -142,6 +165,20 @@ def detect_platform(api: Api) -> Platform:
     return platform_of(count, api.get(INFRASTRUCTURE, "cluster") if count else None)
 
 
+def exit_when_stuck(
+    stop: threading.Event, grace: float = GRACEFUL_SHUTDOWN_SECONDS, exit: Callable[[int], object] = os._exit
+) -> None:
+    """Thread body (a daemon: a process that ends in time ends it): once ``stop`` is set, wait
+    ``grace`` seconds, then log controller-runtime's message and ``exit(1)``."""
+    stop.wait()
+    time.sleep(grace)
+    log.error(
+        "problem running manager: failed waiting for all runnables to end within grace period of %gs", grace
+    )
+    logging.shutdown()
+    exit(1)
+
+
 def run(options: Options, environ: Mapping[str, str]) -> int:
     try:
         api = Api(load_client(options.kubeconfig))
@@ -164,6 +201,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
         platform=platform,
     )
     stop = threading.Event()
+    threading.Thread(target=exit_when_stuck, args=(stop,), name="shutdown-bound", daemon=True).start()
     ctx.requeue = Requeue(stop)
     elector: LeaderElector | None = None
     metrics.declare((numaresourcesoperator.CONTROLLER, numaresourcesscheduler.CONTROLLER))

@@ -47,6 +47,7 @@ from nrop.api.restclient import RestClient
 from nrop.localcluster.cluster import ClusterConfig, ClusterThread
 from nrop.operator import samples
 from nrop.operator.decisions.manifests import install_manifests
+from nrop.operator.decisions.naming import OPERATOR_NAME
 from nrop.operator.kubeapi import Api, kind
 from nrop.suite.e2e.wait.polling import WaitTimeout
 from nrop.suite.e2e.wait.polling import wait_for as _wait_for
@@ -578,6 +579,61 @@ def test_sigterm_ends_the_operator_at_once_with_exit_code_0(stack: Cluster) -> N
     )
     assert status.last_state.terminated.exit_code == 0, status.last_state.terminated
     wait_for(container, lambda s: s.ready, "the restarted operator to be ready", TIMEOUT)
+    wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
+
+
+def _without_watch(rules: list[dict[str, Any]], plural: str) -> list[dict[str, Any]]:
+    """``rules`` with ``watch`` on ``plural`` (core group) taken away, everything else kept."""
+    out: list[dict[str, Any]] = []
+    for rule in rules:
+        if "" not in rule["apiGroups"] or plural not in rule["resources"]:
+            out.append(rule)
+            continue
+        rest = [r for r in rule["resources"] if r != plural]
+        if rest:
+            out.append({**rule, "resources": rest})
+        out.append({**rule, "resources": [plural], "verbs": [v for v in rule["verbs"] if v != "watch"]})
+    return out
+
+
+def test_a_forbidden_watch_ends_the_operator_with_exit_code_1(
+    stack: Cluster, api_client: client.ApiClient
+) -> None:
+    """controller-runtime's manager stops and upstream's main exits 1 when a kind the operator
+    watches cannot be watched: the pod restarts until its ClusterRole is fixed, instead of a
+    process that stays up and never sees those objects change."""
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    role = rbac.read_cluster_role(OPERATOR_NAME)
+    rules = client.ApiClient().sanitize_for_serialization(role.rules)
+    pod = stack.core.list_namespaced_pod(NS, label_selector="app=numaresources-operator").items[0]
+
+    def container() -> Any:
+        return stack.core.read_namespaced_pod(pod.metadata.name, NS).status.container_statuses[0]
+
+    before = container().last_state.terminated
+    rbac.patch_cluster_role(OPERATOR_NAME, {"rules": _without_watch(rules, "serviceaccounts")})
+    try:
+        pid = _operator_pid(pod.metadata.name)
+        assert pid is not None, "the operator's process was not found"
+        os.kill(pid, signal.SIGTERM)  # the restarted process watches with the new ClusterRole
+        wait_for(
+            container,
+            lambda s: (
+                s.last_state.terminated is not None
+                and s.last_state.terminated.exit_code == 1
+                and s.last_state.terminated != before
+            ),
+            "the operator to exit 1 once it may not watch serviceaccounts (kopf retries 9 times, ~40s)",
+            2 * TIMEOUT,
+        )
+    finally:
+        rbac.patch_cluster_role(OPERATOR_NAME, {"rules": rules})
+    wait_for(
+        container,
+        lambda s: s.ready,
+        "the operator to be restarted and ready with its ClusterRole back",
+        2 * TIMEOUT,
+    )
     wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
 
 
