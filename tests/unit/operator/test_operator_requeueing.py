@@ -1,5 +1,6 @@
-"""When the operator reconciles a CR again without an event (``operator/requeueing.py``), and that
-the events it waits for are ones its ClusterRole lets it watch."""
+"""When the operator reconciles a CR again without an event (``operator/requeueing.py``), that
+the events it waits for are ones its ClusterRole lets it watch, and which node events reconcile
+the NUMAResourcesScheduler."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from unittest import mock
 import pytest
 
 from nrop.api.platform import Platform
-from nrop.operator import running
+from nrop.operator import numaresourcesscheduler, running
 from nrop.operator.decisions.conditions import Reason, Step
 from nrop.operator.decisions.manifests import OPERATOR_RULES
 from nrop.operator.reconciling import Context
@@ -102,3 +103,28 @@ def test_every_watched_kind_is_listable_and_watchable_cluster_wide(platform: Pla
             and {"list", "watch"} <= set(rule["verbs"])
             for rule in OPERATOR_RULES
         ), f"the operator watches {plural}.{group} but its ClusterRole does not let it list and watch them"
+
+
+@pytest.mark.parametrize(
+    ("event", "reconciled"),
+    [
+        pytest.param(None, True, id="listed-at-start"),
+        pytest.param("ADDED", True, id="added"),
+        pytest.param("DELETED", True, id="deleted"),
+        pytest.param("MODIFIED", False, id="updates-filtered-out"),
+    ],
+)
+def test_a_node_added_or_removed_reconciles_every_nrs(event: str | None, reconciled: bool) -> None:
+    """upstream's ``nodeToNUMAResourcesScheduler`` with its create/delete-only predicate."""
+    api = mock.Mock()
+    api.list.return_value = [
+        {"metadata": {"name": "numaresourcesscheduler"}},
+        {"metadata": {"name": "other"}},
+    ]
+    ctx = Context(api=api, namespace="ns", image="img", environ={}, platform=Platform.KUBERNETES)
+    registry = running.build_registry(ctx, None)
+    (handler,) = [h for h in registry._watching.get_all_handlers() if h.id == "nrs-nodes"]
+    with mock.patch.object(numaresourcesscheduler, "reconcile") as reconcile:
+        handler.fn(type=event, body={}, name="node-3")
+    expected = [mock.call(ctx, "numaresourcesscheduler"), mock.call(ctx, "other")] if reconciled else []
+    assert reconcile.call_args_list == expected
