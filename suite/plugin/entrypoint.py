@@ -57,7 +57,7 @@ import pytest
 
 from nrop.suite.plugin import environtable, loggertable, reports
 from nrop.suite.plugin import labels as _labels
-from nrop.suite.plugin.options import SELECTION_FLAGS, SuiteOptions, add_options, resolve
+from nrop.suite.plugin.options import OPTION_DESTS, SELECTION_FLAGS, SuiteOptions, add_options, resolve
 from nrop.suite.plugin.runstate import STATE, RunState, is_distributed
 from nrop.suite.plugin.specs import SPEC_MARK
 
@@ -75,8 +75,6 @@ SUITE_FLAG = "NROP_SERIAL_SUITE"
 #: pytest-timeout's ``--session-timeout`` of a suite run when none is given: upstream's whole-run
 #: timeout (5h). It is soft: the spec running when it expires ends, then the run stops.
 SESSION_TIMEOUT = 5 * 3600.0
-
-_OPTION_DESTS = (*SELECTION_FLAGS, "nrop_keep_namespace")
 
 #: Plugins installed for the project's own tests that no spec uses, left out of suite runs:
 #: hypothesis's imports the whole hypothesis package in ``pytest_terminal_summary``, in every
@@ -122,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 config.pluginmanager.unregister(name=name)
     if suite_run and _session_timeout_unset(config):
         config.option.session_timeout = SESSION_TIMEOUT  # read by pytest-timeout's pytest_configure
-    cli = {dest: config.getoption(dest, None) for dest in _OPTION_DESTS}
+    cli = {dest: config.getoption(dest, None) for dest in OPTION_DESTS}
     options: SuiteOptions | None = None
     error: pytest.UsageError | None = None
     try:

@@ -38,6 +38,7 @@ from nrop.suite.plugin import labelfilter, labels
 __all__ = [
     "DEFAULT_PROFILE",
     "DEFAULT_REPORT_DIR",
+    "OPTION_DESTS",
     "SELECTION_FLAGS",
     "SuiteOptions",
     "add_options",
@@ -64,6 +65,8 @@ SELECTION_FLAGS = (
     "nrop_report_dir",
     "nrop_dry_run",
 )
+#: Every option :func:`add_options` declares, by ``dest``: what :func:`resolve` reads from the command line.
+OPTION_DESTS = (*SELECTION_FLAGS, "nrop_keep_namespace", "nrop_spec_durations")
 
 
 @dataclass(frozen=True)

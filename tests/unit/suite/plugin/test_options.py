@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,27 @@ def test_spec_durations_name_an_existing_file(tmp_path: Path) -> None:
     assert suite_options.resolve({}, {"E2E_NROP_SPEC_DURATIONS": str(given)}).spec_durations == given
     with pytest.raises(pytest.UsageError, match=r"--spec-durations='/nowhere\.json': no such file"):
         suite_options.resolve({"nrop_spec_durations": "/nowhere.json"}, {})
+
+
+def test_every_declared_option_reaches_resolve() -> None:
+    """The plugin passes :data:`OPTION_DESTS` from the command line to ``resolve``: an option
+    declared but left out of it would be parsed and then ignored (``--spec-durations`` was)."""
+    declared: list[str] = []
+
+    class Group:
+        def addoption(self, *names: str, **attrs: Any) -> None:
+            declared.append(attrs["dest"])
+
+    class Parser:
+        def getgroup(self, *_: str) -> Group:
+            return Group()
+
+    suite_options.add_options(Parser())  # type: ignore[arg-type]
+    assert sorted(set(declared)) == sorted(suite_options.OPTION_DESTS)
+
+
+def test_spec_durations_from_the_command_line(tmp_path: Path) -> None:
+    given = tmp_path / "durations.json"
+    given.write_text("{}")
+    cli = dict.fromkeys(suite_options.OPTION_DESTS) | {"nrop_spec_durations": str(given)}
+    assert suite_options.resolve(cli, {}).spec_durations == given
