@@ -471,14 +471,54 @@ def write_durations(path: Path, tier: int, commit: str, junits: Mapping[str, Pat
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def held(workers: int, elapsed: float, wall: float | None) -> int:
-    """The workers a running run counts against the budget: all of them until it outlives its
-    planned wall time (``None``: unknown), then :data:`TAIL_WORKERS`. Its lanes were planned to
-    end by then; the workers of the ones that did wait idle for the last, holding a cluster's
-    memory and next to no CPU."""
+def held(workers: int, elapsed: float, wall: float | None, alive: int | None = None) -> int:
+    """The workers a running run counts against the budget: those of its xdist workers still
+    alive (``alive``; a worker with nothing more to run shuts down and closes its clusters), or,
+    before they are seen, all of them until it outlives its planned wall time (``None``:
+    unknown), then :data:`TAIL_WORKERS`: its lanes were planned to end by then."""
+    if alive is not None:
+        return min(workers, alive)
     if wall is None or elapsed < wall:
         return workers
     return min(workers, TAIL_WORKERS)
+
+
+def child_pids(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes whose parent is ``pid`` (from each process's ``stat``)."""
+    children = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[1] == str(pid):
+            children.append(int(entry.name))
+    return children
+
+
+class WorkerWatch:
+    """The xdist workers each running run has alive: the children of its pytest process, once it
+    has spawned them (``None`` before: the run is starting)."""
+
+    def __init__(self, children: Callable[[int], Sequence[int]] = child_pids) -> None:
+        self._children = children
+        self._pids: dict[str, int] = {}
+        self._spawned: set[str] = set()
+
+    def started(self, run: str, pid: int) -> None:
+        self._pids[run] = pid
+
+    def alive(self, run: str) -> int | None:
+        pid = self._pids.get(run)
+        if pid is None:
+            return None
+        count = len(self._children(pid))
+        if count:
+            self._spawned.add(run)
+        return count if run in self._spawned else None
 
 
 def run_planned(
@@ -490,11 +530,13 @@ def run_planned(
     *,
     recheck: float = RECHECK_SECONDS,
     clock: Callable[[], float] = time.monotonic,
+    alive: Callable[[str], int | None] = lambda run: None,
 ) -> dict[str, Run]:
     """Run ``start(run, workers)`` for every planned run, as many at once as ``budget`` workers
     (and ``parallel`` runs, when given) allow, in plan order with later runs filling the gaps
-    they leave without delaying the next in order (:func:`next_to_start`). A run past its
-    planned wall time (``walls``) counts only its tail (:func:`held`)."""
+    they leave without delaying the next in order (:func:`next_to_start`). A running run counts
+    the workers it has ``alive``, or, before they are seen, all of them until its planned wall
+    time (``walls``) and only its tail past it (:func:`held`)."""
     pending = list(planned)
     results: dict[str, Run] = {}
     done = threading.Condition()
@@ -504,7 +546,7 @@ def run_planned(
     def free() -> int:
         now = clock()
         return budget - sum(
-            held(workers, now - started, (walls or {}).get(run))
+            held(workers, now - started, (walls or {}).get(run), alive(run))
             for run, (workers, started) in running.items()
         )
 
@@ -578,8 +620,14 @@ def run_env(environ: Mapping[str, str], defect_id: str | None, report_dir: Path)
     return env
 
 
-def run_suite(defect_id: str | None, report_dir: Path, tier: int, extra: Sequence[str]) -> Run:
-    """One ``pytest serial`` run, its live output timed line by line."""
+def run_suite(
+    defect_id: str | None,
+    report_dir: Path,
+    tier: int,
+    extra: Sequence[str],
+    on_start: Callable[[int], None] = lambda pid: None,
+) -> Run:
+    """One ``pytest serial`` run, its live output timed line by line; ``on_start`` gets its pid."""
     report_dir.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -604,6 +652,7 @@ def run_suite(defect_id: str | None, report_dir: Path, tier: int, extra: Sequenc
             stderr=subprocess.STDOUT,
             text=True,
         )
+        on_start(proc.pid)
         assert proc.stdout is not None
         for line in proc.stdout:
             out.write(f"{time.monotonic() - started:8.1f} {line}")
@@ -638,6 +687,7 @@ def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -
     """Every run of the table: with ``-n`` as given, else as :func:`plan_runs` plans them, each
     run's lanes planned with what its specs took last time (``--spec-durations``)."""
     expected = load_expected(DURATIONS, args.tier_up_to)
+    watch = WorkerWatch()
 
     def start(run: str, workers: int) -> Run:
         defect = None if run == BASELINE else run
@@ -647,12 +697,14 @@ def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -
             planned_with = report_dir / run / PLANNED_DURATIONS
             planned_with.write_text(json.dumps(dict(expected[run].specs)), encoding="utf-8")
             extra += ["--spec-durations", str(planned_with)]
-        return run_suite(defect, report_dir / run, args.tier_up_to, extra)
+        return run_suite(
+            defect, report_dir / run, args.tier_up_to, extra, lambda pid: watch.started(run, pid)
+        )
 
     if args.workers is not None:
         parallel = args.parallel or 1
         planned = [(run, args.workers) for run in to_run]
-        return run_planned(planned, args.workers * parallel, parallel, start)
+        return run_planned(planned, args.workers * parallel, parallel, start, alive=watch.alive)
     cores = usable_cores()
     budget = args.workers_budget or workers_budget(available_memory(), cores)
     planned = plan_runs(to_run, expected, budget, cores)
@@ -662,7 +714,7 @@ def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -
         + ", ".join(f"{run} ({workers})" for run, workers in planned),
         flush=True,
     )
-    return run_planned(planned, budget, args.parallel, start, walls)
+    return run_planned(planned, budget, args.parallel, start, walls, alive=watch.alive)
 
 
 def main() -> int:

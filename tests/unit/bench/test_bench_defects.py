@@ -715,6 +715,65 @@ def test_held(workers: int, elapsed: float, wall: float | None, expected: int) -
     assert bench.held(workers, elapsed, wall) == expected
 
 
+@pytest.mark.parametrize(
+    ("workers", "elapsed", "wall", "alive", "expected"),
+    [
+        pytest.param(10, 100.0, 700.0, 3, 3, id="lanes-done-early-give-back-their-workers"),
+        pytest.param(10, 900.0, 700.0, 7, 7, id="past-its-plan-with-most-lanes-still-running"),
+        pytest.param(10, 900.0, 700.0, 0, 0, id="every-worker-gone"),
+        pytest.param(4, 10.0, 700.0, 5, 4, id="a-replacement-worker-counts-no-more-than-planned"),
+    ],
+)
+def test_held_counts_the_workers_seen_alive(
+    workers: int, elapsed: float, wall: float, alive: int, expected: int
+) -> None:
+    assert bench.held(workers, elapsed, wall, alive) == expected
+
+
+def test_worker_watch_counts_the_children_once_spawned() -> None:
+    children: dict[int, list[int]] = {7: []}
+    watch = bench.WorkerWatch(lambda pid: children.get(pid, []))
+    assert watch.alive("run") is None  # not started
+    watch.started("run", 7)
+    assert watch.alive("run") is None  # started, workers not spawned yet
+    children[7] = [8, 9, 10]
+    assert watch.alive("run") == 3
+    children[7] = []
+    assert watch.alive("run") == 0  # every worker has ended
+
+
+def test_child_pids_reads_the_parents_from_proc(tmp_path: Path) -> None:
+    for pid, stat in {
+        "8": "8 (python3) S 7 8 7 0",
+        "9": "9 (odd ) name) S 7 9 7 0",
+        "10": "10 (python3) S 1 10 1 0",
+    }.items():
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "stat").write_text(stat)
+    (tmp_path / "self").mkdir()
+    (tmp_path / "11").mkdir()  # gone before its stat was read
+    assert sorted(bench.child_pids(7, tmp_path)) == [8, 9]
+
+
+def test_run_planned_releases_the_workers_a_run_no_longer_has() -> None:
+    started: dict[str, float] = {}
+    ended: dict[str, float] = {}
+    alive = {"long": 8}
+
+    def start(run: str, workers: int) -> object:
+        started[run] = time.monotonic()
+        if run == "long":
+            time.sleep(0.1)
+            alive["long"] = 2  # six lanes done: their workers shut down
+            time.sleep(0.3)
+        ended[run] = time.monotonic()
+        return run
+
+    planned = [("long", 8), ("next", 6)]
+    bench.run_planned(planned, 10, None, start, {"long": 5.0}, recheck=0.02, alive=alive.get)
+    assert started["next"] < ended["long"]
+
+
 def test_run_planned_does_not_let_narrow_runs_starve_a_wide_one() -> None:
     started: list[str] = []
     sleeps = {"first": 0.35, "wide": 0.05, "long": 0.5, "short": 0.05}
