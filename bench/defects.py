@@ -500,25 +500,32 @@ def child_pids(pid: int, proc: Path = Path("/proc")) -> list[int]:
 
 
 class WorkerWatch:
-    """The xdist workers each running run has alive: the children of its pytest process, once it
-    has spawned them (``None`` before: the run is starting)."""
+    """The xdist workers each running run still has at work: the children of its pytest process
+    that hold an embedded cluster (their own children) or have not started one yet. A worker with
+    nothing more to run closes its clusters and then waits, a process without children, until
+    the run ends: it counts no more. ``None`` before the run has spawned its workers."""
 
     def __init__(self, children: Callable[[int], Sequence[int]] = child_pids) -> None:
         self._children = children
         self._pids: dict[str, int] = {}
-        self._spawned: set[str] = set()
+        self._with_cluster: set[int] = set()
 
     def started(self, run: str, pid: int) -> None:
         self._pids[run] = pid
 
     def alive(self, run: str) -> int | None:
         pid = self._pids.get(run)
-        if pid is None:
+        workers = self._children(pid) if pid is not None else []
+        if not workers:
             return None
-        count = len(self._children(pid))
-        if count:
-            self._spawned.add(run)
-        return count if run in self._spawned else None
+        at_work = 0
+        for worker in workers:
+            if self._children(worker):
+                self._with_cluster.add(worker)
+                at_work += 1
+            elif worker not in self._with_cluster:
+                at_work += 1  # its first cluster is not up yet
+        return at_work
 
 
 def run_planned(

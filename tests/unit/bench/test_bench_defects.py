@@ -730,16 +730,20 @@ def test_held_counts_the_workers_seen_alive(
     assert bench.held(workers, elapsed, wall, alive) == expected
 
 
-def test_worker_watch_counts_the_children_once_spawned() -> None:
-    children: dict[int, list[int]] = {7: []}
-    watch = bench.WorkerWatch(lambda pid: children.get(pid, []))
+def test_worker_watch_counts_the_workers_not_done_with_their_clusters() -> None:
+    tree: dict[int, list[int]] = {7: []}
+    watch = bench.WorkerWatch(lambda pid: tree.get(pid, []))
     assert watch.alive("run") is None  # not started
     watch.started("run", 7)
     assert watch.alive("run") is None  # started, workers not spawned yet
-    children[7] = [8, 9, 10]
+    tree[7] = [8, 9, 10]
+    assert watch.alive("run") == 3  # no cluster up yet: each still starting
+    tree |= {8: [80], 9: [90], 10: [100]}
     assert watch.alive("run") == 3
-    children[7] = []
-    assert watch.alive("run") == 0  # every worker has ended
+    tree |= {8: [], 9: []}  # two lanes done: their clusters closed, the processes wait for the run
+    assert watch.alive("run") == 1
+    tree[7] = [10]
+    assert watch.alive("run") == 1
 
 
 def test_child_pids_reads_the_parents_from_proc(tmp_path: Path) -> None:
