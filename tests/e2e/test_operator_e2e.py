@@ -582,61 +582,6 @@ def test_sigterm_ends_the_operator_at_once_with_exit_code_0(stack: Cluster) -> N
     wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
 
 
-def _without_watch(rules: list[dict[str, Any]], plural: str) -> list[dict[str, Any]]:
-    """``rules`` with ``watch`` on ``plural`` (core group) taken away, everything else kept."""
-    out: list[dict[str, Any]] = []
-    for rule in rules:
-        if "" not in rule["apiGroups"] or plural not in rule["resources"]:
-            out.append(rule)
-            continue
-        rest = [r for r in rule["resources"] if r != plural]
-        if rest:
-            out.append({**rule, "resources": rest})
-        out.append({**rule, "resources": [plural], "verbs": [v for v in rule["verbs"] if v != "watch"]})
-    return out
-
-
-def test_a_forbidden_watch_ends_the_operator_with_exit_code_1(
-    stack: Cluster, api_client: client.ApiClient
-) -> None:
-    """controller-runtime's manager stops and upstream's main exits 1 when a kind the operator
-    watches cannot be watched: the pod restarts until its ClusterRole is fixed, instead of a
-    process that stays up and never sees those objects change."""
-    rbac = client.RbacAuthorizationV1Api(api_client)
-    role = rbac.read_cluster_role(OPERATOR_NAME)
-    rules = client.ApiClient().sanitize_for_serialization(role.rules)
-    pod = stack.core.list_namespaced_pod(NS, label_selector="app=numaresources-operator").items[0]
-
-    def container() -> Any:
-        return stack.core.read_namespaced_pod(pod.metadata.name, NS).status.container_statuses[0]
-
-    before = container().last_state.terminated
-    rbac.patch_cluster_role(OPERATOR_NAME, {"rules": _without_watch(rules, "serviceaccounts")})
-    try:
-        pid = _operator_pid(pod.metadata.name)
-        assert pid is not None, "the operator's process was not found"
-        os.kill(pid, signal.SIGTERM)  # the restarted process watches with the new ClusterRole
-        wait_for(
-            container,
-            lambda s: (
-                s.last_state.terminated is not None
-                and s.last_state.terminated.exit_code == 1
-                and s.last_state.terminated != before
-            ),
-            "the operator to exit 1 once it may not watch serviceaccounts (kopf retries 9 times, ~40s)",
-            2 * TIMEOUT,
-        )
-    finally:
-        rbac.patch_cluster_role(OPERATOR_NAME, {"rules": rules})
-    wait_for(
-        container,
-        lambda s: s.ready,
-        "the operator to be restarted and ready with its ClusterRole back",
-        2 * TIMEOUT,
-    )
-    wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
-
-
 APISERVER = kind("config.openshift.io/v1", "APIServer")
 
 
@@ -819,6 +764,62 @@ def test_the_worker_kubeletconfig_controls_the_exporter_configmap(stack: Cluster
         set_scope("pod")
     scope_everywhere("pod")
     wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available", TIMEOUT)
+
+
+def _without_watch(rules: list[dict[str, Any]], plural: str) -> list[dict[str, Any]]:
+    """``rules`` with ``watch`` on ``plural`` (core group) taken away, everything else kept."""
+    out: list[dict[str, Any]] = []
+    for rule in rules:
+        if "" not in rule["apiGroups"] or plural not in rule["resources"]:
+            out.append(rule)
+            continue
+        rest = [r for r in rule["resources"] if r != plural]
+        if rest:
+            out.append({**rule, "resources": rest})
+        out.append({**rule, "resources": [plural], "verbs": [v for v in rule["verbs"] if v != "watch"]})
+    return out
+
+
+def test_a_forbidden_watch_ends_the_operator_with_exit_code_1(
+    stack: Cluster, api_client: client.ApiClient
+) -> None:
+    """controller-runtime's manager stops and upstream's main exits 1 when a kind the operator
+    watches cannot be watched: the pod restarts until its ClusterRole is fixed, instead of a
+    process that stays up and never sees those objects change. Late in the module: the
+    kubelet's restart back-off, grown by these exits, slows the restarts later tests wait for."""
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    role = rbac.read_cluster_role(OPERATOR_NAME)
+    rules = client.ApiClient().sanitize_for_serialization(role.rules)
+    pod = stack.core.list_namespaced_pod(NS, label_selector="app=numaresources-operator").items[0]
+
+    def container() -> Any:
+        return stack.core.read_namespaced_pod(pod.metadata.name, NS).status.container_statuses[0]
+
+    before = container().last_state.terminated
+    rbac.patch_cluster_role(OPERATOR_NAME, {"rules": _without_watch(rules, "serviceaccounts")})
+    try:
+        pid = _operator_pid(pod.metadata.name)
+        assert pid is not None, "the operator's process was not found"
+        os.kill(pid, signal.SIGTERM)  # the restarted process watches with the new ClusterRole
+        wait_for(
+            container,
+            lambda s: (
+                s.last_state.terminated is not None
+                and s.last_state.terminated.exit_code == 1
+                and s.last_state.terminated != before
+            ),
+            "the operator to exit 1 once it may not watch serviceaccounts (kopf retries 9 times, ~40s)",
+            2 * TIMEOUT,
+        )
+    finally:
+        rbac.patch_cluster_role(OPERATOR_NAME, {"rules": rules})
+    wait_for(
+        container,
+        lambda s: s.ready,
+        "the operator to be restarted and ready with its ClusterRole back",
+        2 * TIMEOUT,
+    )
+    wait_for(stack.nrop, is_available, "the NUMAResourcesOperator to be Available again", TIMEOUT)
 
 
 def test_deleting_the_crs_removes_their_objects(stack: Cluster) -> None:
