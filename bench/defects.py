@@ -472,10 +472,10 @@ def write_durations(path: Path, tier: int, commit: str, junits: Mapping[str, Pat
 
 
 def held(workers: int, elapsed: float, wall: float | None, alive: int | None = None) -> int:
-    """The workers a running run counts against the budget: those of its xdist workers still
-    alive (``alive``; a worker with nothing more to run shuts down and closes its clusters), or,
-    before they are seen, all of them until it outlives its planned wall time (``None``:
-    unknown), then :data:`TAIL_WORKERS`: its lanes were planned to end by then."""
+    """The workers a running run counts against the budget: those of its xdist workers still at
+    work (``alive``, from :class:`WorkerWatch`), or, before they are seen, all of them until it
+    outlives its planned wall time (``None``: unknown), then :data:`TAIL_WORKERS`: its lanes
+    were planned to end by then."""
     if alive is not None:
         return min(workers, alive)
     if wall is None or elapsed < wall:
@@ -483,9 +483,9 @@ def held(workers: int, elapsed: float, wall: float | None, alive: int | None = N
     return min(workers, TAIL_WORKERS)
 
 
-def child_pids(pid: int, proc: Path = Path("/proc")) -> list[int]:
-    """The processes whose parent is ``pid`` (from each process's ``stat``)."""
-    children = []
+def children_by_parent(proc: Path = Path("/proc")) -> dict[int, list[int]]:
+    """Every process's children, by parent pid (one read of each process's ``stat``)."""
+    tree: dict[int, list[int]] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -494,9 +494,9 @@ def child_pids(pid: int, proc: Path = Path("/proc")) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[1] == str(pid):
-            children.append(int(entry.name))
-    return children
+        if len(fields) > 1 and fields[1].isdigit():
+            tree.setdefault(int(fields[1]), []).append(int(entry.name))
+    return tree
 
 
 class WorkerWatch:
@@ -505,8 +505,8 @@ class WorkerWatch:
     nothing more to run closes its clusters and then waits, a process without children, until
     the run ends: it counts no more. ``None`` before the run has spawned its workers."""
 
-    def __init__(self, children: Callable[[int], Sequence[int]] = child_pids) -> None:
-        self._children = children
+    def __init__(self, tree: Callable[[], Mapping[int, Sequence[int]]] = children_by_parent) -> None:
+        self._tree = tree
         self._pids: dict[str, int] = {}
         self._with_cluster: set[int] = set()
 
@@ -515,12 +515,15 @@ class WorkerWatch:
 
     def alive(self, run: str) -> int | None:
         pid = self._pids.get(run)
-        workers = self._children(pid) if pid is not None else []
+        if pid is None:
+            return None
+        tree = self._tree()
+        workers = tree.get(pid, ())
         if not workers:
             return None
         at_work = 0
         for worker in workers:
-            if self._children(worker):
+            if tree.get(worker):
                 self._with_cluster.add(worker)
                 at_work += 1
             elif worker not in self._with_cluster:

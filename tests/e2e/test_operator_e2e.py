@@ -789,7 +789,7 @@ def test_a_forbidden_watch_ends_the_operator_with_exit_code_1(
     kubelet's restart back-off, grown by these exits, slows the restarts later tests wait for."""
     rbac = client.RbacAuthorizationV1Api(api_client)
     role = rbac.read_cluster_role(OPERATOR_NAME)
-    rules = client.ApiClient().sanitize_for_serialization(role.rules)
+    rules = api_client.sanitize_for_serialization(role.rules)
     pod = stack.core.list_namespaced_pod(NS, label_selector="app=numaresources-operator").items[0]
 
     def container() -> Any:

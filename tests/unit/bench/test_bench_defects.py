@@ -732,7 +732,7 @@ def test_held_counts_the_workers_seen_alive(
 
 def test_worker_watch_counts_the_workers_not_done_with_their_clusters() -> None:
     tree: dict[int, list[int]] = {7: []}
-    watch = bench.WorkerWatch(lambda pid: tree.get(pid, []))
+    watch = bench.WorkerWatch(lambda: tree)
     assert watch.alive("run") is None  # not started
     watch.started("run", 7)
     assert watch.alive("run") is None  # started, workers not spawned yet
@@ -746,7 +746,7 @@ def test_worker_watch_counts_the_workers_not_done_with_their_clusters() -> None:
     assert watch.alive("run") == 1
 
 
-def test_child_pids_reads_the_parents_from_proc(tmp_path: Path) -> None:
+def test_children_by_parent_reads_the_parents_from_proc(tmp_path: Path) -> None:
     for pid, stat in {
         "8": "8 (python3) S 7 8 7 0",
         "9": "9 (odd ) name) S 7 9 7 0",
@@ -756,7 +756,8 @@ def test_child_pids_reads_the_parents_from_proc(tmp_path: Path) -> None:
         (tmp_path / pid / "stat").write_text(stat)
     (tmp_path / "self").mkdir()
     (tmp_path / "11").mkdir()  # gone before its stat was read
-    assert sorted(bench.child_pids(7, tmp_path)) == [8, 9]
+    tree = bench.children_by_parent(tmp_path)
+    assert sorted(tree[7]) == [8, 9] and tree[1] == [10] and set(tree) == {1, 7}
 
 
 def test_run_planned_releases_the_workers_a_run_no_longer_has() -> None:
