@@ -105,7 +105,7 @@ def _run_flags(parser: argparse.ArgumentParser, defaults_only: bool = False) -> 
     parser.add_argument(
         "--leader-elect",
         choices=("true", "false"),
-        help="elect a leader through the Lease numaresources-controller-manager (default: true)",
+        help="elect a leader through the Lease 0e2a6bd3.openshift-kni.io (default: true)",
         **kwargs,
     )
     parser.add_argument(

@@ -5,7 +5,7 @@ kopf watches the two CRs and the objects they own cluster-wide (and, where the c
 ``reconcile`` functions. Where the cluster serves ``config.openshift.io/v1`` APIServer, its TLS
 profile, read at start, sets the exporters' metrics TLS flags, and a change of it stops the
 process (exit 0) so that its pod restarts with the new one (:mod:`tlsprofilewatcher`). kopf's own peering is off (``standalone``): one
-replica leads through the Lease ``numaresources-controller-manager`` instead. The platform is
+replica leads through the Lease ``0e2a6bd3.openshift-kni.io`` (upstream's election id) instead. The platform is
 detected once at start, as upstream's operator does (:func:`detect_platform`).
 
 Stopping is bounded as controller-runtime's manager bounds it: once the operator stops (a
@@ -211,7 +211,7 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
         serve_health(options.probe_address, stop)
     if options.leader_elect:
         identity = environ.get(naming.ENV_POD_NAME) or socket.gethostname()
-        elector = LeaderElector(api, options.namespace, naming.OPERATOR_NAME, identity)
+        elector = LeaderElector(api, options.namespace, naming.LEADER_ELECTION_ID, identity)
         if not elector.acquire(stop):
             return 0
         threading.Thread(target=elector.keep, args=(stop,), name="lease", daemon=True).start()

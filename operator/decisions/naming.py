@@ -21,6 +21,9 @@ NRS_NAME: Final = "numaresourcesscheduler"
 
 NAMESPACE: Final = "numaresources"
 OPERATOR_NAME: Final = "numaresources-controller-manager"
+#: The Lease the operator's replicas elect their leader through: upstream's ``defaultLeaderElectionID``
+#: (cmd/main.go), which its manager passes as ``LeaderElectionID``.
+LEADER_ELECTION_ID: Final = "0e2a6bd3.openshift-kni.io"
 OPERATOR_CONTAINER: Final = "manager"
 OPERATOR_LABELS: Final = {"app": "numaresources-operator", "control-plane": "controller-manager"}
 OPERATOR_POD_LABELS: Final = {"app": "numaresources-operator"}
