@@ -6,13 +6,19 @@ workers; ``--workers N`` passes ``-n N``) on fresh embedded clusters, once per `
 tier, upstream's untiered specs included), and prints side by side,
 one row per run: the wall time; the sum of the spec times (what a serial run would wait);
 the longest spec without its wait for a cluster, the floor no spread can beat; wall ÷ floor;
-the workers the run used; the peak memory of the machine during the run above what it used
+the workers the run used; the CPU seconds of the run's processes (pytest, its workers, their
+clusters and everything those ran, as the kernel counts a waited-for process tree); the peak memory of the machine during the run above what it used
 before (other jobs count too); the outcomes; the load average before and after; above them, the
 machine's speed (:func:`machine_speed`, timed before the runs). Then the targets (tier0 within 100 s, the
 whole suite within 6 minutes and 1.2 × its longest spec, memory within 12 GiB, on 2 cores)
-and, from each run's junit, seconds and outcomes per family (upstream file). Each run writes
+and, from each tier's (last) run's junit, seconds and outcomes per family (upstream file). Each run writes
 its reports (junit, report.html with the timeline, cluster logs) into its own temporary
 directory, named in the output.
+
+``--repeat N`` runs the tiers N times (tier by tier, then again), and adds one line per tier:
+the least, the median and the most wall time and how many runs met the target. On a shared
+2-core machine identical runs of tier0 differ by a tenth or more, so one run says little about
+a target set in seconds; the median of several does.
 
 ``--update-durations`` writes the measured spec durations into the suite's ``durations.json``
 (:data:`nrop.suite.plugin.distributing.DURATIONS_FILE`, which the suite plans its workers with),
@@ -22,7 +28,7 @@ JUnit property ``target_seconds``).
 ``--junit FILE`` takes an earlier run's junit instead of running. Never run in CI: the
 figures depend on the machine and its load.
 
-    python bench/suite.py [--tier 0 [--tier all]] [--workers N] [--update-durations] [-- extra pytest args]
+    python bench/suite.py [--tier 0 [--tier all]] [--workers N] [--repeat N] [--update-durations] [-- extra pytest args]
     python bench/suite.py --junit REPORT_DIR/e2e-serial-run.xml [--update-durations]
 """
 
@@ -32,6 +38,8 @@ import argparse
 import json
 import os
 import re
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -138,6 +146,8 @@ class Run:
     counts: dict[str, int]
     workers: int
     memory: int
+    #: CPU seconds (user + system) of the run's waited-for process tree
+    cpu_seconds: float
     load_before: float
     load_after: float
     report_dir: Path
@@ -161,8 +171,10 @@ def run(tier: int, extra: list[str]) -> Run:
     memory = Memory()
     memory.start()
     started = time.monotonic()
+    cpu_before = _children_cpu()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
+    cpu = _children_cpu() - cpu_before
     peak = memory.stop()
     lines = proc.stdout.strip().splitlines()
     counts = {kind: int(n) for n, kind in _COUNTS.findall(lines[-1] if lines else "")}
@@ -170,8 +182,23 @@ def run(tier: int, extra: list[str]) -> Run:
     if proc.returncode != 0:
         print(proc.stdout[-3000:], proc.stderr[-2000:], sep="\n")
     return Run(
-        tier, seconds, proc.returncode, counts, workers, peak, load_before, os.getloadavg()[0], report_dir
+        tier=tier,
+        seconds=seconds,
+        exit_code=proc.returncode,
+        counts=counts,
+        workers=workers,
+        memory=peak,
+        cpu_seconds=cpu,
+        load_before=load_before,
+        load_after=os.getloadavg()[0],
+        report_dir=report_dir,
     )
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's children that have ended and were waited for, and theirs."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def floor_of(found: list[Case]) -> Case | None:
@@ -199,10 +226,10 @@ def speed_line(seconds: float) -> str:
 
 
 def figures(runs: list[Run]) -> list[str]:
-    """One row per run: wall, sum of spec times, the floor, wall ÷ floor, workers, memory, outcomes, load."""
+    """One row per run: wall, sum of spec times, the floor, wall ÷ floor, workers, CPU, memory, outcomes, load."""
     head = (
-        f"{'tier':<6} {'wall s':>7} {'specs s':>8} {'floor s':>8} {'wall/floor':>10} {'workers':>7} "
-        f"{'peak GiB':>8} {'load 1m':>11}  floor spec; outcomes"
+        f"{'tier':<8} {'wall s':>7} {'specs s':>8} {'floor s':>8} {'wall/floor':>10} {'workers':>7} "
+        f"{'CPU s':>6} {'peak GiB':>8} {'load 1m':>11}  floor spec; outcomes"
     )
     rows = [head]
     for r in runs:
@@ -213,11 +240,38 @@ def figures(runs: list[Run]) -> list[str]:
         outcomes = ", ".join(f"{n} {k}" for k, n in sorted(r.counts.items())) or "-"
         tiers = _tiers(r.tier)
         rows.append(
-            f"{tiers:<6} {r.seconds:7.1f} {sum(c.seconds for c in found):8.1f} {floor:8.1f} {ratio:>10} "
-            f"{r.workers or 'serial':>7} {r.memory / 2**30:8.2f} {r.load_before:5.2f}/{r.load_after:<5.2f}  "
+            f"{tiers:<8} {r.seconds:7.1f} {sum(c.seconds for c in found):8.1f} {floor:8.1f} {ratio:>10} "
+            f"{r.workers or 'serial':>7} {r.cpu_seconds:6.0f} {r.memory / 2**30:8.2f} "
+            f"{r.load_before:5.2f}/{r.load_after:<5.2f}  "
             f"{longest.key if longest else '-'}; {outcomes}"
         )
     return rows
+
+
+def spread(runs: Iterable[Run]) -> list[str]:
+    """One line per tier run more than once: least, median and most wall time, CPU seconds, and
+    how many runs met the tier's target."""
+    by_tier: dict[int, list[Run]] = defaultdict(list)
+    for r in runs:
+        by_tier[r.tier].append(r)
+    lines = []
+    for tier, repeated in by_tier.items():
+        if len(repeated) < 2:
+            continue
+        walls = sorted(r.seconds for r in repeated)
+        cpus = sorted(r.cpu_seconds for r in repeated)
+        line = (
+            f"{_tiers(tier)}: {len(repeated)} runs, wall least/median/most "
+            f"{walls[0]:.1f}/{statistics.median(walls):.1f}/{walls[-1]:.1f} s, "
+            f"CPU {cpus[0]:.0f}/{statistics.median(cpus):.0f}/{cpus[-1]:.0f} s"
+        )
+        target = TARGET_S.get(min(tier, ALL_TIERS))
+        if target is not None:
+            within = sum(1 for wall in walls if wall <= target)
+            verdict = "within" if statistics.median(walls) <= target else "OVER"
+            line += f"; median {verdict} {target:.0f}s, {within} of {len(walls)} runs within"
+        lines.append(line)
+    return lines
 
 
 def verdicts(r: Run) -> list[str]:
@@ -290,6 +344,9 @@ def main() -> int:
     parser.add_argument(
         "--update-durations", action="store_true", help="write the spec durations into the suite"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="run the tiers this many times and print their spread"
+    )
     parser.add_argument("--junit", type=Path, help="an earlier run's junit: print its figures, run nothing")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
@@ -309,12 +366,16 @@ def main() -> int:
     if args.workers is not None:
         extra = ["-n", str(args.workers), *extra]
     speed = machine_speed()
-    runs = [run(tier, extra) for tier in args.tier or [0]]
+    if args.repeat < 1:
+        parser.error(f"--repeat must be 1 or more, not {args.repeat}")
+    runs = [run(tier, extra) for _ in range(args.repeat) for tier in args.tier or [0]]
     print(f"\nserial suite on {os.cpu_count()} cores; {speed_line(speed)}")
     print("\n".join(figures(runs)))
     for r in runs:
         print(f"{_tiers(r.tier)}: " + "; ".join(verdicts(r)) + f" (reports: {r.report_dir})")
-    for r in runs:
+    for line in spread(runs):
+        print(line)
+    for r in {r.tier: r for r in runs}.values():  # the last run of each tier
         if r.junit.exists():
             print(f"\nper family, {_tiers(r.tier)}:")
             print("\n".join(family_table(r.junit)))
