@@ -1,7 +1,10 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, so that one operator replica reconciles.
 
-The identity is the pod name: a container restarted in the same pod (after a crash or a
-``kill -9``) takes its Lease back at once instead of waiting for it to expire. The
+The identity is controller-runtime's, the host name (in a pod, the pod's name) and a UUID of the
+process (:func:`candidate_identity`): a new process, even a container restarted in the same pod,
+is a new candidate and waits for its predecessor's lease to expire. A leader does not give the
+Lease up when it stops: upstream's manager leaves ``LeaderElectionReleaseOnCancel`` false, so
+its successor leads ``leaseDurationSeconds`` after it first sees the Lease unchanged. The
 leader renews every ``retry`` seconds; if it cannot renew within ``renew_deadline`` it
 stops the process (the kubelet restarts it and it competes again).
 
@@ -18,21 +21,27 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
 
-from nrop.api.leases import Decision, LeaseRecord, Observation, decide, observe, record_for, released
+from nrop.api.leases import Decision, LeaseRecord, Observation, decide, observe, record_for
 from nrop.api.metatime import from_unix_nanos, rfc3339_micro
 from nrop.operator.kubeapi import Api, ApiException
 
-__all__ = ["LeaderElector"]
+__all__ = ["LeaderElector", "candidate_identity"]
 
 log = logging.getLogger(__name__)
 #: Failures that end one attempt but not the process: the API server answering an error, or not at all.
 _TRANSIENT = (ApiException, urllib3.exceptions.HTTPError, OSError)
+
+
+def candidate_identity(hostname: str) -> str:
+    """This process's identity in the election: ``<hostname>_<uuid>``, as controller-runtime's."""
+    return f"{hostname}_{uuid.uuid4()}"
 
 
 @dataclass
@@ -111,20 +120,6 @@ class LeaderElector:
                 log.warning("leader election: %s", getattr(exc, "reason", exc))
             stop.wait(self.retry)
         return False
-
-    def release(self) -> None:
-        """Give the Lease up (client-go's release) so that a successor leads at once; errors only logged."""
-        try:
-            lease = self.api.raw_get(self._path())
-            current = LeaseRecord.from_lease(lease)
-            if current.holder != self.identity:
-                return
-            lease["spec"] = {**(lease.get("spec") or {}), **released(current, self._stamp()).spec()}
-            self.api.raw_put(self._path(), lease)
-            self._leading = False
-            log.info("released the Lease %s/%s", self.namespace, self.name)
-        except _TRANSIENT as exc:
-            log.warning("releasing the Lease: %s", getattr(exc, "reason", exc))
 
     def keep(self, stop: threading.Event) -> None:
         """Renew until ``stop``; exit the process when the lease is lost."""

@@ -40,7 +40,7 @@ from nrop.operator import (
 )
 from nrop.operator.decisions import naming
 from nrop.operator.kubeapi import Api, kind, load_client
-from nrop.operator.leaderelection import LeaderElector
+from nrop.operator.leaderelection import LeaderElector, candidate_identity
 from nrop.operator.reconciling import Context, resync_forever
 from nrop.operator.requeueing import Requeue
 from nrop.operator.serving import serve_health, serve_metrics
@@ -203,14 +203,13 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
     stop = threading.Event()
     threading.Thread(target=exit_when_stuck, args=(stop,), name="shutdown-bound", daemon=True).start()
     ctx.requeue = Requeue(stop)
-    elector: LeaderElector | None = None
     metrics.declare((numaresourcesoperator.CONTROLLER, numaresourcesscheduler.CONTROLLER))
     if options.metrics_address:
         serve_metrics(options.metrics_address, stop)
     if options.probe_address:
         serve_health(options.probe_address, stop)
     if options.leader_elect:
-        identity = environ.get(naming.ENV_POD_NAME) or socket.gethostname()
+        identity = candidate_identity(environ.get(naming.ENV_POD_NAME) or socket.gethostname())
         elector = LeaderElector(api, options.namespace, naming.LEADER_ELECTION_ID, identity)
         if not elector.acquire(stop):
             return 0
@@ -240,7 +239,5 @@ def run(options: Options, environ: Mapping[str, str]) -> int:
             stop_flag=stop,
         )
     finally:
-        stop.set()
-        if elector is not None:
-            elector.release()
+        stop.set()  # the Lease is left to expire (upstream's manager does not release it)
     return 0

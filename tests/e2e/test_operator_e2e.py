@@ -20,7 +20,7 @@ RBAC enforced), creates the two samples, and checks what a user and the suites s
 * the exporters' ``--metrics-tls-*`` flags follow ``APIServer/cluster``'s TLS profile, whose
   change restarts the operator (where the cluster serves APIServer);
 * an env change of the operator Deployment (the suite's ``SCHEDULER_IMAGE_VALIDATION=false``)
-  rolls it out, the new pod takes the leader Lease at once and validation is off;
+  rolls it out, the new pod takes the leader Lease once the old one expires and validation is off;
 * deleting the CRs leaves none of their objects.
 """
 

@@ -10,7 +10,7 @@ import pytest
 from nrop.operator.decisions import conditions
 from nrop.operator.decisions.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, is_subset
-from nrop.operator.leaderelection import LeaderElector
+from nrop.operator.leaderelection import LeaderElector, candidate_identity
 from nrop.operator.numaresourcesoperator import daemonset_step
 from nrop.operator.numaresourcesscheduler import deployment_step
 from nrop.operator.reconciling import retrying
@@ -190,13 +190,34 @@ def test_leader_election_lifecycle() -> None:
     assert b.try_acquire()  # unchanged for a whole lease duration: expired, taken over
     assert (leases.lease["spec"]["holderIdentity"], leases.lease["spec"]["leaseTransitions"]) == ("b", 1)
     assert not a.try_acquire()  # a, which led, lost it to b's valid lease
-    b.release()
-    assert (leases.lease["spec"]["holderIdentity"], leases.lease["spec"]["leaseDurationSeconds"]) == ("", 1)
-    assert a.try_acquire()  # released: free at once
+
+
+def test_a_stopped_leaders_successor_waits_for_the_lease_to_expire() -> None:
+    """Nothing is released on stop (upstream's manager): a new process, a new identity, waits a
+    whole lease duration from when it first sees the Lease."""
+    leases = FakeLeases()
+    clock = [1000.0]
+    leader = LeaderElector(leases, "ns", "lease", candidate_identity("pod-0"), clock=lambda: clock[0])  # type: ignore[arg-type]  # fmt: skip
+    assert leader.try_acquire()
+    clock[0] += 1  # the leader stops here; a container restarted in the same pod starts
+    successor = LeaderElector(leases, "ns", "lease", candidate_identity("pod-0"), clock=lambda: clock[0])  # type: ignore[arg-type]  # fmt: skip
+    assert not successor.try_acquire()
+    clock[0] += 14.9
+    assert not successor.try_acquire()
+    clock[0] += 0.2
+    assert successor.try_acquire()
+    assert leases.lease is not None and leases.lease["spec"]["leaseTransitions"] == 1
+
+
+def test_candidate_identity_is_the_host_and_a_uuid_per_process() -> None:
+    first, second = candidate_identity("pod-0"), candidate_identity("pod-0")
+    assert first != second
+    host, sep, unique = first.partition("_")
+    assert (host, sep, len(unique)) == ("pod-0", "_", 36)
 
 
 def test_leader_election_same_identity_takes_its_lease_back_at_once() -> None:
-    """A container restarted in the same pod (a new process, no observation yet) renews at once."""
+    """client-go's rule: the holder's own identity renews at once, even before it has observed the record."""
     leases = FakeLeases()
     clock = [1000.0]
     first = LeaderElector(leases, "ns", "lease", "pod-0", clock=lambda: clock[0])  # type: ignore[arg-type]
