@@ -7,17 +7,19 @@ follow. Given the lease record last observed, *when this candidate first observe
 monotonic clock, never the timestamps written in the lease: other hosts' clocks may be skewed),
 the current time and the candidate's identity, :func:`decide` says whether to create the lease,
 acquire it, renew it, wait, or give leadership up. :func:`record_for` and :func:`released` build
-the record to write; each component's loop does the reading and writing.
+the record to write; each component's loop does the reading and writing. Both name a candidate
+as their upstreams do, ``<hostname>_<uuid>`` (:func:`candidate_identity`): every process is a
+new candidate, a container restarted in the same pod included.
 
 A lease is valid while ``observed_at + leaseDurationSeconds > now``; its holder keeps it by
-rewriting ``renewTime`` (a candidate whose identity already holds it, say a container restarted
-in the same pod, renews at once), a newcomer takes an empty or expired lease and bumps
-``leaseTransitions``.
+rewriting ``renewTime`` (a candidate whose identity already holds it renews at once), a newcomer
+takes an empty or expired lease and bumps ``leaseTransitions``.
 """
 
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,12 +27,19 @@ __all__ = [
     "Decision",
     "LeaseRecord",
     "Observation",
+    "candidate_identity",
     "decide",
     "lease_valid",
     "observe",
     "record_for",
     "released",
 ]
+
+
+def candidate_identity(hostname: str) -> str:
+    """A process's identity in an election: ``<hostname>_<uuid>``, as controller-runtime's manager
+    and kube-scheduler build it (a new UUID per call: one per process)."""
+    return f"{hostname}_{uuid.uuid4()}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, so that one operator replica reconciles.
 
 The identity is controller-runtime's, the host name (in a pod, the pod's name) and a UUID of the
-process (:func:`candidate_identity`): a new process, even a container restarted in the same pod,
+process (:func:`nrop.api.leases.candidate_identity`): a new process, even a container restarted in the same pod,
 is a new candidate and waits for its predecessor's lease to expire. A leader does not give the
 Lease up when it stops: upstream's manager leaves ``LeaderElectionReleaseOnCancel`` false, so
 its successor leads ``leaseDurationSeconds`` after it first sees the Lease unchanged. The
@@ -21,7 +21,6 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,16 +31,11 @@ from nrop.api.leases import Decision, LeaseRecord, Observation, decide, observe,
 from nrop.api.metatime import from_unix_nanos, rfc3339_micro
 from nrop.operator.kubeapi import Api, ApiException
 
-__all__ = ["LeaderElector", "candidate_identity"]
+__all__ = ["LeaderElector"]
 
 log = logging.getLogger(__name__)
 #: Failures that end one attempt but not the process: the API server answering an error, or not at all.
 _TRANSIENT = (ApiException, urllib3.exceptions.HTTPError, OSError)
-
-
-def candidate_identity(hostname: str) -> str:
-    """This process's identity in the election: ``<hostname>_<uuid>``, as controller-runtime's."""
-    return f"{hostname}_{uuid.uuid4()}"
 
 
 @dataclass

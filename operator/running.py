@@ -29,6 +29,7 @@ from typing import Any
 import kopf
 
 from nrop.api.clientconfig import ClientConfigError, resolve_config
+from nrop.api.leases import candidate_identity
 from nrop.api.platform import Platform, platform_of
 from nrop.api.tlsprofiles import ProfileError, TLSProfileSpec
 from nrop.operator import (
@@ -40,7 +41,7 @@ from nrop.operator import (
 )
 from nrop.operator.decisions import naming
 from nrop.operator.kubeapi import Api, kind, load_client
-from nrop.operator.leaderelection import LeaderElector, candidate_identity
+from nrop.operator.leaderelection import LeaderElector
 from nrop.operator.reconciling import Context, resync_forever
 from nrop.operator.requeueing import Requeue
 from nrop.operator.serving import serve_health, serve_metrics

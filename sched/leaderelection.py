@@ -23,7 +23,6 @@ import logging
 import random
 import socket
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from nrop.api.leases import (
     Decision,
     LeaseRecord,
     Observation,
+    candidate_identity,
     decide,
     lease_valid,
     observe,
@@ -51,8 +51,8 @@ Obj = dict[str, Any]
 
 
 def default_identity() -> str:
-    """kube-scheduler's candidate identity: ``<hostname>_<uuid>``."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
+    """kube-scheduler's candidate identity: this host's name and a UUID (:func:`candidate_identity`)."""
+    return candidate_identity(socket.gethostname())
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from nrop.api.leases import (
     Decision,
     LeaseRecord,
     Observation,
+    candidate_identity,
     decide,
     lease_valid,
     observe,
@@ -163,3 +164,10 @@ def test_lease_spec_round_trip() -> None:
     assert LeaseRecord.from_lease(lease) == record
     assert LeaseRecord.from_lease({"spec": {}}) == LeaseRecord()
     assert LeaseRecord.from_lease({}) == LeaseRecord()
+
+
+def test_candidate_identity_is_the_host_and_a_uuid_per_process() -> None:
+    first, second = candidate_identity("pod-0"), candidate_identity("pod-0")
+    assert first != second
+    host, sep, unique = first.partition("_")
+    assert (host, sep, len(unique)) == ("pod-0", "_", 36)

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from nrop.api.leases import candidate_identity
 from nrop.operator.decisions import conditions
 from nrop.operator.decisions.conditions import Reason, Step, Type
 from nrop.operator.kubeapi import ApiException, is_subset
-from nrop.operator.leaderelection import LeaderElector, candidate_identity
+from nrop.operator.leaderelection import LeaderElector
 from nrop.operator.numaresourcesoperator import daemonset_step
 from nrop.operator.numaresourcesscheduler import deployment_step
 from nrop.operator.reconciling import retrying
@@ -207,13 +208,6 @@ def test_a_stopped_leaders_successor_waits_for_the_lease_to_expire() -> None:
     clock[0] += 0.2
     assert successor.try_acquire()
     assert leases.lease is not None and leases.lease["spec"]["leaseTransitions"] == 1
-
-
-def test_candidate_identity_is_the_host_and_a_uuid_per_process() -> None:
-    first, second = candidate_identity("pod-0"), candidate_identity("pod-0")
-    assert first != second
-    host, sep, unique = first.partition("_")
-    assert (host, sep, len(unique)) == ("pod-0", "_", 36)
 
 
 def test_leader_election_same_identity_takes_its_lease_back_at_once() -> None:
