@@ -28,12 +28,14 @@ from typing import Any
 import pytest
 
 from nrop.suite.plugin.lanes import TARGET_SECONDS
+from nrop.suite.plugin.precedence import TIMED_SPECS, precedence
 from nrop.suite.plugin.runstate import (
     CONTEXT_FIXTURE,
     FIRST_PROFILE_INPUT,
     PREPARE,
     PROFILE,
     REPORTS,
+    SPEC,
     STATE,
     say_for,
     state,
@@ -119,6 +121,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if run is not None and run.targets is not None:
         # a last resort after an internal error: never leave embedded clusters running
         run.targets.stop_clusters()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """The body of a spec that times the stack (:data:`~nrop.suite.plugin.precedence.TIMED_SPECS`)
+    runs with its embedded cluster's processes ahead of the other workers' clusters."""
+    info = item.stash.get(SPEC, None)
+    context = (getattr(item, "funcargs", None) or {}).get(CONTEXT_FIXTURE)
+    cluster = getattr(context, "cluster", None)
+    if (
+        info is None
+        or info.test_id not in TIMED_SPECS
+        or cluster is None
+        or cluster.process.poll() is not None
+    ):
+        return (yield)
+    with precedence(cluster.process.pid, os.getpid()):
+        return (yield)
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import hashlib
 import logging
 import os
@@ -57,6 +58,7 @@ from typing import IO
 
 from nrop.suite.plugin import lanes
 from nrop.suite.plugin.labels import EXTRA_LABEL
+from nrop.suite.plugin.precedence import TIMED_SPECS, precedence
 
 __all__ = [
     "BINARY_NAME",
@@ -86,6 +88,7 @@ __all__ = [
     "select",
     "source_key",
     "tarball_key",
+    "timed_precedence",
     "tree_key",
     "upstream_env",
 ]
@@ -622,6 +625,18 @@ class Shard:
     full_texts: list[str]
 
 
+def timed_precedence(
+    shard: Shard, cluster_pid: int, binary_pid: int
+) -> contextlib.AbstractContextManager[object]:
+    """The port's CPU precedence (:mod:`nrop.suite.plugin.precedence`) for the whole binary run of a
+    shard that holds a timed spec (the binary runs its specs in one go), else nothing."""
+    from nrop.suite.plugin.specs import test_id_of
+
+    if any(test_id_of(text) in TIMED_SPECS for text in shard.full_texts):
+        return precedence(cluster_pid, binary_pid)
+    return contextlib.nullcontext()
+
+
 def planned(selected: Iterable[Selected], durations: Mapping[str, float]) -> list[lanes.Spec]:
     """The selection as the port's lane plan sees it (``nrop.suite.plugin.lanes.Spec``: node id, profile,
     expected seconds from the measured durations)."""
@@ -768,8 +783,9 @@ def run_upstream(
                 text=True,
             )
             assert process.stdout is not None
-            _relay(process.stdout, log_file, shard.name)
-            code = process.wait()
+            with timed_precedence(shard, context.cluster.process.pid, process.pid):
+                _relay(process.stdout, log_file, shard.name)
+                code = process.wait()
         log.info("[%s] upstream's binary exited %d after %.0fs", shard.name, code, time.monotonic() - began)
     finally:
         targets.close_all()

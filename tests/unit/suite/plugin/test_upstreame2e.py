@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import tarfile
@@ -543,3 +544,18 @@ def test_specs_go_where_the_port_runs_them() -> None:
         assert any(f"[test_id:{test_id}]" in text for text in ids["container-scope"]), test_id
     assert not any("[test_id:47577]" in text for text in ids["container-scope"])
     assert any("[test_id:47577]" in text for text in ids["default"])
+
+
+@pytest.mark.parametrize(
+    ("texts", "timed"),
+    [
+        (["[serial] cluster with at least two available nodes [test_id:47627] should schedule many replicas"], True),
+        (["[serial] a [test_id:47577] b", "[serial] c [test_id:47627] d"], True),
+        (["[serial] a [test_id:47577] b"], False),
+        (["[serial] no test id at all"], False),
+    ],
+    ids=["the-timed-spec", "a-shard-holding-it", "another-spec", "no-test-id"],
+)  # fmt: skip
+def test_a_shard_holding_a_timed_spec_runs_with_precedence(texts: list[str], timed: bool) -> None:
+    manager = up.timed_precedence(up.Shard("wide-zones", "wide-zones", texts), 1 << 30, 1 << 30)
+    assert (not isinstance(manager, contextlib.nullcontext)) is timed
