@@ -117,17 +117,17 @@ def test_worker_count(specs: list[Spec], memory: int, workers: int) -> None:
     assert lanes.worker_count(specs, memory, cores=2) == workers
 
 
-WHOLE_SUITE_LIKE = [d(f"long{i}", 200) for i in range(56)]
+WHOLE_SUITE_LIKE = [d(f"long{i}", 200) for i in range(84)]
 
 
 @pytest.mark.parametrize(
     ("cores", "memory", "workers"),
     [
-        (2, 64 * GiB, 14),  # 2 / 0.14: the cores bound it, not the memory (80 would fit)
-        (4, 64 * GiB, 28),
-        (8, 64 * GiB, 56),  # one per spec
+        (2, 64 * GiB, 21),  # 2 / 0.095: the cores bound it, not the memory (80 would fit)
+        (4, 64 * GiB, 42),
+        (8, 128 * GiB, 84),  # one per spec
         (2, 2 * GiB + 10 * lanes.MEMORY_PER_WORKER, 10),  # the memory bounds it
-        (0, 64 * GiB, 7),  # an unknown core count counts as one
+        (0, 64 * GiB, 10),  # an unknown core count counts as one
     ],
     ids=["two-cores", "four-cores", "one-per-spec", "memory-bound", "no-cores-reported"],
 )
