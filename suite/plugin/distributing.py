@@ -11,7 +11,9 @@ its lane one spec ahead (xdist runs a spec once it knows the next one) from when
 collected (not when the last one has), and a worker whose lane
 is done takes the shortest spec of its current profile not yet handed out from the lane
 expected to end last, when that ends the run sooner, so an estimate that was off costs no
-extra cluster. A worker starts preparing its first cluster as it starts (told its profile
+extra cluster; with none of its profile to take, it takes that lane's shortest spec of another
+profile when the run still ends sooner counting a cluster start (:data:`HELP_START_SECONDS`): the
+lanes of a profile with few specs end minutes before the others. A worker starts preparing its first cluster as it starts (told its profile
 here, :data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and its next one while its current
 spec runs (:mod:`nrop.suite.plugin.targeting`).
 
@@ -40,6 +42,9 @@ log = logging.getLogger(__name__)
 
 #: The measured spec durations, by :func:`nrop.suite.plugin.lanes.spec_key` (``bench/suite.py --update-durations``).
 DURATIONS_FILE = Path(__file__).with_name("durations.json")
+#: What a worker that helps another lane with a spec of another profile counts for starting that
+#: profile's cluster mid-run: 7 to 15 s measured when few start together, up to 88 s when ten do.
+HELP_START_SECONDS = 30.0
 #: xdist's ``--dist`` of a run spread by this module (shown by ``-v``; no ``--dist`` choice: the plugin sets it).
 DIST = "nrop-lanes"
 
@@ -308,21 +313,30 @@ class LaneScheduling:
         profile = self.current.get(node)
         if not helping or profile is None:
             return None
-        # help the lane expected to end last with its shortest spec of this worker's profile, if this
-        # worker, running it after what it has, still ends no later than that lane without it
         assert self.collection is not None
         ends = sum(self._seconds(self.collection[index]) for index in queued)
+        return self._help(node, ends, profile, 0.0) or self._help(node, ends, None, HELP_START_SECONDS)
+
+    def _help(self, node: Any, ends: float, profile: str | None, start: float) -> str | None:
+        """The shortest spec of ``profile`` (``None``: of any other profile than the worker's, which
+        costs it ``start`` seconds) of the lane expected to end last, if the worker, running it after
+        what it has (``ends`` seconds), still ends no later than that lane without it."""
+        own = self.current.get(node)
+
+        def fits(nodeid: str) -> bool:
+            return self._profile(nodeid) == profile if profile is not None else self._profile(nodeid) != own
+
         candidates = [
             (self._lane_end(worker), worker, nodeid)
             for worker, ids in self.lanes.items()
-            for nodeid in [next((n for n in reversed(ids) if self._profile(n) == profile), None)]
+            for nodeid in [next((n for n in reversed(ids) if fits(n)), None)]
             if nodeid is not None
         ]
         if not candidates:
             return None
         victim_ends, worker, nodeid = max(candidates, key=lambda c: c[0])
         seconds = self._seconds(nodeid)
-        if ends + seconds > victim_ends - seconds:
+        if ends + start + seconds > victim_ends - seconds:
             return None
         self.lanes[worker].remove(nodeid)
         return self._take(node, nodeid)

@@ -129,8 +129,13 @@ def d(name: str, seconds: float) -> Spec:
         ),
         pytest.param(
             {"gw0": ["a"], "gw1": ["b", "c", "d", "e"]},
-            [d("a", 10), Spec("b", "container-scope", 50)] + [Spec(n, "container-scope", 10) for n in "cde"],
-            {"gw0": ["a"], "gw1": ["b", "c", "d", "e"]}, id="no-help-that-needs-another-cluster",
+            [d("a", 10), Spec("b", "container-scope", 100)] + [Spec(n, "container-scope", 10) for n in "cde"],
+            {"gw0": ["a", "e", "d"], "gw1": ["b", "c"]}, id="help-that-pays-for-another-cluster",
+        ),
+        pytest.param(
+            {"gw0": ["a"], "gw1": ["b", "c", "d"]},
+            [d("a", 10), Spec("b", "container-scope", 30)] + [Spec(n, "container-scope", 10) for n in "cd"],
+            {"gw0": ["a"], "gw1": ["b", "c", "d"]}, id="no-help-that-another-cluster-would-make-end-later",
         ),
     ],
 )  # fmt: skip
