@@ -13,9 +13,10 @@ is done takes the shortest spec of its current profile not yet handed out from t
 expected to end last, when that ends the run sooner, so an estimate that was off costs no
 extra cluster; with none of its profile to take, it takes that lane's shortest spec of another
 profile when the run still ends sooner counting a cluster start (:data:`HELP_START_SECONDS`): the
-lanes of a profile with few specs end minutes before the others. A worker starts preparing its first cluster as it starts (told its profile
-here, :data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and its next one while its current
-spec runs (:mod:`nrop.suite.plugin.targeting`).
+lanes of a profile with few specs end minutes before the others. A worker starts preparing its
+first cluster as it starts (told its profile here,
+:data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and its next one while its current spec
+runs (:mod:`nrop.suite.plugin.targeting`).
 
 A run that chose one worker or none stays in the pytest process (serial), as does ``-n 0``, a run against a
 kubeconfig (the specs disturb the whole cluster), a dry run and ``--collect-only``.
