@@ -9,11 +9,12 @@ spec in :data:`TIMED_SPECS` runs, the process tree of its embedded cluster (the 
 and the container processes it started: operator, scheduler, exporters) and the spec's own
 pytest process get :data:`NICE` (every thread, and the ``sched_autogroup`` of each session the
 tree leads, where the kernel weighs sessions against each other), and get back what they had
-after it. Nothing of the spec changes (its windows, its steps); on a cluster given by
+after it (a thread or process the tree starts during the spec inherits :data:`NICE`; it gets the
+value its process, or its nearest ancestor in the tree, had before). Nothing of the spec changes (its windows, its steps); on a cluster given by
 kubeconfig nothing is done. Best effort: a process that ended or a value the kernel refuses
 (not root) is logged and left.
 
-Pure: :func:`descendants`, :func:`autogroup_nice`. The rest reads and writes ``/proc`` and the
+Pure: :func:`descendants`, :func:`autogroup_nice`, :func:`born_during`. The rest reads and writes ``/proc`` and the
 scheduler's priorities.
 """
 
@@ -24,7 +25,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 
-__all__ = ["NICE", "TIMED_SPECS", "autogroup_nice", "descendants", "precedence"]
+__all__ = ["NICE", "TIMED_SPECS", "autogroup_nice", "born_during", "descendants", "precedence"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,30 @@ def descendants(root: int, parents: Mapping[int, int]) -> list[int]:
     return found
 
 
+def born_during(
+    tree: list[int],
+    parents: Mapping[int, int],
+    threads: Mapping[int, list[int]],
+    seen: set[int],
+    before: Mapping[int, int],
+    untouched: set[int],
+) -> dict[int, int]:
+    """The threads of ``tree`` (processes, root first) not in ``seen``, each with the nice value to
+    give back: what its process had before (``before[pid]``), else its nearest ancestor's. A
+    process in ``untouched`` (there before, not raised) and what it started are left out."""
+    born = {}
+    for pid in tree:
+        ancestor: int | None = pid
+        while ancestor is not None and ancestor not in before and ancestor not in untouched:
+            ancestor = parents.get(ancestor)
+        if ancestor is None or ancestor in untouched:
+            continue
+        for tid in threads.get(pid, ()):
+            if tid not in seen:
+                born[tid] = before[ancestor]
+    return born
+
+
 def autogroup_nice(text: str) -> int | None:
     """The nice value in ``/proc/<pid>/autogroup`` (``/autogroup-42 nice 0``), ``None`` if unreadable."""
     parts = text.split()
@@ -58,21 +83,19 @@ def autogroup_nice(text: str) -> int | None:
     return None
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        with open(f"{_PROC}/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            text = stat.read()
-    except OSError:
-        return None
-    return text.rpartition(")")[2].split()  # after the command name, which may hold spaces
-
-
-def _parents() -> dict[int, int]:
-    parents = {}
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every process's parent and session: ``{pid: (ppid, sid)}``, one read of its ``stat``."""
+    found = {}
     for entry in os.listdir(_PROC):
-        if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None:
-            parents[int(entry)] = int(fields[1])
-    return parents
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{_PROC}/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rpartition(")")[2].split()  # after the command, which may hold spaces
+        except OSError:
+            continue
+        found[int(entry)] = (int(fields[1]), int(fields[3]))
+    return found
 
 
 def _threads(pid: int) -> list[int]:
@@ -83,13 +106,18 @@ def _threads(pid: int) -> list[int]:
 
 
 class _Saved:
-    """What was changed, to put back: thread nice values, and autogroup nice values by leader."""
+    """What was changed, to put back: thread nice values, and autogroup nice values by leader;
+    every thread seen, and each process's nice value before (for threads born during the block)."""
 
     def __init__(self) -> None:
         self.threads: dict[int, int] = {}
         self.autogroups: dict[int, int] = {}
+        self.seen: set[int] = set()
+        self.before: dict[int, int] = {}
+        self.untouched: set[int] = set()
 
     def raise_thread(self, tid: int) -> None:
+        self.seen.add(tid)
         try:
             before = os.getpriority(os.PRIO_PROCESS, tid)
             if before > NICE:
@@ -111,10 +139,22 @@ class _Saved:
         except OSError as err:
             log.debug("precedence: autogroup of session %d left as it was: %s", leader, err)
 
-    def restore(self) -> None:
+    def restore(self, roots: list[int]) -> None:
+        """Put back what was raised, then lower the threads born under ``roots`` since, which
+        inherited :data:`NICE` from a raised thread."""
         for tid, nice in self.threads.items():
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
+        parents = {pid: ppid for pid, (ppid, _) in _processes().items()}
+        for root in roots:
+            tree = descendants(root, parents)
+            born = born_during(
+                tree, parents, {pid: _threads(pid) for pid in tree}, self.seen, self.before, self.untouched
+            )
+            for tid, nice in born.items():
+                with contextlib.suppress(OSError):
+                    if os.getpriority(os.PRIO_PROCESS, tid) == NICE and nice > NICE:
+                        os.setpriority(os.PRIO_PROCESS, tid, nice)
         for leader, nice in self.autogroups.items():
             with (
                 contextlib.suppress(OSError),
@@ -128,17 +168,17 @@ def precedence(cluster_pid: int, spec_pid: int | None = None) -> Iterator[int]:
     """Raise the priority of ``cluster_pid``'s process tree (and of ``spec_pid``'s threads) while
     the block runs; yields how many threads were raised."""
     saved = _Saved()
-    tree = descendants(cluster_pid, _parents())
-    members = set(tree)
-    for pid in tree:
+    processes = _processes()
+    tree = descendants(cluster_pid, {pid: ppid for pid, (ppid, _) in processes.items()})
+    roots = [cluster_pid] if spec_pid is None or spec_pid in tree else [cluster_pid, spec_pid]
+    for pid in tree + roots[1:]:
+        with contextlib.suppress(OSError):
+            saved.before[pid] = os.getpriority(os.PRIO_PROCESS, pid)
         for tid in _threads(pid):
             saved.raise_thread(tid)
-        fields = _stat_fields(pid)
-        if fields is not None and int(fields[3]) == pid:  # a session leader of the tree: its autogroup
+        if pid in tree and processes.get(pid, (0, 0))[1] == pid:  # a session leader of the tree
             saved.raise_autogroup(pid)
-    if spec_pid is not None and spec_pid not in members:
-        for tid in _threads(spec_pid):
-            saved.raise_thread(tid)
+    saved.untouched = set(processes) - set(saved.before)
     log.info(
         "precedence: %d threads and %d sessions of the cluster at nice %d while the timed spec runs",
         len(saved.threads),
@@ -148,4 +188,4 @@ def precedence(cluster_pid: int, spec_pid: int | None = None) -> Iterator[int]:
     try:
         yield len(saved.threads)
     finally:
-        saved.restore()
+        saved.restore(roots)

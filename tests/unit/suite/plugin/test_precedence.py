@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +26,35 @@ from nrop.suite.plugin import precedence
 )  # fmt: skip
 def test_descendants(root: int, parents: dict[int, int], expected: list[int]) -> None:
     assert precedence.descendants(root, parents) == expected
+
+
+@pytest.mark.parametrize(
+    ("tree", "parents", "threads", "before", "untouched", "expected"),
+    [
+        ([10], {}, {10: [10, 11]}, {10: 0}, set(), {}),
+        ([10], {}, {10: [10, 11, 12]}, {10: 5}, set(), {12: 5}),
+        ([10, 20, 30], {20: 10, 30: 20}, {10: [10], 20: [20], 30: [30, 31]}, {10: 3}, set(), {30: 3, 31: 3}),
+        ([10, 20], {20: 10}, {10: [10], 20: [20, 21]}, {10: 0, 20: 7}, set(), {21: 7}),
+        ([1, 40, 50], {40: 1, 50: 40}, {1: [11], 40: [40], 50: [50]}, {1: 0}, {40}, {}),
+    ],
+    ids=[
+        "nothing-born",
+        "a-thread-born-gets-its-process-value",
+        "a-process-born-gets-its-nearest-ancestor-value",
+        "the-nearest-ancestor-wins",
+        "what-an-untouched-process-started-is-left",
+    ],
+)  # fmt: skip
+def test_born_during(
+    tree: list[int],
+    parents: dict[int, int],
+    threads: dict[int, list[int]],
+    before: dict[int, int],
+    untouched: set[int],
+    expected: dict[int, int],
+) -> None:
+    seen = {10, 11, 20, 40}
+    assert precedence.born_during(tree, parents, threads, seen, before, untouched) == expected
 
 
 @pytest.mark.parametrize(
@@ -82,6 +112,38 @@ def test_a_tree_runs_ahead_while_the_block_runs_and_gets_its_values_back(tree: t
             if before[pid][1] is not None:
                 assert _autogroup(pid) == precedence.NICE
     assert {pid: (os.getpriority(os.PRIO_PROCESS, pid), _autogroup(pid)) for pid in tree} == before
+
+
+_SPAWNER = """
+import signal, subprocess, sys, threading, time
+def spawn(*_):
+    thread = threading.Thread(target=time.sleep, args=(60,), daemon=True)
+    thread.start()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    print(thread.native_id, child.pid, flush=True)
+signal.signal(signal.SIGUSR1, spawn)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may lower a nice value")
+def test_threads_and_processes_born_during_the_block_get_the_value_from_before() -> None:
+    spawner = subprocess.Popen(
+        [sys.executable, "-c", _SPAWNER], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert spawner.stdout is not None
+    try:
+        assert spawner.stdout.readline() == "ready\n"
+        nice = os.getpriority(os.PRIO_PROCESS, spawner.pid)
+        with precedence.precedence(spawner.pid):
+            spawner.send_signal(signal.SIGUSR1)
+            born = [int(tid) for tid in spawner.stdout.readline().split()]
+            assert [os.getpriority(os.PRIO_PROCESS, tid) for tid in born] == [precedence.NICE] * 2
+        assert [os.getpriority(os.PRIO_PROCESS, tid) for tid in [spawner.pid, *born]] == [nice] * 3
+    finally:
+        os.killpg(spawner.pid, signal.SIGKILL)
+        spawner.wait(10)
 
 
 def test_a_tree_that_ended_is_left_alone() -> None:
