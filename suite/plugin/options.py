@@ -10,7 +10,7 @@ came from and what would be accepted.
 | ``--kubeconfig PATH`` | ``KUBECONFIG`` | none: start the embedded cluster |
 | ``--cluster-profile P`` | ``E2E_NROP_CLUSTER_PROFILE`` | ``default`` |
 | ``--setup`` / ``--no-setup`` | ``E2E_NROP_SETUP`` | on for the embedded cluster, off for a kubeconfig |
-| ``--teardown`` / ``--no-teardown`` | ``E2E_NROP_TEARDOWN`` | same as setup |
+| ``--teardown`` / ``--no-teardown`` | ``E2E_NROP_TEARDOWN`` | off (an embedded cluster is stopped instead) |
 | ``--install-via M`` (``direct``, ``olm``) | ``E2E_NROP_INSTALL_VIA`` | ``direct`` |
 | ``--tier-up-to N`` | ``E2E_NROP_TIER_UPTO`` (legacy ``E2E_SERIAL_TIER_UPTO``) | every tier |
 | ``--label-filter Q`` | ``E2E_NROP_LABEL_FILTER`` | everything |
@@ -112,7 +112,10 @@ class SuiteOptions:
 
     @property
     def do_teardown(self) -> bool:
-        return self.embedded if self.teardown is None else self.teardown
+        # Off by default on the embedded cluster too: it is stopped right after AfterSuite, and
+        # removing the stack from it first would only cost every lane's end (the uninstall is
+        # tested on its own, tests/e2e/test_suite_stack_e2e.py).
+        return bool(self.teardown)
 
     @property
     def selection_filter(self) -> str:
@@ -167,7 +170,7 @@ def add_options(parser: pytest.Parser) -> None:
         dest="nrop_teardown",
         action="store_const",
         const=True,
-        help="remove the CRs and the operator after the suite (env E2E_NROP_TEARDOWN; default as setup)",
+        help="remove the CRs and the operator after the suite (env E2E_NROP_TEARDOWN; default off)",
     )
     group.addoption(
         "--no-teardown",

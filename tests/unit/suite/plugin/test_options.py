@@ -25,6 +25,9 @@ from nrop.suite.plugin import options as suite_options
         ({}, {"E2E_NROP_SETUP": "false"}, "do_setup", False),
         ({"nrop_setup": True}, {"E2E_NROP_SETUP": "false"}, "do_setup", True),
         ({}, {"E2E_NROP_TEARDOWN": "no"}, "do_teardown", False),
+        ({}, {}, "do_teardown", False),  # the embedded cluster is stopped with the stack in it
+        ({}, {"E2E_NROP_TEARDOWN": "yes"}, "do_teardown", True),
+        ({"nrop_teardown": True}, {}, "do_teardown", True),
         ({}, {}, "install_via", "direct"),
         ({}, {"E2E_NROP_INSTALL_VIA": "OLM"}, "install_via", "olm"),
         ({"nrop_install_via": "direct"}, {"E2E_NROP_INSTALL_VIA": "olm"}, "install_via", "direct"),
