@@ -10,8 +10,8 @@ profile it needs; :class:`LaneScheduling`, the xdist scheduler of such a run, ha
 its lane one spec ahead (xdist runs a spec once it knows the next one) from when that worker has
 collected (not when the last one has), and a worker whose lane
 is done takes the shortest spec of its current profile not yet handed out from the lane
-expected to end last, when that ends the run sooner, so an estimate that was off costs no
-extra cluster; with none of its profile to take, it takes that lane's shortest spec of another
+expected to end last, when that ends the run sooner (a lane's running spec counted for what
+is left of its expected time), so an estimate that was off costs no extra cluster; with none of its profile to take, it takes that lane's shortest spec of another
 profile when the run still ends sooner counting a cluster start (:data:`HELP_START_SECONDS`): the
 lanes of a profile with few specs end minutes before the others. A worker starts preparing its
 first cluster as it starts (told its profile here,
@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,8 +178,12 @@ class LaneScheduling:
         config: pytest.Config,
         lanes_by_worker: Mapping[str, Sequence[str]],
         estimates: Mapping[str, lanes.Spec],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
+        self.clock = clock
+        #: When each worker's first pending spec (the one it runs) became its first.
+        self.running_since: dict[Any, float] = {}
         self.lanes = {worker: deque(ids) for worker, ids in lanes_by_worker.items()}
         self.estimates = estimates
         self.orphans: deque[str] = deque()
@@ -255,6 +260,7 @@ class LaneScheduling:
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
         self.node2pending[node].remove(item_index)
+        self.running_since[node] = self.clock()
         self._refill(node)
 
     def mark_test_pending(self, item: str) -> None:
@@ -300,6 +306,8 @@ class LaneScheduling:
                 break
             sent.append(self.collection.index(nodeid))
         if sent:
+            if not pending:
+                self.running_since[node] = self.clock()
             pending.extend(sent)
             node.send_runtest_some(sent)
         elif helping and len(pending) < 2:
@@ -314,8 +322,7 @@ class LaneScheduling:
         profile = self.current.get(node)
         if not helping or profile is None:
             return None
-        assert self.collection is not None
-        ends = sum(self._seconds(self.collection[index]) for index in queued)
+        ends = self._left(node, queued)
         return self._help(node, ends, profile, 0.0) or self._help(node, ends, None, HELP_START_SECONDS)
 
     def _help(self, node: Any, ends: float, profile: str | None, start: float) -> str | None:
@@ -342,14 +349,21 @@ class LaneScheduling:
         self.lanes[worker].remove(nodeid)
         return self._take(node, nodeid)
 
-    def _lane_end(self, worker: str) -> float:
-        """Expected seconds until the worker's lane is done: its specs sent and not done, and the rest."""
+    def _left(self, node: Any, queued: Sequence[int]) -> float:
+        """Expected seconds until ``node`` is through ``queued`` (its pending specs, the first one
+        running): what is left of the first one's expected time, and the others'."""
         assert self.collection is not None
+        seconds = [self._seconds(self.collection[index]) for index in queued]
+        if seconds and node in self.running_since:
+            seconds[0] = max(0.0, seconds[0] - (self.clock() - self.running_since[node]))
+        return sum(seconds)
+
+    def _lane_end(self, worker: str) -> float:
+        """Expected seconds until the worker's lane is done: its specs sent and not done (the
+        running one for what is left of it), and the rest."""
         node = next((n for n in self.node2pending if n.gateway.id == worker), None)
         queued = self.node2pending.get(node, []) if node is not None else []
-        return sum(self._seconds(self.collection[i]) for i in queued) + sum(
-            self._seconds(n) for n in self.lanes[worker]
-        )
+        return self._left(node, queued) + sum(self._seconds(n) for n in self.lanes[worker])
 
     def _take(self, node: Any, nodeid: str) -> str:
         profile = self._profile(nodeid)

@@ -145,6 +145,34 @@ def test_lane_scheduling(lanes: dict[str, list[str]], specs: list[Spec], ran: di
     assert all(worker.shutting_down for worker in workers)
 
 
+@pytest.mark.parametrize(
+    ("done_at", "helped"),
+    [(10.0, True), (90.0, False)],
+    ids=["early-in-the-long-spec", "late-in-the-long-spec"],
+)
+def test_a_running_spec_counts_for_what_is_left_of_it(done_at: float, helped: bool) -> None:
+    """gw0 is on its last spec while gw1 runs its 100 s spec with 30 s of other-profile specs after
+    it: a help (10 s, plus 30 s for a cluster) pays only while much of the long spec is still to run
+    (counting the whole 100 s, it would pay in both cases)."""
+    now = [0.0]
+    specs = [d("a", 10), d("f", 10), Spec("b", "container-scope", 100)]
+    specs += [Spec(n, "container-scope", 10) for n in "cde"]
+    config: Any = SimpleNamespace()
+    lanes = {"gw0": ["a", "f"], "gw1": ["b", "c", "d", "e"]}
+    sched = LaneScheduling(config, lanes, {s.nodeid: s for s in specs}, clock=lambda: now[0])
+    workers = [Worker("gw0"), Worker("gw1")]
+    collection = sorted(s.nodeid for s in specs)
+    for worker in workers:
+        sched.add_node(worker)
+    for worker in workers:
+        sched.add_node_collection(worker, collection)
+        sched.schedule()
+    now[0] = done_at
+    sched.mark_test_complete(workers[0], collection.index("a"))
+    assert ("e" in [collection[i] for i in workers[0].sent]) is helped
+    assert workers[0].shutting_down is not helped
+
+
 def test_a_crashed_worker_leaves_its_specs_to_the_others() -> None:
     sched, (gw0, gw1), collection = scheduling(
         {"gw0": ["a", "b", "c"], "gw1": ["d"]}, [d("a", 30), d("b", 20), d("c", 10), d("d", 5)]
