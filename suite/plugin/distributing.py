@@ -11,9 +11,10 @@ its lane one spec ahead (xdist runs a spec once it knows the next one) from when
 collected (not when the last one has), and a worker whose lane
 is done takes the shortest spec of its current profile not yet handed out from the lane
 expected to end last, when that ends the run sooner (a lane's running spec counted for what
-is left of its expected time), so an estimate that was off costs no extra cluster; with none of its profile to take, it takes that lane's shortest spec of another
-profile when the run still ends sooner counting a cluster start (:data:`HELP_START_SECONDS`): the
-lanes of a profile with few specs end minutes before the others. A worker starts preparing its
+is left of its expected time), so an estimate that was off costs no extra cluster; with none of
+its profile to take, it takes that lane's shortest spec of another profile when the run still
+ends sooner counting a cluster start (:data:`HELP_START_SECONDS`): the lanes of a profile with
+few specs end minutes before the others. A worker starts preparing its
 first cluster as it starts (told its profile here,
 :data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and its next one while its current spec
 runs (:mod:`nrop.suite.plugin.targeting`).

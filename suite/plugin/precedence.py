@@ -9,13 +9,13 @@ spec in :data:`TIMED_SPECS` runs, the process tree of its embedded cluster (the 
 and the container processes it started: operator, scheduler, exporters) and the spec's own
 pytest process get :data:`NICE` (every thread, and the ``sched_autogroup`` of each session the
 tree leads, where the kernel weighs sessions against each other), and get back what they had
-after it (a thread or process the tree starts during the spec inherits :data:`NICE`; it gets the
-value its process, or its nearest ancestor in the tree, had before). Nothing of the spec changes (its windows, its steps); on a cluster given by
-kubeconfig nothing is done. Best effort: a process that ended or a value the kernel refuses
-(not root) is logged and left.
+after it (a thread or process the tree starts during the spec inherits :data:`NICE`; it gets
+the value its process, or its nearest ancestor in the tree, had before). Nothing of the spec
+changes (its windows, its steps); on a cluster given by kubeconfig nothing is done. Best
+effort: a process that ended or a value the kernel refuses (not root) is logged and left.
 
-Pure: :func:`descendants`, :func:`autogroup_nice`, :func:`born_during`. The rest reads and writes ``/proc`` and the
-scheduler's priorities.
+Pure: :func:`descendants`, :func:`autogroup_nice`, :func:`born_during`. The rest reads and
+writes ``/proc`` and the scheduler's priorities.
 """
 
 from __future__ import annotations
