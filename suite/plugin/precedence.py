@@ -98,6 +98,11 @@ def _processes() -> dict[int, tuple[int, int]]:
     return found
 
 
+def _parents(processes: Mapping[int, tuple[int, int]]) -> dict[int, int]:
+    """``{pid: ppid}`` of :func:`_processes`."""
+    return {pid: ppid for pid, (ppid, _) in processes.items()}
+
+
 def _threads(pid: int) -> list[int]:
     try:
         return [int(tid) for tid in os.listdir(f"{_PROC}/{pid}/task")]
@@ -145,7 +150,7 @@ class _Saved:
         for tid, nice in self.threads.items():
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
-        parents = {pid: ppid for pid, (ppid, _) in _processes().items()}
+        parents = _parents(_processes())
         for root in roots:
             tree = descendants(root, parents)
             born = born_during(
@@ -169,7 +174,7 @@ def precedence(cluster_pid: int, spec_pid: int | None = None) -> Iterator[int]:
     the block runs; yields how many threads were raised."""
     saved = _Saved()
     processes = _processes()
-    tree = descendants(cluster_pid, {pid: ppid for pid, (ppid, _) in processes.items()})
+    tree = descendants(cluster_pid, _parents(processes))
     roots = [cluster_pid] if spec_pid is None or spec_pid in tree else [cluster_pid, spec_pid]
     for pid in tree + roots[1:]:
         with contextlib.suppress(OSError):
