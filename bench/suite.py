@@ -22,14 +22,15 @@ a target set in seconds; the median of several does.
 
 ``--update-durations`` writes the measured spec durations into the suite's ``durations.json``
 (:data:`nrop.suite.plugin.distributing.DURATIONS_FILE`, which the suite plans its workers with),
-merged over what is there (:func:`merged_durations`: a passed spec's time replaces its entry, a
-failed one's only raises it), each less what its setup waited for its cluster to start (the
-JUnit property ``target_seconds``).
-``--junit FILE`` takes an earlier run's junit instead of running. Never run in CI: the
+merged over what is there (:func:`merged_durations`: a passed spec's time replaces its entry,
+the median of its times when several runs measured it, ``--repeat``; a failed one's only raises
+it), each less what its setup waited for its cluster to start (the JUnit property
+``target_seconds``). ``--junit FILE`` (repeatable) takes earlier runs' junits instead of
+running. Never run in CI: the
 figures depend on the machine and its load.
 
     python bench/suite.py [--tier 0 [--tier all]] [--workers N] [--repeat N] [--update-durations] [-- extra pytest args]
-    python bench/suite.py --junit REPORT_DIR/e2e-serial-run.xml [--update-durations]
+    python bench/suite.py --junit REPORT_DIR/e2e-serial-run.xml [--junit ...] [--update-durations]
 """
 
 from __future__ import annotations
@@ -309,16 +310,22 @@ def family_table(junit: Path) -> list[str]:
 
 
 def merged_durations(known: Mapping[str, float], measured: Iterable[Case]) -> dict[str, float]:
-    """``known`` with what the runs measured: a passed spec's duration replaces its entry; a
-    failed one's only raises it (a failure may end a spec early, but a spec that fails every
-    run, as 84316 on the embedded cluster, costs its failing time and must be planned so);
-    errors and skips say nothing about a spec's length."""
-    merged = dict(known)
+    """``known`` with what the runs measured: a passed spec's entry becomes the median of its
+    passed runs (one run: its time; several: a run slowed by the machine's other jobs does not
+    set it alone); a failed one's only raises it (a failure may end a spec early, but a spec that
+    fails every run, as 84316 on the embedded cluster, costs its failing time and must be
+    planned so); errors and skips say nothing about a spec's length."""
+    passed: defaultdict[str, list[float]] = defaultdict(list)
+    failed: defaultdict[str, list[float]] = defaultdict(list)
     for case in measured:
-        seconds = round(case.own_seconds, 1)
-        raises = case.outcome == "failure" and seconds > merged.get(case.key, 0.0)
-        if case.outcome == "passed" or raises:
-            merged[case.key] = seconds
+        if case.outcome in ("passed", "failure"):
+            (passed if case.outcome == "passed" else failed)[case.key].append(round(case.own_seconds, 1))
+    merged = dict(known)
+    for key, seconds in passed.items():
+        merged[key] = round(statistics.median(seconds), 1)
+    for key, seconds in failed.items():
+        if key not in passed and max(seconds) > merged.get(key, 0.0):
+            merged[key] = max(seconds)
     return dict(sorted(merged.items()))
 
 
@@ -347,21 +354,23 @@ def main() -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="run the tiers this many times and print their spread"
     )
-    parser.add_argument("--junit", type=Path, help="an earlier run's junit: print its figures, run nothing")
+    parser.add_argument(
+        "--junit", type=Path, action="append", help="an earlier run's junit (repeatable): its figures, no run"
+    )
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
     if args.junit:
-        found = cases(args.junit)
-        longest = floor_of(found)
-        print("\n".join(family_table(args.junit)))
-        if longest is not None:
-            print(
-                f"sum of spec times {sum(c.seconds for c in found):.1f}s, floor {longest.own_seconds:.1f}s ({longest.key})"
-            )
+        for junit in args.junit:
+            found = cases(junit)
+            longest = floor_of(found)
+            print(f"{junit}:")
+            print("\n".join(family_table(junit)))
+            if longest is not None:
+                print(
+                    f"sum of spec times {sum(c.seconds for c in found):.1f}s, floor {longest.own_seconds:.1f}s ({longest.key})"
+                )
         if args.update_durations:
-            print(
-                f"durations: {update_durations([args.junit])} specs changed in {distributing.DURATIONS_FILE}"
-            )
+            print(f"durations: {update_durations(args.junit)} specs changed in {distributing.DURATIONS_FILE}")
         return 0
     if args.workers is not None:
         extra = ["-n", str(args.workers), *extra]

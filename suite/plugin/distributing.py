@@ -115,7 +115,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)
     if workers < 1 or (requested is None and workers < 2):
         return
-    plan = lanes.plan(specs, workers, lanes.cluster_start(workers, cores))
+    plan = lanes.plan(
+        specs, workers, lanes.cluster_start(workers, cores), lanes.first_clusters(workers, cores)
+    )
     run.lanes = {f"gw{index}": [spec.nodeid for spec in lane.specs] for index, lane in enumerate(plan)}
     run.estimates = {spec.nodeid: spec for spec in specs}
     how = "-n" if requested is not None else "chosen for the selection and this machine"

@@ -15,7 +15,8 @@ Pure decisions over plain data (no pytest, no I/O), used by :mod:`nrop.suite.plu
   every cluster slows down and upstream's timing specs fail under the run's own load; cores
   also make clusters that start together slower (:func:`cluster_start`);
 * :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where starting
-  a cluster of a profile the lane has not got yet costs a cluster start; so the
+  a cluster of a profile the lane has not got yet costs a cluster start, the first one as late as
+  its worker boots (:func:`first_clusters`: the workers boot one after the other); so the
   specs of a profile other than the run's are spread over several clusters of that profile
   when that ends the run sooner, and each lane runs its profiles one after the other.
 """
@@ -36,8 +37,10 @@ __all__ = [
     "TARGET_SECONDS",
     "Lane",
     "Spec",
+    "cluster_ready",
     "cluster_start",
     "estimate",
+    "first_clusters",
     "makespan",
     "plan",
     "spec_key",
@@ -89,9 +92,17 @@ class Lane:
     seconds: float = 0.0
     #: the profiles of the lane's clusters, in the order it starts them
     profiles: list[str] = field(default_factory=list)
+    #: wall seconds until the lane's first cluster is ready (``None``: as any other, ``startup``)
+    first: float | None = None
+
+    def cost(self, spec: Spec, startup: float) -> float:
+        """What running ``spec`` next adds to the lane: its seconds, and a cluster start if it needs one."""
+        if self.has_cluster_for(spec):
+            return spec.seconds
+        return spec.seconds + (self.first if self.first is not None and not self.profiles else startup)
 
     def add(self, spec: Spec, startup: float) -> None:
-        self.seconds += spec.seconds + (0.0 if self.has_cluster_for(spec) else startup)
+        self.seconds += self.cost(spec, startup)
         if spec.profile is not None and spec.profile not in self.profiles:
             self.profiles.append(spec.profile)
         self.specs.append(spec)
@@ -100,9 +111,24 @@ class Lane:
         return spec.profile is None or spec.profile in self.profiles
 
 
+def cluster_ready(index: int, cores: int) -> float:
+    """Wall seconds until the first cluster of worker ``index`` (from 0) is ready in a run that
+    spreads: xdist boots the workers one after the other, and each cluster starts when its worker
+    has booted, sharing the cores with those started before, so worker ``index`` waits for the
+    CPU of ``index + 1`` starts (measured: the tenth of ten ready 34-42 s in, the first 12-22 s)."""
+    return CLUSTER_START_SECONDS + CLUSTER_START_CPU_SECONDS * (index + 1) / max(cores, 1)
+
+
 def cluster_start(workers: int, cores: int) -> float:
-    """Wall seconds until a worker's first cluster is ready when ``workers`` start theirs at once."""
-    return CLUSTER_START_SECONDS + CLUSTER_START_CPU_SECONDS * workers / max(cores, 1)
+    """Wall seconds a cluster start costs a lane in a run of ``workers``: what the last worker's
+    first cluster waits (:func:`cluster_ready`), the storm of first starts a lane's later cluster
+    may meet too."""
+    return cluster_ready(workers - 1, cores)
+
+
+def first_clusters(workers: int, cores: int) -> list[float]:
+    """Each worker's :func:`cluster_ready`, in worker order (the ``first`` of :func:`plan`)."""
+    return [cluster_ready(index, cores) for index in range(workers)]
 
 
 def spec_key(nodeid: str) -> str:
@@ -123,21 +149,29 @@ def estimate(key: str, durations: Mapping[str, float]) -> float:
     return float(statistics.median(measured)) if measured else 0.0
 
 
-def plan(specs: Sequence[Spec], workers: int, startup: float) -> list[Lane]:
+def plan(
+    specs: Sequence[Spec], workers: int, startup: float, first: Sequence[float] | None = None
+) -> list[Lane]:
     """``workers`` lanes (some maybe empty) running every spec, longest first: the better of two plans.
 
-    *Mixed*: each spec, longest first, goes to the lane where it would end soonest, counting
-    ``startup`` when the lane has no cluster of its profile yet (ties: a lane that has one, then
-    the lower index). *By profile* (when there are lanes enough): each lane one profile, a
-    profile getting lanes while it is the one that would end last; its specs longest first
-    to its lane ending soonest. Either way a lane runs its profiles in the order it got them,
-    each profile's specs longest first, so it starts each cluster once.
+    A cluster start costs a lane ``startup`` seconds; its first one ``first[index]`` where given
+    (:func:`first_clusters`: the workers boot one after the other, so the later ones start later and
+    get less to run). *Mixed*: each spec, longest first, goes to the lane where it would end
+    soonest (ties: a lane that has a cluster of its profile, then the lower index). *By
+    profile* (when there are lanes enough): each lane one profile, a profile getting lanes while
+    it is the one that would end last; its specs longest first to its lane ending soonest; the
+    lanes with most to run then go to the workers whose first cluster is ready soonest. Either
+    way a lane runs its profiles in the order it got them, each profile's specs longest first,
+    so it starts each cluster once.
     """
     if workers < 1:
         raise ValueError(f"a plan needs at least one worker, not {workers}")
+    firsts = list(first) if first is not None else [startup] * workers
+    if len(firsts) != workers:
+        raise ValueError(f"{workers} workers need {workers} first cluster starts, not {len(firsts)}")
     ordered = sorted(specs, key=lambda s: (-s.seconds, s.nodeid))
-    candidates = [_mixed(ordered, workers, startup)]
-    by_profile = _by_profile(ordered, workers, startup)
+    candidates = [_mixed(ordered, firsts, startup)]
+    by_profile = _by_profile(ordered, firsts, startup)
     if by_profile is not None:
         candidates.append(by_profile)
     best = min(candidates, key=makespan)  # the mixed plan on a tie
@@ -150,20 +184,20 @@ def plan(specs: Sequence[Spec], workers: int, startup: float) -> list[Lane]:
 def _soonest(lanes: Sequence[Lane], spec: Spec, startup: float) -> Lane:
     def ends(index: int) -> tuple[float, bool, int]:
         lane = lanes[index]
-        has = lane.has_cluster_for(spec)
-        return (lane.seconds + spec.seconds + (0.0 if has else startup), not has, index)
+        return (lane.seconds + lane.cost(spec, startup), not lane.has_cluster_for(spec), index)
 
     return lanes[min(range(len(lanes)), key=ends)]
 
 
-def _mixed(ordered: Sequence[Spec], workers: int, startup: float) -> list[Lane]:
-    lanes = [Lane() for _ in range(workers)]
+def _mixed(ordered: Sequence[Spec], firsts: Sequence[float], startup: float) -> list[Lane]:
+    lanes = [Lane(first=seconds) for seconds in firsts]
     for spec in ordered:
         _soonest(lanes, spec, startup).add(spec, startup)
     return lanes
 
 
-def _by_profile(ordered: Sequence[Spec], workers: int, startup: float) -> list[Lane] | None:
+def _by_profile(ordered: Sequence[Spec], firsts: Sequence[float], startup: float) -> list[Lane] | None:
+    workers = len(firsts)
     profiles = list(dict.fromkeys(s.profile for s in ordered if s.profile is not None))
     if not profiles or len(profiles) > workers:
         return None
@@ -183,8 +217,15 @@ def _by_profile(ordered: Sequence[Spec], workers: int, startup: float) -> list[L
             break  # another cluster would not end that profile sooner
         counts[last] += 1
         planned[last] = more
-    lanes = [lane for profile in profiles for lane in planned[profile]]
-    lanes += [Lane() for _ in range(workers - len(lanes))]
+    built = [lane for profile in profiles for lane in planned[profile]]
+    built += [Lane() for _ in range(workers - len(built))]
+    # the most to run to the worker ready soonest (sorted is stable: profile order on a tie)
+    ranked = sorted(built, key=lambda lane: -lane.seconds)
+    slots = sorted(range(workers), key=lambda index: (firsts[index], index))
+    lanes = [Lane(first=seconds) for seconds in firsts]
+    for slot, lane in zip(slots, ranked, strict=True):
+        for spec in lane.specs:
+            lanes[slot].add(spec, startup)
     for spec in (s for s in ordered if s.profile is None):
         _soonest(lanes, spec, startup).add(spec, startup)
     return lanes
@@ -208,10 +249,13 @@ def worker_count(
 
     At most what the memory holds (``available_memory`` less ``reserve``, ``memory_per_worker``
     each), what ``cores`` keep up with (:data:`CPU_PER_WORKER` each) and one per spec that needs
-    a cluster; of those, the fewest whose plan (clusters starting together on ``cores``:
-    :func:`cluster_start`) ends within ``tolerance`` of the soonest (a worker that does not
-    shorten the run costs a cluster for nothing). One worker is no worker: the run stays in
-    the pytest process.
+    a cluster; of those, the fewest whose plan ends within ``tolerance`` of the soonest (a worker
+    that does not shorten the run costs a cluster for nothing). Each plan counts every lane's
+    first cluster as the last one's (:func:`cluster_start`, not the :func:`first_clusters` the run
+    is planned with): the ramp puts what a worker more costs on the later lanes alone, where
+    its CPU slows every cluster (tier0 took 105.6 and 111.9 s and 153-166 CPU-s with the 13
+    workers the ramp chose, 107.4 and 113.7 s and 119-123 CPU-s with 10). One worker is no
+    worker: the run stays in the pytest process.
     """
     needing = sum(1 for spec in specs if spec.profile is not None)
     by_cpu = int(max(cores, 1) / CPU_PER_WORKER)

@@ -33,6 +33,28 @@ def test_merged_durations(
     assert list(merged) == sorted(merged)
 
 
+@pytest.mark.parametrize(
+    ("known", "runs", "expected"),
+    [
+        pytest.param(
+            {KEY: 27.0}, [("passed", 16.0), ("passed", 17.0), ("passed", 16.2)], 16.2, id="median-of-three"
+        ),
+        pytest.param({KEY: 27.0}, [("passed", 16.0), ("passed", 30.0)], 23.0, id="median-of-two"),
+        pytest.param(
+            {KEY: 27.0}, [("passed", 16.0), ("failure", 90.0)], 16.0, id="a-pass-outweighs-a-failure"
+        ),
+        pytest.param(
+            {KEY: 27.0}, [("failure", 40.0), ("failure", 90.0)], 90.0, id="failures-raise-to-the-longest"
+        ),
+    ],
+)
+def test_several_runs_merge_into_one_entry(
+    known: dict[str, float], runs: list[tuple[str, float]], expected: float
+) -> None:
+    cases = [suite.Case(KEY, "x", seconds, outcome, 0.0) for outcome, seconds in runs]
+    assert suite.merged_durations(known, cases)[KEY] == expected
+
+
 def _run(tier: int, seconds: float, cpu: float = 100.0) -> object:
     return suite.Run(
         tier=tier,

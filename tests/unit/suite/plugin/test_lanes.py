@@ -82,6 +82,42 @@ def test_plan(
     assert sorted(n for lane in ids(plan) for n in lane) == sorted(s.nodeid for s in specs)
 
 
+@pytest.mark.parametrize(
+    ("specs", "first", "expected", "makespan"),
+    [
+        pytest.param(
+            [d("d60", 60), d("d30a", 30), d("d30b", 30)], [10, 40],
+            [["d60", "d30b"], ["d30a"]], 100, id="a-worker-ready-later-gets-less",
+        ),
+        pytest.param(
+            [c("c1", 30), d("d1", 25), d("d2", 25)], [10, 40],
+            [["d1", "d2"], ["c1"]], 70, id="by-profile-the-most-to-the-worker-ready-first",
+        ),
+        pytest.param(
+            [d("d1", 10), c("c1", 10)], [10, 100],
+            [["c1", "d1"], []], 70, id="a-lane-s-second-cluster-costs-startup",
+        ),
+    ],
+)  # fmt: skip
+def test_plan_with_first_clusters_ready_one_after_the_other(
+    specs: list[Spec], first: list[float], expected: list[list[str]], makespan: float
+) -> None:
+    plan = lanes.plan(specs, len(first), 40, first)
+    assert ids(plan) == expected
+    assert lanes.makespan(plan) == makespan
+
+
+def test_plan_without_first_clusters_counts_startup_for_each() -> None:
+    specs = [d("d60", 60), d("d30a", 30), d("d30b", 30)]
+    assert ids(lanes.plan(specs, 2, 25)) == [["d60"], ["d30a", "d30b"]]
+    assert ids(lanes.plan(specs, 2, 25, [25, 25])) == [["d60"], ["d30a", "d30b"]]
+
+
+def test_plan_needs_a_first_cluster_per_worker() -> None:
+    with pytest.raises(ValueError, match="2 workers need 2 first cluster starts, not 1"):
+        lanes.plan([d("d1", 1)], 2, 10, [10])
+
+
 def test_plan_needs_a_worker() -> None:
     with pytest.raises(ValueError, match="at least one worker"):
         lanes.plan([d("d1", 1)], 0, 10)
@@ -141,3 +177,9 @@ def test_worker_count_keeps_within_what_the_cores_keep_up_with(cores: int, memor
 )
 def test_clusters_starting_together_share_the_cores(workers: int, cores: int, seconds: float) -> None:
     assert lanes.cluster_start(workers, cores) == seconds
+
+
+def test_workers_first_clusters_are_ready_one_after_the_other() -> None:
+    assert lanes.first_clusters(4, 2) == [13.0, 16.0, 19.0, 22.0]
+    assert lanes.first_clusters(4, 2)[-1] == lanes.cluster_start(4, 2)
+    assert lanes.cluster_ready(0, 0) == 16.0  # an unknown core count counts as one
