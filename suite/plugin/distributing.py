@@ -160,6 +160,19 @@ def pytest_configure_node(node: Any) -> None:
             return
 
 
+@pytest.hookimpl(optionalhook=True, trylast=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist: a worker that finished its session (its last spec, AfterSuite, its clusters
+    stopped, its results sent) exits now rather than with every other at the run's end, where
+    ten or twenty interpreters tearing down at once held up the last lane's exit (1.6 s of the
+    controller's wait for its workers at the end of tier0). Its remaining hooks still run
+    first: execnet waits for the worker's pytest to return. The last one is left to xdist's
+    own teardown, which then waits for every worker process, those gone early included."""
+    dsession = node.config.pluginmanager.getplugin("dsession")
+    if error is None and dsession is not None and len(dsession.nodemanager.group) > 1:
+        node.gateway.exit()
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LaneScheduling | None:
     run = state(config)

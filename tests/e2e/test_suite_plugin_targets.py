@@ -260,6 +260,39 @@ def test_with_xdist_workers_take_the_longest_specs_first(pytester: pytest.Pytest
     assert _order(pytester) == {"gw0": ["long"], "gw1": ["medium", "short_a", "short_b"]}
 
 
+def test_a_worker_done_with_its_lane_exits_before_the_run_ends(pytester: pytest.Pytester) -> None:
+    """The worker of the short lane is gone (a zombie until xdist reaps it, or reaped) while the
+    long lane still runs: its interpreter does not tear down with every other at the end."""
+    _laned_suite(pytester, {"long": (100, ""), "short": (10, "")})
+    bodies = textwrap.dedent(
+        """
+        import pathlib, time
+
+        def _pid_file():
+            return pathlib.Path(__file__).with_name("short.pid")
+
+        def _short_body():
+            _pid_file().write_text(str(os.getpid()))
+
+        def _long_body():
+            deadline = time.monotonic() + 30
+            while not _pid_file().exists():
+                assert time.monotonic() < deadline, "the short spec never ran"
+                time.sleep(0.1)
+            stat = pathlib.Path(f"/proc/{_pid_file().read_text()}/stat")
+            while stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                assert time.monotonic() < deadline, "the worker of the short lane is still running"
+                time.sleep(0.1)
+        """
+    )
+    module = pytester.path / "test_lanes.py"
+    text = module.read_text().replace("_ran('long')", "_ran('long'); _long_body()")
+    module.write_text(text.replace("_ran('short')", "_ran('short'); _short_body()") + bodies)
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    assert _order(pytester) == {"gw0": ["long"], "gw1": ["short"]}
+
+
 def test_without_n_a_spread_run_chooses_its_workers_and_spreads_a_profile_over_several(
     pytester: pytest.Pytester,
 ) -> None:
