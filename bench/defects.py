@@ -50,7 +50,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from nrop.suite.plugin import lanes
+from nrop.suite.plugin import lanes, precedence
 from nrop.suite.plugin.distributing import available_memory, usable_cores
 from nrop.suite.plugin.labels import EXTRA_LABEL
 from nrop.suite.plugin.lanes import MEMORY_PER_WORKER, MEMORY_RESERVE
@@ -484,18 +484,11 @@ def held(workers: int, elapsed: float, wall: float | None, alive: int | None = N
 
 
 def children_by_parent(proc: Path = Path("/proc")) -> dict[int, list[int]]:
-    """Every process's children, by parent pid (one read of each process's ``stat``)."""
+    """Every process's children, by parent pid (the suite's reader of ``/proc``, one read of each
+    process's ``stat``)."""
     tree: dict[int, list[int]] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            tree.setdefault(int(fields[1]), []).append(int(entry.name))
+    for pid, (ppid, _) in precedence.processes(str(proc)).items():
+        tree.setdefault(ppid, []).append(pid)
     return tree
 
 

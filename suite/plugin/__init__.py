@@ -15,6 +15,7 @@ __all__ = [
     "labels",
     "lanes",
     "options",
+    "precedence",
     "reporting",
     "reports",
     "runner",

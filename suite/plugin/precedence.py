@@ -25,7 +25,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 
-__all__ = ["NICE", "TIMED_SPECS", "autogroup_nice", "born_during", "descendants", "precedence"]
+__all__ = ["NICE", "TIMED_SPECS", "autogroup_nice", "born_during", "descendants", "precedence", "processes"]
 
 log = logging.getLogger(__name__)
 
@@ -83,23 +83,24 @@ def autogroup_nice(text: str) -> int | None:
     return None
 
 
-def _processes() -> dict[int, tuple[int, int]]:
-    """Every process's parent and session: ``{pid: (ppid, sid)}``, one read of its ``stat``."""
+def processes(proc: str = _PROC) -> dict[int, tuple[int, int]]:
+    """Every process's parent and session: ``{pid: (ppid, sid)}``, one read of its ``stat`` (a
+    process gone before its ``stat`` is read, or one that does not parse, is left out)."""
     found = {}
-    for entry in os.listdir(_PROC):
+    for entry in os.listdir(proc):
         if not entry.isdigit():
             continue
         try:
-            with open(f"{_PROC}/{entry}/stat", encoding="ascii", errors="replace") as stat:
+            with open(f"{proc}/{entry}/stat", encoding="ascii", errors="replace") as stat:
                 fields = stat.read().rpartition(")")[2].split()  # after the command, which may hold spaces
-        except OSError:
+            found[int(entry)] = (int(fields[1]), int(fields[3]))
+        except (OSError, IndexError, ValueError):
             continue
-        found[int(entry)] = (int(fields[1]), int(fields[3]))
     return found
 
 
 def _parents(processes: Mapping[int, tuple[int, int]]) -> dict[int, int]:
-    """``{pid: ppid}`` of :func:`_processes`."""
+    """``{pid: ppid}`` of :func:`processes`."""
     return {pid: ppid for pid, (ppid, _) in processes.items()}
 
 
@@ -150,7 +151,7 @@ class _Saved:
         for tid, nice in self.threads.items():
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
-        parents = _parents(_processes())
+        parents = _parents(processes())
         for root in roots:
             tree = descendants(root, parents)
             born = born_during(
@@ -173,17 +174,17 @@ def precedence(cluster_pid: int, spec_pid: int | None = None) -> Iterator[int]:
     """Raise the priority of ``cluster_pid``'s process tree (and of ``spec_pid``'s threads) while
     the block runs; yields how many threads were raised."""
     saved = _Saved()
-    processes = _processes()
-    tree = descendants(cluster_pid, _parents(processes))
+    found = processes()
+    tree = descendants(cluster_pid, _parents(found))
     roots = [cluster_pid] if spec_pid is None or spec_pid in tree else [cluster_pid, spec_pid]
     for pid in tree + roots[1:]:
         with contextlib.suppress(OSError):
             saved.before[pid] = os.getpriority(os.PRIO_PROCESS, pid)
         for tid in _threads(pid):
             saved.raise_thread(tid)
-        if pid in tree and processes.get(pid, (0, 0))[1] == pid:  # a session leader of the tree
+        if pid in tree and found.get(pid, (0, 0))[1] == pid:  # a session leader of the tree
             saved.raise_autogroup(pid)
-    saved.untouched = set(processes) - set(saved.before)
+    saved.untouched = set(found) - set(saved.before)
     log.info(
         "precedence: %d threads and %d sessions of the cluster at nice %d while the timed spec runs",
         len(saved.threads),
