@@ -495,8 +495,9 @@ def children_by_parent(proc: Path = Path("/proc")) -> dict[int, list[int]]:
 class WorkerWatch:
     """The xdist workers each running run still has at work: the children of its pytest process
     that hold an embedded cluster (their own children) or have not started one yet. A worker with
-    nothing more to run closes its clusters and then waits, a process without children, until
-    the run ends: it counts no more. ``None`` before the run has spawned its workers."""
+    nothing more to run closes its clusters and exits (the suite's ``pytest_testnodedown``), a
+    process without children until the run reaps it: it counts no more. ``None`` before the run
+    has spawned its workers."""
 
     def __init__(self, tree: Callable[[], Mapping[int, Sequence[int]]] = children_by_parent) -> None:
         self._tree = tree
