@@ -99,9 +99,9 @@ def processes(proc: str = _PROC) -> dict[int, tuple[int, int]]:
     return found
 
 
-def _parents(processes: Mapping[int, tuple[int, int]]) -> dict[int, int]:
-    """``{pid: ppid}`` of :func:`processes`."""
-    return {pid: ppid for pid, (ppid, _) in processes.items()}
+def _parents(found: Mapping[int, tuple[int, int]]) -> dict[int, int]:
+    """``{pid: ppid}`` of what :func:`processes` found."""
+    return {pid: ppid for pid, (ppid, _) in found.items()}
 
 
 def _threads(pid: int) -> list[int]:

@@ -226,13 +226,15 @@ LANED = textwrap.dedent(
 )
 
 
-def _laned_suite(pytester: pytest.Pytester, specs: dict[str, tuple[float, str]]) -> None:
-    """Specs named by ``specs`` (name -> measured seconds, labels), with those durations on file."""
-    lines = [LANED]
+def _laned_suite(pytester: pytest.Pytester, specs: dict[str, tuple[float, str]], bodies: str = "") -> None:
+    """Specs named by ``specs`` (name -> measured seconds, labels), with those durations on file;
+    with ``bodies``, module code where a function ``_<name>_body()`` runs after spec ``name`` ran."""
+    lines = [LANED, bodies]
     for index, (name, (_, labels)) in enumerate(specs.items()):
+        then = f"    _{name}_body()\n" if f"def _{name}_body(" in bodies else ""
         lines.append(
             f'@spec("[test_id:{100 + index}] {name}", "tier0"{labels})\n'
-            f"def test_{name}(kube):\n    _ran({name!r})\n"
+            f"def test_{name}(kube):\n    _ran({name!r})\n{then}"
         )
     pytester.makepyfile(test_lanes="\n\n".join(lines))
     durations = {f"test_lanes.py::test_{name}": seconds for name, (seconds, _) in specs.items()}
@@ -263,7 +265,6 @@ def test_with_xdist_workers_take_the_longest_specs_first(pytester: pytest.Pytest
 def test_a_worker_done_with_its_lane_exits_before_the_run_ends(pytester: pytest.Pytester) -> None:
     """The worker of the short lane is gone (a zombie until xdist reaps it, or reaped) while the
     long lane still runs: its interpreter does not tear down with every other at the end."""
-    _laned_suite(pytester, {"long": (100, ""), "short": (10, "")})
     bodies = textwrap.dedent(
         """
         import pathlib, time
@@ -285,9 +286,7 @@ def test_a_worker_done_with_its_lane_exits_before_the_run_ends(pytester: pytest.
                 time.sleep(0.1)
         """
     )
-    module = pytester.path / "test_lanes.py"
-    text = module.read_text().replace("_ran('long')", "_ran('long'); _long_body()")
-    module.write_text(text.replace("_ran('short')", "_ran('short'); _short_body()") + bodies)
+    _laned_suite(pytester, {"long": (100, ""), "short": (10, "")}, bodies)
     result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
     assert result.ret == 0, result.stdout.str()
     assert _order(pytester) == {"gw0": ["long"], "gw1": ["short"]}
