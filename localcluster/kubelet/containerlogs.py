@@ -11,7 +11,11 @@ too. A node's logs outlive a kubelet restart (a reboot), as files on the node do
 
 Per container the current instance and the previous one (``rotate`` at a restart)
 are kept; each keeps at most :data:`MAX_CHARS` characters of its latest lines, like the kubelet's
-``containerLogMaxSize`` (10 MiB) rotation.
+``containerLogMaxSize`` (10 MiB) rotation. The restart count of each container's latest instance
+is kept too (:meth:`ContainerLogs.started`), as upstream's log file names (``<restartCount>.log``)
+keep it: after a reboot, whose container runtime no longer knows the old containers, the kubelet
+starts a container again at the next count (:meth:`ContainerLogs.next_restart_count`, upstream's
+``calcRestartCountByLogDir``), so it gets a new container ID.
 """
 
 from __future__ import annotations
@@ -43,6 +47,18 @@ class ContainerLogs:
 
     def __init__(self) -> None:
         self._logs: dict[tuple[str, str, str], list[_Log]] = {}
+        #: (namespace, pod, pod UID, container) -> restart count of its latest instance
+        self._counts: dict[tuple[str, str, str, str], int] = {}
+
+    def started(self, namespace: str, pod: str, uid: str, container: str, restart_count: int) -> None:
+        """An instance of the container started with ``restart_count`` (its log file's name)."""
+        self._counts[(namespace, pod, uid, container)] = restart_count
+
+    def next_restart_count(self, namespace: str, pod: str, uid: str, container: str) -> int:
+        """Where a new kubelet starts the container's count: 0 when it never ran on this node,
+        else one more than its latest instance's."""
+        latest = self._counts.get((namespace, pod, uid, container))
+        return 0 if latest is None else latest + 1
 
     def _instances(self, namespace: str, pod: str, container: str) -> list[_Log]:
         return self._logs.setdefault((namespace, pod, container), [_Log()])
@@ -81,6 +97,8 @@ class ContainerLogs:
             waiter.set()
 
     def forget(self, namespace: str, pod: str) -> None:
+        for count in [k for k in self._counts if k[:2] == (namespace, pod)]:
+            del self._counts[count]
         for key in [k for k in self._logs if k[:2] == (namespace, pod)]:
             for log in self._logs.pop(key):
                 log.closed = True

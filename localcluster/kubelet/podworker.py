@@ -185,7 +185,9 @@ class PodWorker:
         self._processes = frozenset(n for n, b in self._behaviours.items() if b.process)
         #: Simulated containers whose program the runtime does not know (they stand in as ``pause``).
         self.unknown_programs = frozenset(n for n, b in self._behaviours.items() if not b.known)
-        self.run = PodRun(self.pod, now, self._behaviours, seen=ctx.relists.after)
+        # after a reboot the node's logs know the containers it ran: they start again at the next count
+        counts = {n: ctx.logs.next_restart_count(self.namespace, self.name, self.uid, n) for n in self._specs}
+        self.run = PodRun(self.pod, now, self._behaviours, seen=ctx.relists.after, restart_counts=counts)
         self._handles: dict[str, tuple[str, Handle]] = {}  # name -> (container id, process)
         self._probes: dict[str, list[asyncio.Task[None]]] = {}
         self._grace: dict[str, float] = {}
@@ -258,6 +260,7 @@ class PodWorker:
         logs = self.ctx.logs
         if restart_count > 0:
             logs.rotate(self.namespace, self.name, name)
+        logs.started(self.namespace, self.name, self.uid, name, restart_count)
         output = self._behaviours[name].output
         if output:
             logs.append(self.namespace, self.name, name, output)
@@ -482,6 +485,7 @@ class PodWorker:
         logs = self.ctx.logs
         if ref.restart_count > 0:
             logs.rotate(self.namespace, self.name, name)
+        logs.started(self.namespace, self.name, self.uid, name, ref.restart_count)
         if isinstance(spec, str):
             self.run.start_failed(name, cid, spec, now)
             return

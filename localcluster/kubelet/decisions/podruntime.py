@@ -211,7 +211,8 @@ class PodRun:
     ``behaviours`` overrides :func:`.simulation.behaviour` per container name; the kubelet
     gives :data:`.simulation.PROCESS` for containers that run as real processes. ``seen``:
     when the kubelet sees a simulated exit that happened at a given instant (by default at
-    once; the kubelet passes its relists, :meth:`.pleg.Relists.after`).
+    once; the kubelet passes its relists, :meth:`.pleg.Relists.after`). ``restart_counts``: the
+    count each container starts at (0 unless the node ran it before a reboot).
     """
 
     def __init__(
@@ -220,6 +221,7 @@ class PodRun:
         now: datetime,
         behaviours: Mapping[str, Behaviour] | None = None,
         seen: Callable[[datetime], datetime] | None = None,
+        restart_counts: Mapping[str, int] | None = None,
     ) -> None:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         self.uid = str(meta.get("uid", ""))
@@ -241,6 +243,7 @@ class PodRun:
                 plan,
                 startup_probe=plan.process and c.get("startupProbe") is not None,
                 readiness_probe=plan.process and c.get("readinessProbe") is not None,
+                restart_count=(restart_counts or {}).get(c["name"], 0),
             )
 
         self.inits = [

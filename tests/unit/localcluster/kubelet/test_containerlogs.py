@@ -27,6 +27,18 @@ def test_partial_lines_wait_for_their_newline() -> None:
     assert read(logs) == "one\ntwo\n"
 
 
+def test_after_a_reboot_a_container_counts_on_from_its_latest_instance() -> None:
+    logs = ContainerLogs()
+    assert logs.next_restart_count("ns", "p", "u1", "c") == 0  # never ran on this node
+    logs.started("ns", "p", "u1", "c", 0)
+    assert logs.next_restart_count("ns", "p", "u1", "c") == 1
+    logs.started("ns", "p", "u1", "c", 3)
+    assert logs.next_restart_count("ns", "p", "u1", "c") == 4
+    assert logs.next_restart_count("ns", "p", "u2", "c") == 0  # a new pod of the same name
+    logs.forget("ns", "p")
+    assert logs.next_restart_count("ns", "p", "u1", "c") == 0
+
+
 def test_rotate_keeps_the_previous_instance_only() -> None:
     logs = ContainerLogs()
     assert not logs.has_previous("ns", "p", "c")

@@ -10,6 +10,7 @@ import pytest
 
 from nrop.localcluster.kubelet.decisions.podruntime import (
     PodRun,
+    container_id,
     image_id,
     normalize_image,
     termination_message,
@@ -245,6 +246,17 @@ def test_process_container_is_creating_until_the_kubelet_reports_it_running() ->
     assert status["state"] == {"running": {"startedAt": "2030-01-01T00:00:00Z"}}
     assert status["containerID"] == cid and status["ready"] and status["started"]
     assert run.to_create() == [] and not run.advance(at(3600))
+
+
+@pytest.mark.parametrize(("counts", "expected"), [({}, 0), ({"c": 2}, 2), ({"other": 2}, 0)])
+def test_a_container_starts_at_the_count_it_is_given(counts: dict[str, int], expected: int) -> None:
+    """After a reboot the kubelet gives each container the count after its last one on the node
+    (upstream's ``calcRestartCountByLogDir``): a new container ID, the count in the status."""
+    run = PodRun(pod(proc()), T0, {"c": PROCESS}, restart_counts=counts)
+    (ref,) = run.to_create()
+    assert (ref.restart_count, ref.container_id) == (expected, container_id("u1", "c", expected))
+    create(run, 0.5)
+    assert state_of(run)["restartCount"] == expected
 
 
 @pytest.mark.parametrize(
