@@ -47,8 +47,10 @@ from nrop.localcluster.apiserver.clients import NO_NODE, LogQuery
 from nrop.localcluster.kubelet import execspdy, execstreams
 from nrop.localcluster.kubelet.containerlogs import ContainerLogs
 from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
+from nrop.localcluster.kubelet.forkserver import ForkServer
 from nrop.localcluster.kubelet.kubelet import Kubelet
 from nrop.localcluster.kubelet.machine import KubeletConfig, NodeSpec
+from nrop.localcluster.kubelet.processes import MAX_LINE
 
 if TYPE_CHECKING:
     from nrop.localcluster.apiserver.clients import InProcessAPI
@@ -72,7 +74,9 @@ class Fleet:
         self, server: InProcessAPI, specs: Iterable[NodeSpec], state_dir: Path, **kubelet_options: Any
     ) -> None:
         self.server = server
-        self._options = kubelet_options
+        #: One fork server for the containers of every node (:mod:`.forkserver`).
+        self.forks = ForkServer(MAX_LINE)
+        self._options = {**kubelet_options, "forks": self.forks}
         self.kubelets: dict[str, Kubelet] = {}
         for index, spec in enumerate(specs):
             try:
@@ -81,7 +85,7 @@ class Fleet:
                     spec,
                     node_root(state_dir, spec.name),
                     NodeNetwork.for_index(index),
-                    **kubelet_options,
+                    **self._options,
                 )
             except ValueError as exc:  # a socket path over the unix limit
                 raise OSError(
@@ -92,6 +96,11 @@ class Fleet:
         self.unhosted_logs = ContainerLogs()
 
     async def start(self) -> None:
+        if self.kubelets:
+            try:
+                await self.forks.start()  # its imports run while the kubelets start
+            except OSError as exc:
+                log.warning("no fork server (containers start through the launcher): %s", exc)
         self.server.proxies["nodes"] = self.proxy
         self.server.proxies["pods/exec"] = self.exec
         self.server.log_sources[NO_NODE] = self.unhosted_logs
@@ -126,6 +135,7 @@ class Fleet:
     async def stop(self) -> None:
         started, self._started = self._started, []
         await asyncio.gather(*(k.stop() for k in started), return_exceptions=True)
+        await self.forks.close()
         self.server.proxies.pop("nodes", None)
         self.server.proxies.pop("pods/exec", None)
         for name in (NO_NODE, *self.kubelets):

@@ -64,6 +64,7 @@ from nrop.localcluster.kubelet.decisions.admission import NodeResourceManagers
 from nrop.localcluster.kubelet.decisions.entrypoints import RuntimeConfig
 from nrop.localcluster.kubelet.decisions.nodenetwork import NodeNetwork
 from nrop.localcluster.kubelet.decisions.pleg import Relists
+from nrop.localcluster.kubelet.forkserver import ForkServer
 from nrop.localcluster.kubelet.grpcservers.deviceplugins import (
     RegistrationServer,
     device_plugin_dir,
@@ -122,6 +123,7 @@ class Kubelet:
         runtime: RuntimeConfig | None = None,
         ca_pem: bytes = b"",
         logs: ContainerLogs | None = None,
+        forks: ForkServer | None = None,
     ) -> None:
         self.server = server
         #: What the node's containers printed (``pods/log`` reads it through the fleet's registration).
@@ -144,7 +146,7 @@ class Kubelet:
         self._stopping = False
         self.runtime = runtime or RuntimeConfig.for_this_environment()
         self.ca_pem = ca_pem
-        self.supervisor = Supervisor()
+        self.supervisor = Supervisor(forks)
         self.podresources = PodResourcesServer(self.views, pod_resources_socket(self.root))
         self.device_plugins = PluginEndpoints(
             self.managers, self._lock, from_thread=self._from_thread, on_change=self._devices_changed

@@ -8,7 +8,10 @@ Owns the operating-system side of the container runtime, on the cluster's event 
   that even a cluster killed with SIGKILL takes its processes with it), gives it the mount
   namespace of its :class:`ProcessSpec` (its ``mounts``, when it has a ``rootfs``) and then
   ``exec``\\ s the program; a module ``atexit`` hook kills whatever a clean shutdown left
-  behind;
+  behind. A container's main process is forked by the cluster's fork server instead, when the
+  supervisor has one (:mod:`.forkserver`: the same steps, and a console script of this
+  environment runs without a new interpreter); exec probes and ``pods/exec`` sessions are
+  started through the launcher;
 * stdout and stderr are read line by line and handed to a callback (the pod log);
 * :meth:`Supervisor.terminate` sends SIGTERM to the process group and SIGKILL after the
   grace period; when the main process exits, the rest of its group is killed, as a
@@ -26,10 +29,11 @@ import json
 import logging
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nrop.localcluster.kubelet.forkserver import ForkServer
 from nrop.localcluster.kubelet.launching import launch_argv
 from nrop.localcluster.kubelet.volumes import Mount
 
@@ -122,11 +126,14 @@ async def _spawn(
 
 @dataclass(eq=False)
 class Handle:
-    """One running process."""
+    """One running process: its output, when its main process exits, then its return code
+    (once its output is closed too)."""
 
     pid: int
-    process: asyncio.subprocess.Process
-    protocol: _Protocol
+    stdout: asyncio.StreamReader
+    stderr: asyncio.StreamReader
+    exited: asyncio.Future[None] | asyncio.Future[int]
+    wait: Callable[[], Awaitable[int]]
     task: asyncio.Task[None] | None = None
     terminating: bool = False
     kill_timer: asyncio.TimerHandle | None = None
@@ -135,10 +142,11 @@ class Handle:
 
 
 class Supervisor:
-    """The processes started by one kubelet."""
+    """The processes started by one kubelet (the main ones through ``forks`` when given)."""
 
-    def __init__(self) -> None:
+    def __init__(self, forks: ForkServer | None = None) -> None:
         self._handles: set[Handle] = set()
+        self._forks = forks
 
     @staticmethod
     def _launch_argv(spec: ProcessSpec) -> list[str]:
@@ -157,26 +165,37 @@ class Supervisor:
     ) -> Handle:
         """Start ``spec``; ``on_line`` gets each output line, ``on_exit`` the exit code once."""
         self._check_executable(spec.argv[0])
-        process, protocol = await _spawn(self._launch_argv(spec), spec, asyncio.subprocess.PIPE)
-        _LIVE_GROUPS.add(process.pid)
-        handle = Handle(process.pid, process, protocol)
+        handle = await self._forked(spec)
+        if handle is None:
+            process, protocol = await _spawn(self._launch_argv(spec), spec, asyncio.subprocess.PIPE)
+            assert process.stdout is not None and process.stderr is not None
+            handle = Handle(process.pid, process.stdout, process.stderr, protocol.exited, process.wait)
+        _LIVE_GROUPS.add(handle.pid)
         self._handles.add(handle)
-        handle.task = asyncio.create_task(
-            self._watch(handle, on_line, on_exit), name=f"process-{process.pid}"
-        )
+        handle.task = asyncio.create_task(self._watch(handle, on_line, on_exit), name=f"process-{handle.pid}")
         return handle
+
+    async def _forked(self, spec: ProcessSpec) -> Handle | None:
+        """``spec`` forked by the fork server; ``None`` when there is none (or it has ended)."""
+        if self._forks is None:
+            return None
+        try:
+            forked = await self._forks.spawn(spec.argv, spec.env, str(spec.cwd), spec.namespace())
+        except ProcessLookupError as exc:
+            log.warning("starting %s without the fork server: %s", spec.argv[0], exc)
+            self._forks = None
+            return None
+        return Handle(forked.pid, forked.stdout, forked.stderr, forked.exited, forked.wait)
 
     async def _watch(
         self, handle: Handle, on_line: Callable[[str], None], on_exit: Callable[[int], None]
     ) -> None:
-        process = handle.process
-        assert process.stdout is not None and process.stderr is not None
         pumps = [
-            asyncio.create_task(_pump(process.stdout, on_line)),
-            asyncio.create_task(_pump(process.stderr, on_line)),
+            asyncio.create_task(_pump(handle.stdout, on_line)),
+            asyncio.create_task(_pump(handle.stderr, on_line)),
         ]
         try:
-            await handle.protocol.exited
+            await handle.exited
         finally:
             # The container's other processes end with its main one.
             _kill_group(handle.pid, signal.SIGKILL)
@@ -186,7 +205,7 @@ class Supervisor:
         _, pending = await asyncio.wait(pumps, timeout=DRAIN_TIMEOUT)
         for pump in pending:
             pump.cancel()
-        returncode = await process.wait()
+        returncode = await handle.wait()
         handle.exit_code = exit_code(returncode)
         self._handles.discard(handle)
         handle.done.set()

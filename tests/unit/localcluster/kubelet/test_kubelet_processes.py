@@ -1,31 +1,64 @@
 """The process supervisor (``kubelet/processes.py``) with real, short-lived processes.
 
-Each test runs its own event loop; the programs are ``python3 -c`` one-liners, so
-they start in a fraction of a second. Liveness of PIDs is checked through ``/proc``.
+Each test runs its own event loop; the programs are short scripts of this environment's
+``python3``, so they start in a fraction of a second. The tests of containers' main processes
+run twice: started through the launcher, and forked by a fork server (where the scripts run
+without a new interpreter): both must behave alike. Liveness of PIDs is checked through ``/proc``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from procstate import alive
 
-from nrop.localcluster.kubelet.processes import ProcessSpec, Supervisor, exit_code
+from nrop.localcluster.kubelet.forkserver import ForkServer
+from nrop.localcluster.kubelet.processes import MAX_LINE, ProcessSpec, Supervisor, exit_code
 
 PYTHON = str(Path(sys.executable).parent / "python3")
+_SCRIPTS = itertools.count()
+
+
+def script(code: str, directory: Path) -> str:
+    """``code`` as an executable script of this environment's interpreter."""
+    path = directory / f"program-{next(_SCRIPTS)}"
+    path.write_text(f"#!{PYTHON}\n{textwrap.dedent(code)}")
+    path.chmod(0o755)
+    return str(path)
 
 
 def spec(code: str, tmp_path: Path) -> ProcessSpec:
-    return ProcessSpec((PYTHON, "-c", textwrap.dedent(code)), {"PYTHONUNBUFFERED": "1"}, tmp_path)
+    return ProcessSpec((script(code, tmp_path),), {"PYTHONUNBUFFERED": "1"}, tmp_path)
+
+
+@pytest.fixture(params=["launcher", "forkserver"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@contextlib.asynccontextmanager
+async def supervising(kind: str) -> AsyncIterator[Supervisor]:
+    """A supervisor that starts main processes through the launcher or through a fork server."""
+    if kind == "launcher":
+        yield Supervisor()
+        return
+    forks = ForkServer(MAX_LINE)
+    await forks.start()
+    try:
+        yield Supervisor(forks)
+    finally:
+        await forks.close()
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
@@ -42,11 +75,16 @@ def test_exit_code(returncode: int, code: int) -> None:
     assert exit_code(returncode) == code
 
 
-def test_output_lines_and_exit_code_are_reported(tmp_path: Path) -> None:
+def test_output_lines_and_exit_code_are_reported(tmp_path: Path, kind: str) -> None:
     async def main() -> tuple[list[str], list[int]]:
         lines: list[str] = []
         exits: list[int] = []
-        supervisor = Supervisor()
+        async with supervising(kind) as supervisor:
+            return await started(supervisor, lines, exits)
+
+    async def started(
+        supervisor: Supervisor, lines: list[str], exits: list[int]
+    ) -> tuple[list[str], list[int]]:
         handle = await supervisor.start(
             spec(
                 """
@@ -90,9 +128,12 @@ def test_output_lines_and_exit_code_are_reported(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_terminate(tmp_path: Path, program: str, grace: float, code: int, at_most: float) -> None:
+def test_terminate(tmp_path: Path, kind: str, program: str, grace: float, code: int, at_most: float) -> None:
     async def main() -> tuple[int | None, float]:
-        supervisor = Supervisor()
+        async with supervising(kind) as supervisor:
+            return await terminated(supervisor)
+
+    async def terminated(supervisor: Supervisor) -> tuple[int | None, float]:
         started = asyncio.Event()
         handle = await supervisor.start(spec(program, tmp_path), lambda _line: started.set(), lambda _c: None)
         if "print('up')" in program:
@@ -109,10 +150,13 @@ def test_terminate(tmp_path: Path, program: str, grace: float, code: int, at_mos
     assert took < at_most
 
 
-def test_the_rest_of_the_group_dies_with_the_main_process(tmp_path: Path) -> None:
+def test_the_rest_of_the_group_dies_with_the_main_process(tmp_path: Path, kind: str) -> None:
     async def main() -> int:
+        async with supervising(kind) as supervisor:
+            return await first_line(supervisor)
+
+    async def first_line(supervisor: Supervisor) -> int:
         lines: list[str] = []
-        supervisor = Supervisor()
         handle = await supervisor.start(
             spec(
                 f"""
@@ -132,23 +176,25 @@ def test_the_rest_of_the_group_dies_with_the_main_process(tmp_path: Path) -> Non
     assert wait_until(lambda: not alive(child)), f"child {child} outlived its container"
 
 
-def test_stop_all_leaves_nothing(tmp_path: Path) -> None:
+def test_stop_all_leaves_nothing(tmp_path: Path, kind: str) -> None:
     async def main() -> list[int]:
-        supervisor = Supervisor()
-        program = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)"
-        handles = [
-            await supervisor.start(spec(program, tmp_path), lambda _l: None, lambda _c: None)
-            for _ in range(3)
-        ]
-        await supervisor.stop_all(0.5)
-        return [h.pid for h in handles]
+        async with supervising(kind) as supervisor:
+            program = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)"
+            handles = [
+                await supervisor.start(spec(program, tmp_path), lambda _l: None, lambda _c: None)
+                for _ in range(3)
+            ]
+            await supervisor.stop_all(0.5)
+            return [h.pid for h in handles]
 
     pids = asyncio.run(main())
     assert not any(alive(pid) for pid in pids)
 
 
-def test_processes_die_with_a_killed_parent(tmp_path: Path) -> None:
-    """PR_SET_PDEATHSIG: a parent killed with SIGKILL (no cleanup at all) takes its processes along."""
+def test_processes_die_with_a_killed_parent(tmp_path: Path, kind: str) -> None:
+    """PR_SET_PDEATHSIG: a parent killed with SIGKILL (no cleanup at all) takes its processes
+    along (with a fork server, the server dies with the parent and the processes with it)."""
+    program = script("import time; time.sleep(60)", tmp_path)
     parent = subprocess.Popen(
         [
             sys.executable,
@@ -157,10 +203,15 @@ def test_processes_die_with_a_killed_parent(tmp_path: Path) -> None:
                 f"""
                 import asyncio, time
                 from pathlib import Path
+                from nrop.localcluster.kubelet.forkserver import ForkServer
                 from nrop.localcluster.kubelet.processes import ProcessSpec, Supervisor
                 async def main():
-                    handle = await Supervisor().start(
-                        ProcessSpec(({PYTHON!r}, "-c", "import time; time.sleep(60)"), {{}}, Path({str(tmp_path)!r})),
+                    forks = None
+                    if {kind!r} == "forkserver":
+                        forks = ForkServer(1024)
+                        await forks.start()
+                    handle = await Supervisor(forks).start(
+                        ProcessSpec(({program!r},), {{}}, Path({str(tmp_path)!r})),
                         lambda _l: None, lambda _c: None)
                     print(handle.pid, flush=True)
                     await asyncio.sleep(60)
