@@ -15,7 +15,9 @@ its own, the parent-death signal, the container's mount namespace), and then:
   seeded defect's hook: both see the product not yet imported, since nothing under ``nrop.`` is
   imported here), the script's directory first on ``sys.path``, fresh standard streams, then the
   interpreter's end: non-daemon threads joined, ``atexit`` handlers run, the status of
-  ``SystemExit`` (or 1 after the traceback);
+  ``SystemExit`` (or 1 after the traceback). It looks as an ``exec`` of the script would: its
+  name (``comm``) and, where the kernel lets a process move them (``PR_SET_MM_MAP``), the
+  command line and environment ``/proc/<pid>/cmdline`` and ``environ`` show;
 * anything else is ``exec``\\ ed, as the launcher does.
 
 What a fresh process would read from its environment at start-up is read from the server's
@@ -24,10 +26,10 @@ container gets, :data:`SERVER_ENV`) and whatever a preloaded module reads when i
 
 The server runs by path, ``python forkserver.py <cluster pid> <socket fd>``, importing the
 standard library, :data:`PRELOAD` and :mod:`.launching` (by path too). It talks with the cluster
-over a ``SOCK_SEQPACKET`` socket: a request is one JSON message (``argv``, ``env``, ``cwd``, the
-launcher's ``namespace`` plan) carrying the child's stdin, stdout and stderr as file descriptors,
-answered by ``{"pid": ...}`` or ``{"errno": ..., "error": ...}``; the exit of each child follows
-later as ``{"exited": pid, "returncode": ...}`` (negative: the signal, as :mod:`subprocess`
+over a ``SOCK_SEQPACKET`` socket: ``{"ready": true}`` once it has imported them; then a request
+is one JSON message (``argv``, ``env``, ``cwd``, the launcher's ``namespace`` plan) carrying the
+child's stdin, stdout and stderr as file descriptors, answered by ``{"pid": ...}`` or
+``{"errno": ..., "error": ...}``; the exit of each child follows later as ``{"exited": pid, "returncode": ...}`` (negative: the signal, as :mod:`subprocess`
 reports it). The server is the child's parent: it dies with the cluster (``PR_SET_PDEATHSIG``)
 and its children with it.
 """
@@ -39,7 +41,6 @@ import contextlib
 import ctypes
 import errno
 import json
-import logging
 import os
 import signal
 import socket
@@ -49,8 +50,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["PRELOAD", "SERVER_ENV", "ForkServer", "ForkedProcess", "python_script"]
-
-log = logging.getLogger(__name__)
 
 #: What the server imports before it forks: the modules the containers' programs import from
 #: outside the product, where more than one program of a stack imports them or they are large
@@ -198,7 +197,12 @@ class ForkServer:
         reply: asyncio.Future[dict[str, object]] = loop.create_future()
         try:
             async with self._lock:  # requests and their replies in the same order
-                socket.send_fds(self._socket, [message.encode()], [null, out_w, err_w])
+                if self._socket is None:
+                    raise ProcessLookupError(errno.ESRCH, "the fork server ended")
+                try:
+                    socket.send_fds(self._socket, [message.encode()], [null, out_w, err_w])
+                except (BrokenPipeError, ConnectionResetError) as exc:
+                    raise ProcessLookupError(errno.ESRCH, f"the fork server ended: {exc}") from None
                 self._pending.append(reply)
         except OSError:
             os.close(out_r)
@@ -307,7 +311,7 @@ def _send(sock: socket.socket, message: Mapping[str, object]) -> None:
     sock.send(json.dumps(message).encode())
 
 
-def _serve(cluster_pid: int, sock: socket.socket, launching: object) -> None:  # pragma: no cover - forks
+def _serve(cluster_pid: int, sock: socket.socket, launching: object) -> None:
     try:
         _loop(cluster_pid, sock, launching)
     except (BrokenPipeError, ConnectionResetError):  # the cluster closed its end while we wrote
@@ -315,7 +319,7 @@ def _serve(cluster_pid: int, sock: socket.socket, launching: object) -> None:  #
     os._exit(0)
 
 
-def _loop(cluster_pid: int, sock: socket.socket, launching: object) -> None:  # pragma: no cover - forks
+def _loop(cluster_pid: int, sock: socket.socket, launching: object) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != cluster_pid:
@@ -359,7 +363,7 @@ def _loop(cluster_pid: int, sock: socket.socket, launching: object) -> None:  # 
             _report_exits(sock)
 
 
-def _report_exits(sock: socket.socket) -> None:  # pragma: no cover - runs in the server
+def _report_exits(sock: socket.socket) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -378,7 +382,7 @@ def _child(
     base_path: list[str],
     libc: ctypes.CDLL,
     launching: object,
-) -> None:  # pragma: no cover - runs in a forked child
+) -> None:
     """The container's process: never returns into the server's loop."""
     try:
         signal.set_wakeup_fd(-1)
@@ -444,9 +448,7 @@ class _MmMap(ctypes.Structure):
 _SHOWN: list[ctypes.Array[ctypes.c_char]] = []
 
 
-def _look_executed(
-    libc: ctypes.CDLL, argv: Sequence[str], env: Mapping[str, str]
-) -> None:  # pragma: no cover
+def _look_executed(libc: ctypes.CDLL, argv: Sequence[str], env: Mapping[str, str]) -> None:
     """Make the process look as an ``exec`` of the script would: its name (``comm``: ``ps -e``,
     ``top``) and, where the kernel lets a process move them (``PR_SET_MM_MAP``), its command
     line and environment in ``/proc/<pid>/cmdline`` and ``environ``, which tools and people
@@ -473,7 +475,7 @@ def _look_executed(
         _SHOWN.extend((shown, saved))
 
 
-def _run_script(argv: list[str], env: Mapping[str, str], base_path: list[str]) -> None:  # pragma: no cover
+def _run_script(argv: list[str], env: Mapping[str, str], base_path: list[str]) -> None:
     """Run the script ``argv[0]`` as ``python argv[0] argv[1:]`` would, then exit the process."""
     import atexit
     import runpy
@@ -533,7 +535,7 @@ def _exit_status(code: object) -> int:
     return 1
 
 
-def _fresh_streams(*, unbuffered: bool) -> None:  # pragma: no cover - runs in a child
+def _fresh_streams(*, unbuffered: bool) -> None:
     """``sys.stdin``, ``sys.stdout`` and ``sys.stderr`` on descriptors 0-2, as a new interpreter
     makes them for pipes (``-u``/``PYTHONUNBUFFERED``: written through; else stderr line-buffered)."""
     import io
