@@ -51,7 +51,10 @@ class ContainerLogs:
         self._counts: dict[tuple[str, str, str, str], int] = {}
 
     def started(self, namespace: str, pod: str, uid: str, container: str, restart_count: int) -> None:
-        """An instance of the container started with ``restart_count`` (its log file's name)."""
+        """An instance of the container started with ``restart_count`` (its log file's name): after
+        the first, the last instance becomes ``previous`` (:meth:`rotate`)."""
+        if restart_count > 0:
+            self.rotate(namespace, pod, container)
         self._counts[(namespace, pod, uid, container)] = restart_count
 
     def next_restart_count(self, namespace: str, pod: str, uid: str, container: str) -> int:

@@ -258,8 +258,6 @@ class PodWorker:
         if name in self._processes or name not in self._specs:
             return
         logs = self.ctx.logs
-        if restart_count > 0:
-            logs.rotate(self.namespace, self.name, name)
         logs.started(self.namespace, self.name, self.uid, name, restart_count)
         output = self._behaviours[name].output
         if output:
@@ -483,8 +481,6 @@ class PodWorker:
         probes = self._probe_specs(name)
         spec = self._process(name, *self._argv[name])
         logs = self.ctx.logs
-        if ref.restart_count > 0:
-            logs.rotate(self.namespace, self.name, name)
         logs.started(self.namespace, self.name, self.uid, name, ref.restart_count)
         if isinstance(spec, str):
             self.run.start_failed(name, cid, spec, now)

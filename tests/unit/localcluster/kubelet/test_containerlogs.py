@@ -32,8 +32,10 @@ def test_after_a_reboot_a_container_counts_on_from_its_latest_instance() -> None
     assert logs.next_restart_count("ns", "p", "u1", "c") == 0  # never ran on this node
     logs.started("ns", "p", "u1", "c", 0)
     assert logs.next_restart_count("ns", "p", "u1", "c") == 1
+    logs.append("ns", "p", "c", "before\n", T0)
     logs.started("ns", "p", "u1", "c", 3)
     assert logs.next_restart_count("ns", "p", "u1", "c") == 4
+    assert read(logs, previous=True) == "before\n"  # a restart's instance: the last one is previous
     assert logs.next_restart_count("ns", "p", "u2", "c") == 0  # a new pod of the same name
     logs.forget("ns", "p")
     assert logs.next_restart_count("ns", "p", "u1", "c") == 0
