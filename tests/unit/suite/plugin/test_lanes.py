@@ -97,6 +97,10 @@ def test_plan(
             [d("d1", 10), c("c1", 10)], [10, 100],
             [["c1", "d1"], []], 70, id="a-lane-s-second-cluster-costs-startup",
         ),
+        pytest.param(
+            [c("c0", 30), d("d1", 60), d("d2", 100)], [20, 50],
+            [["d1", "c0"], ["d2"]], 150, id="the-lane-with-most-to-run-to-the-worker-ready-first",
+        ),
     ],
 )  # fmt: skip
 def test_plan_with_first_clusters_ready_one_after_the_other(
