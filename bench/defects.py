@@ -687,6 +687,12 @@ def _git_head() -> str:
     return done.stdout.strip() or "unknown"
 
 
+def effort_line(runs: int, seconds: float, cpu_seconds: float) -> str:
+    """What the table cost: its wall time and the CPU seconds of every process of its runs."""
+    cores = cpu_seconds / seconds if seconds > 0 else 0.0
+    return f"{runs} suite runs in {seconds / 60:.0f} min, {cpu_seconds:,.0f} CPU-s ({cores:.2f} cores on average)"
+
+
 def run_all(to_run: Sequence[str], report_dir: Path, args: argparse.Namespace) -> dict[str, Run]:
     """Every run of the table: with ``-n`` as given, else as :func:`plan_runs` plans them, each
     run's lanes planned with what its specs took last time (``--spec-durations``)."""
@@ -799,7 +805,11 @@ def main() -> int:
     else:
         if not args.no_baseline:
             to_run.insert(0, BASELINE)
+        started, cpu_before = time.monotonic(), benchsuite.children_cpu()
         runs = run_all(to_run, report_dir, args)
+        header.append(
+            effort_line(len(runs), time.monotonic() - started, benchsuite.children_cpu() - cpu_before)
+        )
         if args.update_durations:
             write_durations(
                 DURATIONS, args.tier_up_to, _git_head(), {i: report_dir / i / JUNIT for i in runs}

@@ -172,10 +172,10 @@ def run(tier: int, extra: list[str]) -> Run:
     memory = Memory()
     memory.start()
     started = time.monotonic()
-    cpu_before = _children_cpu()
+    cpu_before = children_cpu()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
-    cpu = _children_cpu() - cpu_before
+    cpu = children_cpu() - cpu_before
     peak = memory.stop()
     lines = proc.stdout.strip().splitlines()
     counts = {kind: int(n) for n, kind in _COUNTS.findall(lines[-1] if lines else "")}
@@ -196,7 +196,7 @@ def run(tier: int, extra: list[str]) -> Run:
     )
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
     """CPU seconds of this process's children that have ended and were waited for, and theirs."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime

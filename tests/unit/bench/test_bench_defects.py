@@ -823,3 +823,16 @@ def test_every_table_states_the_machine_speed_as_the_documented_tables_do(monkey
     monkeypatch.setattr(suite, "SPEED_ADDITIONS", 2_000_000)
     large = suite.machine_speed(tries=1)
     assert 0 < small < large  # CPU seconds of the loop itself, which grow with its length
+
+
+@pytest.mark.parametrize(
+    ("runs", "seconds", "cpu", "line"),
+    [
+        (26, 3780.0, 5670.0, "26 suite runs in 63 min, 5,670 CPU-s (1.50 cores on average)"),
+        (1, 0.0, 0.0, "1 suite runs in 0 min, 0 CPU-s (0.00 cores on average)"),
+    ],
+)
+def test_effort_line_states_the_wall_time_and_the_cpu(
+    runs: int, seconds: float, cpu: float, line: str
+) -> None:
+    assert bench.effort_line(runs, seconds, cpu) == line

@@ -122,10 +122,10 @@ def test_figures_show_the_cpu_of_each_run() -> None:
     assert row.split()[6] == "117"
 
 
-def test_children_cpu_counts_a_waited_for_child() -> None:
+def testchildren_cpu_counts_a_waited_for_child() -> None:
     import subprocess
     import sys
 
-    before = suite._children_cpu()
+    before = suite.children_cpu()
     subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
-    assert suite._children_cpu() > before
+    assert suite.children_cpu() > before
