@@ -122,7 +122,7 @@ def test_figures_show_the_cpu_of_each_run() -> None:
     assert row.split()[6] == "117"
 
 
-def testchildren_cpu_counts_a_waited_for_child() -> None:
+def test_children_cpu_counts_a_waited_for_child() -> None:
     import subprocess
     import sys
 
