@@ -175,7 +175,9 @@ def plan(
     by_profile = _by_profile(ordered, firsts, startup)
     if by_profile is not None:
         built.append(by_profile)
-    candidates = [seated for lanes in built for seated in (lanes, _reseated(lanes, firsts, startup))]
+    candidates = built
+    if len(set(firsts)) > 1:  # where every first cluster is ready at once, a seat is as good as another
+        candidates = [seated for lanes in built for seated in (lanes, _reseated(lanes, firsts, startup))]
     best = min(candidates, key=makespan)  # the mixed plan as built on a tie
     for lane in best:
         rank = {profile: index for index, profile in enumerate(lane.profiles)}
