@@ -17,7 +17,8 @@ ends sooner counting a cluster start (:data:`HELP_START_SECONDS`): the lanes of 
 few specs end minutes before the others. A worker starts preparing its
 first cluster as it starts (told its profile here,
 :data:`~nrop.suite.plugin.runstate.FIRST_PROFILE_INPUT`), and its next one while its current spec
-runs (:mod:`nrop.suite.plugin.targeting`).
+runs (:mod:`nrop.suite.plugin.targeting`), once that spec is expected to end in about a cluster
+start (:func:`nrop.suite.plugin.lanes.prepare_delays`, told here too).
 
 A run that chose one worker or none stays in the pytest process (serial), as does ``-n 0``, a run against a
 kubeconfig (the specs disturb the whole cluster), a dry run and ``--collect-only``.
@@ -37,7 +38,13 @@ from typing import Any
 import pytest
 
 from nrop.suite.plugin import lanes
-from nrop.suite.plugin.runstate import CONTEXT_FIXTURE, FIRST_PROFILE_INPUT, PROFILE, state
+from nrop.suite.plugin.runstate import (
+    CONTEXT_FIXTURE,
+    FIRST_PROFILE_INPUT,
+    PREPARE_AFTER_INPUT,
+    PROFILE,
+    state,
+)
 
 __all__ = ["DIST", "DURATIONS_FILE", "LaneScheduling", "available_memory", "load_durations", "usable_cores"]
 
@@ -115,9 +122,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)
     if workers < 1 or (requested is None and workers < 2):
         return
-    plan = lanes.plan(
-        specs, workers, lanes.cluster_start(workers, cores), lanes.first_clusters(workers, cores)
-    )
+    plan = lanes.plan(specs, workers, lanes.CLUSTER_SWITCH_SECONDS, lanes.first_clusters(workers, cores))
     run.lanes = {f"gw{index}": [spec.nodeid for spec in lane.specs] for index, lane in enumerate(plan)}
     run.estimates = {spec.nodeid: spec for spec in specs}
     how = "-n" if requested is not None else "chosen for the selection and this machine"
@@ -149,15 +154,15 @@ def _start_workers(session: pytest.Session, workers: int) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist: tell each worker the profile of its lane's first cluster."""
+    """xdist: tell each worker the profile of its lane's first cluster, and when to prepare its later ones."""
     run = state(node.config)
     if run.lanes is None:
         return
-    for nodeid in run.lanes.get(node.workerinput["workerid"], []):
-        profile = run.estimates[nodeid].profile
-        if profile is not None:
-            node.workerinput[FIRST_PROFILE_INPUT] = profile
-            return
+    lane = [run.estimates[nodeid] for nodeid in run.lanes.get(node.workerinput["workerid"], [])]
+    node.workerinput[PREPARE_AFTER_INPUT] = lanes.prepare_delays(lane)
+    first = next((spec.profile for spec in lane if spec.profile is not None), None)
+    if first is not None:
+        node.workerinput[FIRST_PROFILE_INPUT] = first
 
 
 @pytest.hookimpl(optionalhook=True, trylast=True)

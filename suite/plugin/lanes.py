@@ -14,15 +14,17 @@ Pure decisions over plain data (no pytest, no I/O), used by :mod:`nrop.suite.plu
   on upstream's fixed windows, so a worker needs a small share of a core, but past the cores
   every cluster slows down and upstream's timing specs fail under the run's own load; cores
   also make clusters that start together slower (:func:`cluster_start`);
-* :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where starting
-  a cluster of a profile the lane has not got yet costs a cluster start, the first one as late as
-  its worker boots (:func:`first_clusters`: the workers boot one after the other); so the
+* :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where a lane's
+  first cluster is ready as late as its worker boots (:func:`first_clusters`: the workers boot
+  one after the other) and a later one, of a profile the lane has not got yet, costs
+  :data:`CLUSTER_SWITCH_SECONDS` (it is prepared while the lane's spec before it runs); so the
   specs of a profile other than the run's are spread over several clusters of that profile
   when that ends the run sooner, and each lane runs its profiles one after the other.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,10 +32,13 @@ from dataclasses import dataclass, field
 __all__ = [
     "CLUSTER_START_CPU_SECONDS",
     "CLUSTER_START_SECONDS",
+    "CLUSTER_SWITCH_SECONDS",
     "CPU_PER_WORKER",
     "MEMORY_PER_WORKER",
     "MEMORY_RESERVE",
     "PLAN_TOLERANCE",
+    "PREPARE_COVER_SECONDS",
+    "PREPARE_EARLY",
     "TARGET_SECONDS",
     "Lane",
     "Spec",
@@ -43,6 +48,7 @@ __all__ = [
     "first_clusters",
     "makespan",
     "plan",
+    "prepare_delays",
     "spec_key",
     "worker_count",
 ]
@@ -56,6 +62,19 @@ MEMORY_RESERVE = 2 * 2**30
 #: Wall seconds from "start a cluster" to its first spec when it starts alone: the cluster, the
 #: stack through the operator and BeforeSuite (10 to 15 s measured on a 2-core machine).
 CLUSTER_START_SECONDS = 10.0
+#: Wall seconds a lane's later cluster (a profile other than its first's) costs it in the plan.
+#: A worker prepares it while the spec before it runs, the plan puts a spec long enough there
+#: (:data:`PREPARE_COVER_SECONDS`) and the worker starts it when that spec has about a start
+#: left (:func:`prepare_delays`), so the lane seldom waits for it: of the later clusters planned
+#: in three whole-suite runs on 2026-12-02, none did. Counted as a first one (70 s with 20 workers), those
+#: lanes ended 60 to 100 s sooner than planned; at 25 s, 10 to 28 s sooner. What is left is the
+#: start's CPU, which every lane shares, and a floor against a cluster for a few seconds of balance.
+CLUSTER_SWITCH_SECONDS = 10.0
+#: Wall seconds a later cluster takes to start while the lane's spec before it runs (8 to 19 s
+#: measured in a 20-worker whole-suite run): the spec it is prepared behind should last as long.
+PREPARE_COVER_SECONDS = 25.0
+#: The share of a spec's measured seconds :func:`prepare_delays` does not count on.
+PREPARE_EARLY = 0.2
 #: CPU seconds one cluster start takes: clusters starting together share the cores (six at once
 #: took about 28 s each on 2 cores).
 CLUSTER_START_CPU_SECONDS = 6.0
@@ -120,9 +139,8 @@ def cluster_ready(index: int, cores: int) -> float:
 
 
 def cluster_start(workers: int, cores: int) -> float:
-    """Wall seconds a cluster start costs a lane in a run of ``workers``: what the last worker's
-    first cluster waits (:func:`cluster_ready`), the storm of first starts a lane's later cluster
-    may meet too."""
+    """Wall seconds the last worker's first cluster waits in a run of ``workers`` (:func:`cluster_ready`):
+    what :func:`worker_count` counts for every lane's first cluster."""
     return cluster_ready(workers - 1, cores)
 
 
@@ -154,16 +172,16 @@ def plan(
 ) -> list[Lane]:
     """``workers`` lanes (some maybe empty) running every spec, longest first: the best of four plans.
 
-    A cluster start costs a lane ``startup`` seconds; its first one ``first[index]`` where given
-    (:func:`first_clusters`: the workers boot one after the other, so the later ones start later and
-    get less to run). *Mixed*: each spec, longest first, goes to the lane where it would end
+    A cluster start costs a lane ``startup`` seconds (:data:`CLUSTER_SWITCH_SECONDS` in a run); its
+    first one ``first[index]`` where given (:func:`first_clusters`: the workers boot one after the
+    other, so the later ones start later and get less to run). *Mixed*: each spec, longest first, goes to the lane where it would end
     soonest (ties: a lane that has a cluster of its profile, then the lower index). *By
     profile* (when there are lanes enough): each lane one profile, a profile getting lanes while
     it is the one that would end last; its specs longest first to its lane ending soonest; the
     lanes with most to run then go to the workers whose first cluster is ready soonest. Each of
     the two also as :func:`_reseated` (its lanes on other workers, the most to run after the
     first cluster to the worker ready soonest). Either way a lane runs its profiles in the order
-    it got them, each profile's specs longest first, so it starts each cluster once.
+    it got them, so it starts each cluster once (:func:`_run_order`).
     """
     if workers < 1:
         raise ValueError(f"a plan needs at least one worker, not {workers}")
@@ -180,9 +198,23 @@ def plan(
         candidates = [seated for lanes in built for seated in (lanes, _reseated(lanes, firsts, startup))]
     best = min(candidates, key=makespan)  # the mixed plan as built on a tie
     for lane in best:
-        rank = {profile: index for index, profile in enumerate(lane.profiles)}
-        lane.specs.sort(key=lambda s: -1 if s.profile is None else rank[s.profile])  # stable: longest first
+        lane.specs = _run_order(lane)
     return best
+
+
+def _run_order(lane: Lane) -> list[Spec]:
+    """A lane's specs in the order its worker runs them: those needing no cluster first, then each
+    profile's in the order the lane got them, longest first, except that a profile followed by
+    another ends with the spec its worker prepares the next cluster behind: its shortest of at
+    least :data:`PREPARE_COVER_SECONDS` (else its longest), so the lane need not wait for that
+    cluster nor hold it long unused."""
+    groups = [[s for s in lane.specs if s.profile == profile] for profile in lane.profiles]  # longest first
+    ordered = [s for s in lane.specs if s.profile is None]
+    for group in groups[:-1]:
+        covering = [s for s in group if s.seconds >= PREPARE_COVER_SECONDS]
+        cover = covering[-1] if covering else group[0]
+        ordered += [s for s in group if s is not cover] + [cover]
+    return ordered + (groups[-1] if groups else [])
 
 
 def _soonest(lanes: Sequence[Lane], spec: Spec, startup: float) -> Lane:
@@ -248,6 +280,20 @@ def _reseated(built: Sequence[Lane], firsts: Sequence[float], startup: float) ->
     return seated
 
 
+def prepare_delays(specs: Sequence[Spec]) -> dict[str, float]:
+    """For a lane's specs in run order: each spec followed by one of another profile, and how
+    long after it starts its worker prepares that next cluster: when the spec is expected to
+    have :data:`PREPARE_COVER_SECONDS` left, counting it :data:`PREPARE_EARLY` shorter than
+    measured (a spec's length varies from run to run). Sooner, the cluster would wait unused,
+    or start among the other workers' first clusters and slow them (three such starts in the
+    first 90 s of a whole-suite run put its last worker's first cluster 20 s later)."""
+    return {
+        spec.nodeid: max(0.0, spec.seconds * (1 - PREPARE_EARLY) - PREPARE_COVER_SECONDS)
+        for spec, following in itertools.pairwise(specs)
+        if spec.profile is not None and following.profile not in (None, spec.profile)
+    }
+
+
 def makespan(lanes: Sequence[Lane]) -> float:
     """The planned wall seconds of a run: its longest lane."""
     return max((lane.seconds for lane in lanes), default=0.0)
@@ -279,7 +325,10 @@ def worker_count(
     ceiling = min(max(0, available_memory - reserve) // memory_per_worker, by_cpu, needing)
     if ceiling < 2:
         return 0
-    ends = {n: makespan(plan(specs, n, cluster_start(n, cores))) for n in range(1, ceiling + 1)}
+    ends = {
+        n: makespan(plan(specs, n, CLUSTER_SWITCH_SECONDS, [cluster_start(n, cores)] * n))
+        for n in range(1, ceiling + 1)
+    }
     best = min(ends.values())
     workers = min(n for n, end in ends.items() if end <= best * (1 + tolerance))
     return 0 if workers == 1 else workers

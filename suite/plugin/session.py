@@ -157,6 +157,10 @@ class _Background:
     error: BaseException | None = None
     thread: threading.Thread | None = None
     began: float = field(default_factory=time.monotonic)
+    #: set when the work may begin before its delay is over (it is wanted now, or not at all)
+    wanted: threading.Event = field(default_factory=threading.Event)
+    #: the target is not wanted any more: a delayed preparation that has not begun does nothing
+    dropped: bool = False
 
     def start(self, work: Callable[[], None]) -> None:
         def run() -> None:
@@ -205,6 +209,8 @@ class Targets:
             began = time.monotonic()
             try:
                 pending = self._preparing.pop(key, None)
+                if pending is not None:
+                    pending.wanted.set()
                 context = (
                     self._open(key, self._say(key)) if pending is None else self._finish_prepared(pending)
                 )
@@ -213,8 +219,11 @@ class Targets:
             self.contexts[key] = context
         return context
 
-    def prepare(self, key: str) -> None:
-        """Start opening ``key`` and its BeforeSuite on a thread, while the current specs run.
+    def prepare(self, key: str, after: float = 0.0) -> None:
+        """Start opening ``key`` and its BeforeSuite on a thread, while the current specs run;
+        ``after`` seconds from now, or as soon as :meth:`get` wants it if that is sooner (a
+        cluster ready when it is needed is not held unused, nor started in the storm of the
+        other workers' first clusters).
 
         :meth:`get` then waits for it and shows its progress. Only embedded targets are
         prepared ahead (a kubeconfig target is a single context).
@@ -225,12 +234,17 @@ class Targets:
         prefix = self._prefix(key)
 
         def work() -> None:
+            pending.wanted.wait(after)
+            if pending.dropped:
+                return
+            pending.began = time.monotonic()
             say = lambda line: pending.lines.append(prefix + line)  # noqa: E731
             pending.context = self._open(key, say)
             with contextlib.suppress(Exception):  # kept in context.suite_error, raised when used
                 self._before_suite(pending.context, say)
 
-        self.say(f"{prefix}preparing the target in the background")
+        when = f" in {after:.0f}s" if after > 0 else ""
+        self.say(f"{prefix}preparing the target in the background{when}")
         self._preparing[key] = pending
         pending.start(work)
 
@@ -461,6 +475,8 @@ class Targets:
         errors: list[BaseException] = []
         for key, pending in list(self._preparing.items()):  # prepared ahead but never used
             del self._preparing[key]
+            pending.dropped = True
+            pending.wanted.set()
             pending.join()
             if pending.context is not None:
                 self.contexts.setdefault(key, pending.context)

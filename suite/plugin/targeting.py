@@ -33,6 +33,7 @@ from nrop.suite.plugin.runstate import (
     CONTEXT_FIXTURE,
     FIRST_PROFILE_INPUT,
     PREPARE,
+    PREPARE_AFTER_INPUT,
     PROFILE,
     REPORTS,
     SPEC,
@@ -67,7 +68,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """On an xdist worker: prepare the next spec's target now if it is another profile than this one's."""
+    """On an xdist worker: prepare the next spec's target while this one runs if it is another
+    profile than this one's, when the plan says (:data:`PREPARE_AFTER_INPUT`), else now."""
     run = state(item.config)
     if run.worker is None or nextitem is None or CONTEXT_FIXTURE not in getattr(nextitem, "fixturenames", ()):
         return
@@ -75,7 +77,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     profile = nextitem.stash.get(PROFILE, options.cluster_profile)
     if profile != item.stash.get(PROFILE, options.cluster_profile):
         targets = _targets(item.config)
-        targets.prepare(targets.key_for(profile))
+        after = getattr(item.config, "workerinput", {}).get(PREPARE_AFTER_INPUT, {}).get(item.nodeid, 0.0)
+        targets.prepare(targets.key_for(profile), after)
 
 
 @pytest.hookimpl(wrapper=True)

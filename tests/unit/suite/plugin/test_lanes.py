@@ -133,6 +133,48 @@ def test_a_lane_lists_its_profiles_in_the_order_it_starts_them() -> None:
     assert [s.nodeid for s in lane.specs] == ["plain", "d1", "c1"]
 
 
+@pytest.mark.parametrize(
+    ("specs", "expected"),
+    [
+        pytest.param(
+            [d("d100", 100), d("d40", 40), d("d30", 30), d("d10", 10), c("c20", 20)],
+            ["d100", "d40", "d10", "d30", "c20"], id="the-next-cluster-prepared-behind-the-shortest-long-enough",
+        ),
+        pytest.param(
+            [d("d10", 10), d("d5", 5), c("c1", 1)],
+            ["d5", "d10", "c1"], id="none-long-enough-the-longest",
+        ),
+        pytest.param(
+            [d("d100", 100), d("d10", 10), d("d5", 5)],
+            ["d100", "d10", "d5"], id="the-last-profile-longest-first",
+        ),
+    ],
+)  # fmt: skip
+def test_a_profile_before_another_ends_with_the_spec_its_next_cluster_starts_behind(
+    specs: list[Spec], expected: list[str]
+) -> None:
+    assert lanes.PREPARE_COVER_SECONDS == 25
+    (lane,) = lanes.plan(specs, 1, 10)
+    assert [s.nodeid for s in lane.specs] == expected
+
+
+@pytest.mark.parametrize(
+    ("specs", "delays"),
+    [
+        pytest.param([d("d100", 100), c("c1", 10)], {"d100": 55.0}, id="prepared-when-a-cover-is-left"),
+        pytest.param([d("d20", 20), c("c1", 10)], {"d20": 0.0}, id="a-short-spec-prepares-at-once"),
+        pytest.param(
+            [Spec("plain", None, 50), d("d1", 100), d("d2", 40), c("c1", 10), Spec("plain2", None, 5)],
+            {"d2": 7.0}, id="only-from-a-cluster-to-one-of-another-profile",
+        ),
+        pytest.param([d("d1", 100), d("d2", 100)], {}, id="one-profile-nothing-to-prepare"),
+    ],
+)  # fmt: skip
+def test_prepare_delays(specs: list[Spec], delays: dict[str, float]) -> None:
+    assert (lanes.PREPARE_COVER_SECONDS, lanes.PREPARE_EARLY) == (25, 0.2)
+    assert lanes.prepare_delays(specs) == pytest.approx(delays)
+
+
 TIER0_LIKE = [c("unsched1", 56), c("unsched2", 56), c("unsched3", 56), c("cnt", 16)] + [
     d(f"d{i}", seconds)
     for i, seconds in enumerate((44, 34, 33, 31, 29, 18, 16, 16, 15, 13, 10, 10, 10, 8, 6, 6))

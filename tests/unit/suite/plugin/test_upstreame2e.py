@@ -513,7 +513,7 @@ _DURATIONS = {"test_a.py::test_long": 300.0, "test_b.py::test_cnt": 60.0, "test_
             [
                 [("default-0", "default", ["long"])],
                 [
-                    ("default-1", "default", ["mid", "short"]),
+                    ("default-1", "default", ["short", "mid"]),
                     ("container-scope-1", "container-scope", ["cnt"]),
                 ],
             ],
