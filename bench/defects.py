@@ -83,6 +83,13 @@ TAIL_WORKERS = 2
 RECHECK_SECONDS = 10.0
 #: workers of a run with nothing measured (a new defect, another tier)
 UNKNOWN_RUN_WORKERS = 4
+#: a run gets as few workers as end it within this share of the table's ideal length (all its
+#: runs' spec-seconds over the budget): each worker costs a cluster start and its share of the
+#: ramp, and the table is bound by its worker-seconds. At tier0-1 on 2 cores (21 workers, about
+#: 49 ideal minutes) a healthy run gets two or three workers instead of six or seven, the whole
+#: table 64 cluster starts instead of 178; replaying the table of 2026-12-02 (its runs' walls
+#: +-15 %) gave 53 minutes against 58 (at a budget of 18 workers, 61 against 72).
+RUN_SHARE_OF_TABLE = 0.5
 _NODEID = re.compile(r"(serial/\S+::\S+)")
 _FAILED = re.compile(r"\b(FAILED|ERROR)\b")
 
@@ -336,15 +343,22 @@ class Expected:
         return lanes.makespan(lanes.plan(self.lanes_specs(), workers, lanes.cluster_start(workers, cores)))
 
 
-def workers_for(expected: Expected | None, cores: int, most: int = MOST_WORKERS_PER_RUN) -> int:
+def workers_for(
+    expected: Expected | None, cores: int, most: int = MOST_WORKERS_PER_RUN, within: float | None = None
+) -> int:
     """A run's workers: what the suite itself would choose for those durations (the fewest
     whose plan ends near the soonest one, :func:`nrop.suite.plugin.lanes.worker_count`) with
-    memory for ``most`` of them, and two at least; :data:`UNKNOWN_RUN_WORKERS` with nothing
+    memory for ``most`` of them, and two at least; fewer where its plan still ends ``within``
+    that many seconds (a table's runs share one budget of workers: each worker more costs a
+    cluster start and its share of the ramp); :data:`UNKNOWN_RUN_WORKERS` with nothing
     measured."""
     if expected is None or not expected.specs:
         return min(UNKNOWN_RUN_WORKERS, most)
     memory = MEMORY_RESERVE + most * MEMORY_PER_WORKER
-    return max(2, lanes.worker_count(expected.lanes_specs(), memory, cores))
+    chosen = max(2, lanes.worker_count(expected.lanes_specs(), memory, cores))
+    if within is None:
+        return chosen
+    return next((n for n in range(2, chosen) if expected.wall(n, cores) <= within), chosen)
 
 
 def plan_runs(
@@ -352,9 +366,13 @@ def plan_runs(
 ) -> list[tuple[str, int]]:
     """The order the runs start in, each with its workers: the longest expected first (runs with
     nothing measured last), none with more than half the ``budget`` workers, so that a wide run
-    waiting for the budget is not passed over by narrower ones for long."""
+    waiting for the budget is not passed over by narrower ones for long, and each as few as end
+    within :data:`RUN_SHARE_OF_TABLE` of the table's ideal length (every measured spec-second
+    over the budget)."""
     most = max(2, min(budget // 2, MOST_WORKERS_PER_RUN))  # two of the widest runs fit at once
-    planned = [(run, workers_for(expected.get(run), cores, most)) for run in runs]
+    ideal = sum(sum(e.specs.values()) for run, e in expected.items() if run in runs) / max(budget, 1)
+    within = ideal * RUN_SHARE_OF_TABLE
+    planned = [(run, workers_for(expected.get(run), cores, most, within)) for run in runs]
     walls = planned_walls(planned, expected, cores)
     planned.sort(key=lambda item: -walls.get(item[0], 0.0))
     return planned

@@ -576,6 +576,20 @@ def test_workers_for(seconds: tuple[float, ...] | None, most: int, workers: int)
     assert bench.workers_for(expected, 2, most) == workers
 
 
+@pytest.mark.parametrize(
+    ("within", "workers"),
+    [
+        (None, 5),  # the suite's own choice: five lanes reach the longest spec (325 s planned)
+        (1000.0, 2),  # two lanes end within it (796 s planned)
+        (700.0, 3),  # three (559 s)
+        (500.0, 4),  # four (442 s)
+        (300.0, 5),  # none ends that soon: the suite's own choice
+    ],
+)
+def test_workers_for_takes_fewer_where_the_run_still_ends_within(within: float | None, workers: int) -> None:
+    assert bench.workers_for(_expected(300.0, *[60.0] * 20), 2, 10, within) == workers
+
+
 def test_plan_runs_starts_the_longest_first_and_the_unmeasured_last() -> None:
     expected = {
         "baseline": _expected(300.0, *[60.0] * 20),
@@ -587,6 +601,21 @@ def test_plan_runs_starts_the_longest_first_and_the_unmeasured_last() -> None:
     assert dict(planned)["slow"] == 8  # the suite's choice with memory for half the budget
     assert dict(planned)["new"] == 4
     assert bench.plan_runs(["slow"], expected, budget=5, cores=2) == [("slow", 2)]
+
+
+def test_plan_runs_narrows_a_run_that_ends_within_half_the_table() -> None:
+    expected = {"baseline": _expected(300.0, *[60.0] * 20), "slow": _expected(300.0, *[240.0] * 30)}
+    # 9,000 spec-seconds over 8 workers: 1,125 s at best; a run may take half of it
+    assert bench.RUN_SHARE_OF_TABLE == 0.5
+    assert bench.plan_runs(["baseline", "slow"], expected, budget=8, cores=2) == [
+        ("slow", 4),
+        ("baseline", 3),
+    ]
+    # over 21 workers: 429 s, and no run ends within 214 s: each gets the suite's own choice
+    assert bench.plan_runs(["baseline", "slow"], expected, budget=21, cores=2) == [
+        ("slow", 8),
+        ("baseline", 5),
+    ]
 
 
 @pytest.mark.parametrize(
