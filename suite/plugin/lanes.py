@@ -174,8 +174,9 @@ def plan(
 
     A cluster start costs a lane ``startup`` seconds (:data:`CLUSTER_SWITCH_SECONDS` in a run); its
     first one ``first[index]`` where given (:func:`first_clusters`: the workers boot one after the
-    other, so the later ones start later and get less to run). *Mixed*: each spec, longest first, goes to the lane where it would end
-    soonest (ties: a lane that has a cluster of its profile, then the lower index). *By
+    other, so the later ones start later and get less to run). *Mixed*: each spec, longest first,
+    goes to the lane where it would end soonest (ties: a lane that has a cluster of its profile,
+    then the lower index). *By
     profile* (when there are lanes enough): each lane one profile, a profile getting lanes while
     it is the one that would end last; its specs longest first to its lane ending soonest; the
     lanes with most to run then go to the workers whose first cluster is ready soonest. Each of

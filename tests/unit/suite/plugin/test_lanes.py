@@ -138,7 +138,7 @@ def test_a_lane_lists_its_profiles_in_the_order_it_starts_them() -> None:
     [
         pytest.param(
             [d("d100", 100), d("d40", 40), d("d30", 30), d("d10", 10), c("c20", 20)],
-            ["d100", "d40", "d10", "d30", "c20"], id="the-next-cluster-prepared-behind-the-shortest-long-enough",
+            ["d100", "d40", "d10", "d30", "c20"], id="the-next-cluster-behind-the-shortest-long-enough",
         ),
         pytest.param(
             [d("d10", 10), d("d5", 5), c("c1", 1)],

@@ -1,4 +1,5 @@
-"""A target prepared ahead with a delay (nrop.suite.plugin.session.Targets.prepare): wanted sooner, it starts at once; never wanted, it is never opened."""
+"""A target prepared ahead with a delay (nrop.suite.plugin.session.Targets.prepare): wanted sooner,
+it starts at once; never wanted, it is never opened."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ class Recorded(session.Targets):
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        super().__init__(SimpleNamespace(embedded=True, emulated=True), self.lines.append, "gw0")  # type: ignore[arg-type]
+        options: Any = SimpleNamespace(embedded=True, emulated=True)
+        super().__init__(options, self.lines.append, "gw0")
         self.opened: list[tuple[str, str]] = []
         self.closed: list[str] = []
 
