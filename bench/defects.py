@@ -86,9 +86,9 @@ UNKNOWN_RUN_WORKERS = 4
 #: a run gets as few workers as end it within this share of the table's ideal length (all its
 #: runs' spec-seconds over the budget): each worker costs a cluster start and its share of the
 #: ramp, and the table is bound by its worker-seconds. At tier0-1 on 2 cores (21 workers, about
-#: 49 ideal minutes) a healthy run gets two or three workers instead of six or seven, the whole
-#: table 64 cluster starts instead of 178; replaying the table of 2026-12-02 (its runs' walls
-#: +-15 %) gave 53 minutes against 58 (at a budget of 18 workers, 61 against 72).
+#: 49 ideal minutes) a healthy run gets two workers instead of five to seven, the table's runs 64
+#: workers in all instead of 178: 51 minutes and 2,805 CPU-s, against 59 and 4,085 at the same
+#: machine speed (docs/defects.md).
 RUN_SHARE_OF_TABLE = 0.5
 _NODEID = re.compile(r"(serial/\S+::\S+)")
 _FAILED = re.compile(r"\b(FAILED|ERROR)\b")
