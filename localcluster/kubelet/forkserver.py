@@ -30,8 +30,9 @@ over a ``SOCK_SEQPACKET`` socket: ``{"ready": true}`` once it has imported them;
 is one JSON message (``argv``, ``env``, ``cwd``, the launcher's ``namespace`` plan) carrying the
 child's stdin, stdout and stderr as file descriptors, answered by ``{"pid": ...}`` or
 ``{"errno": ..., "error": ...}``; the exit of each child follows later as
-``{"exited": pid, "returncode": ...}`` (negative: the signal, as :mod:`subprocess` reports it). The server is the child's parent: it dies with the cluster (``PR_SET_PDEATHSIG``)
-and its children with it.
+``{"exited": pid, "returncode": ...}`` (negative: the signal, as :mod:`subprocess` reports it).
+The server is the child's parent: it dies with the cluster (``PR_SET_PDEATHSIG``) and its
+children with it.
 """
 
 from __future__ import annotations

@@ -316,7 +316,7 @@ def worker_count(
     a cluster; of those, the fewest whose plan ends within ``tolerance`` of the soonest (a worker
     that does not shorten the run costs a cluster for nothing). Each plan counts every lane's
     first cluster as the last one's (:func:`cluster_start`, not the :func:`first_clusters` the run
-    is planned with): the ramp puts what a worker more costs on the later lanes alone, where
+    is planned with; a later cluster :data:`CLUSTER_SWITCH_SECONDS`, as there): the ramp puts what a worker more costs on the later lanes alone, where
     its CPU slows every cluster (tier0 took 105.6 and 111.9 s and 153-166 CPU-s with the 13
     workers the ramp chose, 107.4 and 113.7 s and 119-123 CPU-s with 10). One worker is no
     worker: the run stays in the pytest process.

@@ -49,8 +49,9 @@ CONTEXT_FIXTURE = "_nrop_context"
 #: xdist workerinput key: the profile of the first cluster of a worker's lane, prepared as soon as
 #: the worker starts (while it collects), before its first spec asks for it.
 FIRST_PROFILE_INPUT = "nrop_first_profile"
-#: xdist workerinput key: for each spec of a worker's lane followed by one of another profile, how
-#: many seconds after it starts that next cluster is prepared (:func:`nrop.suite.plugin.lanes.prepare_delays`).
+#: xdist workerinput key: for each spec of a worker's lane followed by one of another profile,
+#: how many seconds after it starts that next cluster is prepared
+#: (:func:`nrop.suite.plugin.lanes.prepare_delays`).
 PREPARE_AFTER_INPUT = "nrop_prepare_after"
 #: Progress lines of a worker's leak check: the controller shows them (xdist workers say nothing).
 _LEAK_NOTE_PREFIXES = ("leak check:", "left behind:")
