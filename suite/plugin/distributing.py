@@ -4,7 +4,9 @@ A suite run without a kubeconfig collects in the pytest process itself, as a ser
 then, knowing the selection, it decides how many workers to start (:func:`nrop.suite.plugin.lanes.worker_count`
 over the spec durations in ``durations.json``, the machine's available memory and the cores the run may use
 (:func:`usable_cores`: its CPU affinity and cgroup quota), or ``-n N`` when
-given: the plugin holds xdist back until this point) and starts them itself. Each worker gets a
+given: the plugin holds xdist back until this point) and starts them itself
+(:class:`~nrop.suite.plugin.workerstart.LaneSession`: the first one before the run's loop, the
+others while it runs, so a lane starts once its worker has collected). Each worker gets a
 *lane* of the plan (:func:`nrop.suite.plugin.lanes.plan`): its specs longest first, one cluster per
 profile it needs; :class:`LaneScheduling`, the xdist scheduler of such a run, hands every worker
 its lane one spec ahead (xdist runs a spec once it knows the next one) from when that worker has
@@ -137,13 +139,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def _start_workers(session: pytest.Session, workers: int) -> None:
     """Start xdist now, as ``-n workers`` would have at the start of the session."""
-    from xdist.dsession import DSession
+    from nrop.suite.plugin.workerstart import LaneSession
 
     config = session.config
     config.option.numprocesses = workers
     config.option.tx = ["popen"] * workers
     config.option.dist = DIST
-    dsession = DSession(config)
+    dsession = LaneSession(config)
     # registered after pytest's own plugins, its pytest_runtestloop runs the loop instead of theirs
     config.pluginmanager.register(dsession, "dsession")
     terminal = config.pluginmanager.get_plugin("terminalreporter")

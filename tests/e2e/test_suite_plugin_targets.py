@@ -292,6 +292,75 @@ def test_a_worker_done_with_its_lane_exits_before_the_run_ends(pytester: pytest.
     assert _order(pytester) == {"gw0": ["long"], "gw1": ["short"]}
 
 
+#: Inner-run conftest code: the controller's gateway of worker ``gw2`` is made only once the
+#: ``long`` spec has run (or after a deadline, which the log then says).
+GW2_AFTER_THE_LONG_SPEC = textwrap.dedent(
+    """
+    import pathlib, time
+    import execnet
+
+    _here = pathlib.Path(__file__).parent
+    _make = execnet.Group.makegateway
+
+    def _makegateway(self, spec=None):
+        if getattr(spec, "id", None) == "gw2":
+            deadline = time.monotonic() + 60
+            while not (_here / "long.ran").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            with open(_here / "gateways.log", "a") as log:
+                log.write("gw2 after long\\n" if (_here / "long.ran").exists() else "gw2 before long\\n")
+        return _make(self, spec)
+
+    execnet.Group.makegateway = _makegateway
+    """
+)
+
+
+def test_a_worker_runs_its_lane_while_the_later_workers_are_still_starting(pytester: pytest.Pytester) -> None:
+    """xdist made every worker's gateway before handling any worker's event, so the first lane
+    (the longest spec) waited for the last worker's start; now its spec runs meanwhile."""
+    bodies = textwrap.dedent(
+        """
+        import pathlib
+
+        def _long_body():
+            pathlib.Path(__file__).with_name("long.ran").touch()
+        """
+    )
+    _laned_suite(pytester, {"long": (100, ""), "medium": (50, ""), "short": (10, "")}, bodies)
+    (pytester.path / "conftest.py").write_text(
+        (pytester.path / "conftest.py").read_text() + GW2_AFTER_THE_LONG_SPEC
+    )
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "3", "--report-dir", str(pytester.path))
+    assert result.ret == 0, result.stdout.str()
+    assert (pytester.path / "gateways.log").read_text() == "gw2 after long\n"
+    assert _order(pytester) == {"gw0": ["long"], "gw1": ["medium"], "gw2": ["short"]}
+
+
+def test_a_worker_that_cannot_start_stops_the_run_with_the_reason(pytester: pytest.Pytester) -> None:
+    _laned_suite(pytester, {"long": (100, ""), "short": (10, "")})
+    (pytester.path / "conftest.py").write_text(
+        (pytester.path / "conftest.py").read_text()
+        + textwrap.dedent(
+            """
+            import execnet
+
+            _make = execnet.Group.makegateway
+
+            def _makegateway(self, spec=None):
+                if getattr(spec, "id", None) == "gw1":
+                    raise OSError("no interpreter here")
+                return _make(self, spec)
+
+            execnet.Group.makegateway = _makegateway
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess(*BASE_ARGS, "-n", "2", "--report-dir", str(pytester.path))
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*could not start xdist worker gw1: OSError: no interpreter here*"])
+
+
 def test_without_n_a_spread_run_chooses_its_workers_and_spreads_a_profile_over_several(
     pytester: pytest.Pytester,
 ) -> None:
