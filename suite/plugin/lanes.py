@@ -13,7 +13,7 @@ Pure decisions over plain data (no pytest, no I/O), used by :mod:`nrop.suite.plu
   the selected specs can use, but no more than shorten the planned run; the specs mostly wait
   on upstream's fixed windows, so a worker needs a small share of a core, but past the cores
   every cluster slows down and upstream's timing specs fail under the run's own load; cores
-  also make clusters that start together slower (:func:`cluster_start`);
+  also make clusters that start together slower (:func:`first_clusters`);
 * :func:`plan`: one *lane* per worker, longest spec first (LPT list scheduling) where a lane's
   first cluster is ready as late as its worker boots (:func:`first_clusters`: the workers boot
   one after the other) and a later one, of a profile the lane has not got yet, costs
@@ -79,13 +79,13 @@ PREPARE_EARLY = 0.2
 #: took about 28 s each on 2 cores).
 CLUSTER_START_CPU_SECONDS = 6.0
 #: Cores one worker may keep busy on average while its specs run: its cluster (API server,
-#: kubelets, exporters, scheduler, operator) and its pytest process. The whole suite on 2 cores
-#: averages about 0.08 of a core per worker (562 CPU-s over 517 s with 14 workers), but cluster
-#: starts come in storms, and upstream's timing comparison (47627) failed with 20 or 21 workers
-#: in five runs of five (2.4 to 4.1 s against upstream's 2 s) until it ran ahead of the other
-#: clusters (:mod:`nrop.suite.plugin.precedence`); since, 21 workers passed the whole suite
-#: twice (6m46s and 6m48s, against 8m38s with 14).
-CPU_PER_WORKER = 0.095
+#: kubelets, exporters, scheduler, operator) and its pytest process. Whole-suite runs on 2 cores
+#: average 0.055 to 0.066 of a core per worker (435 CPU-s over 354 s with 20 workers, 544 over
+#: 345 s with 24, 533 over 349 s with 28, on 2026-12-02), but cluster starts come in storms, and
+#: upstream's timing comparison (47627) failed with 20 or 21 workers in five runs of five (2.4 to
+#: 4.1 s against upstream's 2 s) until it ran ahead of the other clusters
+#: (:mod:`nrop.suite.plugin.precedence`); since, it passed with 20, 24 and 28 workers.
+CPU_PER_WORKER = 0.08
 #: A worker (and the cluster it starts) must end the planned run this much sooner to be worth it.
 PLAN_TOLERANCE = 0.05
 #: The JUnit property (and report property) of the seconds a spec's setup waited for its target:
@@ -139,8 +139,7 @@ def cluster_ready(index: int, cores: int) -> float:
 
 
 def cluster_start(workers: int, cores: int) -> float:
-    """Wall seconds the last worker's first cluster waits in a run of ``workers`` (:func:`cluster_ready`):
-    what :func:`worker_count` counts for every lane's first cluster."""
+    """Wall seconds the last worker's first cluster waits in a run of ``workers`` (:func:`cluster_ready`)."""
     return cluster_ready(workers - 1, cores)
 
 
@@ -314,12 +313,12 @@ def worker_count(
     At most what the memory holds (``available_memory`` less ``reserve``, ``memory_per_worker``
     each), what ``cores`` keep up with (:data:`CPU_PER_WORKER` each) and one per spec that needs
     a cluster; of those, the fewest whose plan ends within ``tolerance`` of the soonest (a worker
-    that does not shorten the run costs a cluster for nothing). Each plan counts every lane's
-    first cluster as the last one's (:func:`cluster_start`, not the :func:`first_clusters` the run
-    is planned with; a later cluster :data:`CLUSTER_SWITCH_SECONDS`, as there): the ramp puts what a worker more costs on the later lanes alone, where
-    its CPU slows every cluster (tier0 took 105.6 and 111.9 s and 153-166 CPU-s with the 13
-    workers the ramp chose, 107.4 and 113.7 s and 119-123 CPU-s with 10). One worker is no
-    worker: the run stays in the pytest process.
+    that does not shorten the run costs a cluster for nothing). Each plan is the one the run
+    would get (:func:`first_clusters`): a worker more is a later lane, whose first cluster is
+    ready last, and the longest spec goes to the worker that boots first. Measured on 2 cores
+    (2026-12-02): the whole suite took 350-364 s with 20 workers, 345 s with 24 and 349 s with 28
+    (in a slow hour); tier0 86-99 s with 10 or 12. One worker is no worker:
+    the run stays in the pytest process.
     """
     needing = sum(1 for spec in specs if spec.profile is not None)
     by_cpu = int(max(cores, 1) / CPU_PER_WORKER)
@@ -327,7 +326,7 @@ def worker_count(
     if ceiling < 2:
         return 0
     ends = {
-        n: makespan(plan(specs, n, CLUSTER_SWITCH_SECONDS, [cluster_start(n, cores)] * n))
+        n: makespan(plan(specs, n, CLUSTER_SWITCH_SECONDS, first_clusters(n, cores)))
         for n in range(1, ceiling + 1)
     }
     best = min(ends.values())

@@ -184,7 +184,7 @@ TIER0_LIKE = [c("unsched1", 56), c("unsched2", 56), c("unsched3", 56), c("cnt", 
 @pytest.mark.parametrize(
     ("specs", "memory", "workers"),
     [
-        pytest.param(TIER0_LIKE, 16 * GiB, 9, id="tier0-like-enough-memory"),
+        pytest.param(TIER0_LIKE, 16 * GiB, 11, id="tier0-like-enough-memory"),
         pytest.param(TIER0_LIKE, 2 * GiB + 3 * lanes.MEMORY_PER_WORKER, 3, id="tier0-like-memory-bound"),
         pytest.param(TIER0_LIKE, 2 * GiB + lanes.MEMORY_PER_WORKER, 0, id="room-for-one-worker-is-serial"),
         pytest.param(TIER0_LIKE, GiB, 0, id="below-the-reserve"),
@@ -199,17 +199,17 @@ def test_worker_count(specs: list[Spec], memory: int, workers: int) -> None:
     assert lanes.worker_count(specs, memory, cores=2) == workers
 
 
-WHOLE_SUITE_LIKE = [d(f"long{i}", 200) for i in range(84)]
+WHOLE_SUITE_LIKE = [d(f"long{i}", 200) for i in range(100)]
 
 
 @pytest.mark.parametrize(
     ("cores", "memory", "workers"),
     [
-        (2, 64 * GiB, 21),  # 2 / 0.095: the cores bound it, not the memory (80 would fit)
-        (4, 64 * GiB, 42),
-        (8, 128 * GiB, 84),  # one per spec
+        (2, 64 * GiB, 25),  # 2 / 0.08: the cores bound it, not the memory (80 would fit)
+        (4, 64 * GiB, 50),
+        (8, 128 * GiB, 100),  # one per spec
         (2, 2 * GiB + 10 * lanes.MEMORY_PER_WORKER, 10),  # the memory bounds it
-        (0, 64 * GiB, 10),  # an unknown core count counts as one
+        (0, 64 * GiB, 12),  # an unknown core count counts as one
     ],
     ids=["two-cores", "four-cores", "one-per-spec", "memory-bound", "no-cores-reported"],
 )
