@@ -317,7 +317,8 @@ def worker_count(
     would get (:func:`first_clusters`): a worker more is a later lane, whose first cluster is
     ready last, and the longest spec goes to the worker that boots first. Measured on 2 cores
     (2026-12-02): the whole suite took 350-364 s with 20 workers, 345 s with 24 and 349 s with 28
-    (in a slow hour); tier0 86-99 s with 10 or 12. One worker is no worker:
+    (in a slow hour); tier0, which this gives 11 where it had 10, took 97.9-99.9 s with 10 and
+    99.5-104.2 s with 11, in turn within one hour. One worker is no worker:
     the run stays in the pytest process.
     """
     needing = sum(1 for spec in specs if spec.profile is not None)
