@@ -30,7 +30,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
-    "CLUSTER_START_CPU_SECONDS",
     "CLUSTER_START_SECONDS",
     "CLUSTER_SWITCH_SECONDS",
     "CPU_PER_WORKER",
@@ -39,6 +38,8 @@ __all__ = [
     "PLAN_TOLERANCE",
     "PREPARE_COVER_SECONDS",
     "PREPARE_EARLY",
+    "RAMP_GROWTH",
+    "RAMP_SECONDS",
     "TARGET_SECONDS",
     "Lane",
     "Spec",
@@ -61,7 +62,7 @@ MEMORY_PER_WORKER = 768 * 2**20
 MEMORY_RESERVE = 2 * 2**30
 #: Wall seconds from "start a cluster" to its first spec when it starts alone: the cluster, the
 #: stack through the operator and BeforeSuite (10 to 15 s measured on a 2-core machine).
-CLUSTER_START_SECONDS = 10.0
+CLUSTER_START_SECONDS = 13.0
 #: Wall seconds a lane's later cluster (a profile other than its first's) costs it in the plan.
 #: A worker prepares it while the spec before it runs, the plan puts a spec long enough there
 #: (:data:`PREPARE_COVER_SECONDS`) and the worker starts it when that spec has about a start
@@ -75,9 +76,12 @@ CLUSTER_SWITCH_SECONDS = 10.0
 PREPARE_COVER_SECONDS = 25.0
 #: The share of a spec's measured seconds :func:`prepare_delays` does not count on.
 PREPARE_EARLY = 0.2
-#: CPU seconds one cluster start takes: clusters starting together share the cores (six at once
-#: took about 28 s each on 2 cores).
-CLUSTER_START_CPU_SECONDS = 6.0
+#: Seconds of one core by which a worker's first cluster is ready after the one before while few
+#: run (:func:`cluster_ready`): the workers boot one after the other and their starts share the cores.
+RAMP_SECONDS = 3.0
+#: How the ramp steepens as stacks pile up: the step after worker ``i`` is ``1 + i / RAMP_GROWTH``
+#: times the first (each worker boots, and its cluster starts, amid more running stacks).
+RAMP_GROWTH = 33.0
 #: Cores one worker may keep busy on average while its specs run: its cluster (API server,
 #: kubelets, exporters, scheduler, operator) and its pytest process. Whole-suite runs on 2 cores
 #: average 0.055 to 0.066 of a core per worker (435 CPU-s over 354 s with 20 workers, 544 over
@@ -132,10 +136,15 @@ class Lane:
 
 def cluster_ready(index: int, cores: int) -> float:
     """Wall seconds until the first cluster of worker ``index`` (from 0) is ready in a run that
-    spreads: xdist boots the workers one after the other, and each cluster starts when its worker
-    has booted, sharing the cores with those started before, so worker ``index`` waits for the
-    CPU of ``index + 1`` starts (measured: the tenth of ten ready 34-42 s in, the first 12-22 s)."""
-    return CLUSTER_START_SECONDS + CLUSTER_START_CPU_SECONDS * (index + 1) / max(cores, 1)
+    spreads: the workers boot one after the other and each starts its cluster as it boots,
+    sharing the cores with the stacks started before, so each is ready a little later than the
+    one before, and more so the more stacks run (:data:`RAMP_SECONDS`, :data:`RAMP_GROWTH`).
+    Fitted to the runs of 2026-12-02 on 2 cores in a fast hour: tier0's eleven workers ready
+    15-31 s in, the whole suite's twenty 16-58 s in and twenty-two 16-67 s in (this gives
+    14.5-34.5, 14.5-60.3 and 14.5-67.0). The line it replaced (13 + 3 s a worker) had tier0's
+    last lanes ready 12 s late, so the plan put a short spec after a one-minute one on the
+    first lane, which then ended the run (107 s in CI, the other lanes 66-89 s)."""
+    return CLUSTER_START_SECONDS + RAMP_SECONDS * (index + 1) * (1 + index / RAMP_GROWTH) / max(cores, 1)
 
 
 def cluster_start(workers: int, cores: int) -> float:
@@ -317,8 +326,8 @@ def worker_count(
     would get (:func:`first_clusters`): a worker more is a later lane, whose first cluster is
     ready last, and the longest spec goes to the worker that boots first. Measured on 2 cores
     (2026-12-02): the whole suite took 350-364 s with 20 workers, 345 s with 24 and 349 s with 28
-    (in a slow hour); tier0, which this gives 11 where it had 10, took 97.9-99.9 s with 10 and
-    99.5-104.2 s with 11, in turn within one hour. One worker is no worker:
+    (in a slow hour); tier0 gets 10 (97.9-99.9 s with 10 and 99.5-104.2 s with 11, in turn
+    within one hour). One worker is no worker:
     the run stays in the pytest process.
     """
     needing = sum(1 for spec in specs if spec.profile is not None)
