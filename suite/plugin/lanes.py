@@ -327,8 +327,7 @@ def worker_count(
     ready last, and the longest spec goes to the worker that boots first. Measured on 2 cores
     (2026-12-02): the whole suite took 350-364 s with 20 workers, 345 s with 24 and 349 s with 28
     (in a slow hour); tier0 gets 10 (97.9-99.9 s with 10 and 99.5-104.2 s with 11, in turn
-    within one hour). One worker is no worker:
-    the run stays in the pytest process.
+    within one hour). One worker is no worker: the run stays in the pytest process.
     """
     needing = sum(1 for spec in specs if spec.profile is not None)
     by_cpu = int(max(cores, 1) / CPU_PER_WORKER)
