@@ -29,7 +29,6 @@ import contextlib
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -40,7 +39,7 @@ from typing import Any
 from nrop.api.images import own_image
 from nrop.suite.plugin.htmlreport import ClusterSpan
 from nrop.suite.plugin.options import SuiteOptions
-from nrop.suite.plugin.target import EmbeddedCluster, environment_copy
+from nrop.suite.plugin.target import EmbeddedCluster, environment_copy, state_root
 
 __all__ = ["EMBEDDED_DEVICE_TYPES", "EMBEDDED_REFRESH_PERIOD", "KUBECONFIG_KEY", "Context", "Targets"]
 
@@ -266,7 +265,7 @@ class Targets:
         """A directory of its own for each cluster (a target closed in the background may be reopened)."""
         with self._lock:
             if self._state_root is None:
-                self._state_root = Path(tempfile.mkdtemp(prefix="nrop-e2e-"))
+                self._state_root = state_root()
             count = self._opened[key] = self._opened.get(key, 0) + 1
             # node roots hold unix sockets (at most 107 bytes): a long profile name is cut
             name = key[:STATE_NAME_LENGTH]

@@ -1,6 +1,9 @@
-"""The embedded cluster's log lines as the suite's progress lines (nrop.suite.plugin.target)."""
+"""The embedded cluster's log lines as the suite's progress lines, its environment, and where
+its state goes (nrop.suite.plugin.target)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +40,37 @@ def test_the_cluster_environment_survives_a_variable_another_thread_removes(monk
     racing_again = Racing(PATH="/bin", PYTEST_CURRENT_TEST="x (call)")
     with pytest.raises(KeyError):  # what the comprehension over items() did
         {k: racing_again[k] for k in racing_again}
+
+
+MiB = 2**20
+SHM = target.MEMORY_FILESYSTEM
+
+
+@pytest.mark.parametrize(
+    ("environ", "memory_free", "parent"),
+    [
+        ({}, 20_000 * MiB, SHM),  # serial run, room
+        ({}, 64 * MiB, SHM),  # exactly one process's room
+        ({}, 63 * MiB, None),  # a container's default 64 MB /dev/shm, partly used
+        ({}, None, None),  # not a memory filesystem, or not writable
+        ({"PYTEST_XDIST_WORKER_COUNT": "22"}, 1408 * MiB, SHM),  # room for 22 workers
+        ({"PYTEST_XDIST_WORKER_COUNT": "22"}, 1407 * MiB, None),  # all choose before any writes
+        ({"PYTEST_XDIST_WORKER_COUNT": "x"}, 64 * MiB, SHM),  # unreadable count: this process
+        ({"TMPDIR": "/scratch"}, 20_000 * MiB, Path("/scratch")),  # the user's choice wins
+        ({"TMPDIR": ""}, 20_000 * MiB, SHM),  # empty: not set
+    ],
+)
+def test_state_parent(environ: dict[str, str], memory_free: int | None, parent: Path | None) -> None:
+    assert target.state_parent(environ, memory_free) == parent
+
+
+def test_state_room_is_not_counted_on_a_disk_directory(tmp_path: Path) -> None:
+    """Only a mount point of type tmpfs counts as a memory filesystem."""
+    assert target._memory_free(tmp_path) is None
+    assert target._memory_free(tmp_path / "missing") is None
+
+
+def test_state_root_is_made_where_tmpdir_says(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    root = target.state_root()
+    assert root.parent == tmp_path and root.is_dir() and root.name.startswith(target.STATE_PREFIX)
