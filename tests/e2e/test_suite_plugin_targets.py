@@ -337,6 +337,47 @@ def test_a_worker_runs_its_lane_while_the_later_workers_are_still_starting(pytes
     assert _order(pytester) == {"gw0": ["long"], "gw1": ["medium"], "gw2": ["short"]}
 
 
+def test_a_worker_whose_gateway_comes_after_the_run_stopped_is_not_started(pytester: pytest.Pytester) -> None:
+    """``-x``: the first lane's spec fails while gw2's gateway is still being made; that gateway,
+    made after the shutdown began, is closed instead of set up, and the run ends."""
+    bodies = textwrap.dedent(
+        """
+        import pathlib
+
+        def _long_body():
+            pathlib.Path(__file__).with_name("long.ran").touch()
+            raise AssertionError("the first lane fails")
+        """
+    )
+    _laned_suite(pytester, {"long": (100, ""), "medium": (50, ""), "short": (10, "")}, bodies)
+    held = GW2_AFTER_THE_LONG_SPEC.replace(
+        "    return _make(self, spec)",
+        "        time.sleep(3)  # the failure's report is through and the shutdown began\n"
+        "    return _make(self, spec)",
+    )
+    assert "time.sleep(3)" in held
+    configured = textwrap.dedent(
+        """
+
+        def pytest_configure(config):
+            if hasattr(config, "workerinput"):  # a worker's pytest: its gateway was set up
+                with open(_here / "configured.log", "a") as log:
+                    log.write(config.workerinput["workerid"] + "\\n")
+        """
+    )
+    (pytester.path / "conftest.py").write_text(
+        (pytester.path / "conftest.py").read_text() + held + configured
+    )
+    result = pytester.runpytest_subprocess(
+        *BASE_ARGS, "-n", "3", "-x", "--report-dir", str(pytester.path), timeout=120
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()  # xdist's -x
+    assert (pytester.path / "gateways.log").read_text() == "gw2 after long\n"
+    assert "gw2" not in _order(pytester)
+    assert "gw2" not in (pytester.path / "configured.log").read_text().split()
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
 def test_a_worker_that_cannot_start_stops_the_run_with_the_reason(pytester: pytest.Pytester) -> None:
     _laned_suite(pytester, {"long": (100, ""), "short": (10, "")})
     (pytester.path / "conftest.py").write_text(
