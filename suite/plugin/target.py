@@ -9,7 +9,8 @@ works the same against any cluster given by a kubeconfig.
 Where the clusters' state goes (:func:`state_root`): a cluster writes a few thousand small files
 (its nodes' sysfs trees, sockets, pods' directories) and the run deletes them when it stops it;
 on a disk filesystem that churn costs CPU the run feels, so the state goes to a memory
-filesystem when one has room.
+filesystem when one has room, and the state a killed run left there is removed by the next one
+(:func:`remove_orphans`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "environment_copy",
     "is_embedded_version",
     "progress_line",
+    "remove_orphans",
     "serves_embedded",
     "start",
     "state_parent",
@@ -64,6 +66,8 @@ STATE_ROOM = 64 * 2**20
 #: The directory name's prefix: kept short, since the kubelet sockets under it must stay within
 #: 107 bytes (``/dev/shm/nrop-XXXXXXXX`` is as long as ``/tmp/nrop-e2e-XXXXXXXX`` was).
 STATE_PREFIX = "nrop-"
+#: The file in a state directory naming the pid of the process that made it (:func:`remove_orphans`).
+STATE_OWNER = "owner.pid"
 
 
 def state_parent(environ: Mapping[str, str], memory_free: int | None) -> Path | None:
@@ -104,9 +108,44 @@ def _memory_free(path: Path) -> int | None:
 
 
 def state_root() -> Path:
-    """A new directory for the state of the embedded clusters this process starts (:func:`state_parent`)."""
+    """A new directory for the state of the embedded clusters this process starts (:func:`state_parent`),
+    with this process's pid in :data:`STATE_OWNER`; first the state left by runs that ended without
+    removing theirs (killed) is removed from there: in memory it would hold RAM until a reboot."""
     parent = state_parent(os.environ, _memory_free(MEMORY_FILESYSTEM))
-    return Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=parent))
+    parent = parent if parent is not None else Path(tempfile.gettempdir())
+    remove_orphans(parent)
+    root = Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=parent))
+    (root / STATE_OWNER).write_text(f"{os.getpid()}\n", encoding="ascii")
+    return root
+
+
+def remove_orphans(parent: Path) -> list[Path]:
+    """Remove the state directories under ``parent`` whose owner (:data:`STATE_OWNER`) is no longer a
+    process; a directory without an owner file (being made, or not the suite's) is left alone."""
+    removed = []
+    for root in parent.glob(STATE_PREFIX + "*"):
+        try:
+            owner = int((root / STATE_OWNER).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue
+        if _alive(owner):
+            continue
+        log.warning(
+            "removing %s: the state of a run that ended without removing it (pid %d is gone)", root, owner
+        )
+        shutil.rmtree(root, ignore_errors=True)
+        removed.append(root)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 def is_embedded_version(git_version: str) -> bool:

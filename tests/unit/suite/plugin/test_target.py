@@ -3,6 +3,8 @@ its state goes (nrop.suite.plugin.target)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,29 @@ def test_state_root_is_made_where_tmpdir_says(monkeypatch, tmp_path: Path) -> No
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     root = target.state_root()
     assert root.parent == tmp_path and root.is_dir() and root.name.startswith(target.STATE_PREFIX)
+
+
+def _gone_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_state_root_names_its_owner_and_removes_the_state_of_killed_runs(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    killed = tmp_path / f"{target.STATE_PREFIX}killed"
+    (killed / "default" / "nodes").mkdir(parents=True)
+    (killed / target.STATE_OWNER).write_text(f"{_gone_pid()}\n")
+    running = tmp_path / f"{target.STATE_PREFIX}running"
+    running.mkdir()
+    (running / target.STATE_OWNER).write_text("1\n")  # init: alive
+    being_made = tmp_path / f"{target.STATE_PREFIX}new"  # no owner yet
+    being_made.mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / target.STATE_OWNER).write_text(f"{_gone_pid()}\n")  # not the suite's prefix
+    root = target.state_root()
+    assert (root / target.STATE_OWNER).read_text() == f"{target.os.getpid()}\n"
+    assert not killed.exists()
+    assert running.is_dir() and being_made.is_dir() and other.is_dir()
+    assert target.remove_orphans(tmp_path) == []
