@@ -3,7 +3,7 @@
 A suite run without a kubeconfig collects in the pytest process itself, as a serial run does;
 then, knowing the selection, it decides how many workers to start (:func:`nrop.suite.plugin.lanes.worker_count`
 over the spec durations in ``durations.json``, the machine's available memory and the cores the run may use
-(:func:`usable_cores`: its CPU affinity and cgroup quota), or ``-n N`` when
+(:func:`usable_cores`: its CPU affinity and its cgroups' CPU quotas), or ``-n N`` when
 given: the plugin holds xdist back until this point) and starts them itself
 (:class:`~nrop.suite.plugin.workerstart.LaneSession`: the first one before the run's loop, the
 others while it runs, so a lane starts once its worker has collected). Each worker gets a
@@ -48,7 +48,15 @@ from nrop.suite.plugin.runstate import (
     state,
 )
 
-__all__ = ["DIST", "DURATIONS_FILE", "LaneScheduling", "available_memory", "load_durations", "usable_cores"]
+__all__ = [
+    "DIST",
+    "DURATIONS_FILE",
+    "LaneScheduling",
+    "available_memory",
+    "cpu_quotas",
+    "load_durations",
+    "usable_cores",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,20 +92,73 @@ def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def usable_cores(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
-    """The cores this process may use: those it may run on (its CPU affinity), fewer when its
-    cgroup's CPU quota (``cpu.max``, as ``podman run --cpus`` sets it) allows less; one at least."""
+#: Where the cgroup filesystems are mounted: v2's one hierarchy at the root, v1's one per controller.
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: The cgroups of this process, one ``id:controllers:path`` line each (v2's controllers empty).
+MEMBERSHIP = Path("/proc/self/cgroup")
+
+
+def usable_cores(cgroup_root: Path = CGROUP_ROOT, membership: Path = MEMBERSHIP) -> int:
+    """The cores this process may use: those it may run on (its CPU affinity), fewer when a CPU
+    quota of its cgroups (:func:`cpu_quotas`) allows less, in whole cores; one at least."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    try:
-        quota, period = cpu_max.read_text(encoding="ascii").split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, int(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
+    quotas = cpu_quotas(cgroup_root, membership)
+    if quotas:
+        cores = min(cores, int(min(quotas)))
     return max(1, cores)
+
+
+def cpu_quotas(cgroup_root: Path = CGROUP_ROOT, membership: Path = MEMBERSHIP) -> list[float]:
+    """The CPU quotas, in cores, of this process's cgroups and of their ancestors (a parent's quota
+    caps its children): v2's ``cpu.max`` (``quota period``, or ``max``) and v1's ``cpu`` controller
+    (``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``, ``-1`` for none). ``podman run --cpus`` sets
+    one or the other, and so does a CI runner that shares its host; in a container the process's
+    cgroup is often the root of what it sees. Unreadable files count as no quota."""
+    try:
+        entries = membership.read_text(encoding="ascii").splitlines()
+    except OSError:
+        entries = []
+    places = [(cgroup_root, True)]  # the root as mounted: a container's own cgroup
+    for entry in entries:
+        fields = entry.split(":", 2)
+        if len(fields) != 3:
+            continue
+        _, controllers, path = fields
+        if controllers == "":
+            base, v2 = cgroup_root, True
+        elif "cpu" in controllers.split(","):
+            base, v2 = cgroup_root / controllers, False  # mounted as "cpu,cpuacct", or as "cpu"
+            if not base.is_dir():
+                base = cgroup_root / "cpu"
+        else:
+            continue
+        place = base / path.strip("/")
+        places += [(place, v2)] + [
+            (parent, v2) for parent in place.parents if base in (parent, *parent.parents)
+        ]
+    quotas = []
+    for place, v2 in dict.fromkeys(places):
+        quota = _quota(place, v2)
+        if quota is not None:
+            quotas.append(quota)
+    return quotas
+
+
+def _quota(place: Path, v2: bool) -> float | None:
+    try:
+        if v2:
+            quota, period = (place / "cpu.max").read_text(encoding="ascii").split()[:2]
+        else:
+            quota = (place / "cpu.cfs_quota_us").read_text(encoding="ascii").strip()
+            period = (place / "cpu.cfs_period_us").read_text(encoding="ascii").strip()
+        if quota in ("max", "-1"):
+            return None
+        return int(quota) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
 
 
 def _specs(items: Sequence[pytest.Item], durations: Mapping[str, float]) -> list[lanes.Spec]:

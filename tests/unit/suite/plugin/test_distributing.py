@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from nrop.suite.plugin.distributing import LaneScheduling, available_memory, load_durations, usable_cores
+from nrop.suite.plugin.distributing import (
+    LaneScheduling,
+    available_memory,
+    cpu_quotas,
+    load_durations,
+    usable_cores,
+)
 from nrop.suite.plugin.lanes import Spec
 
 
@@ -192,23 +198,56 @@ def test_durations_and_memory_have_safe_fallbacks(tmp_path: Path) -> None:
     assert available_memory(tmp_path / "missing") > 0
 
 
+V1 = "4:cpu,cpuacct:/job\n3:memory:/job\n"  # a v1 host: the cpu controller's line among others
+QUOTA_V1 = {"cpu,cpuacct/job/cpu.cfs_period_us": "100000\n"}
+
+
 @pytest.mark.parametrize(
-    "cpu_max,bound",
+    ("membership", "files", "quotas"),
     [
-        ("max 100000\n", None),
-        ("100000 100000\n", 1),
-        ("250000 100000\n", 2),
-        ("50000 100000\n", 1),
-        (None, None),
-        ("garbage\n", None),
+        ("0::/\n", {"cpu.max": "max 100000\n"}, []),
+        ("0::/\n", {"cpu.max": "100000 100000\n"}, [1.0]),
+        ("0::/\n", {"cpu.max": "250000 100000\n"}, [2.5]),
+        ("0::/\n", {"cpu.max": "50000 100000\n"}, [0.5]),
+        ("0::/\n", {}, []),
+        ("0::/\n", {"cpu.max": "garbage\n"}, []),
+        # v2, the quota on the parent of the process's cgroup (a CI job's slice)
+        ("0::/ci/job\n", {"ci/cpu.max": "150000 100000\n", "ci/job/cpu.max": "max 100000\n"}, [1.5]),
+        # v1: the controller mounted as "cpu,cpuacct", the quota on the process's cgroup
+        (V1, {**QUOTA_V1, "cpu,cpuacct/job/cpu.cfs_quota_us": "110000\n"}, [1.1]),
+        (V1, {**QUOTA_V1, "cpu,cpuacct/job/cpu.cfs_quota_us": "-1\n"}, []),
+        # v1 with the controller mounted as "cpu" only
+        (
+            "2:cpu:/job\n",
+            {"cpu/job/cpu.cfs_quota_us": "200000\n", "cpu/job/cpu.cfs_period_us": "100000\n"},
+            [2.0],
+        ),
+        ("not a cgroup line\n", {"cpu.max": "300000 100000\n"}, [3.0]),  # the root as mounted still counts
     ],
-    ids=["no-quota", "one-core", "two-and-a-half", "half-a-core", "no-cgroup-file", "unreadable"],
+    ids=[
+        "no-quota",
+        "one-core",
+        "two-and-a-half",
+        "half-a-core",
+        "no-cgroup-file",
+        "unreadable",
+        "v2-parent",
+        "v1",
+        "v1-no-quota",
+        "v1-cpu-only",
+        "odd-membership",
+    ],
 )
-def test_usable_cores_follow_the_affinity_and_the_cgroup_quota(
-    tmp_path: Path, cpu_max: str | None, bound: int | None
+def test_cpu_quotas_are_read_from_the_process_s_cgroups_and_their_parents(
+    tmp_path: Path, membership: str, files: dict[str, str], quotas: list[float]
 ) -> None:
-    path = tmp_path / "cpu.max"
-    if cpu_max is not None:
-        path.write_text(cpu_max, encoding="ascii")
+    root = tmp_path / "cgroup"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="ascii")
+    root.mkdir(exist_ok=True)
+    (tmp_path / "cgroup-membership").write_text(membership, encoding="ascii")
+    assert cpu_quotas(root, tmp_path / "cgroup-membership") == pytest.approx(quotas)
     affinity = len(os.sched_getaffinity(0))
-    assert usable_cores(path) == (affinity if bound is None else min(affinity, bound))
+    bound = max(1, int(min(quotas))) if quotas else affinity
+    assert usable_cores(root, tmp_path / "cgroup-membership") == min(affinity, bound)
