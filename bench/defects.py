@@ -338,13 +338,13 @@ class Expected:
         """Its specs as the suite's planner sees them (all on one profile: the sum is what counts)."""
         return [lanes.Spec(key, "default", seconds) for key, seconds in sorted(self.specs.items())]
 
-    def wall(self, workers: int, cores: int) -> float:
+    def wall(self, workers: int, cores: float) -> float:
         """Its planned wall time with ``workers``, cluster starts included (the suite's own plan)."""
         return lanes.makespan(lanes.plan(self.lanes_specs(), workers, lanes.cluster_start(workers, cores)))
 
 
 def workers_for(
-    expected: Expected | None, cores: int, most: int = MOST_WORKERS_PER_RUN, within: float | None = None
+    expected: Expected | None, cores: float, most: int = MOST_WORKERS_PER_RUN, within: float | None = None
 ) -> int:
     """A run's workers: what the suite itself would choose for those durations (the fewest
     whose plan ends near the soonest one, :func:`nrop.suite.plugin.lanes.worker_count`) with
@@ -362,7 +362,7 @@ def workers_for(
 
 
 def plan_runs(
-    runs: Sequence[str], expected: Mapping[str, Expected], budget: int, cores: int
+    runs: Sequence[str], expected: Mapping[str, Expected], budget: int, cores: float
 ) -> list[tuple[str, int]]:
     """The order the runs start in, each with its workers: the longest expected first (runs with
     nothing measured last), none with more than half the ``budget`` workers, so that a wide run
@@ -379,13 +379,13 @@ def plan_runs(
 
 
 def planned_walls(
-    planned: Sequence[tuple[str, int]], expected: Mapping[str, Expected], cores: int
+    planned: Sequence[tuple[str, int]], expected: Mapping[str, Expected], cores: float
 ) -> dict[str, float]:
     """Each measured run's planned wall time with its workers."""
     return {run: expected[run].wall(workers, cores) for run, workers in planned if run in expected}
 
 
-def workers_budget(memory: int, cores: int) -> int:
+def workers_budget(memory: int, cores: float) -> int:
     """How many workers all the runs at once may have: what the memory holds, and no more than
     use :data:`CPU_SHARE` of the cores on average."""
     by_memory = max(0, memory - MEMORY_RESERVE) // MEMORY_PER_WORKER

@@ -98,17 +98,15 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 MEMBERSHIP = Path("/proc/self/cgroup")
 
 
-def usable_cores(cgroup_root: Path = CGROUP_ROOT, membership: Path = MEMBERSHIP) -> int:
+def usable_cores(cgroup_root: Path = CGROUP_ROOT, membership: Path = MEMBERSHIP) -> float:
     """The cores this process may use: those it may run on (its CPU affinity), fewer when a CPU
-    quota of its cgroups (:func:`cpu_quotas`) allows less, in whole cores; one at least."""
+    quota of its cgroups (:func:`cpu_quotas`) allows less, a share of a core counted (1.5 cores
+    carry half again the workers of one); one at least."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        cores: float = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    quotas = cpu_quotas(cgroup_root, membership)
-    if quotas:
-        cores = min(cores, int(min(quotas)))
-    return max(1, cores)
+    return max(1.0, min([cores, *cpu_quotas(cgroup_root, membership)]))
 
 
 def cpu_quotas(cgroup_root: Path = CGROUP_ROOT, membership: Path = MEMBERSHIP) -> list[float]:
@@ -182,13 +180,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     specs = _specs(session.items, load_durations(planned_with))
     requested = run.requested_workers
     cores = usable_cores()
-    workers = requested if requested is not None else lanes.worker_count(specs, available_memory(), cores)
+    memory = available_memory()
+    workers = requested if requested is not None else lanes.worker_count(specs, memory, cores)
     if workers < 1 or (requested is None and workers < 2):
         return
     plan = lanes.plan(specs, workers, lanes.CLUSTER_SWITCH_SECONDS, lanes.first_clusters(workers, cores))
     run.lanes = {f"gw{index}": [spec.nodeid for spec in lane.specs] for index, lane in enumerate(plan)}
     run.estimates = {spec.nodeid: spec for spec in specs}
-    how = "-n" if requested is not None else "chosen for the selection and this machine"
+    how = (
+        "-n"
+        if requested is not None
+        else f"chosen for the selection and this machine: {cores:g} cores, {memory / 2**30:.1f} GiB available"
+    )
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if terminal is not None:
         terminal.write_line(

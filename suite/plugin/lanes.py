@@ -134,7 +134,7 @@ class Lane:
         return spec.profile is None or spec.profile in self.profiles
 
 
-def cluster_ready(index: int, cores: int) -> float:
+def cluster_ready(index: int, cores: float) -> float:
     """Wall seconds until the first cluster of worker ``index`` (from 0) is ready in a run that
     spreads: the workers boot one after the other and each starts its cluster as it boots,
     sharing the cores with the stacks started before, so each is ready a little later than the
@@ -147,12 +147,12 @@ def cluster_ready(index: int, cores: int) -> float:
     return CLUSTER_START_SECONDS + RAMP_SECONDS * (index + 1) * (1 + index / RAMP_GROWTH) / max(cores, 1)
 
 
-def cluster_start(workers: int, cores: int) -> float:
+def cluster_start(workers: int, cores: float) -> float:
     """Wall seconds the last worker's first cluster waits in a run of ``workers`` (:func:`cluster_ready`)."""
     return cluster_ready(workers - 1, cores)
 
 
-def first_clusters(workers: int, cores: int) -> list[float]:
+def first_clusters(workers: int, cores: float) -> list[float]:
     """Each worker's :func:`cluster_ready`, in worker order (the ``first`` of :func:`plan`)."""
     return [cluster_ready(index, cores) for index in range(workers)]
 
@@ -311,7 +311,7 @@ def makespan(lanes: Sequence[Lane]) -> float:
 def worker_count(
     specs: Sequence[Spec],
     available_memory: int,
-    cores: int,
+    cores: float,
     *,
     memory_per_worker: int = MEMORY_PER_WORKER,
     reserve: int = MEMORY_RESERVE,

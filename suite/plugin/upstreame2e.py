@@ -646,7 +646,7 @@ def planned(selected: Iterable[Selected], durations: Mapping[str, float]) -> lis
 
 
 def shards(
-    selected: Sequence[Selected], workers: int, durations: Mapping[str, float], cores: int
+    selected: Sequence[Selected], workers: int, durations: Mapping[str, float], cores: float
 ) -> list[list[Shard]]:
     """The binary runs, as lanes run side by side (each lane one after the other): the port's
     lane plan (:func:`nrop.suite.plugin.lanes.plan`, specs longest first by their measured durations)

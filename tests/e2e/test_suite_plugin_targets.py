@@ -419,7 +419,9 @@ def test_without_n_a_spread_run_chooses_its_workers_and_spreads_a_profile_over_s
     result = pytester.runpytest_subprocess(*BASE_ARGS, "--report-dir", str(pytester.path))
     assert result.ret == 0, result.stdout.str()
     # three container-scope specs of a minute: one worker (and cluster) each; the default ones share one
-    result.stdout.fnmatch_lines(["nrop: 4 workers (chosen for the selection and this machine)*"])
+    result.stdout.fnmatch_lines(
+        ["nrop: 4 workers (chosen for the selection and this machine: * cores, * GiB available)*"]
+    )
     ran = _order(pytester)
     assert sorted(ran.values()) == [["cnt_a"], ["cnt_b"], ["cnt_c"], ["default_a", "default_b"]]
     opened = [

@@ -249,5 +249,5 @@ def test_cpu_quotas_are_read_from_the_process_s_cgroups_and_their_parents(
     (tmp_path / "cgroup-membership").write_text(membership, encoding="ascii")
     assert cpu_quotas(root, tmp_path / "cgroup-membership") == pytest.approx(quotas)
     affinity = len(os.sched_getaffinity(0))
-    bound = max(1, int(min(quotas))) if quotas else affinity
+    bound = max(1.0, min(quotas)) if quotas else affinity
     assert usable_cores(root, tmp_path / "cgroup-membership") == min(affinity, bound)
