@@ -110,12 +110,22 @@ def name_of(obj: Mapping[str, Any]) -> str:
 class Kube:
     """Dict-in, dict-out access to one cluster through the official dynamic client."""
 
-    def __init__(self, api_client: client.ApiClient) -> None:
+    def __init__(self, api_client: client.ApiClient, discovery_cache: str | Path | None = None) -> None:
+        """``discovery_cache``: the file where the dynamic client keeps what the server serves (by
+        default one per server in the temporary directory, kept across runs: right for a real
+        cluster, litter for an embedded one, a new port each time)."""
         self.api_client = api_client
-        self._dynamic = dynamic.DynamicClient(api_client)
+        cache = str(discovery_cache) if discovery_cache is not None else None
+        self._dynamic = dynamic.DynamicClient(api_client, cache_file=cache)
 
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None = None, *, context: str | None = None) -> Kube:
+    def from_kubeconfig(
+        cls,
+        path: str | Path | None = None,
+        *,
+        context: str | None = None,
+        discovery_cache: str | Path | None = None,
+    ) -> Kube:
         """A client for ``path`` (``None``: ``$KUBECONFIG``, then in-cluster, then ``~/.kube/config``)."""
         configuration = client.Configuration()
         if path is None:
@@ -127,7 +137,7 @@ class Kube:
             config.load_kube_config(
                 config_file=str(path), context=context, client_configuration=configuration
             )
-        return cls(client.ApiClient(configuration))
+        return cls(client.ApiClient(configuration), discovery_cache)
 
     def close(self) -> None:
         self.api_client.close()

@@ -46,6 +46,8 @@ __all__ = ["EMBEDDED_DEVICE_TYPES", "EMBEDDED_REFRESH_PERIOD", "KUBECONFIG_KEY",
 log = logging.getLogger(__name__)
 
 KUBECONFIG_KEY = "kubeconfig"
+#: The dynamic client's discovery cache of an embedded cluster, in its state directory.
+DISCOVERY_CACHE = "discovery.json"
 #: The longest name of a cluster's state directory (its profile's, cut): the kubelet sockets
 #: under it must stay within 107 bytes.
 STATE_NAME_LENGTH = 15
@@ -306,7 +308,9 @@ class Targets:
                 os.environ.setdefault(var, value)
         context = Context(key=key, kube=None, timeouts=self.timeouts, cluster=cluster, opened_at=opened_at)
         try:
-            context.kube = k.Kube.from_kubeconfig(kubeconfig)
+            # an embedded cluster's discovery cache goes with its state (a new server each time)
+            cache = cluster.state_dir / DISCOVERY_CACHE if cluster is not None else None
+            context.kube = k.Kube.from_kubeconfig(kubeconfig, discovery_cache=cache)
             if options.do_setup:
                 say(
                     f"installing the operator ({options.install_via}) and creating the "

@@ -345,3 +345,15 @@ def test_kube_reads_pod_logs_and_a_kubelets_endpoint(fxt: Fixture) -> None:
 
     configz = json.loads(kube.node_proxy(WORKERS[0], "configz"))
     assert configz["kubeletconfig"]["topologyManagerPolicy"] == "single-numa-node"
+
+
+def test_kube_keeps_its_discovery_cache_where_it_is_told(fxt: Fixture, tmp_path: Path) -> None:
+    """An embedded cluster's session client keeps the dynamic client's discovery cache in the
+    cluster's state directory: by default it is one file per server address in the temporary
+    directory, left behind by every cluster (a new port each time, and a stale one for the next
+    cluster that gets that port)."""
+    cache = tmp_path / "discovery.json"
+    kube = k.Kube(fxt.kube.api_client, discovery_cache=cache)
+    assert kube.get(k.Kind("v1", "Namespace"), fxt.namespace)["metadata"]["name"] == fxt.namespace
+    cached = json.loads(cache.read_text())
+    assert cached["version"]["kubernetes"]["gitVersion"].endswith("-nrop")
