@@ -71,18 +71,19 @@ STATE_OWNER = "owner.pid"
 
 
 def state_parent(environ: Mapping[str, str], memory_free: int | None) -> Path | None:
-    """Where a process makes its clusters' state directory: the directory ``TMPDIR`` names when set
-    (the user's choice), else :data:`MEMORY_FILESYSTEM` when it is a writable memory filesystem
+    """Where a process makes its clusters' state directory: :data:`MEMORY_FILESYSTEM` when
+    ``TMPDIR`` is not set (set, it is the user's choice) and that is a writable memory filesystem
     (``memory_free``: its free bytes; ``None``: it is not one) with :data:`STATE_ROOM` free for
     every process of the run (the xdist workers, ``PYTEST_XDIST_WORKER_COUNT``, choose at once,
-    before any has written), else ``None`` (the system's temporary directory). On a disk
+    before any has written); else ``None``: the temporary directory :mod:`tempfile` picks (the one
+    ``TMPDIR`` names if it is usable, else the system's). On a disk
     filesystem each cluster's few thousand files cost CPU to create and to delete, and more while
     recently deleted ones are many (ext4 without a journal skips inodes freed in the last minutes
     when it allocates one): creating 2,000 files took 0.3 s of CPU on a quiet disk and 2 s right
     after a run, against 0.03 s on tmpfs, and tier0 run after run grew from 674 to 701
     spec-seconds on disk where it stayed at 664-666 in memory."""
     if environ.get("TMPDIR"):
-        return Path(environ["TMPDIR"])
+        return None
     workers = environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     processes = int(workers) if workers.isdigit() and int(workers) > 0 else 1
     if memory_free is not None and memory_free >= STATE_ROOM * processes:

@@ -58,7 +58,7 @@ SHM = target.MEMORY_FILESYSTEM
         ({"PYTEST_XDIST_WORKER_COUNT": "22"}, 1408 * MiB, SHM),  # room for 22 workers
         ({"PYTEST_XDIST_WORKER_COUNT": "22"}, 1407 * MiB, None),  # all choose before any writes
         ({"PYTEST_XDIST_WORKER_COUNT": "x"}, 64 * MiB, SHM),  # unreadable count: this process
-        ({"TMPDIR": "/scratch"}, 20_000 * MiB, Path("/scratch")),  # the user's choice wins
+        ({"TMPDIR": "/scratch"}, 20_000 * MiB, None),  # the user's choice wins: tempfile's
         ({"TMPDIR": ""}, 20_000 * MiB, SHM),  # empty: not set
     ],
 )
@@ -73,9 +73,21 @@ def test_state_room_is_not_counted_on_a_disk_directory(tmp_path: Path) -> None:
 
 
 def test_state_root_is_made_where_tmpdir_says(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(target.tempfile, "tempdir", None)  # tempfile reads TMPDIR once, then caches it
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     root = target.state_root()
     assert root.parent == tmp_path and root.is_dir() and root.name.startswith(target.STATE_PREFIX)
+
+
+def test_state_root_falls_back_as_tempfile_does_when_tmpdir_is_unusable(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(target.tempfile, "tempdir", None)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    root = target.state_root()
+    try:
+        assert root.parent == Path(target.tempfile.gettempdir()) != tmp_path / "missing"
+        assert root.is_dir()
+    finally:
+        target.shutil.rmtree(root)
 
 
 def _gone_pid() -> int:
@@ -85,6 +97,7 @@ def _gone_pid() -> int:
 
 
 def test_state_root_names_its_owner_and_removes_the_state_of_killed_runs(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(target.tempfile, "tempdir", None)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     killed = tmp_path / f"{target.STATE_PREFIX}killed"
     (killed / "default" / "nodes").mkdir(parents=True)
